@@ -1,0 +1,549 @@
+package buckets
+
+import (
+	"iter"
+	"maps"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Day is one website's aggregates for one local day: a count column per
+// [Dim], pageviews per hour, visits, events, and roaring bitmaps of the
+// visitor ids seen in the day and in each of its hours.
+//
+// Visitor ids are only meaningful inside one salt period: Period is the
+// first local day of the period the day's visitor ids belong to (with daily
+// salts, the day itself).
+//
+// The zero value is not meant to be used; create days with [NewDay]. A Day
+// is not safe for concurrent use; its read-only methods (Count, Counts, Len,
+// Visitors, MarshalBinary, ...) may run concurrently with each other.
+//
+// Invalid arguments never panic: a Dim out of range is ignored by updates and
+// reads as empty, an hour out of 0..23 is clamped into it by updates and reads
+// as zero.
+type Day struct {
+	Period Date       // first local day of the salt period of the visitor ids
+	Visits uint64     // visits started this day
+	Events uint64     // events counted this day
+	Hours  [24]uint64 // pageviews per local hour 0..23
+
+	cols [NumDims]column
+	// high holds the high 32 bits of the counts that do not fit the uint32
+	// of their column, keyed by highKey(dim, id). Nil almost always.
+	high         map[uint64]uint32
+	visitors     *roaring.Bitmap     // visitor ids of the day
+	hourVisitors [24]*roaring.Bitmap // visitor ids per hour, allocated on first use
+	// optimized reports that the bitmaps are run-optimized and tight, as
+	// after Compact or decoding; updates clear it.
+	optimized bool
+}
+
+// column counts the values of one dimension of a day. It is in one of
+// three states:
+//
+//   - empty: m == nil && c == nil;
+//   - open: m != nil, value id → low 32 bits of the count;
+//   - compacted: m == nil && c != nil, c[:n] the ids ascending and c[n:] the
+//     low 32 bits of their counts, n = len(c)/2.
+//
+// Every id present has a (full) count > 0.
+type column struct {
+	m map[uint32]uint32
+	c []uint32
+}
+
+func (c *column) len() int {
+	if c.m != nil {
+		return len(c.m)
+	}
+	return len(c.c) / 2
+}
+
+// split returns the ids and low counts of a compacted column, of equal
+// length.
+func (c *column) split() (ids, counts []uint32) {
+	n := len(c.c) / 2
+	return c.c[:n:n], c.c[n : 2*n : 2*n]
+}
+
+func highKey(dim Dim, id uint32) uint64 { return uint64(dim)<<32 | uint64(id) }
+
+// NewDay returns an empty day whose visitor ids belong to the salt period
+// starting on period.
+func NewDay(period Date) *Day {
+	return &Day{Period: period, visitors: roaring.New()}
+}
+
+// full returns the full count of id in dim given its low 32 bits.
+func (d *Day) full(dim Dim, id uint32, low uint32) uint64 {
+	if d.high == nil {
+		return uint64(low)
+	}
+	return uint64(low) | uint64(d.high[highKey(dim, id)])<<32
+}
+
+// setHigh records the high 32 bits of the count of id in dim.
+func (d *Day) setHigh(dim Dim, id uint32, h uint32) {
+	switch {
+	case h != 0:
+		if d.high == nil {
+			d.high = make(map[uint64]uint32)
+		}
+		d.high[highKey(dim, id)] = h
+	case d.high != nil:
+		delete(d.high, highKey(dim, id))
+	}
+}
+
+func addSat(a, b uint64) uint64 {
+	s := a + b
+	if s < a {
+		return math.MaxUint64
+	}
+	return s
+}
+
+// Add counts n more of value id in dim. Counts saturate at the largest
+// uint64. On a compacted day, adding to a value already present updates it
+// in place; a new value turns the column back into a map.
+func (d *Day) Add(dim Dim, id uint32, n uint64) {
+	if dim >= NumDims || n == 0 {
+		return
+	}
+	c := &d.cols[dim]
+	if c.m == nil {
+		if c.c != nil {
+			ids, counts := c.split()
+			if i, ok := slices.BinarySearch(ids, id); ok {
+				v := addSat(d.full(dim, id, counts[i]), n)
+				counts[i] = uint32(v)
+				d.setHigh(dim, id, uint32(v>>32))
+				return
+			}
+			c.thaw(1)
+		} else {
+			c.m = make(map[uint32]uint32)
+		}
+	}
+	low := c.m[id]
+	if d.high == nil && uint64(low)+n <= math.MaxUint32 {
+		c.m[id] = low + uint32(n) // the fast path
+		return
+	}
+	v := addSat(d.full(dim, id, low), n)
+	c.m[id] = uint32(v)
+	d.setHigh(dim, id, uint32(v>>32))
+}
+
+// thaw turns a compacted column back into a map with room for extra more
+// values.
+func (c *column) thaw(extra int) {
+	ids, counts := c.split()
+	m := make(map[uint32]uint32, len(ids)+extra)
+	for i, id := range ids {
+		m[id] = counts[i]
+	}
+	c.m, c.c = m, nil
+}
+
+// Count returns the count of value id in dim, 0 if none.
+func (d *Day) Count(dim Dim, id uint32) uint64 {
+	if dim >= NumDims {
+		return 0
+	}
+	c := &d.cols[dim]
+	if c.m != nil {
+		low, ok := c.m[id]
+		if !ok {
+			return 0
+		}
+		return d.full(dim, id, low)
+	}
+	ids, counts := c.split()
+	if i, ok := slices.BinarySearch(ids, id); ok {
+		return d.full(dim, id, counts[i])
+	}
+	return 0
+}
+
+// Counts returns an iterator over the (value id, count) pairs of dim, all
+// counts > 0, in no particular order (ascending ids once compacted). The
+// day must not be changed during the iteration.
+func (d *Day) Counts(dim Dim) iter.Seq2[uint32, uint64] {
+	return func(yield func(uint32, uint64) bool) {
+		if dim >= NumDims {
+			return
+		}
+		c := &d.cols[dim]
+		if c.m != nil {
+			for id, low := range c.m {
+				if !yield(id, d.full(dim, id, low)) {
+					return
+				}
+			}
+			return
+		}
+		ids, counts := c.split()
+		for i, id := range ids {
+			if !yield(id, d.full(dim, id, counts[i])) {
+				return
+			}
+		}
+	}
+}
+
+// Len returns the number of distinct values counted in dim.
+func (d *Day) Len(dim Dim) int {
+	if dim >= NumDims {
+		return 0
+	}
+	return d.cols[dim].len()
+}
+
+func clampHour(hour int) int {
+	return min(max(hour, 0), 23)
+}
+
+// AddPageview counts one pageview in hour (0..23; out of range is clamped).
+func (d *Day) AddPageview(hour int) {
+	d.Hours[clampHour(hour)]++
+}
+
+// Pageviews returns the pageviews of the day, the sum of Hours.
+func (d *Day) Pageviews() uint64 {
+	var n uint64
+	for _, v := range d.Hours {
+		n += v
+	}
+	return n
+}
+
+// AddVisitor records visitor id in the day's bitmap and in the bitmap of
+// hour (0..23; out of range is clamped). It reports whether the visitor is
+// new to the day (the caller then counts the per-visitor dimensions) and
+// whether it is new to the hour.
+func (d *Day) AddVisitor(hour int, id uint32) (newToDay, newToHour bool) {
+	if d.visitors == nil {
+		d.visitors = roaring.New()
+	}
+	h := clampHour(hour)
+	hb := d.hourVisitors[h]
+	if hb == nil {
+		hb = roaring.New()
+		d.hourVisitors[h] = hb
+	}
+	newToDay = d.visitors.CheckedAdd(id)
+	newToHour = hb.CheckedAdd(id)
+	if newToDay || newToHour {
+		d.optimized = false
+	}
+	return newToDay, newToHour
+}
+
+// HasVisitor reports whether visitor id was seen this day.
+func (d *Day) HasVisitor(id uint32) bool {
+	return d.visitors != nil && d.visitors.Contains(id)
+}
+
+// Visitors returns the number of unique visitors of the day.
+func (d *Day) Visitors() uint64 {
+	if d.visitors == nil {
+		return 0
+	}
+	return d.visitors.GetCardinality()
+}
+
+// HourVisitors returns the number of unique visitors of hour (0..23; 0 for
+// an hour out of range).
+func (d *Day) HourVisitors(hour int) uint64 {
+	if hour < 0 || hour > 23 || d.hourVisitors[hour] == nil {
+		return 0
+	}
+	return d.hourVisitors[hour].GetCardinality()
+}
+
+// VisitorBitmap returns the bitmap of the day's visitor ids. It is owned by
+// the day and valid until the day's next update: callers must not modify it
+// (clone it to keep or change it).
+func (d *Day) VisitorBitmap() *roaring.Bitmap {
+	if d.visitors == nil {
+		return roaring.New()
+	}
+	return d.visitors
+}
+
+// MaxVisitor returns the largest visitor id of the day, and false if the day
+// has no visitor.
+func (d *Day) MaxVisitor() (uint32, bool) {
+	if d.visitors == nil || d.visitors.IsEmpty() {
+		return 0, false
+	}
+	return d.visitors.Maximum(), true
+}
+
+// Compact shrinks a day that is (probably) closed: the count maps become
+// sorted id and count slices, the bitmaps are run-optimized and trimmed, and
+// empty hour bitmaps are dropped. Results are identical before and after,
+// and the day still accepts updates (a column given a new value becomes a
+// map again). Compacting a compacted day does nothing.
+func (d *Day) Compact() {
+	for i := range d.cols {
+		d.cols[i].compact()
+	}
+	if len(d.high) == 0 {
+		d.high = nil
+	}
+	if d.optimized {
+		return
+	}
+	d.visitors = tighten(d.visitors)
+	if d.visitors == nil {
+		d.visitors = roaring.New()
+	}
+	for h, bm := range d.hourVisitors {
+		d.hourVisitors[h] = tighten(bm)
+	}
+	d.optimized = true
+}
+
+// tighten returns bm run-optimized and without spare capacity, or nil if it
+// is empty.
+func tighten(bm *roaring.Bitmap) *roaring.Bitmap {
+	if bm == nil || bm.IsEmpty() {
+		return nil
+	}
+	bm.RunOptimize()
+	return bm.Clone() // Clone allocates every container at its exact size
+}
+
+func (c *column) compact() {
+	if c.m == nil {
+		return
+	}
+	n := len(c.m)
+	if n == 0 {
+		c.m = nil
+		return
+	}
+	col := make([]uint32, 2*n)
+	ids, counts := col[:n:n], col[n:]
+	i := 0
+	for id := range c.m {
+		ids[i] = id
+		i++
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		counts[i] = c.m[id]
+	}
+	c.m, c.c = nil, col
+}
+
+// Clone returns a deep copy of d.
+func (d *Day) Clone() *Day {
+	n := *d
+	for i := range n.cols {
+		c := &n.cols[i]
+		if c.m != nil {
+			c.m = maps.Clone(c.m)
+		}
+		c.c = slices.Clone(c.c)
+	}
+	if d.high != nil {
+		n.high = maps.Clone(d.high)
+	}
+	if d.visitors != nil {
+		n.visitors = d.visitors.Clone()
+	}
+	for h, bm := range d.hourVisitors {
+		if bm != nil {
+			n.hourVisitors[h] = bm.Clone()
+		}
+	}
+	return &n
+}
+
+// Merge adds o's counts, hours, visits and events into d and adds o's
+// visitors to d's bitmaps. d keeps its Period: merging bitmaps is only
+// meaningful when both days belong to the same salt period (with other
+// periods, counts and sums stay right but unique visitors do not). o is not
+// changed; o may be d.
+func (d *Day) Merge(o *Day) {
+	if o == nil {
+		return
+	}
+	if o == d {
+		o = o.Clone()
+	}
+	d.Visits = addSat(d.Visits, o.Visits)
+	d.Events = addSat(d.Events, o.Events)
+	for h, v := range o.Hours {
+		d.Hours[h] = addSat(d.Hours[h], v)
+	}
+	for dim := range NumDims {
+		d.mergeColumn(dim, o)
+	}
+	if o.visitors != nil && !o.visitors.IsEmpty() {
+		if d.visitors == nil {
+			d.visitors = roaring.New()
+		}
+		d.visitors.Or(o.visitors)
+		d.optimized = false
+	}
+	for h, ob := range o.hourVisitors {
+		if ob == nil || ob.IsEmpty() {
+			continue
+		}
+		if d.hourVisitors[h] == nil {
+			d.hourVisitors[h] = ob.Clone()
+		} else {
+			d.hourVisitors[h].Or(ob)
+		}
+		d.optimized = false
+	}
+}
+
+func (d *Day) mergeColumn(dim Dim, o *Day) {
+	oc := &o.cols[dim]
+	if oc.len() == 0 {
+		return
+	}
+	c := &d.cols[dim]
+	if c.m != nil || oc.m != nil {
+		if c.m == nil {
+			if c.c != nil {
+				c.thaw(oc.len())
+			} else {
+				c.m = make(map[uint32]uint32, oc.len())
+			}
+		}
+		for id, v := range o.Counts(dim) {
+			d.Add(dim, id, v)
+		}
+		return
+	}
+	// Both compacted (or d empty): merge the sorted columns.
+	aIDs, aCounts := c.split()
+	bIDs, bCounts := oc.split()
+	n := len(aIDs) + len(bIDs)
+	ids := make([]uint32, 0, n)
+	counts := make([]uint32, 0, n)
+	i, j := 0, 0
+	for i < len(aIDs) || j < len(bIDs) {
+		var id uint32
+		var v uint64
+		switch {
+		case j == len(bIDs) || (i < len(aIDs) && aIDs[i] < bIDs[j]):
+			id, v = aIDs[i], d.full(dim, aIDs[i], aCounts[i])
+			i++
+		case i == len(aIDs) || bIDs[j] < aIDs[i]:
+			id, v = bIDs[j], o.full(dim, bIDs[j], bCounts[j])
+			j++
+		default:
+			id = aIDs[i]
+			v = addSat(d.full(dim, id, aCounts[i]), o.full(dim, id, bCounts[j]))
+			i++
+			j++
+		}
+		ids = append(ids, id)
+		counts = append(counts, uint32(v))
+		if h := uint32(v >> 32); h != 0 || d.high != nil {
+			d.setHigh(dim, id, h)
+		}
+	}
+	col := make([]uint32, 2*len(ids))
+	copy(col, ids)
+	copy(col[len(ids):], counts)
+	c.c = col
+}
+
+// Equal reports whether d and o have the same contents: period, visits,
+// events, hours, counts and visitor ids, whatever their representation
+// (open, compacted or decoded).
+func (d *Day) Equal(o *Day) bool {
+	if d == o {
+		return true
+	}
+	if d == nil || o == nil {
+		return false
+	}
+	if d.Period != o.Period || d.Visits != o.Visits || d.Events != o.Events || d.Hours != o.Hours {
+		return false
+	}
+	for dim := range NumDims {
+		if d.Len(dim) != o.Len(dim) {
+			return false
+		}
+		for id, v := range d.Counts(dim) {
+			if o.Count(dim, id) != v {
+				return false
+			}
+		}
+	}
+	if !bitmapsEqual(d.visitors, o.visitors) {
+		return false
+	}
+	for h := range d.hourVisitors {
+		if !bitmapsEqual(d.hourVisitors[h], o.hourVisitors[h]) {
+			return false
+		}
+	}
+	return true
+}
+
+// bitmapsEqual compares the sets of a and b, nil being empty, whatever their
+// containers (roaring's Equals compares run containers run by run).
+func bitmapsEqual(a, b *roaring.Bitmap) bool {
+	var na, nb uint64
+	if a != nil {
+		na = a.GetCardinality()
+	}
+	if b != nil {
+		nb = b.GetCardinality()
+	}
+	if na != nb {
+		return false
+	}
+	return na == 0 || a.AndCardinality(b) == na
+}
+
+// SizeBytes returns the approximate heap size of d in bytes, for memory
+// budgets.
+func (d *Day) SizeBytes() int {
+	n := int(unsafe.Sizeof(*d))
+	for i := range d.cols {
+		c := &d.cols[i]
+		if c.m != nil {
+			n += mapBytes(len(c.m), 8)
+		}
+		n += 4 * cap(c.c)
+	}
+	if d.high != nil {
+		n += mapBytes(len(d.high), 12)
+	}
+	n += bitmapBytes(d.visitors)
+	for _, bm := range d.hourVisitors {
+		n += bitmapBytes(bm)
+	}
+	return n
+}
+
+// mapBytes estimates the heap size of a map of n entries of slot bytes:
+// groups of 8 slots with a control word, at a load factor of about 7/8.
+func mapBytes(n, slot int) int {
+	return 48 + (n*8/7+1)*(slot+1)
+}
+
+func bitmapBytes(bm *roaring.Bitmap) int {
+	if bm == nil {
+		return 0
+	}
+	// The Bitmap and its three slices, plus per container an interface,
+	// a key, a copy-on-write flag and the container header.
+	stats := bm.Stats()
+	return 96 + int(bm.GetSizeInBytes()) + int(stats.Containers)*(16+1+24)
+}

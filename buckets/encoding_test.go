@@ -1,0 +1,273 @@
+package buckets
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// sampleDay returns a small day using every part of the format.
+func sampleDay() *Day {
+	d := NewDay(DateOf(2024, 3, 25))
+	d.Visits, d.Events = 3, 2
+	d.AddPageview(9)
+	d.AddPageview(9)
+	d.AddPageview(23)
+	d.Add(Page, 0, 2)
+	d.Add(Page, 70000, 1)
+	d.Add(LandingPage, 0, 3)
+	d.Add(Referrer, 5, 3)
+	d.Add(Event, 9, 2)
+	d.Add(Browser, 1, 2)
+	d.Add(City, 2, 1<<35) // beyond uint32
+	d.AddVisitor(9, 0)
+	d.AddVisitor(9, 1)
+	d.AddVisitor(23, 100000)
+	for id := range uint32(5000) { // a bitmap container and a run
+		d.AddVisitor(12, 200000+2*id)
+		d.AddVisitor(13, 300000+id)
+	}
+	return d
+}
+
+func TestDayEncoding(t *testing.T) {
+	d := sampleDay()
+	b, err := d.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != 1 {
+		t.Errorf("version byte = %d, want 1", b[0])
+	}
+	var got Day
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	checkDay(t, dump(d), &got)
+	// The decoded day does not retain its input.
+	clear(b)
+	checkDay(t, dump(d), &got)
+	// Nor does it alias it when updated.
+	got.Add(Page, 0, 1)
+	got.AddVisitor(12, 7)
+	if d.Count(Page, 0) != 2 || d.HasVisitor(7) {
+		t.Error("the decoded day shares memory with the original")
+	}
+	// AppendBinary appends.
+	prefix := []byte("key")
+	ab, _ := d.AppendBinary(prefix)
+	mb, _ := d.MarshalBinary()
+	if string(ab) != "key"+string(mb) {
+		t.Error("AppendBinary(prefix) != prefix + MarshalBinary()")
+	}
+	// MarshalBinary does not compact or otherwise change the day.
+	before := d.Clone()
+	if d.optimized || d.cols[Page].m == nil {
+		t.Fatal("sample day unexpectedly compacted")
+	}
+	if !d.Equal(before) || d.cols[Page].m == nil {
+		t.Error("MarshalBinary changed the day")
+	}
+}
+
+func TestDayDecodeErrors(t *testing.T) {
+	good, _ := sampleDay().MarshalBinary()
+	tooManyDims := func() []byte {
+		var b []byte
+		b = append(b, 1)
+		b = binary.AppendVarint(b, 0)
+		b = append(b, make([]byte, 2+24)...)
+		return binary.AppendUvarint(b, uint64(NumDims)+1)
+	}()
+	header := tooManyDims[:len(tooManyDims)-1] // everything before the dim count
+	withDims := func(cols ...byte) []byte {
+		b := slices.Clone(header)
+		b = append(b, 1) // one dimension: page
+		return append(b, cols...)
+	}
+	tests := []struct {
+		name    string
+		in      []byte
+		want    error
+		wantMsg string
+	}{
+		{name: "empty", in: nil, want: ErrCorrupt, wantMsg: "buckets: decode day: empty input"},
+		{name: "newer version", in: append([]byte{2}, good[1:]...), want: ErrVersion},
+		{name: "version zero", in: append([]byte{0}, good[1:]...), want: ErrCorrupt},
+		{name: "trailing byte", in: append(slices.Clone(good), 0), want: ErrCorrupt},
+		{name: "more dims than known", in: tooManyDims, want: ErrVersion},
+		{
+			name: "truncated counts", in: withDims(2, 0, 0, 1),
+			want: ErrCorrupt, wantMsg: "buckets: decode day: truncated counts of dim page",
+		},
+		{name: "count claims too much", in: withDims(100, 0, 0), want: ErrCorrupt},
+		{name: "zero count", in: withDims(1, 5, 0, 0, 0), want: ErrCorrupt},
+		{name: "id beyond uint32", in: withDims(2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 1, 1, 0, 0), want: ErrCorrupt},
+		{name: "bitmap longer than input", in: withDims(0, 50, 1, 2), want: ErrCorrupt},
+		{name: "hour bitmap of length zero", in: withDims(0, 0, 1, 0), want: ErrCorrupt},
+		{name: "hour beyond 23", in: withDims(0, 0, 0x80, 0x80, 0x80, 0x08), want: ErrCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := sampleDay()
+			want := dump(d)
+			err := d.UnmarshalBinary(tt.in)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("UnmarshalBinary = %v, want %v", err, tt.want)
+			}
+			if tt.wantMsg != "" && err.Error() != tt.wantMsg {
+				t.Errorf("error = %q, want %q", err, tt.wantMsg)
+			}
+			checkDay(t, want, d) // unchanged on error
+		})
+	}
+	// Every proper prefix of a valid encoding is an error.
+	for i := range len(good) {
+		var d Day
+		if err := d.UnmarshalBinary(good[:i]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("prefix of %d bytes: %v, want ErrCorrupt", i, err)
+		}
+	}
+}
+
+// TestDecodeBitmap feeds hand-made roaring bitmaps, valid and not, to the
+// guarded decoder.
+func TestDecodeBitmap(t *testing.T) {
+	le16 := func(b []byte, vs ...uint16) []byte {
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint16(b, v)
+		}
+		return b
+	}
+	le32 := binary.LittleEndian.AppendUint32
+	// runBitmap: cookie with one container, run flag set, one key.
+	runs := func(key uint16, ivs ...uint16) []byte {
+		b := le32(nil, roaringCookie) // size-1 = 0 in the high bits
+		b = append(b, 1)              // run flags
+		b = le16(b, key, 0)           // key, card-1 (ignored for runs)
+		b = le16(b, uint16(len(ivs)/2))
+		return le16(b, ivs...)
+	}
+	array := func(vs ...uint16) []byte {
+		b := le32(nil, roaringCookieNoRun)
+		b = le32(b, 1)
+		b = le16(b, 0, uint16(len(vs)-1))
+		b = le32(b, 0) // offset
+		return le16(b, vs...)
+	}
+	valid := func(ids ...uint32) []byte {
+		bm := roaring.BitmapOf(ids...)
+		bm.RunOptimize()
+		b, _ := bm.ToBytes()
+		return b
+	}
+	dense := make([]uint32, 5000)
+	for i := range dense {
+		dense[i] = uint32(i * 3)
+	}
+	bitmapContainer := valid(dense...)
+	badPopcount := slices.Clone(bitmapContainer)
+	badPopcount[len(badPopcount)-1] ^= 0x80
+
+	tests := []struct {
+		name    string
+		in      []byte
+		wantErr bool
+		want    []uint32
+	}{
+		{name: "empty bitmap", in: valid(), want: []uint32{}},
+		{name: "array", in: array(1, 5, 9), want: []uint32{1, 5, 9}},
+		{name: "runs", in: runs(1, 0, 2, 10, 0), want: []uint32{65536, 65537, 65538, 65546}},
+		{name: "adjacent runs", in: runs(0, 0, 1, 2, 1), want: []uint32{0, 1, 2, 3}},
+		{name: "roaring's own", in: valid(1, 2, 3, 1<<20, 1<<31), want: []uint32{1, 2, 3, 1 << 20, 1 << 31}},
+		{name: "bitmap container", in: bitmapContainer, want: dense},
+		{name: "nothing", in: nil, wantErr: true},
+		{name: "bad cookie", in: le32(nil, 7), wantErr: true},
+		{name: "huge size", in: le32(le32(nil, roaringCookieNoRun), 1<<20), wantErr: true},
+		{name: "size without header", in: le32(le32(nil, roaringCookieNoRun), 1<<16), wantErr: true},
+		{name: "array unsorted", in: array(5, 1), wantErr: true},
+		{name: "array duplicate", in: array(5, 5), wantErr: true},
+		{name: "array truncated", in: array(1, 2, 3)[:20], wantErr: true},
+		{name: "overlapping runs", in: runs(0, 0, 5, 3, 1), wantErr: true},
+		{name: "run beyond container", in: runs(0, 65535, 1), wantErr: true},
+		{name: "empty run container", in: runs(0), wantErr: true},
+		{name: "bitmap popcount mismatch", in: badPopcount, wantErr: true},
+		{name: "trailing bytes", in: append(valid(1), 0), wantErr: true},
+		{name: "keys unsorted", in: func() []byte {
+			b := le32(nil, roaringCookieNoRun)
+			b = le32(b, 2)
+			b = le16(b, 5, 0, 3, 0)
+			b = le32(le32(b, 0), 0)
+			return le16(b, 1, 1)
+		}(), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bm, err := decodeBitmap(tt.in)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("decodeBitmap = %v, want an error", bm.ToArray())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bm.ToArray(); !slices.Equal(got, tt.want) {
+				t.Fatalf("decodeBitmap = %v, want %v", got, tt.want)
+			}
+			// The bitmap does not alias the input.
+			clear(tt.in)
+			if got := bm.ToArray(); !slices.Equal(got, tt.want) {
+				t.Fatalf("after clearing the input: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeAllocations checks that small malicious inputs cannot make the
+// decoders allocate much more than their size.
+func TestDecodeAllocations(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var inputs [][]byte
+	good, _ := sampleDay().MarshalBinary()
+	for range 200 {
+		b := slices.Clone(good)
+		for range 1 + r.IntN(4) {
+			b[r.IntN(len(b))] = byte(r.Uint32())
+		}
+		inputs = append(inputs, b)
+	}
+	// Bitmaps that claim many containers or long runs.
+	le32 := binary.LittleEndian.AppendUint32
+	inputs = append(inputs,
+		le32(le32(nil, roaringCookieNoRun), 1<<16),
+		le32(nil, roaringCookie|0xffff<<16),
+		[]byte{1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+	)
+	total := 0
+	for _, in := range inputs {
+		total += len(in)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, in := range inputs {
+		var d Day
+		_ = d.UnmarshalBinary(in)
+		var s Strings
+		_ = s.UnmarshalBinary(in)
+		_, _ = decodeBitmap(in)
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d inputs of %d bytes in all: %d bytes allocated", len(inputs), total, allocated)
+	if limit := uint64(64*total + 1<<20); allocated > limit {
+		t.Errorf("decoding allocated %d bytes for %d bytes of input, limit %d", allocated, total, limit)
+	}
+}
