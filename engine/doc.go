@@ -1,0 +1,57 @@
+/*
+Package engine is the webstats engine, usable as a library with no server:
+open an Engine, register websites, Track hits, and query statistics.
+
+# Opening
+
+	e, err := engine.Open(&engine.Options{Dir: "./webstats-data"})
+	...
+	defer e.Close()
+
+A nil *Options, or an empty Dir, gives an in-memory engine. With a Dir the
+engine is durable: Track returns only once its hits are in the write-ahead
+log (many concurrent calls share one fsync), snapshots of what changed are
+written every Options.SnapshotEvery, and Open loads the last snapshot and
+replays the log after it. A hit is counted exactly once whatever moment the
+process dies.
+
+# The pipeline
+
+Each Hit goes through, in order:
+
+ 1. drops: unknown website, excluded IP, bot (when the website excludes
+    them), prefetch — each counted by reason (Metrics);
+ 2. enrichment: page (exclude_params applied, at most 255 characters),
+    referrer host, utm_campaign, browser/OS/device, country/continent/city,
+    language, screen resolution;
+ 3. the visitor id: a salted SipHash of website ‖ IP ‖ user agent (or the
+    explicit visitor string), numbered densely inside the salt period;
+ 4. visit detection: 30 minutes without a pageview, or a referrer from another
+    host than the website and the visit's own, starts a visit;
+ 5. the day bucket of the hit's local day in the website's time zone.
+
+Steps 1 and 2 need no lock. Steps 3–5 run under the lock of the website's
+shard, and the enriched hit is what the log keeps, so replaying it reproduces
+visitor numbers and visits exactly.
+
+# Queries
+
+Stat answers one of the 17 statistics (StatNames) over a range of local days
+with search, sort and paging; Totals gives unique visitors (exact within a
+salt period), pageviews, visits and events; Realtime the last 30 minutes.
+Closed days are frozen (immutable, compacted): queries read them without
+holding the shard lock, so a long query never holds up tracking.
+
+# Memory
+
+Days before today are compacted. With Options.MemoryBudget, the least
+recently used closed days are evicted and read back from the store on
+demand. The visitor state of a salt period is kept while it is current or
+the previous one, or still being written to (imports of old days).
+
+# Ownership
+
+Every value returned (Website, Page, Totals, ...) is the caller's. Hits
+passed to Track may be reused once it returns.
+*/
+package engine

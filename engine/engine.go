@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	_ "time/tzdata" // time zones in a static binary
+
+	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/ua"
+	"github.com/webstats/webstats/snapshot"
+)
+
+// Engine is a webstats engine. It is safe for concurrent use. Open one with
+// Open and Close it when done.
+type Engine struct {
+	opts  Options
+	now   func() time.Time
+	store *snapshot.Store
+	ua    *ua.Parser
+	geo   *geo.Locator
+
+	// seq is the last log sequence number assigned. Numbers are assigned
+	// under the shard lock of the hit's website, as the hit is applied.
+	seq atomic.Uint64
+
+	// regMu guards the registry: accounts, keys, sites, domains and the id
+	// counters. A site's web and cfg are replaced, never modified, under it.
+	regMu       sync.RWMutex
+	accounts    map[uint32]*Account
+	keys        map[[32]byte]uint32 // key hash → account id
+	sites       map[uint32]*site
+	domains     map[string]uint32 // normalised domain → website id
+	nextAccount uint32            // last account id assigned
+	nextWebsite uint32            // last website id assigned
+
+	// shards guard the statistics state of websites (site.state): a website
+	// lives in shard id % len(shards).
+	shards []shard
+
+	salts saltBox
+
+	// snapMu serialises snapshots with each other and with the deletion of
+	// a website's keys.
+	snapMu sync.Mutex
+
+	counters counters
+
+	// life guards closed: every operation that touches the store holds it
+	// for reading (enter/exit), and Close takes it for writing, so the store
+	// is never used after it is closed.
+	life   sync.RWMutex
+	closed bool
+	stop   chan struct{}
+	bg     sync.WaitGroup
+}
+
+// enter starts an operation; it reports false when the engine is closed.
+// Every true must be matched by exit.
+func (e *Engine) enter() bool {
+	e.life.RLock()
+	if e.closed {
+		e.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (e *Engine) exit() { e.life.RUnlock() }
+
+// shard guards the statistics state of the websites in it.
+type shard struct {
+	mu sync.Mutex
+	_  [56]byte // keep shards on their own cache lines
+}
+
+// site is one website: its record, the settings the tracking path reads
+// without locks, and its statistics state.
+type site struct {
+	web   *Website                   // guarded by Engine.regMu
+	cfg   atomic.Pointer[siteConfig] // replaced on update; read without locks
+	state *siteState                 // guarded by the shard's mu
+}
+
+// siteConfig is what the ingestion pipeline needs of a website, parsed once.
+type siteConfig struct {
+	id          uint32
+	domain      string
+	loc         *time.Location
+	excludeBots bool
+	rules       norm.PageRules
+	ips         norm.IPSet
+}
+
+func (s *site) setWebsite(w *Website) {
+	s.web = w
+	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1}
+	c.loc, _ = loadLocation(w.Timezone)
+	if c.loc == nil {
+		c.loc = time.UTC
+	}
+	if w.ExcludeParams != nil {
+		c.rules = norm.ParsePageRules(*w.ExcludeParams)
+	}
+	if w.ExcludeIPs != nil {
+		c.ips, _ = norm.ParseIPSet(*w.ExcludeIPs)
+	}
+	s.cfg.Store(c)
+}
+
+// addSiteLocked registers w. e.regMu must be held.
+func (e *Engine) addSiteLocked(w *Website, st *siteState) {
+	s := &site{state: st}
+	s.setWebsite(w)
+	e.sites[w.ID] = s
+	e.domains[w.Domain] = w.ID
+}
+
+func (e *Engine) shardOf(website uint32) *shard {
+	return &e.shards[website%uint32(len(e.shards))]
+}
+
+// Open opens an engine. A nil opts means the defaults (see Options): an
+// in-memory engine. Open reads the registry and the last snapshot and replays
+// the log written after it.
+func Open(opts *Options) (*Engine, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts:     o,
+		now:      o.Now,
+		accounts: make(map[uint32]*Account),
+		keys:     make(map[[32]byte]uint32),
+		sites:    make(map[uint32]*site),
+		domains:  make(map[string]uint32),
+		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
+		stop:     make(chan struct{}),
+	}
+	e.salts.m = make(map[saltKey][16]byte)
+	e.ua = ua.New(o.UACacheSize)
+	if e.geo, err = geo.Open(o.GeoIP); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.store, err = snapshot.Open(&snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, Logger: o.Logger})
+	if err != nil {
+		e.geo.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.load(); err != nil {
+		e.store.Close()
+		e.geo.Close()
+		return nil, err
+	}
+	if o.SnapshotEvery > 0 {
+		e.bg.Add(1)
+		go e.loop(o.SnapshotEvery)
+	}
+	return e, nil
+}
+
+// loop takes a snapshot every interval until Close.
+func (e *Engine) loop(every time.Duration) {
+	defer e.bg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			if err := e.Snapshot(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				e.opts.Logger.Error("snapshot failed", "err", err)
+			}
+		}
+	}
+}
+
+// Close takes a final snapshot and closes the store. Calls after the first
+// return ErrClosed.
+func (e *Engine) Close() error {
+	e.life.Lock()
+	if e.closed {
+		e.life.Unlock()
+		return ErrClosed
+	}
+	e.closed = true // no operation is in flight now, and none starts
+	e.life.Unlock()
+	close(e.stop)
+	e.bg.Wait()
+	err := e.snapshot()
+	return errors.Join(err, e.store.Close(), e.geo.Close())
+}
+
+// Backup writes a consistent copy of the store to dir (which must not exist)
+// while tracking goes on. Opening an engine on the copy gives the same answers.
+func (e *Engine) Backup(ctx context.Context, dir string) error {
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	if err := e.store.Backup(ctx, dir); err != nil {
+		return fmt.Errorf("engine: backup: %w", err)
+	}
+	return nil
+}

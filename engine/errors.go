@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+)
+
+// Errors returned by the Engine. Use errors.Is.
+var (
+	// ErrNotFound: no such website or account, or it belongs to another account.
+	ErrNotFound = errors.New("engine: not found")
+	// ErrClosed: the engine is closed.
+	ErrClosed = errors.New("engine: closed")
+	// ErrUnauthenticated: no account has this API key.
+	ErrUnauthenticated = errors.New("engine: unknown API key")
+)
+
+// FieldError is one invalid field with a message in the wording of the API's
+// 422 answers ("The domain field is required.").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+// ValidationError reports invalid input field by field. Use errors.As.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("engine: invalid input:")
+	for i, f := range e.Fields {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(" ")
+		b.WriteString(f.Field)
+		b.WriteString(": ")
+		b.WriteString(f.Msg)
+	}
+	return b.String()
+}
+
+// add records a message for field.
+func (e *ValidationError) add(field, msg string) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Msg: msg})
+}
+
+// orNil returns e when it holds a field, else nil.
+func (e *ValidationError) orNil() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}

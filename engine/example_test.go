@@ -1,0 +1,49 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine"
+)
+
+// An in-memory engine: register a website, track two pageviews and read the
+// top pages.
+func Example() {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, err := engine.Open(&engine.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+
+	acc, _, _ := e.CreateAccount(ctx, "Me", "me@example.org")
+	domain := "example.com"
+	site, err := e.CreateWebsite(ctx, acc.ID, engine.WebsiteInput{Domain: &domain})
+	if err != nil {
+		panic(err)
+	}
+	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	_, err = e.Track(ctx,
+		engine.Hit{URL: "https://example.com/", UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8"), Language: "en"},
+		engine.Hit{URL: "https://example.com/about", UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8"), Language: "en"},
+	)
+	if err != nil {
+		panic(err)
+	}
+	today := buckets.DateFromTime(now)
+	page, _ := e.Stat(ctx, engine.StatQuery{Website: site.ID, Name: "page", From: today, To: today, Desc: true})
+	for _, r := range page.Rows {
+		fmt.Println(r.Value, r.Count)
+	}
+	tot, _ := e.Totals(ctx, 0, site.ID, today, today)
+	fmt.Printf("%d visitor, %d pageviews, %d visit\n", tot.Visitors, tot.Pageviews, tot.Visits)
+	// Output:
+	// / 1
+	// /about 1
+	// 1 visitor, 2 pageviews, 1 visit
+}

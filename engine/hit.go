@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Hit is one raw tracking request or imported event, before enrichment.
+// Track copies what it keeps; the caller may reuse a Hit after Track returns.
+type Hit struct {
+	// Time is when the hit happened. The zero Time means the engine's clock.
+	Time time.Time
+
+	// URL is the page: a full URL, or for imports a path ("/a?b=1").
+	URL string
+	// Referrer is the referring URL as the browser sent it; "" for none.
+	Referrer string
+	// UserAgent is the User-Agent header.
+	UserAgent string
+	// IP is the client address.
+	IP netip.Addr
+	// Resolution is the screen size "WIDTHxHEIGHT"; anything else counts as "".
+	Resolution string
+	// Language is the Accept-Language header.
+	Language string
+	// Visitor, when not empty, replaces IP and user agent in the visitor hash
+	// (the import API's stable visitor id).
+	Visitor string
+
+	// Website, when not zero, counts the hit under this website whatever the
+	// URL's host (imports). Otherwise the website is found by Domain, or by the
+	// URL's host when Domain is empty.
+	Website uint32
+	// Domain is the Plausible form's domain field (the first of a
+	// comma-separated list is used).
+	Domain string
+
+	// Event, when not nil, makes the hit a custom event instead of a pageview.
+	Event *Event
+
+	// Live marks a hit from a live tracking request: the header heuristics for
+	// bots (no Accept-Language, headless markers) apply only to live hits.
+	Live bool
+	// SecCHUA is the Sec-CH-UA header of a live request (headless markers).
+	SecCHUA string
+	// Prefetch marks a browser prefetch (Sec-Purpose or Purpose: prefetch);
+	// such hits are dropped.
+	Prefetch bool
+}
+
+// Event is a custom event of a Hit.
+type Event struct {
+	Name string
+	// Value is the raw JSON token of the value (a number or a string), or nil.
+	Value []byte
+	Unit  string
+}
+
+// DropReason says why a hit was not counted.
+type DropReason uint8
+
+// The drop reasons. DropNone means the hit was counted.
+const (
+	DropNone DropReason = iota
+	DropUnknownSite
+	DropExcludedIP
+	DropBot
+	DropPrefetch
+	DropInvalid // the page URL is missing or not a URL, or an event has no name
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{"", "unknown-site", "excluded-ip", "bot", "prefetch", "invalid"}
+
+// String is the reason as the X-Webstats-Dropped header and /metrics name it.
+func (r DropReason) String() string {
+	if r < numDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// DropReasons lists every reason a hit can be dropped for, in order.
+func DropReasons() []DropReason {
+	return []DropReason{DropUnknownSite, DropExcludedIP, DropBot, DropPrefetch, DropInvalid}
+}
+
+// TrackResult reports what Track did with its hits.
+type TrackResult struct {
+	// Accepted counts the hits counted (pageviews and events).
+	Accepted int
+	// Dropped counts the hits dropped, by reason.
+	Dropped [numDropReasons]int
+	// Reasons holds one entry per hit, in the order given: DropNone for a
+	// counted hit.
+	Reasons []DropReason
+}

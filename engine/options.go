@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/webstats/webstats/snapshot"
+)
+
+// SaltPeriod is how long a visitor-hash salt lives: a visitor is the same
+// visitor only inside one salt period.
+type SaltPeriod uint8
+
+// The salt periods. Periods start at local midnight, on Monday, or on the 1st
+// in each website's time zone, so a local day never spans two periods.
+const (
+	SaltDay SaltPeriod = iota
+	SaltWeek
+	SaltMonth
+)
+
+// ParseSaltPeriod parses "day", "week" or "month".
+func ParseSaltPeriod(s string) (SaltPeriod, error) {
+	switch s {
+	case "day", "":
+		return SaltDay, nil
+	case "week":
+		return SaltWeek, nil
+	case "month":
+		return SaltMonth, nil
+	}
+	return 0, fmt.Errorf("engine: salt period %q: want day, week or month", s)
+}
+
+// String returns "day", "week" or "month".
+func (p SaltPeriod) String() string {
+	switch p {
+	case SaltWeek:
+		return "week"
+	case SaltMonth:
+		return "month"
+	}
+	return "day"
+}
+
+// Options configures an Engine. The zero value is valid: an in-memory engine
+// with the defaults given beside each field.
+type Options struct {
+	// Dir is the data directory (a Pebble store). Default "": the engine keeps
+	// its store in memory and everything is lost at Close.
+	Dir string
+	// FS is the file system Dir lives on. Default nil: the operating system's
+	// (or an in-memory one when Dir is ""). Tests pass snapshot.NewMemFS().
+	FS snapshot.FS
+	// NoSync, when true, acknowledges hits and registry writes before they are
+	// synced to disk. Default false: Track returns only once its hits are
+	// durable (group commit).
+	NoSync bool
+
+	// SaltPeriod is how long a visitor stays the same visitor. Default SaltDay.
+	SaltPeriod SaltPeriod
+	// GeoIP is the path of a MaxMind or DB-IP .mmdb (City or Country) used for
+	// countries and cities. Default "": countries from the embedded database,
+	// no cities.
+	GeoIP string
+	// UACacheSize bounds the cache of parsed user agents. Default 4096.
+	UACacheSize int
+
+	// SnapshotEvery is the interval of the background snapshots. Default 30s;
+	// a negative value turns the background loop off (snapshots are then taken
+	// only by Snapshot and Close).
+	SnapshotEvery time.Duration
+	// MemoryBudget caps the bytes of resident day buckets of closed days;
+	// older days are evicted (least recently used first) and read back from
+	// the store on demand. Default 0: no cap.
+	MemoryBudget int64
+	// Retention drops days older than this many days from memory and disk.
+	// Default 0: keep everything.
+	Retention int
+
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand is the source of salts and API keys. Default crypto/rand.Reader.
+	Rand io.Reader
+	// Logger receives the engine's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of o with every unset field filled in.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.SaltPeriod > SaltMonth {
+		return c, fmt.Errorf("engine: invalid salt period %d", c.SaltPeriod)
+	}
+	if c.Retention < 0 {
+		return c, fmt.Errorf("engine: negative retention %d", c.Retention)
+	}
+	if c.MemoryBudget < 0 {
+		return c, fmt.Errorf("engine: negative memory budget %d", c.MemoryBudget)
+	}
+	if c.UACacheSize <= 0 {
+		c.UACacheSize = 4096
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Dir == "" {
+		c.Dir = "webstats-mem"
+		if c.FS == nil {
+			c.FS = snapshot.NewMemFS()
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// The statistics names of SPEC §2.3, besides the dimensions of buckets.
+const (
+	StatPageviews      = "pageviews"
+	StatPageviewsHours = "pageviews_hours"
+	StatVisitors       = "visitors"
+	StatVisitorsHours  = "visitors_hours"
+)
+
+// StatNames lists the 17 statistics, in the order the API documents them.
+func StatNames() []string {
+	names := []string{StatPageviews, StatPageviewsHours, StatVisitors, StatVisitorsHours}
+	for d := range buckets.NumDims {
+		names = append(names, d.String())
+	}
+	return names
+}
+
+// canonicalStat maps a statistic name or alias to its name; ok=false for an
+// unknown one.
+func canonicalStat(name string) (string, bool) {
+	switch name {
+	case "pageviews_hour":
+		return StatPageviewsHours, true
+	case "visitors_hour":
+		return StatVisitorsHours, true
+	case StatPageviews, StatPageviewsHours, StatVisitors, StatVisitorsHours:
+		return name, true
+	}
+	if _, ok := buckets.ParseDim(name); ok {
+		return name, true
+	}
+	return "", false
+}
+
+// MaxRangeDays bounds the days one query may span.
+const MaxRangeDays = 3700
+
+// StatQuery asks for one statistic of a website over a range of local days.
+type StatQuery struct {
+	// Website is the website id; Account, when not 0, must own it.
+	Website uint32
+	Account uint32
+	// Name is one of StatNames, or the alias pageviews_hour / visitors_hour.
+	Name string
+	// From and To are inclusive local days of the website.
+	From, To buckets.Date
+	// Search keeps the rows whose value holds it (case-insensitive).
+	Search string
+	// SortBy is "count" (default) or "value"; Desc sorts descending. Equal
+	// counts are ordered by value ascending, bytewise.
+	SortBy string
+	Desc   bool
+	// Page counts from 1 (< 1 means 1); PerPage defaults to 10.
+	Page, PerPage int
+}
+
+// Validate checks the query: a known name, From not after To, a range of at
+// most MaxRangeDays.
+func (q *StatQuery) Validate() error {
+	var verr ValidationError
+	if _, ok := canonicalStat(q.Name); !ok {
+		verr.add("name", "The selected name is invalid.")
+	}
+	if q.From > q.To {
+		verr.add("to", "The to must be a date after or equal to from.")
+	} else if int(q.To-q.From) >= MaxRangeDays {
+		verr.add("to", fmt.Sprintf("The range must not be longer than %d days.", MaxRangeDays))
+	}
+	if q.SortBy != "" && q.SortBy != "count" && q.SortBy != "value" {
+		verr.add("sort_by", "The selected sort by is invalid.")
+	}
+	return verr.orNil()
+}
+
+// Row is one value of a statistic and its count.
+type Row struct {
+	Value string `json:"value"`
+	Count uint64 `json:"count"`
+}
+
+// Page is one page of a statistic's rows. Rows is the caller's.
+type Page struct {
+	Rows     []Row
+	Total    int // rows over all pages
+	Page     int
+	PerPage  int
+	LastPage int // at least 1
+}
+
+// Stat answers a statistic query.
+func (e *Engine) Stat(ctx context.Context, q StatQuery) (Page, error) {
+	if err := q.Validate(); err != nil {
+		return Page{}, err
+	}
+	name, _ := canonicalStat(q.Name)
+	s, err := e.siteFor(q.Account, q.Website)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := e.rows(ctx, s, name, q.From, q.To)
+	if err != nil {
+		return Page{}, err
+	}
+	if q.Search != "" {
+		needle := strings.ToLower(q.Search)
+		rows = slices.DeleteFunc(rows, func(r Row) bool { return !containsFold(r.Value, needle) })
+	}
+	per, page, last, lo, hi := pageBounds(len(rows), q.PerPage, q.Page)
+	sortRows(rows, q.SortBy == "value", q.Desc, hi)
+	out := Page{Rows: slices.Clone(rows[lo:hi]), Total: len(rows), Page: page, PerPage: per, LastPage: last}
+	return out, nil
+}
+
+// containsFold reports whether s holds the lower-case needle, ignoring case.
+func containsFold(s, needle string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
+			return strings.Contains(strings.ToLower(s), needle)
+		}
+	}
+	return strings.Contains(s, needle)
+}
+
+// sortRows orders rows; only the first n need to be in their final place.
+func sortRows(rows []Row, byValue, desc bool, n int) {
+	cmpRow := func(a, b Row) int {
+		if byValue {
+			c := strings.Compare(a.Value, b.Value)
+			if desc {
+				c = -c
+			}
+			return c
+		}
+		c := cmp.Compare(a.Count, b.Count)
+		if desc {
+			c = -c
+		}
+		return cmp.Or(c, strings.Compare(a.Value, b.Value))
+	}
+	if n < len(rows)/8 && n > 0 {
+		partialSort(rows, n, cmpRow)
+		return
+	}
+	slices.SortFunc(rows, cmpRow)
+}
+
+// partialSort puts the n smallest rows, sorted, at the front of rows.
+func partialSort(rows []Row, n int, less func(a, b Row) int) {
+	// A bounded max-heap of the n best rows seen.
+	h := rows[:n]
+	slices.SortFunc(h, func(a, b Row) int { return -less(a, b) })
+	// h sorted descending: h[0] is the worst kept. Keep it a heap by
+	// re-sifting; n is small (a page), so insertion into a sorted slice is
+	// enough.
+	for i := n; i < len(rows); i++ {
+		r := rows[i]
+		if less(r, h[0]) >= 0 {
+			continue
+		}
+		// Replace the worst, then move it into place (descending order).
+		rows[i] = h[0]
+		j := 0
+		for j+1 < n && less(r, h[j+1]) < 0 {
+			h[j] = h[j+1]
+			j++
+		}
+		h[j] = r
+	}
+	slices.Reverse(h)
+}
+
+// siteFor returns the website id if account (0: any) owns it.
+func (e *Engine) siteFor(account, id uint32) (*site, error) {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	s, ok := e.sites[id]
+	if !ok || (account != 0 && s.web.Account != account) {
+		return nil, ErrNotFound
+	}
+	return s, nil
+}
+
+// rows computes every row of statistic name over [from, to].
+func (e *Engine) rows(ctx context.Context, s *site, name string, from, to buckets.Date) ([]Row, error) {
+	switch name {
+	case StatPageviews, StatVisitors:
+		var rows []Row
+		err := e.scan(ctx, s, from, to, nil, func(date buckets.Date, d *buckets.Day) {
+			n := d.Pageviews()
+			if name == StatVisitors {
+				n = d.Visitors()
+			}
+			if n > 0 {
+				rows = append(rows, Row{Value: date.String(), Count: n})
+			}
+		})
+		return rows, err
+	case StatPageviewsHours, StatVisitorsHours:
+		var hours [24]uint64
+		err := e.scan(ctx, s, from, to, nil, func(_ buckets.Date, d *buckets.Day) {
+			for h := range 24 {
+				if name == StatPageviewsHours {
+					hours[h] += d.Hours[h]
+				} else {
+					hours[h] += d.HourVisitors(h)
+				}
+			}
+		})
+		var rows []Row
+		for h, n := range hours {
+			if n > 0 {
+				rows = append(rows, Row{Value: hourNames[h], Count: n})
+			}
+		}
+		return rows, err
+	}
+	dim, _ := buckets.ParseDim(name)
+	var acc []uint64
+	var values []string
+	err := e.scan(ctx, s, from, to, func(st *siteState) { values = st.strs.Values() }, func(_ buckets.Date, d *buckets.Day) {
+		acc = buckets.SumCounts(acc, dim, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for id, n := range acc {
+		if n > 0 && id < len(values) {
+			rows = append(rows, Row{Value: values[id], Count: n})
+		}
+	}
+	return rows, nil
+}
+
+var hourNames = func() (h [24]string) {
+	for i := range h {
+		h[i] = fmt.Sprintf("%02d", i)
+	}
+	return h
+}()
+
+// scan calls fn for every day with data in [from, to], in no particular
+// order. Days that may change (open days) are passed under the shard lock;
+// frozen days after it is released, so a long query never holds up tracking.
+// locked, when not nil, is called under the lock first.
+func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locked func(*siteState), fn func(buckets.Date, *buckets.Day)) error {
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	sh := e.shardOf(s.cfg.Load().id)
+	loaded, err := e.loadRange(s, sh, from, to)
+	if err != nil {
+		return err
+	}
+	defer e.evict() // after the query: it holds the days it loaded
+	type ref struct {
+		date buckets.Date
+		day  *buckets.Day
+	}
+	var frozen []ref
+	tick := e.counters.tick.Add(1)
+	sh.mu.Lock()
+	st := s.state
+	if st.deleted {
+		sh.mu.Unlock()
+		return ErrNotFound
+	}
+	if locked != nil {
+		locked(st)
+	}
+	visit := func(date buckets.Date, ent *dayEntry) {
+		ent.used = tick
+		if ent.frozen {
+			frozen = append(frozen, ref{date, ent.day})
+		} else {
+			fn(date, ent.day)
+		}
+	}
+	for date, d := range loaded {
+		if _, ok := st.days[date]; !ok {
+			frozen = append(frozen, ref{date, d}) // evicted meanwhile
+		}
+	}
+	if int(to-from)+1 > len(st.days) {
+		for date, ent := range st.days {
+			if date >= from && date <= to {
+				visit(date, ent)
+			}
+		}
+	} else {
+		for date := from; date <= to; date++ {
+			if ent, ok := st.days[date]; ok {
+				visit(date, ent)
+			}
+		}
+	}
+	sh.mu.Unlock()
+	for i, r := range frozen {
+		if i%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fn(r.date, r.day)
+	}
+	return nil
+}
+
+// loadRange makes every day of [from, to] that has data resident, reading
+// the missing ones from the store without holding the shard lock. It returns
+// the days it read: eviction may drop them from the resident days before the
+// caller uses them.
+func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]*buckets.Day, error) {
+	sh.mu.Lock()
+	st := s.state
+	var missing []buckets.Date
+	if int(to-from)+1 > len(st.dates) {
+		for date := range st.dates {
+			if date >= from && date <= to {
+				if _, ok := st.days[date]; !ok {
+					missing = append(missing, date)
+				}
+			}
+		}
+	} else {
+		for date := from; date <= to; date++ {
+			if _, ok := st.dates[date]; ok {
+				if _, ok := st.days[date]; !ok {
+					missing = append(missing, date)
+				}
+			}
+		}
+	}
+	sh.mu.Unlock()
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	slices.Sort(missing)
+	loaded := make(map[buckets.Date]*buckets.Day, len(missing))
+	err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
+		d := buckets.NewDay(0)
+		if err := d.UnmarshalBinary(data); err != nil {
+			return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
+		}
+		loaded[buckets.Date(date)] = d
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	for date, d := range loaded {
+		if _, ok := st.days[date]; !ok && !st.deleted {
+			if _, ok := st.dates[date]; ok {
+				e.residentLocked(st, date, d)
+				continue
+			}
+		}
+		delete(loaded, date) // resident already (perhaps changed), or gone
+	}
+	sh.mu.Unlock()
+	return loaded, nil
+}
+
+// Totals are a website's totals over a range.
+type Totals struct {
+	// Visitors is the number of unique visitors of the range: exact within a
+	// salt period, summed over the periods the range touches.
+	Visitors  uint64
+	Pageviews uint64
+	Visits    uint64
+	Events    uint64
+}
+
+// Totals returns website's totals over the local days [from, to]. account,
+// when not 0, must own the website.
+func (e *Engine) Totals(ctx context.Context, account, website uint32, from, to buckets.Date) (Totals, error) {
+	if from > to || int(to-from) >= MaxRangeDays {
+		return Totals{}, &ValidationError{Fields: []FieldError{{"to", "The to must be a date after or equal to from."}}}
+	}
+	s, err := e.siteFor(account, website)
+	if err != nil {
+		return Totals{}, err
+	}
+	var t Totals
+	var days []*buckets.Day
+	err = e.scan(ctx, s, from, to, nil, func(_ buckets.Date, d *buckets.Day) {
+		t.Pageviews += d.Pageviews()
+		t.Visits += d.Visits
+		t.Events += d.Events
+		days = append(days, d.VisitorsOnly())
+	})
+	t.Visitors = buckets.UniqueVisitors(days...)
+	return t, err
+}
+
+// Realtime is what happened on a website in the last minutes.
+type Realtime struct {
+	// Visitors counts the distinct visitors with a pageview in the last 5
+	// minutes.
+	Visitors int
+	// Pageviews holds the pageviews of each of the last 30 minutes, oldest
+	// first; the last entry is the current minute.
+	Pageviews [30]uint64
+}
+
+// Realtime returns the website's realtime view at the engine's clock.
+func (e *Engine) Realtime(ctx context.Context, account, website uint32) (Realtime, error) {
+	s, err := e.siteFor(account, website)
+	if err != nil {
+		return Realtime{}, err
+	}
+	now := e.now().UnixMilli() / 60000
+	var rt Realtime
+	seen := make(map[uint64]struct{})
+	sh := e.shardOf(website)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i := range 30 {
+		m := now - 29 + int64(i)
+		if m < 0 {
+			continue
+		}
+		slot := &s.state.rt.slots[m%30]
+		if slot.minute != m {
+			continue
+		}
+		rt.Pageviews[i] = uint64(slot.pageviews)
+		if i >= 25 {
+			for _, h := range slot.visitors {
+				seen[h] = struct{}{}
+			}
+		}
+	}
+	rt.Visitors = len(seen)
+	return rt, nil
+}
+
+// ParseDate parses a "2006-01-02" day.
+func ParseDate(s string) (buckets.Date, error) { return buckets.ParseDate(s) }
+
+// Today returns the current local day of a website.
+func (e *Engine) Today(ctx context.Context, website uint32) (buckets.Date, error) {
+	s, err := e.siteFor(0, website)
+	if err != nil {
+		return 0, err
+	}
+	return buckets.DateFromTime(e.now().In(s.cfg.Load().loc)), nil
+}
+
+var _ = strconv.Itoa

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// record is an enriched hit: what the write-ahead log holds. Replaying
+// records in sequence order on the state of the last snapshot reproduces the
+// statistics exactly (visitor numbering and visits are decided at apply time).
+// The local day, hour and salt period are fixed at enrichment, in the time
+// zone then in force, so a later change of time zone moves no old hit.
+type record struct {
+	website uint32
+	date    buckets.Date
+	period  buckets.Date // first day of the salt period
+	hour    uint8
+	event   bool
+	ms      int64  // Unix milliseconds
+	hash    uint64 // visitor hash (salted)
+
+	page, refHost, campaign                   string
+	browser, os, device, resolution, language string
+	country, continent, city                  string
+	eventRow                                  string // "name:value:unit"
+}
+
+const recordVersion = 1
+
+// errRecord reports a malformed log record.
+var errRecord = errors.New("engine: malformed log record")
+
+func (r *record) strs() [12]*string {
+	return [12]*string{&r.page, &r.refHost, &r.campaign, &r.browser, &r.os, &r.device,
+		&r.resolution, &r.language, &r.country, &r.continent, &r.city, &r.eventRow}
+}
+
+// appendBinary appends the encoding of r to b.
+func (r *record) appendBinary(b []byte) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendUvarint(b, uint64(r.website))
+	b = binary.AppendVarint(b, int64(r.date))
+	b = binary.AppendVarint(b, int64(r.date-r.period))
+	flags := r.hour
+	if r.event {
+		flags |= 0x80
+	}
+	b = append(b, flags)
+	b = binary.AppendVarint(b, r.ms)
+	b = binary.LittleEndian.AppendUint64(b, r.hash)
+	for _, s := range r.strs() {
+		b = binary.AppendUvarint(b, uint64(len(*s)))
+		b = append(b, *s...)
+	}
+	return b
+}
+
+// decode parses b into r. It never panics and copies the strings out of b.
+func (r *record) decode(b []byte) error {
+	d := decoder{b: b}
+	if v := d.byte(); v != recordVersion {
+		return fmt.Errorf("%w: version %d", errRecord, v)
+	}
+	w, date, back := d.uvarint(), d.varint(), d.varint()
+	if d.bad || w > 1<<32-1 || date < -1<<31 || date > 1<<31-1 || back < 0 || back > 31 {
+		return fmt.Errorf("%w: header", errRecord)
+	}
+	r.website, r.date, r.period = uint32(w), buckets.Date(date), buckets.Date(date-back)
+	flags := d.byte()
+	r.hour, r.event = flags&0x1f, flags&0x80 != 0
+	r.ms = d.varint()
+	r.hash = d.uint64()
+	if d.bad || r.hour > 23 {
+		return fmt.Errorf("%w: hour, time or hash", errRecord)
+	}
+	for i, s := range r.strs() {
+		*s = d.string()
+		if d.bad {
+			return fmt.Errorf("%w: string %d", errRecord, i)
+		}
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", errRecord, len(d.b))
+	}
+	return nil
+}
+
+// decoder reads a binary encoding; after the first error bad is set and every
+// read returns zero.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) byte() byte {
+	if d.bad || len(d.b) < 1 {
+		d.bad = true
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if d.bad || n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if d.bad || n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if d.bad || len(d.b) < 8 {
+		d.bad = true
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
