@@ -1,0 +1,283 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Snapshot is what the engine persists at each snapshot: dirty state plus a
+// new trim point. WriteSnapshot writes it as one synced batch. In every
+// record, a nil Data deletes the record (an empty non-nil Data stores an
+// empty value).
+type Snapshot struct {
+	Days    []DayRecord    // upsert
+	Strings []StringsChunk // upsert
+	States  []StateRecord  // upsert
+	Sites   []SiteRecord   // upsert
+	// Trim is the new trim point: every log entry with Seq <= Trim is covered
+	// by this snapshot (and earlier ones) and is deleted. A Trim at or below
+	// the current trim point is ignored (the trim point never goes back).
+	Trim uint64
+}
+
+// DayRecord is the encoded day bucket of one website on one local day.
+type DayRecord struct {
+	Website uint32
+	Date    int32 // days since 1970-01-01; may be negative
+	Data    []byte
+}
+
+// StringsChunk is a chunk of a website's interned strings table, keyed by the
+// id of its first string.
+type StringsChunk struct {
+	Website uint32
+	From    uint32
+	Data    []byte
+}
+
+// StateRecord is a website's visitor state of one salt period.
+type StateRecord struct {
+	Website uint32
+	Period  int32
+	Data    []byte
+}
+
+// SiteRecord is a website's engine state (for example its last applied
+// sequence number).
+type SiteRecord struct {
+	Website uint32
+	Data    []byte
+}
+
+// setOrDelete adds a Set of key to b, or a Delete when val is nil.
+func setOrDelete(b *pebble.Batch, key, val []byte) error {
+	if val == nil {
+		return b.Delete(key, nil)
+	}
+	return b.Set(key, val, nil)
+}
+
+// WriteSnapshot writes sn in one batch, synced (unless Options.NoSync), and in
+// the same batch moves the trim point forward and deletes the log entries at
+// or below it (one DeleteRange). Either all of sn is stored or none of it.
+// Data slices are copied.
+func (s *Store) WriteSnapshot(sn *Snapshot) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	var err error
+	for _, r := range sn.Days {
+		err = errors.Join(err, setOrDelete(b, dayKey(r.Website, r.Date), r.Data))
+	}
+	for _, r := range sn.Strings {
+		err = errors.Join(err, setOrDelete(b, stringsKey(r.Website, r.From), r.Data))
+	}
+	for _, r := range sn.States {
+		err = errors.Join(err, setOrDelete(b, stateKey(r.Website, r.Period), r.Data))
+	}
+	for _, r := range sn.Sites {
+		err = errors.Join(err, setOrDelete(b, siteKey(r.Website), r.Data))
+	}
+	trim := sn.Trim > s.trim.Load()
+	if trim {
+		err = errors.Join(err, b.Set(trimKey, encodeUint64(sn.Trim), nil))
+		end := logEnd
+		if sn.Trim < math.MaxUint64 {
+			end = logKey(sn.Trim + 1)
+		}
+		err = errors.Join(err, b.DeleteRange([]byte{prefixLog}, end, nil))
+	}
+	if err == nil && !b.Empty() {
+		err = s.db.Apply(b, s.wo)
+	}
+	if err != nil {
+		return wrap("write snapshot", err)
+	}
+	if trim {
+		s.trim.Store(sn.Trim)
+	}
+	return nil
+}
+
+// Trim returns the trim point of the last snapshot (0 when none): every log
+// entry with Seq <= Trim() is covered by a snapshot.
+func (s *Store) Trim() uint64 { return s.trim.Load() }
+
+// Day returns a copy of the day bucket of website on date, or ErrNotFound.
+// The returned slice belongs to the caller.
+func (s *Store) Day(website uint32, date int32) ([]byte, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	return s.getCopy(fmt.Sprintf("day %d of website %d", date, website), dayKey(website, date))
+}
+
+// Days calls fn for every stored day of website from from to to, both
+// inclusive, in ascending date order. data is valid only during the call to
+// fn. An error returned by fn stops the scan and is returned as is. fn must
+// not call Close.
+func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if from > to {
+		return nil
+	}
+	op := fmt.Sprintf("days %d to %d of website %d", from, to, website)
+	return s.scan(op, dayKey(website, from), prefixEnd(dayKey(website, to)), func(key, val []byte) error {
+		w, date, err := parseDayKey(key)
+		if err == nil && w != website {
+			err = malformedKey("day", key)
+		}
+		if err != nil {
+			return err
+		}
+		return fn(date, val)
+	})
+}
+
+// ScanStrings calls fn for every strings chunk of website in ascending From
+// order. data is valid only during the call to fn; fn's error is returned as
+// is; fn must not call Close.
+func (s *Store) ScanStrings(website uint32, fn func(from uint32, data []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	p := websiteSubPrefix(website, subStrings)
+	return s.scan(fmt.Sprintf("scan strings of website %d", website), p, prefixEnd(p), func(key, val []byte) error {
+		_, from, err := parseStringsKey(key)
+		if err != nil {
+			return err
+		}
+		return fn(from, val)
+	})
+}
+
+// ScanStates calls fn for every visitor state of website in ascending period
+// order. data is valid only during the call to fn; fn's error is returned as
+// is; fn must not call Close.
+func (s *Store) ScanStates(website uint32, fn func(period int32, data []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	p := websiteSubPrefix(website, subState)
+	return s.scan(fmt.Sprintf("scan states of website %d", website), p, prefixEnd(p), func(key, val []byte) error {
+		_, period, err := parseStateKey(key)
+		if err != nil {
+			return err
+		}
+		return fn(period, val)
+	})
+}
+
+// ScanSites calls fn for every site record in ascending website order. data
+// is valid only during the call to fn; fn's error is returned as is; fn must
+// not call Close.
+func (s *Store) ScanSites(fn func(website uint32, data []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	return s.scan("scan sites", sitesPrefix, prefixEnd(sitesPrefix), func(key, val []byte) error {
+		w, err := parseSiteKey(key)
+		if err != nil {
+			return err
+		}
+		return fn(w, val)
+	})
+}
+
+// DeleteWebsite removes every day, strings chunk, state and the site record
+// of website, in one durable batch (one DeleteRange plus one delete). It does
+// not touch the registry: deleting the website's KindWebsite record (and
+// anything else the engine keeps about it there) is the caller's job. Log
+// entries of the website stay until the next trim; the engine skips them on
+// replay because the website is gone.
+func (s *Store) DeleteWebsite(website uint32) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	b := s.db.NewBatch()
+	defer b.Close()
+	p := websitePrefix(website)
+	err := errors.Join(
+		b.DeleteRange(p, prefixEnd(p), nil),
+		b.Delete(siteKey(website), nil),
+	)
+	if err == nil {
+		err = s.db.Apply(b, s.wo)
+	}
+	return wrap(fmt.Sprintf("delete website %d", website), err)
+}
+
+// DeleteDaysBefore removes the day buckets of website dated before date
+// (retention), durably. Strings and states are not touched.
+func (s *Store) DeleteDaysBefore(website uint32, date int32) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if date == minDate {
+		return nil
+	}
+	err := s.db.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), s.wo)
+	return wrap(fmt.Sprintf("delete days of website %d before %d", website, date), err)
+}
+
+// Backup writes a consistent copy of the store to dir, on the store's file
+// system, while writes go on: a Pebble checkpoint (hard links to the immutable
+// sstables where the file system allows, copies of the rest) taken after
+// flushing the WAL, so it holds every write that returned before Backup was
+// called. dir must not exist. The copy is a complete store: Open it like any
+// other. ctx is checked before the checkpoint starts; a checkpoint is not
+// interruptible.
+func (s *Store) Backup(ctx context.Context, dir string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := "backup to " + dir
+	if err := ctx.Err(); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, s.db.Checkpoint(dir, pebble.WithFlushedWAL()))
+}
+
+// Compact flushes the memtables and compacts the whole key space, so that
+// DiskUsage afterwards measures live data only. It can take long on a large
+// store; writes go on meanwhile.
+func (s *Store) Compact() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := s.db.Flush(); err != nil {
+		return wrap("compact", err)
+	}
+	return wrap("compact", s.db.Compact(context.Background(), []byte{0x00}, []byte{0xff}, true))
+}
+
+// DiskUsage returns the bytes the store occupies on disk (sstables, WAL,
+// manifests), as Pebble accounts them; 0 after Close.
+func (s *Store) DiskUsage() uint64 {
+	if err := s.enter(); err != nil {
+		return 0
+	}
+	defer s.exit()
+	return s.db.Metrics().DiskSpaceUsage()
+}

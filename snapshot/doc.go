@@ -1,0 +1,31 @@
+// Package snapshot is the persistence layer of webstats: a typed store over
+// Pebble holding the write-ahead log of enriched hits, snapshots of day
+// buckets, interned strings and visitor state, per-website engine state,
+// registry records, the format version, and backups.
+//
+// Values are opaque bytes encoded by the engine and the buckets package;
+// this package owns the keys (keys.go is the only place in webstats where
+// keys are built or parsed), the on-disk format version and Pebble's tuning.
+//
+// # Exactly-once
+//
+// The engine assigns a global sequence number to each hit, Appends it to the
+// log and acknowledges it once Append returns (the write is synced; concurrent
+// Appends share fsyncs). Periodically it writes a Snapshot: the dirty state,
+// each website's last applied sequence (in its SiteRecord) and a trim point;
+// WriteSnapshot stores all of it and trims the log in one atomic, synced
+// batch. On start the engine loads the snapshot and calls ReplayLog(Trim(), …),
+// skipping entries at or below their website's saved sequence. A crash at any
+// moment therefore loses no acknowledged hit and applies none twice.
+//
+// # Ownership
+//
+// Slices passed to write methods are copied. Slices returned by Get and Day
+// belong to the caller; slices passed to scan callbacks are valid only during
+// the callback.
+//
+// # Locking
+//
+// A Store holds Pebble's lock on its directory: a second Open of the same
+// directory, from this process or another, fails with ErrLocked.
+package snapshot

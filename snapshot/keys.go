@@ -1,0 +1,269 @@
+package snapshot
+
+// This file is the only place in webstats where Pebble keys are built or
+// parsed. Everything else passes typed arguments (a Kind and an id, a website
+// and a date, ...) to the Store.
+//
+// # Key layout (format version 1)
+//
+// Every key starts with a one-byte prefix naming its family. Integers are
+// fixed-width big-endian, so that byte order is numeric order; signed
+// integers (dates, periods) have their sign bit flipped first, so that
+// negative values sort before positive ones.
+//
+//	0x01 'v'                           format version      value: uint64 BE
+//	0x01 't'                           trim point          value: uint64 BE
+//	0x02 kind(1) id(8)                 registry record     value: opaque
+//	0x03 seq(8)                        log entry           value: opaque
+//	0x04 website(4) 0x01 date(4^)      day bucket          value: opaque
+//	0x04 website(4) 0x02 from(4)       strings chunk       value: opaque
+//	0x04 website(4) 0x03 period(4^)    visitor state       value: opaque
+//	0x05 website(4)                    site record         value: opaque
+//
+// (4^ is a big-endian int32 with its sign bit flipped.)
+//
+// Days, strings and states of one website share the prefix 0x04 website, so
+// DeleteWebsite is one DeleteRange over that prefix plus one point delete of
+// the site record. Site records have their own family so that ScanSites is one
+// contiguous scan that does not step over every website's days.
+//
+// Prefix 0x00 and prefixes above 0x05 are unused; new families take new
+// prefix bytes, never new meanings for old ones (that needs a format version
+// and a migration).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Family prefixes. Never renumber: they are on disk.
+const (
+	prefixMeta     byte = 0x01
+	prefixRegistry byte = 0x02
+	prefixLog      byte = 0x03
+	prefixWebsite  byte = 0x04
+	prefixSite     byte = 0x05
+)
+
+// Meta key names (second byte of a prefixMeta key).
+const (
+	metaVersion byte = 'v'
+	metaTrim    byte = 't'
+)
+
+// Sub-families under prefixWebsite, after the website id.
+const (
+	subDay     byte = 0x01
+	subStrings byte = 0x02
+	subState   byte = 0x03
+)
+
+const (
+	registryKeyLen = 1 + 1 + 8
+	logKeyLen      = 1 + 8
+	websiteKeyLen  = 1 + 4 + 1 + 4 // day, strings and state keys
+	siteKeyLen     = 1 + 4
+)
+
+var (
+	versionKey = []byte{prefixMeta, metaVersion}
+	trimKey    = []byte{prefixMeta, metaTrim}
+)
+
+// flipSign maps an int32 to a uint32 that sorts the same way.
+func flipSign(v int32) uint32 { return uint32(v) ^ (1 << 31) }
+
+// unflipSign is the inverse of flipSign.
+func unflipSign(u uint32) int32 { return int32(u ^ (1 << 31)) }
+
+// prefixEnd returns the smallest key greater than every key that starts with
+// p (the exclusive upper bound of the prefix), or nil when there is none.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// registryKey is the key of registry record (k, id).
+func registryKey(k Kind, id uint64) []byte {
+	b := make([]byte, registryKeyLen)
+	b[0] = prefixRegistry
+	b[1] = byte(k)
+	binary.BigEndian.PutUint64(b[2:], id)
+	return b
+}
+
+// registryPrefix is the prefix of every record of kind k.
+func registryPrefix(k Kind) []byte { return []byte{prefixRegistry, byte(k)} }
+
+// parseRegistryKey returns the kind and id of a registry key.
+func parseRegistryKey(key []byte) (Kind, uint64, error) {
+	if len(key) != registryKeyLen || key[0] != prefixRegistry {
+		return 0, 0, malformedKey("registry", key)
+	}
+	return Kind(key[1]), binary.BigEndian.Uint64(key[2:]), nil
+}
+
+// logKey is the key of the log entry with sequence number seq.
+func logKey(seq uint64) []byte {
+	return appendLogKey(make([]byte, 0, logKeyLen), seq)
+}
+
+// appendLogKey appends the key of log entry seq to b.
+func appendLogKey(b []byte, seq uint64) []byte {
+	b = append(b, prefixLog)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// logEnd is the exclusive upper bound of the log.
+var logEnd = []byte{prefixLog + 1}
+
+// parseLogKey returns the sequence number of a log key.
+func parseLogKey(key []byte) (uint64, error) {
+	if len(key) != logKeyLen || key[0] != prefixLog {
+		return 0, malformedKey("log", key)
+	}
+	return binary.BigEndian.Uint64(key[1:]), nil
+}
+
+// websitePrefix is the prefix of every day, strings and state key of website.
+func websitePrefix(website uint32) []byte {
+	b := make([]byte, 0, 5)
+	b = append(b, prefixWebsite)
+	return binary.BigEndian.AppendUint32(b, website)
+}
+
+// websiteSubPrefix is the prefix of one sub-family of website.
+func websiteSubPrefix(website uint32, sub byte) []byte {
+	return append(websitePrefix(website), sub)
+}
+
+// websiteKey builds a day, strings or state key; v is the raw (already
+// sign-flipped where needed) 32-bit value.
+func websiteKey(website uint32, sub byte, v uint32) []byte {
+	b := make([]byte, 0, websiteKeyLen)
+	b = append(b, prefixWebsite)
+	b = binary.BigEndian.AppendUint32(b, website)
+	b = append(b, sub)
+	return binary.BigEndian.AppendUint32(b, v)
+}
+
+// dayKey is the key of the day bucket of website on date.
+func dayKey(website uint32, date int32) []byte {
+	return websiteKey(website, subDay, flipSign(date))
+}
+
+// stringsKey is the key of the strings chunk of website starting at from.
+func stringsKey(website uint32, from uint32) []byte {
+	return websiteKey(website, subStrings, from)
+}
+
+// stateKey is the key of the visitor state of website for a salt period.
+func stateKey(website uint32, period int32) []byte {
+	return websiteKey(website, subState, flipSign(period))
+}
+
+// parseWebsiteKey splits a day, strings or state key. It checks the length
+// and the prefix, and that the sub-family is sub.
+func parseWebsiteKey(key []byte, sub byte) (website uint32, v uint32, err error) {
+	if len(key) != websiteKeyLen || key[0] != prefixWebsite || key[5] != sub {
+		return 0, 0, malformedKey(subName(sub), key)
+	}
+	return binary.BigEndian.Uint32(key[1:5]), binary.BigEndian.Uint32(key[6:]), nil
+}
+
+// parseDayKey returns the website and date of a day key.
+func parseDayKey(key []byte) (uint32, int32, error) {
+	w, v, err := parseWebsiteKey(key, subDay)
+	return w, unflipSign(v), err
+}
+
+// parseStringsKey returns the website and first string id of a strings key.
+func parseStringsKey(key []byte) (uint32, uint32, error) {
+	return parseWebsiteKey(key, subStrings)
+}
+
+// parseStateKey returns the website and period of a state key.
+func parseStateKey(key []byte) (uint32, int32, error) {
+	w, v, err := parseWebsiteKey(key, subState)
+	return w, unflipSign(v), err
+}
+
+func subName(sub byte) string {
+	switch sub {
+	case subDay:
+		return "day"
+	case subStrings:
+		return "strings"
+	case subState:
+		return "state"
+	}
+	return "website"
+}
+
+// siteKey is the key of the site record of website.
+func siteKey(website uint32) []byte {
+	b := make([]byte, 0, siteKeyLen)
+	b = append(b, prefixSite)
+	return binary.BigEndian.AppendUint32(b, website)
+}
+
+// sitesPrefix is the prefix of every site record.
+var sitesPrefix = []byte{prefixSite}
+
+// parseSiteKey returns the website of a site key.
+func parseSiteKey(key []byte) (uint32, error) {
+	if len(key) != siteKeyLen || key[0] != prefixSite {
+		return 0, malformedKey("site", key)
+	}
+	return binary.BigEndian.Uint32(key[1:]), nil
+}
+
+// encodeUint64 encodes a meta value (format version, trim point).
+func encodeUint64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// decodeUint64 decodes a meta value written by encodeUint64; what names it in
+// the error.
+func decodeUint64(what string, b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, &corruptError{fmt.Sprintf("%s value is %d bytes (%x), want 8", what, len(b), clip(b))}
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// decodeVersion decodes the format version value.
+func decodeVersion(b []byte) (uint64, error) {
+	v, err := decodeUint64("format version", b)
+	if err == nil && v == 0 {
+		return 0, &corruptError{"format version value is 0"}
+	}
+	return v, err
+}
+
+// decodeTrim decodes the trim point value.
+func decodeTrim(b []byte) (uint64, error) { return decodeUint64("trim point", b) }
+
+// malformedKey is the error for a key that does not parse as a what key.
+func malformedKey(what string, key []byte) error {
+	return &corruptError{fmt.Sprintf("malformed %s key %x", what, clip(key))}
+}
+
+// clip shortens b for an error message.
+func clip(b []byte) []byte {
+	if len(b) > 32 {
+		return b[:32]
+	}
+	return b
+}
+
+// minDate and maxDate bound the dates a day key can hold.
+const (
+	minDate = math.MinInt32
+	maxDate = math.MaxInt32
+)

@@ -1,0 +1,162 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// FS is a file system the Store lives on. It is Pebble's vfs.FS, re-exported
+// so that callers need not import Pebble.
+type FS = vfs.FS
+
+// NewMemFS returns an empty in-memory file system, for tests and benchmarks.
+// A Store on it lives as long as the FS value; closing and reopening the Store
+// on the same FS keeps its contents.
+func NewMemFS() FS { return vfs.NewMem() }
+
+// DefaultCacheSize is the default size of the block cache, in bytes.
+const DefaultCacheSize = 32 << 20
+
+// Options configure a Store. The zero value (apart from Dir, which is
+// required) gives the defaults. Open copies the Options; changing them after
+// Open has no effect.
+type Options struct {
+	// Dir is the directory of the store. It is created if missing. Required;
+	// on a MemFS any name works.
+	Dir string
+
+	// FS is the file system. Default (nil): the operating system's.
+	FS FS
+
+	// NoSync, when true, lets write methods return before their data is
+	// synced to stable storage: it is in Pebble's write-ahead log in the
+	// operating system's page cache, so it survives a crash of the process
+	// but not of the machine. For benchmarks and embedders that accept the
+	// loss. Default (false): every write method returns only once its data
+	// is synced (fsync).
+	NoSync bool
+
+	// Logger receives the Store's and Pebble's log messages: Pebble's
+	// informational messages at Info, its errors at Error, and Pebble's
+	// events (flushes, compactions, WAL files) at Debug. Default (nil):
+	// discard everything.
+	Logger *slog.Logger
+
+	// CacheSize is the size of Pebble's block cache in bytes.
+	// Default (0): DefaultCacheSize, 32 MiB. Negative is invalid.
+	CacheSize int64
+}
+
+// withDefaults returns a copy of o with defaults filled in, or an error when o
+// is invalid. A nil o is the zero Options (and fails: Dir is required).
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Dir == "" {
+		return c, fmt.Errorf("snapshot: open: Options.Dir is required")
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CacheSize < 0 {
+		return c, fmt.Errorf("snapshot: open %s: Options.CacheSize is negative (%d)", c.Dir, c.CacheSize)
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	return c, nil
+}
+
+// Pebble tuning. The workload is: a write-ahead log of small entries (about
+// 150 bytes) appended at up to a few 100k/s and deleted in ranges at each
+// snapshot; a few large values (day buckets) rewritten every snapshot; point
+// reads and short scans only at start-up and for queries of past days.
+const (
+	// formatMajorVersion is pinned, not FormatNewest: a Pebble upgrade must
+	// not silently ratchet the on-disk format past what the previous release
+	// of webstatsd can open. TableFormatV6 includes WAL sync chunks, which
+	// tell a torn WAL tail (a crash) from corruption during recovery.
+	formatMajorVersion = pebble.FormatTableFormatV6
+
+	// memTableSize: at 100k entries/s the log writes ~17 MB/s. Pebble's
+	// default 4 MiB memtable would flush four times a second, and most of
+	// what it flushes is deleted by the next snapshot's trim anyway. 32 MiB
+	// lets trims happen before flushes (a DeleteRange over a memtable costs
+	// nothing more at flush) and flushes fewer, larger L0 files.
+	memTableSize = 32 << 20
+
+	// memTableStopWritesThreshold: memtables queued for flush before writes
+	// stall. 4 × 32 MiB bounds the memory to 128 MiB while absorbing a slow
+	// flush on a busy disk.
+	memTableStopWritesThreshold = 4
+
+	// l0CompactionThreshold / l0StopWritesThreshold follow CockroachDB:
+	// compact L0 early (2 files), and stall writes only when L0 is badly
+	// behind (1000 sublevels, instead of Pebble's 12): a stall of the
+	// write-ahead log is a stall of every tracking request.
+	l0CompactionThreshold = 2
+	l0StopWritesThreshold = 1000
+)
+
+// pebbleOptions returns the Pebble options for a Store with options o.
+func pebbleOptions(o *Options, lock *pebble.Lock) *pebble.Options {
+	po := &pebble.Options{
+		FS:                          o.FS,
+		Lock:                        lock,
+		CacheSize:                   o.CacheSize,
+		FormatMajorVersion:          formatMajorVersion,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: memTableStopWritesThreshold,
+		L0CompactionThreshold:       l0CompactionThreshold,
+		L0StopWritesThreshold:       l0StopWritesThreshold,
+		Logger:                      &pebbleLogger{l: o.Logger, info: slog.LevelInfo},
+	}
+	// Events at Debug, and only when someone listens: formatting them costs.
+	var el pebble.EventListener
+	if o.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		el = pebble.MakeLoggingEventListener(&pebbleLogger{l: o.Logger, info: slog.LevelDebug})
+	}
+	// Pebble's default for detected corruption is Fatalf (exit the process).
+	// The read that found it returns an error already (ErrCorrupt here);
+	// log it and let the caller decide.
+	el.DataCorruption = func(info pebble.DataCorruptionInfo) {
+		o.Logger.Error("pebble: data corruption", "info", info.String())
+	}
+	po.EventListener = &el
+	po.EnsureDefaults()
+	return po
+}
+
+// pebbleLogger routes Pebble's logging to a slog.Logger.
+type pebbleLogger struct {
+	l    *slog.Logger
+	info slog.Level // level of Infof
+}
+
+func (p *pebbleLogger) Infof(format string, args ...any) {
+	if p.l.Enabled(context.Background(), p.info) {
+		p.l.Log(context.Background(), p.info, "pebble: "+fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf logs and panics: Pebble calls it only when it cannot go on safely
+// (for example a failed MANIFEST write), and it must not return. A panic,
+// unlike Pebble's default os.Exit, runs deferred functions and shows a stack.
+func (p *pebbleLogger) Fatalf(format string, args ...any) {
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	panic(msg)
+}

@@ -1,0 +1,409 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// FormatVersion is the version of the key layout and meta values this
+// package writes (see keys.go). Open refuses a store with a higher version
+// (ErrVersion) and migrates one with a lower version.
+const FormatVersion = 1
+
+// Store is a webstats data directory: a Pebble database with typed
+// accessors. Its methods are safe for concurrent use. Write methods return
+// once their data is synced (unless Options.NoSync).
+type Store struct {
+	db   *pebble.DB
+	lock *pebble.Lock
+	dir  string
+	log  *slog.Logger
+	wo   *pebble.WriteOptions // pebble.Sync, or pebble.NoSync
+
+	// commits is the commit queue of synced Appends; nil with NoSync
+	// (nothing to share, so Append applies its own batch).
+	commits *committer
+
+	// trim is the trim point of the last snapshot; written under snapMu.
+	trim   atomic.Uint64
+	snapMu sync.Mutex // serialises WriteSnapshot (read-modify-write of trim)
+
+	// Close waits for calls in flight; gateMu guards inFlight and closed.
+	gateMu   sync.Mutex
+	gateCond sync.Cond
+	inFlight int
+	closed   bool
+}
+
+// migration upgrades a store from version from to from+1. It adds its writes
+// to b, which also carries the new version number and is applied atomically
+// (one synced batch) once run returns.
+type migration struct {
+	from uint64
+	what string
+	run  func(db *pebble.DB, b *pebble.Batch) error
+}
+
+// migrations upgrade older stores, in order: migrations[i].from == i+1.
+//
+// Format version 1 is the first, so the table is empty. A store without a
+// version key is either new (no keys at all: Open writes the version) or not
+// a webstats store (ErrCorrupt): no release ever wrote data without a version.
+// The mechanism is tested with a synthetic version 2 in store_test.go.
+var migrations []migration
+
+// Open opens the store in opts.Dir, creating it if missing. A nil opts is
+// invalid (Dir is required). It fails with ErrLocked when the directory is
+// open elsewhere, ErrVersion when it was written by a newer format version,
+// and ErrCorrupt when its meta keys are malformed. An older format version is
+// migrated before Open returns.
+func Open(opts *Options) (*Store, error) {
+	return open(opts, FormatVersion, migrations)
+}
+
+// open is Open with the target version and migration table as parameters,
+// so that tests can exercise migrations.
+func open(opts *Options, target uint64, migs []migration) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	op := "open " + o.Dir
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, wrap(op, err)
+	}
+	lock, err := pebble.LockDirectory(o.Dir, o.FS)
+	if err != nil {
+		if isLockConflict(err) {
+			return nil, &plainError{
+				msg:      fmt.Sprintf("snapshot: data directory %q is in use by another process (is webstatsd running?)", o.Dir),
+				sentinel: ErrLocked,
+				cause:    err,
+			}
+		}
+		return nil, wrap(op, err)
+	}
+	db, err := pebble.Open(o.Dir, pebbleOptions(&o, lock))
+	if err != nil {
+		lock.Close()
+		return nil, wrap(op, err)
+	}
+	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, wo: pebble.Sync}
+	if o.NoSync {
+		s.wo = pebble.NoSync
+	}
+	s.gateCond.L = &s.gateMu
+	if err := s.prepare(target, migs); err != nil {
+		db.Close()
+		lock.Close()
+		var pe *plainError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, wrap(op, err)
+	}
+	if !o.NoSync && useCommitQueue {
+		s.commits = newCommitter(db)
+	}
+	return s, nil
+}
+
+// useCommitQueue is false only in BenchmarkAppend/writers=64/queue=off.
+var useCommitQueue = true
+
+// isLockConflict reports whether an error of LockDirectory means that the
+// lock is held (by another process, or by this one), rather than that the
+// lock file could not be created.
+func isLockConflict(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return false // creating the LOCK file failed: permissions, missing directory...
+	}
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
+		errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "lock held by current process")
+}
+
+// prepare checks the format version, writes it into a new store, runs
+// migrations, and loads the trim point.
+func (s *Store) prepare(target uint64, migs []migration) error {
+	v, err := s.readVersion()
+	if err != nil {
+		return err
+	}
+	switch {
+	case v == 0: // no version key
+		empty, err := s.isEmpty()
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return &corruptError{"the store has data but no format version key (not a webstats data directory?)"}
+		}
+		if err := s.db.Set(versionKey, encodeUint64(target), pebble.Sync); err != nil {
+			return err
+		}
+		s.log.Info("snapshot: created store", "dir", s.dir, "format_version", target)
+	case v > target:
+		return &plainError{
+			msg:      fmt.Sprintf("snapshot: data directory %q has format version %d, this program reads up to %d", s.dir, v, target),
+			sentinel: ErrVersion,
+		}
+	case v < target:
+		if err := s.migrate(v, target, migs); err != nil {
+			return err
+		}
+	}
+	trim, closer, err := s.db.Get(trimKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		t, err := decodeTrim(trim)
+		closer.Close()
+		if err != nil {
+			return err
+		}
+		s.trim.Store(t)
+	}
+	return nil
+}
+
+// readVersion returns the stored format version, 0 when there is none.
+func (s *Store) readVersion() (uint64, error) {
+	val, closer, err := s.db.Get(versionKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	return decodeVersion(val)
+}
+
+// isEmpty reports whether the database holds no key at all.
+func (s *Store) isEmpty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	empty := !it.First()
+	return empty, it.Close()
+}
+
+// migrate runs migs from version v up to target, one synced batch per step,
+// each carrying its new version number: a crash leaves the store at a
+// consistent version, and the next Open resumes from there.
+func (s *Store) migrate(v, target uint64, migs []migration) error {
+	for ; v < target; v++ {
+		i := int(v) - 1
+		if i >= len(migs) || migs[i].from != v {
+			return fmt.Errorf("no migration from format version %d", v)
+		}
+		b := s.db.NewBatch()
+		err := migs[i].run(s.db, b)
+		if err == nil {
+			err = b.Set(versionKey, encodeUint64(v+1), nil)
+		}
+		if err == nil {
+			err = s.db.Apply(b, pebble.Sync)
+		}
+		b.Close()
+		if err != nil {
+			return fmt.Errorf("migrate format version %d to %d (%s): %w", v, v+1, migs[i].what, err)
+		}
+		s.log.Info("snapshot: migrated store", "dir", s.dir, "from", v, "to", v+1, "what", migs[i].what)
+	}
+	return nil
+}
+
+// enter registers a call in flight, or returns ErrClosed.
+func (s *Store) enter() error {
+	s.gateMu.Lock()
+	defer s.gateMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.inFlight++
+	return nil
+}
+
+// exit ends a call registered by enter.
+func (s *Store) exit() {
+	s.gateMu.Lock()
+	s.inFlight--
+	if s.inFlight == 0 && s.closed {
+		s.gateCond.Broadcast()
+	}
+	s.gateMu.Unlock()
+}
+
+// Close waits for the calls in flight, then closes the database and releases
+// the directory lock. It must not be called from inside a callback of the
+// Store (it would wait for itself). Later calls return ErrClosed.
+func (s *Store) Close() error {
+	s.gateMu.Lock()
+	if s.closed {
+		s.gateMu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	for s.inFlight > 0 {
+		s.gateCond.Wait()
+	}
+	s.gateMu.Unlock()
+	if s.commits != nil {
+		s.commits.stop()
+	}
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return wrap("close "+s.dir, err)
+}
+
+// Dir returns the directory of the store.
+func (s *Store) Dir() string { return s.dir }
+
+// Kind is the kind of a registry record. Values are opaque to this package;
+// the names say what the engine stores under them. New kinds take new
+// numbers; a number is never reused for another meaning.
+type Kind uint8
+
+// Registry record kinds. Kind 0 is invalid.
+const (
+	KindAccount Kind = iota + 1
+	KindWebsite
+	KindSalt
+	KindCounter
+	KindReport
+)
+
+var kindNames = [...]string{
+	KindAccount: "account",
+	KindWebsite: "website",
+	KindSalt:    "salt",
+	KindCounter: "counter",
+	KindReport:  "report",
+}
+
+// String returns the kind's name, or "kind(N)" for an unnamed one.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+func checkKind(k Kind) error {
+	if k == 0 {
+		return errors.New("kind 0 is invalid")
+	}
+	return nil
+}
+
+// Put stores value as record (k, id), replacing any previous value. It
+// returns once the write is durable (unless Options.NoSync). value is copied.
+func (s *Store) Put(k Kind, id uint64, value []byte) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("put %s %d", k, id)
+	if err := checkKind(k); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, s.db.Set(registryKey(k, id), value, s.wo))
+}
+
+// Get returns a copy of record (k, id), or ErrNotFound. The returned slice
+// belongs to the caller.
+func (s *Store) Get(k Kind, id uint64) ([]byte, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	return s.getCopy(fmt.Sprintf("get %s %d", k, id), registryKey(k, id))
+}
+
+// getCopy returns a copy of the value of key, or ErrNotFound.
+func (s *Store) getCopy(op string, key []byte) ([]byte, error) {
+	val, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out := append(make([]byte, 0, len(val)), val...)
+	closer.Close()
+	return out, nil
+}
+
+// Delete removes record (k, id); removing a missing record is not an error.
+// It returns once the delete is durable (unless Options.NoSync).
+func (s *Store) Delete(k Kind, id uint64) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("delete %s %d", k, id)
+	if err := checkKind(k); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, s.db.Delete(registryKey(k, id), s.wo))
+}
+
+// Scan calls fn for every record of kind k in ascending id order. value is
+// valid only during the call to fn; copy it to keep it. An error returned by
+// fn stops the scan and is returned as is. fn must not call Close.
+func (s *Store) Scan(k Kind, fn func(id uint64, value []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	p := registryPrefix(k)
+	return s.scan("scan "+k.String(), p, prefixEnd(p), func(key, val []byte) error {
+		_, id, err := parseRegistryKey(key)
+		if err != nil {
+			return err
+		}
+		return fn(id, val)
+	})
+}
+
+// scan iterates over [lower, upper) and calls fn with each key and value
+// (both valid only during fn). An error of fn is returned as is, except a
+// *corruptError (a key that fn failed to parse), which is wrapped with op like
+// Pebble's own errors.
+func (s *Store) scan(op string, lower, upper []byte, fn func(key, val []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return wrap(op, err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		val, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return wrap(op, err)
+		}
+		if err := fn(it.Key(), val); err != nil {
+			it.Close()
+			if _, ok := err.(*corruptError); ok {
+				return wrap(op, err)
+			}
+			return err
+		}
+	}
+	return wrap(op, it.Close())
+}
