@@ -489,6 +489,11 @@ func (e *Engine) DeleteWebsite(ctx context.Context, account, id uint32) error {
 	if err := e.store.DeleteWebsite(id); err != nil {
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}
+	for _, k := range []ReportKind{ReportWeekly, ReportMonthly} {
+		if err := e.store.Delete(snapshot.KindReport, reportID(id, k)); err != nil {
+			return fmt.Errorf("engine: delete website %d: %w", id, err)
+		}
+	}
 	return nil
 }
 

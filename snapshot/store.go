@@ -287,6 +287,7 @@ const (
 	KindSalt
 	KindCounter
 	KindReport
+	KindSecret // server secrets (cookie signing keys), by name hash
 )
 
 var kindNames = [...]string{
@@ -295,6 +296,7 @@ var kindNames = [...]string{
 	KindSalt:    "salt",
 	KindCounter: "counter",
 	KindReport:  "report",
+	KindSecret:  "secret",
 }
 
 // String returns the kind's name, or "kind(N)" for an unnamed one.
