@@ -45,8 +45,9 @@ func canonicalStat(name string) (string, bool) {
 	return "", false
 }
 
-// MaxRangeDays bounds the days one query may span.
-const MaxRangeDays = 3700
+// MaxRangeDays bounds the days one query may span: a century. A query's
+// work is bounded by the days that have data, not by the range.
+const MaxRangeDays = 36525
 
 // StatQuery asks for one statistic of a website over a range of local days.
 type StatQuery struct {

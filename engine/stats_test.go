@@ -377,7 +377,7 @@ func TestStatValidation(t *testing.T) {
 	for _, q := range []engine.StatQuery{
 		{Website: w.ID, Name: "nope", From: date("2026-11-01"), To: date("2026-11-02")},
 		{Website: w.ID, Name: "page", From: date("2026-11-03"), To: date("2026-11-02")},
-		{Website: w.ID, Name: "page", From: date("2000-11-03"), To: date("2026-11-02")},
+		{Website: w.ID, Name: "page", From: date("1900-11-03"), To: date("2026-11-02")},
 	} {
 		var verr *engine.ValidationError
 		if _, err := e.Stat(context.Background(), q); !errorsAs(err, &verr) {
@@ -413,4 +413,19 @@ func TestRealtime(t *testing.T) {
 		t.Errorf("visitors in the last 5 minutes = %d, want 2", rt.Visitors)
 	}
 	_ = time.Second
+}
+
+// An import with a visitor id and no user agent is counted even when the
+// website excludes bots; a live request without one is a bot.
+func TestImportWithoutUserAgent(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	res := track(t, e,
+		engine.Hit{Time: at("2026-11-21T10:00:00Z"), URL: "/a", Website: w.ID, Visitor: "u1"},
+		pv("2026-11-21T10:00:00Z", "https://example.com/b", func(h *engine.Hit) { h.UserAgent = "" }),
+	)
+	if diff := cmp.Diff([]engine.DropReason{engine.DropNone, engine.DropBot}, res.Reasons); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -110,7 +110,10 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 		return cfg, DropExcludedIP
 	}
 	ag := e.ua.Parse(h.UserAgent)
-	if cfg.excludeBots && (ag.Bot || (h.Live && (strings.TrimSpace(h.Language) == "" || ua.HeadlessHint(h.SecCHUA)))) {
+	// An import without a user agent (a visitor id instead) is not a bot:
+	// like the header heuristics, that rule is for live requests.
+	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
+	if cfg.excludeBots && (uaBot || (h.Live && (strings.TrimSpace(h.Language) == "" || ua.HeadlessHint(h.SecCHUA)))) {
 		return cfg, DropBot
 	}
 	if h.Prefetch {

@@ -1,0 +1,335 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// Import limits (SPEC §3.4).
+const (
+	maxImportEvents = 10000
+	// maxImportText bounds each text field of an event, in characters.
+	maxImportText = 2048
+	// maxFuture is how far in the future an event's time may be.
+	maxFuture = 24 * time.Hour
+)
+
+var errTooManyEvents = &httpError{code: http.StatusRequestEntityTooLarge,
+	msg: "Too many events: at most " + strconv.Itoa(maxImportEvents) + " per request."}
+
+// importEvents serves POST /websites/{id}/events: an atomic import of events
+// (SPEC §3.4). Every event is checked first; one invalid event answers 422
+// and nothing is counted. Valid events are sorted by time (stably) and
+// tracked in one engine.Track call under the website, whatever their host.
+func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) error {
+	start := time.Now()
+	defer func() { s.metrics.imports.Observe(time.Since(start).Seconds()) }()
+	id, err := websiteID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.e.Website(r.Context(), c.account.ID, id); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	hits, err := parseImport(body, id, s.now())
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
+	res, err := s.e.Track(r.Context(), hits...)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
+	return nil
+}
+
+// importBody is the answer of an import.
+type importBody struct {
+	Accepted int          `json:"accepted"`
+	Dropped  droppedCount `json:"dropped"`
+}
+
+// droppedCount lists bot and excluded_ip always, then the engine's other
+// reasons that are not zero, so that accepted + dropped = events.
+type droppedCount []struct {
+	reason string
+	n      int
+}
+
+// MarshalJSON writes the counts as an object, in order.
+func (d droppedCount) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, c := range d {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, c.reason)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(c.n), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// importReasons names the engine's drop reasons in import answers.
+var importReasons = []struct {
+	r    engine.DropReason
+	name string
+}{
+	{engine.DropBot, "bot"},
+	{engine.DropExcludedIP, "excluded_ip"},
+	{engine.DropUnknownSite, "unknown_site"},
+	{engine.DropInvalid, "invalid"},
+	{engine.DropPrefetch, "prefetch"},
+}
+
+func importResult(res engine.TrackResult) importBody {
+	out := importBody{Accepted: res.Accepted}
+	for i, ir := range importReasons {
+		n := 0
+		if int(ir.r) < len(res.Dropped) {
+			n = res.Dropped[ir.r]
+		}
+		if i < 2 || n > 0 {
+			out.Dropped = append(out.Dropped, struct {
+				reason string
+				n      int
+			}{ir.name, n})
+		}
+	}
+	return out
+}
+
+// parseImport splits an import body into events (a JSON array, or NDJSON:
+// one object per non-blank line) and checks each. It returns the hits of
+// website, or a 413 (too many events) or 422 (every invalid field, named
+// events.N.field with N the 0-based index of the event).
+func parseImport(body []byte, website uint32, now time.Time) ([]engine.Hit, error) {
+	raws, err := splitEvents(body)
+	if err != nil {
+		return nil, err
+	}
+	var fe fieldErrors
+	if len(raws) == 0 {
+		fe.add("events", "The events field is required.")
+		return nil, fe
+	}
+	hits := make([]engine.Hit, len(raws))
+	for i, raw := range raws {
+		checkEvent(raw, "events."+strconv.Itoa(i), now, &hits[i], &fe)
+		hits[i].Website = website
+	}
+	if len(fe) > 0 {
+		return nil, fe
+	}
+	return hits, nil
+}
+
+// splitEvents returns the raw events of body. A JSON syntax error is a 422
+// naming the event where it happened.
+func splitEvents(body []byte) ([]json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if trimmed[0] == '[' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		if _, err := dec.Token(); err != nil {
+			return nil, fieldErrors{{Field: "events", Msg: "The events must be a JSON array or NDJSON."}}
+		}
+		for dec.More() {
+			if len(raws) == maxImportEvents {
+				return nil, errTooManyEvents
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				field := "events." + strconv.Itoa(len(raws))
+				return nil, fieldErrors{{Field: field, Msg: "The " + field + " must be valid JSON."}}
+			}
+			raws = append(raws, raw)
+		}
+		if _, err := dec.Token(); err != nil { // the closing ']'
+			field := "events." + strconv.Itoa(len(raws))
+			return nil, fieldErrors{{Field: field, Msg: "The " + field + " must be valid JSON."}}
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, fieldErrors{{Field: "events", Msg: "The events must be a JSON array or NDJSON."}}
+		}
+		return raws, nil
+	}
+	for rest := trimmed; len(rest) > 0; {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if len(raws) == maxImportEvents {
+			return nil, errTooManyEvents
+		}
+		raws = append(raws, line)
+	}
+	return raws, nil
+}
+
+// checkEvent checks one raw event, named at in messages, into h, and adds
+// the messages of its invalid fields to fe.
+func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe *fieldErrors) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		msg := "The " + at + " must be a JSON object."
+		if !json.Valid(raw) {
+			msg = "The " + at + " must be valid JSON."
+		}
+		fe.add(at, msg)
+		return
+	}
+	str := func(name string, required bool) (string, bool) {
+		field := at + "." + name
+		v, present, ok := jsonString(obj[name])
+		switch {
+		case !ok:
+			fe.add(field, "The "+field+" must be a string.")
+			return "", false
+		case !present || v == "":
+			if required {
+				fe.add(field, "The "+field+" field is required.")
+			}
+			return "", false
+		case utf8.RuneCountInString(v) > maxImportText:
+			fe.add(field, "The "+field+" must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+			return "", false
+		}
+		return v, true
+	}
+
+	if v, ok := str("time", true); ok {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		switch {
+		case err != nil:
+			fe.add(at+".time", "The "+at+".time must be a valid RFC 3339 date-time.")
+		case t.After(now.Add(maxFuture)):
+			fe.add(at+".time", "The "+at+".time must not be more than one day in the future.")
+		default:
+			h.Time = t
+		}
+	}
+	if v, ok := str("page", true); ok {
+		if validPage(v) {
+			h.URL = v
+		} else {
+			fe.add(at+".page", "The "+at+".page must be a URL or a path starting with /.")
+		}
+	}
+	h.Referrer, _ = str("referrer", false)
+	h.UserAgent, _ = str("user_agent", false)
+	h.Resolution, _ = str("screen_resolution", false)
+	h.Language, _ = str("language", false)
+	h.Visitor, _ = str("visitor", false)
+	ip, hasIP := str("ip", false)
+	if hasIP {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || a.Zone() != "" {
+			fe.add(at+".ip", "The "+at+".ip must be a valid IP address.")
+		} else {
+			h.IP = a.Unmap()
+		}
+	}
+	vis, visSent, visOK := jsonString(obj["visitor"])
+	ipv, ipSent, ipOK := jsonString(obj["ip"])
+	if visOK && ipOK && (!visSent || vis == "") && (!ipSent || ipv == "") {
+		fe.add(at+".visitor", "The "+at+".visitor field is required when "+at+".ip is not present.")
+	}
+	if raw, ok := obj["event"]; ok && !isNull(raw) {
+		checkCustomEvent(raw, at+".event", h, fe)
+	}
+}
+
+// checkCustomEvent checks the event object of an event.
+func checkCustomEvent(raw json.RawMessage, at string, h *engine.Hit, fe *fieldErrors) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		fe.add(at, "The "+at+" must be an object.")
+		return
+	}
+	ev := &engine.Event{}
+	name, present, ok := jsonString(obj["name"])
+	switch {
+	case !ok:
+		fe.add(at+".name", "The "+at+".name must be a string.")
+	case !present || strings.TrimSpace(strings.ReplaceAll(name, ":", " ")) == "":
+		fe.add(at+".name", "The "+at+".name field is required.")
+	case utf8.RuneCountInString(name) > maxImportText:
+		fe.add(at+".name", "The "+at+".name must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+	default:
+		ev.Name = name
+	}
+	if v, ok := obj["value"]; ok && !isNull(v) {
+		v = bytes.TrimSpace(v)
+		if v[0] == '"' || v[0] == '-' || '0' <= v[0] && v[0] <= '9' {
+			if len(v) > maxImportText {
+				fe.add(at+".value", "The "+at+".value must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+			} else {
+				ev.Value = v
+			}
+		} else {
+			fe.add(at+".value", "The "+at+".value must be a number or a string.")
+		}
+	}
+	unit, _, ok := jsonString(obj["unit"])
+	if !ok {
+		fe.add(at+".unit", "The "+at+".unit must be a string.")
+	} else if utf8.RuneCountInString(unit) > maxImportText {
+		fe.add(at+".unit", "The "+at+".unit must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+	} else {
+		ev.Unit = unit
+	}
+	h.Event = ev
+}
+
+// jsonString decodes an optional JSON string: present is false for an
+// absent value or null; ok is false for another type.
+func jsonString(raw json.RawMessage) (s string, present, ok bool) {
+	if raw == nil || isNull(raw) {
+		return "", false, true
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, false
+	}
+	return s, true, true
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// validPage reports whether page is a path ("/a?b=1") or an absolute http(s)
+// URL with a host, as valid UTF-8 without control characters.
+func validPage(page string) bool {
+	if !utf8.ValidString(page) || strings.ContainsFunc(page, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return false
+	}
+	if page[0] == '/' {
+		return true
+	}
+	u, err := url.Parse(page)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return false
+	}
+	return strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
+}

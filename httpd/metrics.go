@@ -1,0 +1,124 @@
+package httpd
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// metrics are the Server's Prometheus metrics. No metric has a per-website
+// label (SPEC §5): it would leak one site's traffic to anyone who can read
+// /metrics.
+type metrics struct {
+	requests  *prometheus.CounterVec   // by method, route pattern and status code
+	durations *prometheus.HistogramVec // by route pattern
+	imports   prometheus.Histogram     // import latency
+	handler   http.Handler             // serves /metrics
+}
+
+func newMetrics(e *engine.Engine, reg prometheus.Registerer, log *slog.Logger) *metrics {
+	var gatherer prometheus.Gatherer = prometheus.DefaultGatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg, gatherer = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		gatherer = g
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webstats_http_requests_total",
+			Help: "HTTP requests served, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "webstats_http_request_duration_seconds",
+			Help:    "Time to serve an HTTP request, by route pattern.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route"}),
+		imports: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "webstats_import_duration_seconds",
+			Help:    "Time to serve an import request (read, validate, track), successful or not.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+	}
+	m.requests = register(reg, m.requests, log)
+	m.durations = register(reg, m.durations, log)
+	m.imports = register(reg, m.imports, log)
+	if e != nil {
+		register[prometheus.Collector](reg, newEngineCollector(e), log)
+	}
+	m.handler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: nil})
+	return m
+}
+
+// register registers c with reg. When reg already holds an equal collector
+// (a second Server on one registry), that one is used instead.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.Logger) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	log.Warn("metrics not registered", "err", err)
+	return c
+}
+
+// observe counts one request.
+func (m *metrics) observe(method, route string, code int, d time.Duration) {
+	m.requests.WithLabelValues(sanitizeMethod(method), route, strconv.Itoa(code)).Inc()
+	m.durations.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// engineCollector exports engine.Metrics at each scrape.
+type engineCollector struct {
+	e                                          *engine.Engine
+	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
+	evicted, websites                          *prometheus.Desc
+}
+
+func newEngineCollector(e *engine.Engine) *engineCollector {
+	return &engineCollector{
+		e:        e,
+		tracked:  prometheus.NewDesc("webstats_hits_tracked_total", "Hits counted since the engine opened.", nil, nil),
+		dropped:  prometheus.NewDesc("webstats_hits_dropped_total", "Hits dropped since the engine opened, by reason.", []string{"reason"}, nil),
+		resident: prometheus.NewDesc("webstats_resident_bytes", "Bytes of resident day buckets of closed days.", nil, nil),
+		snapDur:  prometheus.NewDesc("webstats_snapshot_duration_seconds", "How long the last snapshot took.", nil, nil),
+		snaps:    prometheus.NewDesc("webstats_snapshots_total", "Snapshots written since the engine opened.", nil, nil),
+		evicted:  prometheus.NewDesc("webstats_evicted_days_total", "Day buckets evicted from memory since the engine opened.", nil, nil),
+		websites: prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.e.Metrics()
+	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.CounterValue, float64(m.Tracked))
+	for _, r := range engine.DropReasons() {
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(m.Dropped[r]), r.String())
+	}
+	ch <- prometheus.MustNewConstMetric(c.resident, prometheus.GaugeValue, float64(m.ResidentBytes))
+	ch <- prometheus.MustNewConstMetric(c.snapDur, prometheus.GaugeValue, m.LastSnapshot.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(m.Snapshots))
+	ch <- prometheus.MustNewConstMetric(c.evicted, prometheus.CounterValue, float64(m.Evicted))
+	ch <- prometheus.MustNewConstMetric(c.websites, prometheus.GaugeValue, float64(m.Websites))
+}

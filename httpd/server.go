@@ -1,0 +1,355 @@
+package httpd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// Options configures the HTTP layer. A nil *Options means the defaults given
+// beside each field.
+type Options struct {
+	// RateLimit is the number of API requests per minute allowed per API key
+	// (a token bucket with a burst of as many). Default 0 means 60; a
+	// negative value turns the limit off. The binary's "-rate-limit 0"
+	// (off) maps to -1.
+	RateLimit int
+	// TrustProxy takes the client IP from X-Forwarded-For: the right-most
+	// address that is not loopback, private, link-local or unspecified.
+	// Default false: the connection's address.
+	TrustProxy bool
+	// Logger receives request and error logs. Default nil: discarded.
+	Logger *slog.Logger
+	// Registerer receives the metrics. Default nil: a new private registry
+	// (with the Go and process collectors). /metrics serves the Registerer
+	// when it is also a prometheus.Gatherer (as *prometheus.Registry and
+	// prometheus.DefaultRegisterer are), else prometheus.DefaultGatherer.
+	Registerer prometheus.Registerer
+	// Now is the clock of the rate limits and of the import's "at most one
+	// day in the future" check. Default nil: time.Now.
+	Now func() time.Time
+}
+
+// Body limits, in bytes.
+const (
+	// maxBody bounds the body of every route that sets no other limit,
+	// website bodies included: room for exclude_params and exclude_ips at
+	// their limit of 65,535 characters each.
+	maxBody = 256 << 10
+	// maxImportBody bounds an import body (SPEC §3.4).
+	maxImportBody = 10 << 20
+)
+
+// The API prefixes (SPEC §3): every endpoint is served under both.
+var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
+
+// Server is the webstats HTTP handler. It is safe for concurrent use. Create
+// one with New.
+type Server struct {
+	e      *engine.Engine
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	router *httprouter.Router
+
+	keyLimit  *limiter // per account; nil when rate limiting is off
+	authLimit *limiter // failed authentications per client IP
+
+	metrics *metrics
+}
+
+// New returns a Server over e. A nil opts means the defaults (see Options).
+// The Server does not own e: close e after the Server is no longer used.
+func New(e *engine.Engine, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.RateLimit == 0 {
+		o.RateLimit = 60
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
+	if o.RateLimit > 0 {
+		s.keyLimit = newLimiter(o.RateLimit, o.Now)
+	}
+	s.authLimit = newLimiter(authFailuresPerMinute, o.Now)
+	s.metrics = newMetrics(e, o.Registerer, o.Logger)
+
+	r := httprouter.New()
+	r.RedirectFixedPath = false // no case-insensitive guessing
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = http.HandlerFunc(preflight)
+	r.NotFound = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
+	s.router = r
+	s.routes()
+	return s
+}
+
+// routes registers the API, health and metrics routes.
+func (s *Server) routes() {
+	s.api(http.MethodGet, "/websites", maxBody, s.listWebsites)
+	s.api(http.MethodPost, "/websites", maxBody, s.createWebsite)
+	s.api(http.MethodGet, "/websites/:id", maxBody, s.showWebsite)
+	s.api(http.MethodPut, "/websites/:id", maxBody, s.updateWebsite)
+	s.api(http.MethodPatch, "/websites/:id", maxBody, s.updateWebsite)
+	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
+	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
+	s.api(http.MethodGet, "/stats/:id", maxBody, s.stats)
+	s.api(http.MethodGet, "/account", maxBody, s.account)
+
+	s.handle(http.MethodGet, "/healthz", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		writeJSON(w, http.StatusOK, struct {
+			Status string `json:"status"`
+		}{"ok"})
+	})
+	s.handle(http.MethodGet, "/metrics", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		s.metrics.handler.ServeHTTP(w, r)
+	})
+}
+
+// handle registers h for method and pattern on the router: the body is
+// limited to limit bytes (reading past it fails with *http.MaxBytesError,
+// which writeError answers 413) and the request is counted in the metrics
+// under the pattern. It must be called before the Server serves.
+func (s *Server) handle(method, pattern string, limit int64, h httprouter.Handle) {
+	s.router.Handle(method, pattern, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		if st := stateOf(r.Context()); st != nil {
+			st.route = pattern
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		h(w, r, p)
+	})
+}
+
+// apiHandler serves an authenticated API request. It writes the answer for a
+// nil error; for an error, the caller writes the error's answer.
+type apiHandler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// call is what an API handler knows of its request.
+type call struct {
+	account engine.Account
+	params  httprouter.Params
+}
+
+// api registers an authenticated, rate-limited API route under both API
+// prefixes (and HEAD beside GET).
+func (s *Server) api(method, path string, limit int64, h apiHandler) {
+	serve := func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		a, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if err := h(w, r, &call{account: a, params: p}); err != nil {
+			writeError(w, r, err)
+		}
+	}
+	for _, prefix := range apiPrefixes {
+		s.handle(method, prefix+path, limit, serve)
+		if method == http.MethodGet {
+			s.handle(http.MethodHead, prefix+path, limit, serve)
+		}
+	}
+}
+
+// isAPIPath reports whether path is under an API prefix.
+func isAPIPath(path string) bool {
+	for _, p := range apiPrefixes {
+		if strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// reqState is the per-request state the handlers leave for ServeHTTP.
+type reqState struct {
+	id    string       // request id
+	route string       // the route pattern, for the metrics
+	log   *slog.Logger // the Server's logger
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *reqState {
+	st, _ := ctx.Value(stateKey{}).(*reqState)
+	return st
+}
+
+// requestID returns the request id of r ("" outside ServeHTTP).
+func requestID(r *http.Request) string {
+	if st := stateOf(r.Context()); st != nil {
+		return st.id
+	}
+	return ""
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := &reqState{id: validRequestID(r.Header.Get("X-Request-Id")), route: "unmatched", log: s.log}
+	if st.id == "" {
+		st.id = newRequestID()
+	}
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header().Set("X-Request-Id", st.id)
+
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "request_id", st.id, "method", r.Method,
+				"path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !sw.wrote {
+				writeJSON(sw, http.StatusInternalServerError, errorBody{Message: "Server Error.", Status: http.StatusInternalServerError})
+			}
+		}
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		d := time.Since(start)
+		s.metrics.observe(r.Method, st.route, code, d)
+		s.log.Info("request", "request_id", st.id, "method", r.Method, "path", r.URL.Path,
+			"route", st.route, "status", code, "duration", d)
+	}()
+
+	if isAPIPath(r.URL.Path) {
+		h := sw.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-Request-Id")
+		if r.Method == http.MethodOptions {
+			st.route = "preflight"
+			preflight(sw, r)
+			return
+		}
+		if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
+			// Laravel answers /websites/ as /websites; the router would
+			// redirect, which API clients do not expect.
+			r.URL.Path = strings.TrimRight(p, "/")
+			r.URL.RawPath = ""
+		}
+	}
+	s.router.ServeHTTP(sw, r)
+}
+
+// preflight answers a CORS preflight: any origin, the API's methods and
+// headers, cached for a day.
+func preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Requested-With, X-Request-Id")
+	h.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// notFound answers an unknown path: under the API, only after the key and
+// the rate limit are checked (401 and 429 come first).
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(r.URL.Path) {
+		if _, ok := s.authenticate(w, r); !ok {
+			return
+		}
+	}
+	writeError(w, r, errNotFound)
+}
+
+// methodNotAllowed answers a known path with another method (the router has
+// set Allow), after the key and the rate limit under the API.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(r.URL.Path) {
+		if _, ok := s.authenticate(w, r); !ok {
+			return
+		}
+	}
+	writeError(w, r, &httpError{code: http.StatusMethodNotAllowed,
+		msg: fmt.Sprintf("The %s method is not supported for this route. Supported methods: %s.",
+			sanitizeMethod(r.Method), w.Header().Get("Allow"))})
+}
+
+// sanitizeMethod returns method when it is a short token, else "UNKNOWN"
+// (it is echoed in a message and used as a metrics label).
+func sanitizeMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+// validRequestID returns id when it is a sane token, else "".
+func validRequestID(id string) string {
+	if id == "" || len(id) > 128 {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return ""
+		}
+	}
+	return id
+}
+
+// newRequestID returns 16 random hex digits.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter records the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.code, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher when the underlying writer does.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if !w.wrote {
+			w.code, w.wrote = http.StatusOK, true
+		}
+		f.Flush()
+	}
+}
