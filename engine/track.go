@@ -237,19 +237,24 @@ type saltKey = buckets.Date
 
 // saltBox holds the salts of recent periods.
 type saltBox struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[saltKey][16]byte
 }
 
 // salt returns the salt of the period starting on first, creating (and
 // storing) a random one the first time.
 func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
+	e.salts.mu.RLock()
+	s, ok := e.salts.m[first]
+	e.salts.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
 	e.salts.mu.Lock()
 	defer e.salts.mu.Unlock()
 	if s, ok := e.salts.m[first]; ok {
 		return s, nil
 	}
-	var s [16]byte
 	if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
 		return s, fmt.Errorf("engine: new salt: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -24,6 +25,13 @@ import (
 // BenchmarkAppend/writers=64/queue=off keeps the comparison measurable.
 type committer struct {
 	db *pebble.DB
+	// sync: callers wait for their group's synced commit. Without it
+	// (Options.NoSync) callers return at once and the committer applies
+	// what gathered every asyncDelay, unsynced: a Track call then costs no
+	// Pebble commit of its own. The error of an unsynced group is returned
+	// by the next append.
+	sync     bool
+	asyncErr atomic.Pointer[error]
 
 	mu  sync.Mutex
 	cur *commitGroup // the group being filled; nil when nothing waits
@@ -43,9 +51,17 @@ type commitGroup struct {
 	err   error
 }
 
-func newCommitter(db *pebble.DB) *committer {
+// asyncMax bounds the entries an unsynced group gathers before its callers
+// wait for it (back pressure); asyncDelay is how long it gathers.
+const (
+	asyncMax   = 8192
+	asyncDelay = 500 * time.Microsecond
+)
+
+func newCommitter(db *pebble.DB, sync bool) *committer {
 	c := &committer{
 		db:      db,
+		sync:    sync,
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -68,13 +84,20 @@ func (c *committer) append(entries []LogEntry) error {
 		default:
 		}
 	}
-	c.n++
+	c.n += len(entries)
 	for _, e := range entries {
 		// Batch.Set fails only on a closed batch, which the group's is not
 		// while it is current.
 		_ = g.batch.Set(appendLogKey(key[:0], e.Seq), e.Data, nil)
 	}
+	wait := c.sync || c.n >= asyncMax
 	c.mu.Unlock()
+	if !wait {
+		if p := c.asyncErr.Swap(nil); p != nil {
+			return *p
+		}
+		return nil
+	}
 	<-g.done
 	return g.err
 }
@@ -86,24 +109,45 @@ func (c *committer) run() {
 		select {
 		case <-c.wake:
 		case <-c.quit:
+			c.commit() // what an unsynced caller left
 			return
 		}
-		// Let the callers woken by the previous commit, runnable now, join
-		// this group rather than the next one.
-		c.gather()
-		c.mu.Lock()
-		g := c.cur
-		c.cur = nil
-		c.n = 0
-		c.mu.Unlock()
-		if g == nil {
-			continue
+		if c.sync {
+			// Let the callers woken by the previous commit, runnable now,
+			// join this group rather than the next one.
+			c.gather()
+		} else {
+			select {
+			case <-time.After(asyncDelay):
+			case <-c.quit:
+			}
 		}
-		g.err = c.db.Apply(g.batch, pebble.Sync)
-		g.batch.Close()
-		c.commits.Add(1)
-		close(g.done)
+		c.commit()
 	}
+}
+
+// commit applies the current group, if any.
+func (c *committer) commit() {
+	c.mu.Lock()
+	g := c.cur
+	c.cur = nil
+	c.n = 0
+	c.mu.Unlock()
+	if g == nil {
+		return
+	}
+	opts := pebble.Sync
+	if !c.sync {
+		opts = pebble.NoSync
+	}
+	g.err = c.db.Apply(g.batch, opts)
+	if g.err != nil && !c.sync {
+		err := g.err
+		c.asyncErr.Store(&err)
+	}
+	g.batch.Close()
+	c.commits.Add(1)
+	close(g.done)
 }
 
 // gatherRounds bounds how many times gather yields. Measured with 64
@@ -134,4 +178,23 @@ func (c *committer) gather() {
 func (c *committer) stop() {
 	close(c.quit)
 	<-c.stopped
+}
+
+// flush waits until every entry appended before the call is applied.
+func (c *committer) flush() error {
+	c.mu.Lock()
+	g := c.cur
+	if g != nil {
+		c.n = asyncMax // make the committer treat it as due
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	<-g.done
+	return g.err
 }

@@ -255,6 +255,11 @@ func (s *Store) Backup(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
+	if s.commits != nil {
+		if err := s.commits.flush(); err != nil {
+			return wrap(op, err)
+		}
+	}
 	return wrap(op, s.db.Checkpoint(dir, pebble.WithFlushedWAL()))
 }
 

@@ -118,6 +118,7 @@ func TestConcurrentAppend(t *testing.T) {
 			}
 			a.wait(2000)
 			a.halt()
+			must(t, s.Flush())
 			checkLog(t, s, a.acked)
 		})
 	}

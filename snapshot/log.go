@@ -13,12 +13,14 @@ type LogEntry struct {
 }
 
 // Append writes entries to the log in one batch and returns once they are
-// durable (unless Options.NoSync). Entries are copied. An entry with an
-// existing Seq replaces it. Seq 0 is invalid (0 is "no trim point").
+// durable. Entries are copied. An entry with an existing Seq replaces it.
+// Seq 0 is invalid (0 is "no trim point").
 //
-// Concurrent calls share fsyncs (group commit): Pebble's commit pipeline
-// writes every batch that arrives while a sync is in flight into the WAL and
-// covers them all with the next sync.
+// Concurrent calls share fsyncs (group commit): a commit queue gathers
+// whatever callers are waiting into one synced batch. With Options.NoSync,
+// Append returns at once and the queue writes what gathered every half
+// millisecond, unsynced (see Flush); an error of such a write is returned by
+// a later Append.
 func (s *Store) Append(entries ...LogEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -46,6 +48,21 @@ func (s *Store) Append(entries ...LogEntry) error {
 		}
 	}
 	return wrap("append", s.db.Apply(b, s.wo))
+}
+
+// Flush returns once every entry appended before it is in the store. With
+// NoSync, Append returns before its entries are written (they are gathered
+// for a fraction of a millisecond into one batch); Flush, Backup and Close
+// wait for them.
+func (s *Store) Flush() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if s.commits == nil {
+		return nil
+	}
+	return wrap("flush", s.commits.flush())
 }
 
 // ReplayLog calls fn for every log entry with Seq > after, in ascending Seq
