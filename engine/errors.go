@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"strings"
+
+	"github.com/webstats/webstats/snapshot"
 )
 
 // Errors returned by the Engine. Use errors.Is.
@@ -13,6 +15,11 @@ var (
 	ErrClosed = errors.New("engine: closed")
 	// ErrUnauthenticated: no account has this API key.
 	ErrUnauthenticated = errors.New("engine: unknown API key")
+	// ErrLocked: another process (a running webstatsd) has the data
+	// directory open.
+	ErrLocked = snapshot.ErrLocked
+	// ErrVersion: the data directory was written by a newer version.
+	ErrVersion = snapshot.ErrVersion
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

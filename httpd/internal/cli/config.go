@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// defaultData is the default data directory of every command.
+const defaultData = "./webstats-data"
+
+// Config is the configuration of serve: one field per flag. The defaults
+// are those RegisterFlags gives.
+//
+// To add a setting (the email reports of SPEC §8 will add -reports,
+// -smtp-addr, -smtp-user, -smtp-pass, -smtp-from and -public-url): add a
+// field here, register its flag in RegisterFlags (which makes its
+// environment variable and its usage line), check it in Validate, and use it
+// in serve. Commands that need the same setting (report) register the same
+// flag name and so read the same environment variable.
+type Config struct {
+	Addr       string // -addr: listen address
+	Data       string // -data: data directory
+	RateLimit  int    // -rate-limit: API requests per minute per key; 0 = off
+	TrustProxy bool   // -trust-proxy: client IP from X-Forwarded-For
+	SaltPeriod string // -salt-period: day, week or month
+	GeoIP      string // -geoip: path of an .mmdb; "" = embedded countries
+
+	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
+	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days kept resident; 0 = no cap
+	Retention     int           // -retention: days kept; 0 = all
+
+	BackupEvery time.Duration // -backup-every: 0 = no periodic backups
+	BackupDir   string        // -backup-dir: where periodic backups go
+
+	ShutdownTimeout time.Duration // -shutdown-timeout: how long to drain requests
+
+	LogLevel  string // -log-level: debug, info, warn or error
+	LogFormat string // -log-format: text or json
+}
+
+// RegisterFlags registers the flags of serve on fs, bound to the fields of
+// cfg, with their defaults.
+func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen `address` (host:port)")
+	fs.StringVar(&cfg.Data, "data", defaultData, "data `directory` (a Pebble store, created if missing)")
+	fs.IntVar(&cfg.RateLimit, "rate-limit", 60, "API requests per minute per API key; 0 turns the limit off")
+	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client IP from X-Forwarded-For (behind a reverse proxy)")
+	fs.StringVar(&cfg.SaltPeriod, "salt-period", "day", "how long a visitor stays the same visitor: day, week or month")
+	fs.StringVar(&cfg.GeoIP, "geoip", "", "`path` of a MaxMind or DB-IP .mmdb (City or Country); default: embedded countries, no cities")
+	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
+	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
+	fs.IntVar(&cfg.Retention, "retention", 0, "keep this many `days` of statistics; 0 keeps everything")
+	fs.DurationVar(&cfg.BackupEvery, "backup-every", 0, "write a backup into a timestamped subdirectory of -backup-dir this often; 0 = never")
+	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "`directory` of the periodic backups")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests in flight finish")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+}
+
+// Validate checks the values that the flag types do not.
+func (cfg *Config) Validate() error {
+	switch {
+	case cfg.Addr == "":
+		return fmt.Errorf("-addr is empty")
+	case cfg.Data == "":
+		return fmt.Errorf("-data is empty")
+	case cfg.RateLimit < 0:
+		return fmt.Errorf("-rate-limit %d: want 0 (off) or more", cfg.RateLimit)
+	case cfg.SnapshotEvery < 0:
+		return fmt.Errorf("-snapshot-every %v: want 0 (off) or more", cfg.SnapshotEvery)
+	case cfg.Retention < 0:
+		return fmt.Errorf("-retention %d: want 0 (keep) or more days", cfg.Retention)
+	case cfg.BackupEvery < 0:
+		return fmt.Errorf("-backup-every %v: want 0 (off) or more", cfg.BackupEvery)
+	case cfg.BackupEvery > 0 && cfg.BackupDir == "":
+		return fmt.Errorf("-backup-every needs -backup-dir")
+	case cfg.ShutdownTimeout <= 0:
+		return fmt.Errorf("-shutdown-timeout %v: want more than 0", cfg.ShutdownTimeout)
+	case cfg.LogFormat != "text" && cfg.LogFormat != "json":
+		return fmt.Errorf("-log-format %q: want text or json", cfg.LogFormat)
+	}
+	if _, err := engine.ParseSaltPeriod(cfg.SaltPeriod); err != nil || cfg.SaltPeriod == "" {
+		return fmt.Errorf("-salt-period %q: want day, week or month", cfg.SaltPeriod)
+	}
+	if _, err := cfg.logLevel(); err != nil {
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", cfg.LogLevel)
+	}
+	return nil
+}
+
+func (cfg *Config) logLevel() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(cfg.LogLevel))
+	return l, err
+}
+
+// ByteSize is a number of bytes given as a flag: a plain number, or a number
+// with a unit: B; kB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB and
+// the short K, M, G, T (powers of 1024). Units are case-insensitive.
+type ByteSize int64
+
+// String formats b with the largest binary unit that divides it.
+func (b ByteSize) String() string {
+	n, i := int64(b), 0
+	units := []string{"", "KiB", "MiB", "GiB", "TiB"}
+	for n != 0 && n%1024 == 0 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	return strconv.FormatInt(n, 10) + units[i]
+}
+
+// Set parses a size, as flag.Value.
+func (b *ByteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = strings.TrimSpace(s[:i]), strings.TrimSpace(s[i:])
+	}
+	mult, ok := byteUnits[strings.ToLower(unit)]
+	if !ok {
+		return fmt.Errorf("unknown unit %q: want B, kB, MB, GB, KiB, MiB or GiB", unit)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" {
+		return fmt.Errorf("%q is not a size", s)
+	}
+	v := f * float64(mult)
+	if v < 0 || v >= math.MaxInt64 {
+		return fmt.Errorf("%q is out of range", s)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+var byteUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd"
+)
+
+// adminEmail is the account serve creates on a data directory without any.
+const adminEmail = "admin@localhost"
+
+// adminKeyFile is the file, in the data directory, that holds the first
+// account's API key.
+const adminKeyFile = "admin.key"
+
+// The http.Server limits (see the httpd package documentation). ReadTimeout
+// is 60s rather than 30s: a 10 MiB import must get through a slow link.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 60 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+func (c *cli) serveCmd(fs *flag.FlagSet) func(context.Context) error {
+	cfg := new(Config)
+	cfg.RegisterFlags(fs)
+	return func(ctx context.Context) error {
+		if err := cfg.Validate(); err != nil {
+			return &usageError{msg: err.Error()}
+		}
+		return run(ctx, cfg, c.stdout, c.newLogger(cfg))
+	}
+}
+
+// newLogger returns the logger cfg asks for, writing to stderr. cfg must be
+// valid.
+func (c *cli) newLogger(cfg *Config) *slog.Logger {
+	level, _ := cfg.logLevel()
+	ho := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(c.stderr, ho))
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, ho))
+}
+
+// run serves webstats as cfg says until ctx is cancelled, then stops
+// accepting connections, lets the requests in flight finish (for at most
+// cfg.ShutdownTimeout), and closes the engine, which writes a final
+// snapshot. On a data directory without an account it creates one and
+// prints its API key on stdout. cfg must be valid.
+func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) error {
+	salt, _ := engine.ParseSaltPeriod(cfg.SaltPeriod)
+	snapEvery := cfg.SnapshotEvery
+	if snapEvery == 0 {
+		snapEvery = -1 // the engine's "off"; its 0 means the default
+	}
+	e, err := engine.Open(&engine.Options{
+		Dir:           cfg.Data,
+		SaltPeriod:    salt,
+		GeoIP:         cfg.GeoIP,
+		SnapshotEvery: snapEvery,
+		MemoryBudget:  int64(cfg.MemoryBudget),
+		Retention:     cfg.Retention,
+		Logger:        log.With("component", "engine"),
+	})
+	if err != nil {
+		return openError(cfg.Data, err)
+	}
+	// From here on, every way out closes e.
+	if err := firstAccount(ctx, e, cfg.Data, stdout, log); err != nil {
+		return errors.Join(err, e.Close())
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return errors.Join(err, e.Close())
+	}
+	rateLimit := cfg.RateLimit
+	if rateLimit == 0 {
+		rateLimit = -1 // httpd's "off"; its 0 means the default
+	}
+	srv := &http.Server{
+		Handler: httpd.New(e, &httpd.Options{
+			RateLimit:  rateLimit,
+			TrustProxy: cfg.TrustProxy,
+			Logger:     log.With("component", "http"),
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("webstatsd listening", "addr", ln.Addr().String(), "data", cfg.Data)
+
+	var bg sync.WaitGroup
+	bgCtx, stopBg := context.WithCancel(ctx)
+	if cfg.BackupEvery > 0 {
+		bg.Go(func() { backupLoop(bgCtx, e, cfg.BackupDir, cfg.BackupEvery, log) })
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "cause", context.Cause(ctx))
+		err = nil
+	case err = <-served: // the listener failed
+		err = fmt.Errorf("serve: %w", err)
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(shutCtx); serr != nil {
+		log.Warn("requests still in flight at the shutdown timeout; closing their connections", "err", serr)
+		srv.Close()
+	}
+	stopBg()
+	bg.Wait()
+	if cerr := e.Close(); cerr != nil {
+		return errors.Join(err, fmt.Errorf("close: %w", cerr))
+	}
+	log.Info("webstatsd stopped")
+	return err
+}
+
+// firstAccount creates the admin account on an engine without accounts:
+// its key is printed on stdout, once, and written to dir/admin.key.
+func firstAccount(ctx context.Context, e *engine.Engine, dir string, stdout io.Writer, log *slog.Logger) error {
+	if len(e.Accounts(ctx)) > 0 {
+		return nil
+	}
+	_, key, err := e.CreateAccount(ctx, "admin", adminEmail)
+	if err != nil {
+		return fmt.Errorf("create the first account: %w", err)
+	}
+	path := filepath.Join(dir, adminKeyFile)
+	log.Info("created the first account; its API key is printed on stdout, this once, and saved in "+path,
+		"email", adminEmail, "key_file", path)
+	fmt.Fprintln(stdout, key)
+	// The key is out on stdout already: a failure here must not stop the
+	// server, which would leave an account whose key nobody saw again.
+	if err := writeKeyFile(path, key); err != nil {
+		log.Error("could not save the API key; keep the one printed on stdout", "err", err)
+	}
+	return nil
+}
+
+// writeKeyFile writes key to path, readable by its owner only.
+func writeKeyFile(path, key string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(f, key+"\n")
+	return errors.Join(err, f.Chmod(0o600), f.Sync(), f.Close())
+}
+
+// backupLoop writes a backup of e into a new subdirectory of dir every
+// interval until ctx is done. The subdirectories are named
+// webstats-YYYYMMDDTHHMMSS.mmmZ (UTC), so they sort by time; old ones are
+// not removed.
+func backupLoop(ctx context.Context, e *engine.Engine, dir string, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			to := filepath.Join(dir, "webstats-"+now.UTC().Format("20060102T150405.000Z"))
+			start := time.Now()
+			err := os.MkdirAll(dir, 0o750)
+			if err == nil {
+				err = e.Backup(ctx, to)
+			}
+			if err != nil {
+				log.Error("backup failed", "dir", to, "err", err)
+				continue
+			}
+			log.Info("backup written", "dir", to, "duration", time.Since(start))
+		}
+	}
+}
