@@ -41,9 +41,8 @@ type Options struct {
 	NoSync bool
 
 	// Logger receives the Store's and Pebble's log messages: Pebble's
-	// informational messages at Info, its errors at Error, and Pebble's
-	// events (flushes, compactions, WAL files) at Debug. Default (nil):
-	// discard everything.
+	// informational messages and events (flushes, compactions, WAL files) at
+	// Debug, its errors at Error. Default (nil): discard everything.
 	Logger *slog.Logger
 
 	// CacheSize is the size of Pebble's block cache in bytes.
@@ -118,7 +117,7 @@ func pebbleOptions(o *Options, lock *pebble.Lock) *pebble.Options {
 		MemTableStopWritesThreshold: memTableStopWritesThreshold,
 		L0CompactionThreshold:       l0CompactionThreshold,
 		L0StopWritesThreshold:       l0StopWritesThreshold,
-		Logger:                      &pebbleLogger{l: o.Logger, info: slog.LevelInfo},
+		Logger:                      &pebbleLogger{l: o.Logger, info: slog.LevelDebug},
 	}
 	// Events at Debug, and only when someone listens: formatting them costs.
 	var el pebble.EventListener
