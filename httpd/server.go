@@ -115,6 +115,7 @@ func (s *Server) routes() {
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
 	s.api(http.MethodGet, "/stats/:id", maxBody, s.stats)
 	s.api(http.MethodGet, "/account", maxBody, s.account)
+	s.trackRoutes() // POST /api/event, GET /js/script.js (track.go)
 
 	s.handle(http.MethodGet, "/healthz", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		writeJSON(w, http.StatusOK, struct {
