@@ -79,6 +79,7 @@ var commands = []command{
 	{"user list", "user list -data DIR", "list the accounts: id, email, name, created", (*cli).userListCmd},
 	{"user rotate-key", "user rotate-key -data DIR -email E", "give an account a new API key and print it; the old one stops working", (*cli).userRotateKeyCmd},
 	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
+	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
 }
 
 // usageError is a mistake on the command line: exit code 2.

@@ -42,7 +42,7 @@ func defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day",
 		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info", LogFormat: "text",
+		LogLevel: "info", LogFormat: "text", Reports: "weekly",
 	}
 }
 
@@ -77,13 +77,16 @@ func TestServeFlagPrecedence(t *testing.T) {
 				"WEBSTATS_DATA": "/var/lib/ws", "WEBSTATS_SALT_PERIOD": "week", "WEBSTATS_GEOIP": "/g.mmdb",
 				"WEBSTATS_SNAPSHOT_EVERY": "1m", "WEBSTATS_RETENTION": "400", "WEBSTATS_BACKUP_EVERY": "24h",
 				"WEBSTATS_BACKUP_DIR": "/b", "WEBSTATS_SHUTDOWN_TIMEOUT": "5s", "WEBSTATS_LOG_LEVEL": "debug",
-				"WEBSTATS_LOG_FORMAT": "json",
+				"WEBSTATS_LOG_FORMAT": "json", "WEBSTATS_REPORTS": "monthly", "WEBSTATS_SMTP_ADDR": "mail:587",
+				"WEBSTATS_SMTP_USER": "u", "WEBSTATS_SMTP_PASS": "p", "WEBSTATS_SMTP_FROM": "f@x", "WEBSTATS_PUBLIC_URL": "https://s",
 			},
 			want: func(c *Config) {
 				c.Data, c.SaltPeriod, c.GeoIP, c.SnapshotEvery, c.Retention = "/var/lib/ws", "week", "/g.mmdb", time.Minute, 400
 				c.BackupEvery, c.BackupDir, c.ShutdownTimeout, c.LogLevel, c.LogFormat = 24*time.Hour, "/b", 5*time.Second, "debug", "json"
+				c.Reports, c.Mail = "monthly", Mail{SMTPAddr: "mail:587", SMTPUser: "u", SMTPPass: "p", SMTPFrom: "f@x", PublicURL: "https://s"}
 			},
 		},
+		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
 		{name: "memory budget decimal", args: []string{"-memory-budget", "2GB"}, want: func(c *Config) { c.MemoryBudget = 2e9 }},
 		{name: "memory budget plain", args: []string{"-memory-budget", "1048576"}, want: func(c *Config) { c.MemoryBudget = 1 << 20 }},
 		{name: "bad env value", env: map[string]string{"WEBSTATS_RATE_LIMIT": "lots"}, wantErr: `WEBSTATS_RATE_LIMIT="lots"`},
@@ -289,6 +292,7 @@ func TestLockedDataDirectory(t *testing.T) {
 		{"user", "add", "-data", dir, "-email", "a@b.c"},
 		{"user", "rotate-key", "-data", dir, "-email", "a@b.c"},
 		{"backup", "-data", dir, "-to", filepath.Join(t.TempDir(), "b")},
+		{"report", "-data", dir, "-website", "1", "-period", "week", "-smtp-addr", "127.0.0.1:1"},
 	} {
 		start := time.Now()
 		stdout, stderr, code := runCLI(t, ctx, nil, args...)

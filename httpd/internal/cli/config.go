@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/report"
 )
 
 // defaultData is the default data directory of every command.
@@ -43,6 +44,37 @@ type Config struct {
 
 	LogLevel  string // -log-level: debug, info, warn or error
 	LogFormat string // -log-format: text or json
+
+	Reports string // -reports: weekly, monthly or off
+	Mail    Mail   // -smtp-*, -public-url
+}
+
+// Mail is the mail setup shared by serve and report.
+type Mail struct {
+	SMTPAddr  string // -smtp-addr: host:port; "" = reports off
+	SMTPUser  string // -smtp-user
+	SMTPPass  string // -smtp-pass
+	SMTPFrom  string // -smtp-from
+	PublicURL string // -public-url: base URL of the statistics pages
+}
+
+// RegisterFlags registers the mail flags on fs.
+func (m *Mail) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.SMTPAddr, "smtp-addr", "", "SMTP server (`host:port`) for email reports; STARTTLS when offered, implicit TLS on port 465; empty = no reports")
+	fs.StringVar(&m.SMTPUser, "smtp-user", "", "SMTP user (AUTH PLAIN, only over TLS or to loopback)")
+	fs.StringVar(&m.SMTPPass, "smtp-pass", "", "SMTP password")
+	fs.StringVar(&m.SMTPFrom, "smtp-from", "", "From address of the reports (default: -smtp-user, or webstats@<public host>)")
+	fs.StringVar(&m.PublicURL, "public-url", "", "public base `URL` of this server, for the links in reports (e.g. https://stats.example.org)")
+}
+
+// options returns the report options of m for period p.
+func (m *Mail) options(p report.Period, log *slog.Logger) report.Options {
+	return report.Options{
+		Period:    p,
+		SMTP:      report.SMTP{Addr: m.SMTPAddr, User: m.SMTPUser, Pass: m.SMTPPass, From: m.SMTPFrom},
+		PublicURL: strings.TrimRight(m.PublicURL, "/"),
+		Logger:    log,
+	}
 }
 
 // RegisterFlags registers the flags of serve on fs, bound to the fields of
@@ -62,6 +94,8 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests in flight finish")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.Reports, "reports", "weekly", "email reports to owners of websites with email = 1: weekly, monthly or off")
+	cfg.Mail.RegisterFlags(fs)
 }
 
 // Validate checks the values that the flag types do not.
@@ -88,6 +122,11 @@ func (cfg *Config) Validate() error {
 	}
 	if _, err := engine.ParseSaltPeriod(cfg.SaltPeriod); err != nil || cfg.SaltPeriod == "" {
 		return fmt.Errorf("-salt-period %q: want day, week or month", cfg.SaltPeriod)
+	}
+	if cfg.Reports != "off" {
+		if _, err := report.ParsePeriod(cfg.Reports); err != nil {
+			return fmt.Errorf("-reports %q: want weekly, monthly or off", cfg.Reports)
+		}
 	}
 	if _, err := cfg.logLevel(); err != nil {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", cfg.LogLevel)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/httpd"
+	"github.com/webstats/webstats/httpd/internal/report"
 )
 
 // adminEmail is the account serve creates on a data directory without any.
@@ -113,6 +114,13 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	bgCtx, stopBg := context.WithCancel(ctx)
 	if cfg.BackupEvery > 0 {
 		bg.Go(func() { backupLoop(bgCtx, e, cfg.BackupDir, cfg.BackupEvery, log) })
+	}
+	if cfg.Reports == "off" {
+		log.Info("email reports are off (-reports off)")
+	} else {
+		p, _ := report.ParsePeriod(cfg.Reports) // checked by Validate
+		sched := report.NewScheduler(e, cfg.Mail.options(p, log.With("component", "report")))
+		bg.Go(func() { sched.Run(bgCtx) })
 	}
 
 	select {
