@@ -13,6 +13,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/webstats/webstats/httpd/pages"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -39,6 +40,12 @@ type Options struct {
 	// Now is the clock of the rate limits and of the import's "at most one
 	// day in the future" check. Default nil: time.Now.
 	Now func() time.Time
+	// SecureCookies marks the statistics pages' cookies Secure: set it
+	// when webstatsd is reached over HTTPS. Default false.
+	SecureCookies bool
+	// NoPages leaves out the statistics pages (SPEC §7). Default false:
+	// they are served.
+	NoPages bool
 }
 
 // Body limits, in bytes.
@@ -116,6 +123,15 @@ func (s *Server) routes() {
 	s.api(http.MethodGet, "/stats/:id", maxBody, s.stats)
 	s.api(http.MethodGet, "/account", maxBody, s.account)
 	s.trackRoutes() // POST /api/event, GET /js/script.js (track.go)
+	if !s.opts.NoPages {
+		p, err := pages.New(s.e, &pages.Options{Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies})
+		if err != nil {
+			// Only a failing store makes New fail; the API still works.
+			s.log.Error("statistics pages are off", "err", err)
+		} else {
+			p.Register(s.router)
+		}
+	}
 
 	s.handle(http.MethodGet, "/healthz", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		writeJSON(w, http.StatusOK, struct {

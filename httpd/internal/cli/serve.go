@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,8 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 			RateLimit:  rateLimit,
 			TrustProxy: cfg.TrustProxy,
 			Logger:     log.With("component", "http"),
+			// Behind HTTPS (a public URL says so), page cookies are Secure.
+			SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,

@@ -1,0 +1,246 @@
+package pages
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is where the browser tests look for Chromium.
+const chromiumPath = "/usr/bin/chromium"
+
+// newBrowser starts a headless Chromium for t, or skips t when there is
+// none (fails it when CI=true).
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Chromium at %s: install Chromium: apt-get install -y chromium", chromiumPath)
+		}
+		t.Skip("install Chromium: apt-get install -y chromium")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // start the browser
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// artifactDir is where screenshots go: $WEBSTATS_ARTIFACTS, else a
+// temporary directory of t.
+func artifactDir(t *testing.T) string {
+	if d := os.Getenv("WEBSTATS_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// tab drives one browser tab for a test.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// do runs steps, failing the test on an error.
+func (b tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// submit runs an action that navigates (a click, a form submission) and
+// waits for the new page.
+func (b tab) submit(a chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if _, err := chromedp.RunResponse(b.ctx, a); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// text returns the visible text of the first element matching a CSS
+// selector, with whitespace collapsed.
+func (b tab) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func eval[T any](b tab, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+func TestBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	f := newFixture(t)
+	f.trackScenario()
+	base := f.srv.URL
+
+	// Any JavaScript dialog would be an injected script running: record
+	// and dismiss it.
+	var mu sync.Mutex
+	var dialogs []string
+	go func() {
+		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			dialogs = append(dialogs, ev.Message)
+			mu.Unlock()
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+
+	t.Run("sign in", func(t *testing.T) {
+		b := tab{t, ctx}
+		b.do(chromedp.Navigate(base+"/login"), chromedp.SendKeys(chromedp.ID("key"), "ws_not-a-key"))
+		b.submit(chromedp.Submit(chromedp.ID("key")))
+		mustContain(t, "wrong key", b.text(".error"), "This API key is not valid")
+		b.do(chromedp.SendKeys(chromedp.ID("key"), f.ownerKey))
+		b.submit(chromedp.Submit(chromedp.ID("key")))
+		mustContain(t, "websites", b.text("table.sites"), "public.example Public 3 4", "private.example", "secret.example")
+	})
+
+	t.Run("overview", func(t *testing.T) {
+		b := tab{t, ctx}
+		b.do(chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".totals")))
+		mustContain(t, "totals", b.text(".totals"), "UNIQUE VISITORS 3 +200%", "PAGEVIEWS 4 +300%", "VISITS 3 +200%", "EVENTS 1 new")
+		mustContain(t, "pages", b.text("#page table"), "/ 2", xssPage+" 1", "/pricing 1")
+		mustContain(t, "referrers", b.text("#referrer table"), "Search engines 1 source 1", "Social networks 1 source 1", "www.google.com 1")
+		// The style sheet passed the Content-Security-Policy.
+		mustContain(t, "font", eval[string](b, `getComputedStyle(document.body).fontFamily`), "system-ui")
+		// The tracked script is visible text.
+		if !eval[bool](b, `Array.from(document.querySelectorAll("#page .v")).some(e => e.textContent === "/<script>alert(1)</script>" && e.offsetHeight > 0)`) {
+			t.Errorf("the tracked page %q is not shown as visible text", xssPage)
+		}
+		if n := eval[int](b, `document.querySelectorAll("#page script, #landing_page script").length`); n != 0 {
+			t.Errorf("%d script elements in the tables", n)
+		}
+	})
+
+	t.Run("screenshots", func(t *testing.T) {
+		b := tab{t, ctx}
+		dir := artifactDir(t)
+		for _, s := range []struct {
+			name   string
+			width  int64
+			mobile bool
+		}{{"overview-desktop.png", 1280, false}, {"overview-phone.png", 390, true}} {
+			opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+			if s.mobile {
+				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
+			}
+			b.do(chromedp.EmulateViewport(s.width, 844, opts...),
+				chromedp.Navigate(base+"/stats/public.example"),
+				chromedp.WaitVisible(chromedp.CSS(".tables")))
+			// Only the table wrappers may scroll sideways, never the page.
+			if eval[bool](b, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
+				t.Errorf("%s: the page scrolls sideways", s.name)
+			}
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, s.name)
+			if err := os.WriteFile(path, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", path)
+		}
+		b.do(chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("date range", func(t *testing.T) {
+		b := tab{t, ctx}
+		b.do(chromedp.Navigate(base+"/stats/public.example"),
+			chromedp.SetValue(chromedp.ID("from"), "2026-11-20"),
+			chromedp.SetValue(chromedp.ID("to"), "2026-11-20"))
+		b.submit(chromedp.Click(chromedp.CSS(".custom button")))
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, "url", loc, "from=2026-11-20", "to=2026-11-20")
+		mustContain(t, "chart", b.text("#chart-title"), "per hour")
+		mustContain(t, "totals", b.text(".totals"), "UNIQUE VISITORS 3 new")
+		b.submit(chromedp.Click(chromedp.CSS(`.presets a[href$="range=7d"]`)))
+		mustContain(t, "preset", b.text(".presets a.current"), "Last 7 days")
+		mustContain(t, "chart", b.text("#chart-title"), "per day")
+	})
+
+	t.Run("password", func(t *testing.T) {
+		b := tab{t, ctx}
+		// Sign out first: the owner would not need the password.
+		b.do(chromedp.Navigate(base + "/"))
+		b.submit(chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)))
+		b.do(chromedp.Navigate(base+"/stats/secret.example"), chromedp.SendKeys(chromedp.ID("password"), "not it"))
+		b.submit(chromedp.Submit(chromedp.ID("password")))
+		mustContain(t, "wrong password", b.text(".error"), "Wrong password")
+		b.do(chromedp.SendKeys(chromedp.ID("password"), secretPassword))
+		b.submit(chromedp.Submit(chromedp.ID("password")))
+		mustContain(t, "overview", b.text("h1"), "secret.example")
+		mustContain(t, "overview", b.text(".totals"), "UNIQUE VISITORS")
+	})
+
+	t.Run("realtime", func(t *testing.T) {
+		b := tab{t, ctx}
+		f.track(hit{url: "https://public.example/now", ip: "198.51.100.50", at: testNow.Add(-30 * time.Second)})
+		b.do(chromedp.Navigate(base+"/stats/public.example/realtime"), chromedp.WaitVisible(chromedp.ID("rt-visitors")))
+		if v := b.text("#rt-visitors"); v != "1" {
+			t.Errorf("visitors %q, want 1", v)
+		}
+		// The script's fetch works under the CSP and updates in place.
+		f.track(hit{url: "https://public.example/now", ip: "198.51.100.51", at: testNow.Add(-20 * time.Second)})
+		b.do(chromedp.Evaluate[chromedp.Void](`document.dispatchEvent(new Event("visibilitychange"))`))
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("rt-visitors").textContent === "2"`,
+			chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+			t.Errorf("the script did not refresh the visitors to 2: %v (shows %q)", err, b.text("#rt-visitors"))
+		}
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialogs) > 0 {
+		t.Errorf("JavaScript dialogs opened: %q", dialogs)
+	}
+}

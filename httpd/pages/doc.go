@@ -1,0 +1,88 @@
+// Package pages serves the statistics pages of webstats (SPEC §7):
+// server-rendered HTML over an [engine.Engine], usable without JavaScript,
+// with charts drawn as SVG on the server.
+//
+// # Routes
+//
+// [Pages.Register] mounts:
+//
+//	GET  /                      the signed-in account's websites (else → /login)
+//	GET  /login, POST /login    sign in with an API key
+//	POST /logout                sign out
+//	GET  /stats/:domain         overview of a website (POST: the password form)
+//	GET  /stats/:domain/:name   realtime, <name>.csv or one statistic in full
+//	GET  /assets/*filepath      the embedded CSS and JavaScript
+//
+// httprouter cannot register /stats/:domain/realtime beside
+// /stats/:domain/:name, nor a ".csv" suffix, so one handler serves the three:
+// "realtime" is the realtime page (with ?format=json the numbers its script
+// refreshes every 10 s), "<name>.csv" a statistic as CSV (every row), and any
+// other name the statistic's page (100 rows a page).
+//
+// # Ranges
+//
+// Pages take either range=today|7d|30d|month|lastmonth|12m (default 30d) or
+// from and to (YYYY-MM-DD, inclusive local days of the website). A range
+// longer than [engine.MaxRangeDays], a date that does not parse, or an
+// over-long parameter is a 400 page with a message; no input answers 5xx.
+// The overview compares each total with the period of equal length just
+// before the range ("+12%", "−3%", or "new" when that period had none). Its
+// chart has one bar per hour when from = to, one per month when the range is
+// longer than 92 days (the visitors of a month are the month's unique
+// visitors), else one per day.
+//
+// # Privacy
+//
+// A website's privacy field decides who sees its pages: 0 anyone; 1 only its
+// owner, signed in (anyone else gets the same 404 page as an unknown domain);
+// 2 anyone who typed its password (and the owner, signed in). The right
+// password sets a cookie for that website only; a wrong one answers after
+// Options.WrongPasswordDelay (500 ms by default).
+//
+// # Cookies
+//
+// Every cookie is HttpOnly, SameSite=Lax, and Secure when Options.Secure is
+// set. Signed values are base64url(payload) "." base64url(mac), where mac is
+// HMAC-SHA256 with the server secret "pages-cookie" ([engine.Engine.Secret])
+// over the cookie's purpose and the payload, so a value signed for one purpose
+// is worthless for another:
+//
+//	ws_session  path /                "<account id>|<expiry unix>|<key fingerprint>"
+//	ws_pw       path /stats/<domain>  "<website id>|<expiry unix>|<password fingerprint>"
+//	ws_csrf     path /                a random token (not signed; see below)
+//
+// Fingerprints are the first 8 bytes of SHA-256 of the account's key hash or
+// of the website's password hash, so rotating the API key signs every
+// session out and changing the password forgets every password cookie.
+// Sessions last 14 days, password cookies 30 days; the expiry is inside the
+// signed value, so an edited Max-Age extends nothing.
+//
+// # CSRF
+//
+// Every POST form (login, logout, password) carries a hidden field csrf that
+// must equal HMAC-SHA256(secret, "csrf" ‖ the ws_csrf cookie): a signed
+// double-submit token. A cross-site page can neither read the cookie nor
+// compute the field, and a cookie planted by a sibling subdomain comes
+// without a matching field. On top of it, [http.CrossOriginProtection] turns
+// away requests that browsers mark as cross-origin (Sec-Fetch-Site, Origin).
+// A failed check is a 403 page.
+//
+// # Referrer groups
+//
+// The referrer tables show summary rows "Search engines" and "Social
+// networks" above the detailed rows; each sums every referrer of the range
+// that belongs to the group (not only the ten shown). A host belongs to a
+// group when, without a leading "www.", it is one of the hosts listed in
+// searchHosts or socialHosts (referrers.go) or a subdomain of one (so
+// m.facebook.com is facebook.com), or when it is a brand of searchBrands or
+// socialBrands followed by a country or generic suffix of one or two labels
+// of at most three letters (www.google.co.uk, yandex.ru, pinterest.fr).
+//
+// # Assets
+//
+// The CSS and the realtime script are embedded and served under /assets/ with
+// a content hash in their query string and Cache-Control immutable for a
+// year. Pages send a Content-Security-Policy that allows only these (no
+// inline script or style), so an escaped value could not run even if it
+// slipped through html/template.
+package pages

@@ -1,0 +1,373 @@
+package pages
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/webstats/webstats/engine"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Options configures the pages. A nil *Options means the defaults given
+// beside each field.
+type Options struct {
+	// Logger receives error logs. Default nil: discarded.
+	Logger *slog.Logger
+	// Now is the clock of cookie expiries. Default nil: time.Now. (Days and
+	// realtime numbers follow the engine's own clock.)
+	Now func() time.Time
+	// Secure marks every cookie Secure: set it when the pages are served over
+	// HTTPS. Default false.
+	Secure bool
+	// WrongPasswordDelay is how long a wrong website password or API key
+	// waits before its answer. Default 0 means 500 ms; a negative value means
+	// no delay (tests).
+	WrongPasswordDelay time.Duration
+}
+
+// Pages serves the statistics pages. It is safe for concurrent use. Create
+// one with New and mount it with Register.
+type Pages struct {
+	e      *engine.Engine
+	log    *slog.Logger
+	now    func() time.Time
+	secure bool
+	delay  time.Duration
+	key    [32]byte // signs cookies and CSRF tokens
+	cop    *http.CrossOriginProtection
+
+	tmpl   map[string]*template.Template // by file name, each with the layout
+	assets map[string]*asset             // by path under /assets/
+	css    string                        // URL of the style sheet, with its hash
+	js     string                        // URL of the realtime script, with its hash
+}
+
+// New returns the pages over e. It reads the cookie-signing key with
+// e.Secret(ctx, "pages-cookie") (created on first use). A nil opts means the
+// defaults. The Pages do not own e.
+func New(e *engine.Engine, opts *Options) (*Pages, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.WrongPasswordDelay == 0:
+		o.WrongPasswordDelay = 500 * time.Millisecond
+	case o.WrongPasswordDelay < 0:
+		o.WrongPasswordDelay = 0
+	}
+	key, err := e.Secret(context.Background(), "pages-cookie")
+	if err != nil {
+		return nil, fmt.Errorf("pages: %w", err)
+	}
+	p := &Pages{
+		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
+		cop: http.NewCrossOriginProtection(),
+	}
+	if err := p.loadAssets(); err != nil {
+		return nil, err
+	}
+	if err := p.loadTemplates(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Register mounts every route of the pages on r (see the package
+// documentation).
+func (p *Pages) Register(r *httprouter.Router) {
+	r.GET("/", p.handle(p.home))
+	r.GET("/login", p.handle(p.loginForm))
+	r.POST("/login", p.handle(p.login))
+	r.POST("/logout", p.handle(p.logout))
+	r.GET("/stats/:domain", p.handle(p.overview))
+	r.POST("/stats/:domain", p.handle(p.unlock))
+	r.GET("/stats/:domain/:name", p.handle(p.statRoute))
+	r.GET("/assets/*filepath", p.serveAsset)
+}
+
+// handlerFunc is a page handler: it writes a page, or returns an error that
+// handle turns into an error page.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
+
+// Limits on the input.
+const (
+	maxQuery = 4096 // bytes of a query string
+	maxBody  = 16 << 10
+	maxParam = 255 // bytes of one parameter (search, domain, name)
+)
+
+// handle adapts a page handler: it bounds the input, sets the security
+// headers, and renders errors.
+func (p *Pages) handle(h handlerFunc) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				p.log.Error("pages: panic", "path", r.URL.Path, "panic", v)
+				p.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on our side.")
+			}
+		}()
+		hdr := w.Header()
+		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("Referrer-Policy", "same-origin")
+		hdr.Set("X-Frame-Options", "DENY")
+		hdr.Set("Cache-Control", "private, no-cache")
+		if len(r.URL.RawQuery) > maxQuery {
+			p.errorPage(w, r, http.StatusBadRequest, "The address is too long.")
+			return
+		}
+		for _, param := range ps {
+			if len(param.Value) > maxParam {
+				p.errorPage(w, r, http.StatusNotFound, "")
+				return
+			}
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		if err := h(w, r, ps); err != nil {
+			p.fail(w, r, err)
+		}
+	}
+}
+
+// httpError is an error shown as a page with a status and a message.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("pages: %d %s", e.status, e.msg) }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// errNotFound is the one answer for an unknown domain and for a private
+// website the visitor may not see.
+var errNotFound = &httpError{http.StatusNotFound, ""}
+
+// fail maps err to an error page: the one place errors become statuses.
+func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	var ve *engine.ValidationError
+	switch {
+	case errors.As(err, &he):
+		p.errorPage(w, r, he.status, he.msg)
+	case errors.Is(err, engine.ErrNotFound):
+		p.errorPage(w, r, http.StatusNotFound, "")
+	case errors.As(err, &ve):
+		var msgs []string
+		for _, f := range ve.Fields {
+			msgs = append(msgs, f.Msg)
+		}
+		p.errorPage(w, r, http.StatusBadRequest, strings.Join(msgs, " "))
+	case errors.Is(err, engine.ErrClosed):
+		p.errorPage(w, r, http.StatusServiceUnavailable, "The server is shutting down. Try again in a moment.")
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The client went away; nobody reads the answer.
+		w.WriteHeader(http.StatusServiceUnavailable)
+	default:
+		p.log.Error("pages: request failed", "path", r.URL.Path, "err", err)
+		p.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on our side.")
+	}
+}
+
+// errorData is the data of error.html.
+type errorData struct {
+	Status  int
+	Heading string
+	Msg     string
+}
+
+// errorPage renders the error page. A 404 says the same whatever was not
+// found, so a private website cannot be told from an unknown one.
+func (p *Pages) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d := errorData{Status: status, Msg: msg}
+	switch status {
+	case http.StatusNotFound:
+		d.Heading = "Page not found"
+		d.Msg = "There is no statistics page at this address, or it is not public. If it is your website, sign in first."
+	case http.StatusBadRequest:
+		d.Heading = "This request cannot be answered"
+	case http.StatusForbidden:
+		d.Heading = "Forbidden"
+	default:
+		d.Heading = http.StatusText(status)
+	}
+	p.render(w, r, status, "error.html", d.Heading, d)
+}
+
+// view is what every template receives: the layout's fields and the page's
+// own data in Body.
+type view struct {
+	Title   string
+	CSS, JS string
+	Script  bool // load the realtime script
+	Account *engine.Account
+	CSRF    string
+	Body    any
+}
+
+// render executes a page template into a buffer first, so a failure never
+// leaves half a page.
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name, title string, body any) {
+	p.renderView(w, r, status, name, &view{Title: title, Body: body})
+}
+
+func (p *Pages) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
+	v.CSS, v.JS = p.css, p.js
+	if v.Account == nil {
+		if a, ok := p.session(r); ok {
+			v.Account = &a
+		}
+	}
+	if v.CSRF == "" {
+		v.CSRF = p.csrfToken(w, r)
+	}
+	var buf bytes.Buffer
+	if err := p.tmpl[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+		p.log.Error("pages: render", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// loadTemplates parses every page template with the layout.
+func (p *Pages) loadTemplates() error {
+	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html")
+	if err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	p.tmpl = make(map[string]*template.Template)
+	for _, f := range files {
+		name := path.Base(f)
+		if name == "layout.html" || strings.HasPrefix(name, "_") {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, f)
+		if err != nil {
+			return fmt.Errorf("pages: %w", err)
+		}
+		p.tmpl[name] = t
+	}
+	return nil
+}
+
+// asset is an embedded file ready to serve.
+type asset struct {
+	data  []byte
+	ctype string
+	etag  string
+}
+
+// loadAssets reads the embedded assets and hashes them.
+func (p *Pages) loadAssets() error {
+	p.assets = make(map[string]*asset)
+	err := fs.WalkDir(assetFS, "assets", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := assetFS.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		a := &asset{data: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		switch path.Ext(name) {
+		case ".css":
+			a.ctype = "text/css; charset=utf-8"
+		case ".js":
+			a.ctype = "text/javascript; charset=utf-8"
+		default:
+			a.ctype = "application/octet-stream"
+		}
+		p.assets["/"+strings.TrimPrefix(name, "assets/")] = a
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pages: assets: %w", err)
+	}
+	url := func(name string) string {
+		return "/assets/" + name + "?v=" + strings.Trim(p.assets["/"+name].etag, `"`)
+	}
+	p.css, p.js = url("style.css"), url("realtime.js")
+	return nil
+}
+
+// serveAsset serves GET /assets/*filepath. URLs carry the content hash, so
+// the answer may be cached for a year.
+func (p *Pages) serveAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	a, ok := p.assets[ps.ByName("filepath")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.ctype)
+	h.Set("ETag", a.etag)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Query().Get("v") == strings.Trim(a.etag, `"`) {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "public, max-age=300")
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.data))
+}
+
+// parallel runs fns concurrently, at most GOMAXPROCS at a time, and returns
+// the first error.
+func parallel(fns ...func() error) error {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,833 @@
+package pages
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine"
+)
+
+// visit is a request for a website's pages: the website, the signed-in
+// account (nil: none), and whether the request may see the statistics.
+type visit struct {
+	web     engine.Website
+	account *engine.Account
+	owner   bool
+	allowed bool // false: show the password form
+}
+
+// lookup finds the website of :domain and applies its privacy. A private
+// website the request may not see is errNotFound, exactly like an unknown
+// domain.
+func (p *Pages) lookup(r *http.Request, domain string) (*visit, error) {
+	web, err := p.e.WebsiteByDomain(r.Context(), domain)
+	if err != nil {
+		return nil, errNotFound
+	}
+	v := &visit{web: web}
+	if a, ok := p.session(r); ok {
+		v.account = &a
+		v.owner = a.ID == web.Account
+	}
+	switch web.Privacy {
+	case 0:
+		v.allowed = true
+	case 2:
+		v.allowed = v.owner || p.hasPassword(r, &web)
+	default: // 1, and anything unknown: private
+		if !v.owner {
+			return nil, errNotFound
+		}
+		v.allowed = true
+	}
+	return v, nil
+}
+
+// base returns the path of the website's pages.
+func (v *visit) base() string { return "/stats/" + v.web.Domain }
+
+// canonical redirects a request whose :domain is not written as the website's
+// domain (WWW.Example.com) to the canonical address, so that the password
+// cookie's path matches. It reports whether it did.
+// rest is what follows the domain in the path ("" or "/<name>").
+func canonical(w http.ResponseWriter, r *http.Request, v *visit, domain, rest string) bool {
+	if domain == v.web.Domain {
+		return false
+	}
+	u := v.base() + rest
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, u, http.StatusMovedPermanently)
+	return true
+}
+
+// passwordData is the data of password.html.
+type passwordData struct {
+	Domain string
+	Action string
+	Next   string
+	Error  string
+}
+
+// passwordForm shows the password form of v's website.
+func (p *Pages) passwordForm(w http.ResponseWriter, r *http.Request, v *visit, next, msg string) {
+	p.renderView(w, r, http.StatusUnauthorized, "password.html", &view{
+		Title: v.web.Domain, Account: v.account,
+		Body: passwordData{Domain: v.web.Domain, Action: v.base(), Next: next, Error: msg},
+	})
+}
+
+// nextFor returns next when it is an address of v's website, else the
+// overview.
+func nextFor(v *visit, next string) string {
+	next = safeNext(next, "")
+	b := v.base()
+	if next == b || strings.HasPrefix(next, b+"/") || strings.HasPrefix(next, b+"?") {
+		return next
+	}
+	return b
+}
+
+// unlock serves POST /stats/:domain: the password form.
+func (p *Pages) unlock(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	v, err := p.lookup(r, ps.ByName("domain"))
+	if err != nil {
+		return err
+	}
+	next := nextFor(v, r.PostForm.Get("next"))
+	if v.web.Privacy != 2 || v.owner {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+	pw := r.PostForm.Get("password")
+	if pw == "" || len(pw) > 4*128 || !p.e.CheckPassword(r.Context(), v.web.ID, pw) {
+		sleep(r.Context(), p.delay)
+		msg := "Wrong password. Check it and try again."
+		if pw == "" {
+			msg = "Enter the password of this website's statistics."
+		}
+		p.passwordForm(w, r, v, next, msg)
+		return nil
+	}
+	exp := strconv.FormatInt(p.now().Add(passwordLife).Unix(), 10)
+	val := p.sign(purposePassword, strconv.FormatUint(uint64(v.web.ID), 10), exp, fingerprint([]byte(v.web.PasswordHash)))
+	p.setCookie(w, passwordCookie, val, v.base(), passwordLife)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+// rangeLink is a preset link of the range picker.
+type rangeLink struct {
+	Label, Href string
+	Current     bool
+}
+
+// rangeBar is the data of the range picker.
+type rangeBar struct {
+	Links    []rangeLink
+	From, To string
+	Label    string
+	Action   string
+	Hidden   map[string]string // other parameters the custom form keeps
+}
+
+func newRangeBar(action string, dr dateRange, keep url.Values) rangeBar {
+	rb := rangeBar{From: dr.From.String(), To: dr.To.String(), Label: dr.Label(), Action: action, Hidden: map[string]string{}}
+	for k := range keep {
+		rb.Hidden[k] = keep.Get(k)
+	}
+	for _, pr := range presets {
+		q := url.Values{}
+		for k := range keep {
+			q.Set(k, keep.Get(k))
+		}
+		if pr.Key != defaultPreset {
+			q.Set("range", pr.Key)
+		}
+		href := action
+		if len(q) > 0 {
+			href += "?" + q.Encode()
+		}
+		rb.Links = append(rb.Links, rangeLink{Label: pr.Label, Href: href, Current: pr.Key == dr.Preset})
+	}
+	return rb
+}
+
+// total is one card of totals.
+type total struct {
+	Label  string
+	Value  uint64
+	Prev   uint64
+	Change change
+}
+
+// topTable is a top-10 table of the overview, or one page of a statistic.
+type topTable struct {
+	table
+	Href   string // the statistic's page
+	Rows   []row
+	Groups []groupRow
+	Total  int
+}
+
+type row struct {
+	cell
+	Count uint64
+	Bar   string
+}
+
+type groupRow struct {
+	group
+	Bar string
+}
+
+// overviewData is the data of overview.html.
+type overviewData struct {
+	Domain   string
+	Base     string
+	Range    rangeBar
+	Period   string
+	Totals   []total
+	Chart    *chart
+	Tables   []topTable
+	Realtime string
+	Owner    bool
+}
+
+// overview serves GET /stats/:domain.
+func (p *Pages) overview(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	v, err := p.lookup(r, ps.ByName("domain"))
+	if err != nil {
+		return err
+	}
+	if canonical(w, r, v, ps.ByName("domain"), "") {
+		return nil
+	}
+	if !v.allowed {
+		p.passwordForm(w, r, v, r.URL.RequestURI(), "")
+		return nil
+	}
+	ctx := r.Context()
+	q := r.URL.Query()
+	today, err := p.e.Today(ctx, v.web.ID)
+	if err != nil {
+		return err
+	}
+	dr, err := parseRange(q, today)
+	if err != nil {
+		return err
+	}
+	d, err := p.overviewData(ctx, v, dr)
+	if err != nil {
+		return err
+	}
+	p.renderView(w, r, http.StatusOK, "overview.html", &view{Title: v.web.Domain, Account: v.account, Body: d})
+	return nil
+}
+
+// overviewData runs the overview's queries, concurrently: the totals of the
+// range and of the previous one, the chart's series, and one Stat per table
+// (every referrer, for the groups; ten rows of the others).
+func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*overviewData, error) {
+	id := v.web.ID
+	var cur, prev engine.Totals
+	var series []bucket
+	var unit string
+	tops := make([]topTable, len(tables))
+	fns := []func() error{
+		func() (err error) { cur, err = p.e.Totals(ctx, 0, id, dr.From, dr.To); return err },
+		func() (err error) {
+			pr := dr.Previous()
+			prev, err = p.e.Totals(ctx, 0, id, pr.From, pr.To)
+			return err
+		},
+		func() (err error) { series, unit, err = p.series(ctx, id, dr); return err },
+	}
+	rq := dr.Query().Encode()
+	for i, t := range tables {
+		fns = append(fns, func() error {
+			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", Desc: true, PerPage: 10}
+			if t.Name == "referrer" {
+				sq.PerPage = 1 << 30 // every row, for the groups
+			}
+			pg, err := p.e.Stat(ctx, sq)
+			if err != nil {
+				return err
+			}
+			href := v.base() + "/" + t.Name
+			if rq != "" {
+				href += "?" + rq
+			}
+			tt := topTable{table: t, Href: href, Total: pg.Total}
+			if t.Name == "referrer" {
+				tt.Groups = groupRows(referrerGroups(pg.Rows), pg.Rows)
+			}
+			tt.Rows = rowsOf(t.Name, pg.Rows[:min(10, len(pg.Rows))])
+			tops[i] = tt
+			return nil
+		})
+	}
+	if err := parallel(fns...); err != nil {
+		return nil, err
+	}
+	d := &overviewData{
+		Domain: v.web.Domain, Base: v.base(), Range: newRangeBar(v.base(), dr, nil), Tables: tops,
+		Chart: newChart(series, unit), Realtime: v.base() + "/realtime", Owner: v.owner,
+		Period: dr.Previous().Label(),
+	}
+	d.Totals = []total{
+		{Label: "Unique visitors", Value: cur.Visitors, Prev: prev.Visitors, Change: changeOf(cur.Visitors, prev.Visitors)},
+		{Label: "Pageviews", Value: cur.Pageviews, Prev: prev.Pageviews, Change: changeOf(cur.Pageviews, prev.Pageviews)},
+		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
+		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
+	}
+	return d, nil
+}
+
+// rowsOf turns engine rows into table rows with bars relative to the first
+// (largest) row.
+func rowsOf(name string, rows []engine.Row) []row {
+	var most uint64
+	for _, r := range rows {
+		most = max64(most, r.Count)
+	}
+	out := make([]row, len(rows))
+	for i, r := range rows {
+		out[i] = row{cell: displayValue(name, r.Value), Count: r.Count, Bar: barClass(r.Count, most)}
+	}
+	return out
+}
+
+func groupRows(gs []group, rows []engine.Row) []groupRow {
+	var most uint64
+	for _, g := range gs {
+		most = max64(most, g.Count)
+	}
+	for _, r := range rows {
+		most = max64(most, r.Count)
+	}
+	out := make([]groupRow, len(gs))
+	for i, g := range gs {
+		out[i] = groupRow{group: g, Bar: barClass(g.Count, most)}
+	}
+	return out
+}
+
+// series returns the chart's buckets: hours when the range is one day,
+// months when it is longer than 92 days, else days.
+func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, string, error) {
+	stat := func(name string, n int) (map[string]uint64, error) {
+		pg, err := p.e.Stat(ctx, engine.StatQuery{Website: id, Name: name, From: dr.From, To: dr.To, SortBy: "value", PerPage: n})
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]uint64, len(pg.Rows))
+		for _, r := range pg.Rows {
+			m[r.Value] = r.Count
+		}
+		return m, nil
+	}
+	switch {
+	case dr.From == dr.To:
+		vis, err := stat(engine.StatVisitorsHours, 24)
+		if err != nil {
+			return nil, "", err
+		}
+		pv, err := stat(engine.StatPageviewsHours, 24)
+		if err != nil {
+			return nil, "", err
+		}
+		bs := make([]bucket, 24)
+		for h := range bs {
+			k := strconv.Itoa(100 + h)[1:]
+			bs[h] = bucket{Label: k + ":00", Title: dayLabel(dr.From) + " " + k + ":00–" + k + ":59", Visitors: vis[k], Pageviews: pv[k]}
+		}
+		return bs, "hour", nil
+	case dr.Days() > 92:
+		var bs []bucket
+		var fns []func() error
+		for first := dr.From; first <= dr.To; {
+			y, m, _ := first.Civil()
+			last := min(buckets.DateOf(y, m+1, 1)-1, dr.To)
+			i := len(bs)
+			name := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Format("Jan 2006")
+			bs = append(bs, bucket{Label: name, Title: name})
+			if first != buckets.DateOf(y, m, 1) || last != buckets.DateOf(y, m+1, 1)-1 {
+				bs[i].Title = dayLabel(first) + " – " + dayLabel(last)
+			}
+			lo, hi := first, last
+			fns = append(fns, func() error {
+				t, err := p.e.Totals(ctx, 0, id, lo, hi)
+				bs[i].Visitors, bs[i].Pageviews = t.Visitors, t.Pageviews
+				return err
+			})
+			first = last + 1
+		}
+		return bs, "month", parallel(fns...)
+	}
+	vis, err := stat(engine.StatVisitors, dr.Days())
+	if err != nil {
+		return nil, "", err
+	}
+	pv, err := stat(engine.StatPageviews, dr.Days())
+	if err != nil {
+		return nil, "", err
+	}
+	bs := make([]bucket, 0, dr.Days())
+	for d := dr.From; d <= dr.To; d++ {
+		k := d.String()
+		y, m, dd := d.Civil()
+		t := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+		bs = append(bs, bucket{Label: t.Format("2 Jan"), Title: t.Format("Mon 2 Jan 2006"), Visitors: vis[k], Pageviews: pv[k]})
+	}
+	return bs, "day", nil
+}
+
+// statRoute serves GET /stats/:domain/:name: the realtime page, a CSV
+// export, or a statistic's page.
+func (p *Pages) statRoute(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	name := ps.ByName("name")
+	csvOut := strings.HasSuffix(name, ".csv")
+	name = strings.TrimSuffix(name, ".csv")
+	t, known := tableOf(name)
+	if name != "realtime" && !known {
+		return errNotFound
+	}
+	v, err := p.lookup(r, ps.ByName("domain"))
+	if err != nil {
+		return err
+	}
+	if canonical(w, r, v, ps.ByName("domain"), "/"+url.PathEscape(ps.ByName("name"))) {
+		return nil
+	}
+	if !v.allowed {
+		if name == "realtime" && r.URL.Query().Get("format") == "json" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"status":401}` + "\n"))
+			return nil
+		}
+		p.passwordForm(w, r, v, r.URL.RequestURI(), "")
+		return nil
+	}
+	switch {
+	case name == "realtime":
+		return p.realtime(w, r, v)
+	case csvOut:
+		return p.exportCSV(w, r, v, t)
+	}
+	return p.statPage(w, r, v, t)
+}
+
+// statParams are a statistic page's parameters besides the range.
+type statParams struct {
+	Search string
+	SortBy string // "count" or "value"
+	Sort   string // "desc" or "asc"
+	Page   int
+}
+
+const perPage = 100
+
+func parseStatParams(q url.Values) (statParams, error) {
+	sp := statParams{Search: strings.TrimSpace(q.Get("search")), SortBy: "count", Sort: "desc", Page: 1}
+	if len(sp.Search) > maxParam {
+		return sp, badRequest("The search is longer than %d characters.", maxParam)
+	}
+	if q.Get("sort_by") == "value" {
+		sp.SortBy = "value"
+	}
+	if q.Get("sort") == "asc" {
+		sp.Sort = "asc"
+	}
+	if s := q.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return sp, badRequest("The page number is not valid.")
+		}
+		sp.Page = n
+	}
+	return sp, nil
+}
+
+// values returns the parameters as a query, with dr's.
+func (sp statParams) values(dr dateRange) url.Values {
+	q := dr.Query()
+	if sp.Search != "" {
+		q.Set("search", sp.Search)
+	}
+	if sp.SortBy != "count" {
+		q.Set("sort_by", sp.SortBy)
+	}
+	if sp.Sort != "desc" {
+		q.Set("sort", sp.Sort)
+	}
+	return q
+}
+
+func (p *Pages) statRequest(r *http.Request, v *visit) (dateRange, statParams, error) {
+	q := r.URL.Query()
+	today, err := p.e.Today(r.Context(), v.web.ID)
+	if err != nil {
+		return dateRange{}, statParams{}, err
+	}
+	dr, err := parseRange(q, today)
+	if err != nil {
+		return dateRange{}, statParams{}, err
+	}
+	sp, err := parseStatParams(q)
+	return dr, sp, err
+}
+
+// sortLink is a column heading's link.
+type sortLink struct {
+	Href  string
+	Arrow string // "▼", "▲" or ""
+	Sort  string // aria-sort value
+}
+
+// statData is the data of stat.html.
+type statData struct {
+	Domain   string
+	Base     string
+	Range    rangeBar
+	Table    topTable
+	Params   statParams
+	Page     int
+	LastPage int
+	First    int // 1-based number of the first row shown
+	Last     int
+	Prev     string
+	Next     string
+	CSV      string
+	Overview string
+	ByValue  sortLink
+	ByCount  sortLink
+	// SearchKeep are the parameters the search form keeps; Clear is the
+	// address without the search ("" when there is none).
+	SearchKeep map[string]string
+	Clear      string
+}
+
+// statPage serves one statistic in full: search, sort and 100 rows a page.
+func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t table) error {
+	dr, sp, err := p.statRequest(r, v)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	sq := engine.StatQuery{
+		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
+		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: sp.Page, PerPage: perPage,
+	}
+	pg, err := p.e.Stat(ctx, sq)
+	if err != nil {
+		return err
+	}
+	tt := topTable{table: t, Total: pg.Total, Rows: rowsOf(t.Name, pg.Rows)}
+	if t.Name == "referrer" {
+		all := sq
+		all.Page, all.PerPage = 1, 1<<30
+		apg, err := p.e.Stat(ctx, all)
+		if err != nil {
+			return err
+		}
+		tt.Groups = groupRows(referrerGroups(apg.Rows), pg.Rows)
+	}
+	base := v.base() + "/" + t.Name
+	link := func(q url.Values) string {
+		if len(q) == 0 {
+			return base
+		}
+		return base + "?" + q.Encode()
+	}
+	q := sp.values(dr)
+	d := &statData{
+		Domain: v.web.Domain, Base: v.base(), Table: tt, Params: sp, Page: pg.Page, LastPage: pg.LastPage,
+		First: (pg.Page-1)*pg.PerPage + 1, Last: (pg.Page-1)*pg.PerPage + len(pg.Rows),
+		Overview: v.base(),
+	}
+	if len(pg.Rows) == 0 {
+		d.First = 0
+	}
+	if rq := dr.Query().Encode(); rq != "" {
+		d.Overview += "?" + rq
+	}
+	keep := url.Values{}
+	for k, vs := range q {
+		if k != "from" && k != "to" && k != "range" {
+			keep[k] = vs
+		}
+	}
+	d.Range = newRangeBar(base, dr, keep)
+	d.SearchKeep = map[string]string{}
+	for k := range q {
+		if k != "search" {
+			d.SearchKeep[k] = q.Get(k)
+		}
+	}
+	if sp.Search != "" {
+		cq := cloneValues(q)
+		cq.Del("search")
+		d.Clear = link(cq)
+	}
+	d.CSV = v.base() + "/" + t.Name + ".csv"
+	if e := q.Encode(); e != "" {
+		d.CSV += "?" + e
+	}
+	if pg.Page > 1 {
+		pq := cloneValues(q)
+		if pg.Page > 2 {
+			pq.Set("page", strconv.Itoa(min(pg.Page-1, pg.LastPage)))
+		}
+		d.Prev = link(pq)
+	}
+	if pg.Page < pg.LastPage {
+		nq := cloneValues(q)
+		nq.Set("page", strconv.Itoa(pg.Page+1))
+		d.Next = link(nq)
+	}
+	sortBy := func(col string) sortLink {
+		sq := cloneValues(q)
+		sl := sortLink{Sort: "none"}
+		sq.Del("sort_by")
+		if col == "value" {
+			sq.Set("sort_by", "value")
+		}
+		// A click on the current column flips its order; another column
+		// starts descending by count, ascending by value.
+		switch {
+		case sp.SortBy == col && sp.Sort == "desc":
+			sq.Set("sort", "asc")
+			sl.Arrow, sl.Sort = "▼", "descending"
+		case sp.SortBy == col:
+			sq.Del("sort")
+			sl.Arrow, sl.Sort = "▲", "ascending"
+		case col == "value":
+			sq.Set("sort", "asc")
+		default:
+			sq.Del("sort")
+		}
+		sl.Href = link(sq)
+		return sl
+	}
+	d.ByValue, d.ByCount = sortBy("value"), sortBy("count")
+	p.renderView(w, r, http.StatusOK, "stat.html", &view{Title: t.Title + " · " + v.web.Domain, Account: v.account, Body: d})
+	return nil
+}
+
+func cloneValues(q url.Values) url.Values {
+	c := make(url.Values, len(q))
+	for k, v := range q {
+		c[k] = append([]string(nil), v...)
+	}
+	return c
+}
+
+// csvPage is how many rows one Stat call of the export reads.
+const csvPage = 50_000
+
+// exportCSV serves a statistic as CSV: every row, with the page's range,
+// search and sort.
+func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t table) error {
+	dr, sp, err := p.statRequest(r, v)
+	if err != nil {
+		return err
+	}
+	sq := engine.StatQuery{
+		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
+		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: 1, PerPage: csvPage,
+	}
+	pg, err := p.e.Stat(r.Context(), sq)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+csvFilename(v.web.Domain, t.Name, dr)+`"`)
+	h.Del("Content-Security-Policy")
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"value", "count"})
+	for {
+		for _, row := range pg.Rows {
+			cw.Write([]string{csvCell(row.Value), strconv.FormatUint(row.Count, 10)})
+		}
+		if pg.Page >= pg.LastPage {
+			break
+		}
+		sq.Page++
+		if pg, err = p.e.Stat(r.Context(), sq); err != nil {
+			// The header is sent: cut the file short rather than lie.
+			p.log.Error("pages: csv export", "err", err)
+			break
+		}
+	}
+	cw.Flush()
+	return nil
+}
+
+// csvFilename is the export's file name: domain-name-from-to.csv, with only
+// safe characters.
+func csvFilename(domain, name string, dr dateRange) string {
+	s := domain + "-" + name + "-" + dr.From.String() + "-" + dr.To.String() + ".csv"
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// csvCell protects a value from formula injection in spreadsheets (OWASP
+// "CSV Injection"): a cell starting with = + - @, a tab or a carriage return
+// gets a leading apostrophe, which spreadsheets show as text. encoding/csv
+// quotes the cell where needed.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// realtimeData is the data of realtime.html and, as JSON, of
+// ?format=json.
+type realtimeData struct {
+	Domain    string   `json:"-"`
+	Base      string   `json:"-"`
+	Visitors  int      `json:"visitors"`
+	Pageviews []uint64 `json:"pageviews"` // the last 30 minutes, oldest first
+	Sum       uint64   `json:"sum"`
+	Max       uint64   `json:"max"` // the chart's scale
+	Bars      []rect   `json:"-"`
+	Labels    []tick   `json:"-"`
+	JSON      string   `json:"-"`
+}
+
+// realtime serves the realtime page, or its numbers as JSON.
+func (p *Pages) realtime(w http.ResponseWriter, r *http.Request, v *visit) error {
+	rt, err := p.e.Realtime(r.Context(), 0, v.web.ID)
+	if err != nil {
+		return err
+	}
+	d := realtimeData{Domain: v.web.Domain, Base: v.base(), Visitors: rt.Visitors, Pageviews: rt.Pageviews[:]}
+	for _, n := range rt.Pageviews {
+		d.Sum += n
+		d.Max = max64(d.Max, n)
+	}
+	d.Max, _ = niceScale(d.Max)
+	if r.URL.Query().Get("format") == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		return json.NewEncoder(w).Encode(d)
+	}
+	// Bars: 30 slots in a 600×120 box, minute 0 the oldest.
+	for i, n := range rt.Pageviews {
+		h := float64(n) / float64(d.Max) * 110
+		ago := 29 - i
+		title := strconv.Itoa(ago) + " minutes ago: "
+		if ago == 0 {
+			title = "This minute: "
+		} else if ago == 1 {
+			title = "1 minute ago: "
+		}
+		d.Bars = append(d.Bars, rect{X: float64(i*20 + 2), Y: r1(115 - h), W: 16, H: r1(h), Title: title + formatInt(n) + plural(n, " pageview", " pageviews")})
+	}
+	d.Labels = []tick{{X: 2, Y: 134, Label: "−30 min"}, {X: 300, Y: 134, Label: "−15 min"}, {X: 598, Y: 134, Label: "now"}}
+	d.JSON = v.base() + "/realtime?format=json"
+	p.renderView(w, r, http.StatusOK, "realtime.html", &view{Title: "Realtime · " + v.web.Domain, Account: v.account, Script: true, Body: d})
+	return nil
+}
+
+// siteRow is a website on the home page.
+type siteRow struct {
+	Domain    string
+	Href      string
+	Privacy   string
+	Visitors  uint64
+	Pageviews uint64
+	Spark     string
+	SparkText string
+}
+
+// homeData is the data of home.html.
+type homeData struct {
+	Sites []siteRow
+	More  int // websites not shown
+}
+
+// maxHomeSites bounds the websites the home page lists.
+const maxHomeSites = 200
+
+// home serves GET /: the signed-in account's websites with their visitors
+// and pageviews of the last 30 days.
+func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	a, ok := p.session(r)
+	if !ok {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return nil
+	}
+	ctx := r.Context()
+	list := p.e.Websites(ctx, engine.WebsiteQuery{Account: a.ID, SortBy: "domain", PerPage: maxHomeSites})
+	d := homeData{Sites: make([]siteRow, len(list.Websites)), More: list.Total - len(list.Websites)}
+	var fns []func() error
+	for i, web := range list.Websites {
+		fns = append(fns, func() error {
+			today, err := p.e.Today(ctx, web.ID)
+			if err != nil {
+				return err
+			}
+			from := today - 29
+			t, err := p.e.Totals(ctx, 0, web.ID, from, today)
+			if err != nil {
+				return err
+			}
+			pg, err := p.e.Stat(ctx, engine.StatQuery{Website: web.ID, Name: engine.StatVisitors, From: from, To: today, SortBy: "value", PerPage: 30})
+			if err != nil {
+				return err
+			}
+			byDay := make(map[string]uint64, len(pg.Rows))
+			for _, r := range pg.Rows {
+				byDay[r.Value] = r.Count
+			}
+			vals := make([]uint64, 30)
+			for j := range vals {
+				vals[j] = byDay[(from + buckets.Date(j)).String()]
+			}
+			d.Sites[i] = siteRow{
+				Domain: web.Domain, Href: "/stats/" + web.Domain, Privacy: privacyName(web.Privacy),
+				Visitors: t.Visitors, Pageviews: t.Pageviews, Spark: sparkline(vals, 120, 32),
+				SparkText: "Visitors per day over the last 30 days, from " + formatInt(vals[0]) + " to " + formatInt(vals[29]),
+			}
+			return nil
+		})
+	}
+	if err := parallel(fns...); err != nil {
+		return err
+	}
+	acc := a
+	p.renderView(w, r, http.StatusOK, "home.html", &view{Title: "Your websites", Account: &acc, Body: d})
+	return nil
+}
+
+func privacyName(n int) string {
+	switch n {
+	case 0:
+		return "Public"
+	case 2:
+		return "Password"
+	}
+	return "Private"
+}
