@@ -17,3 +17,34 @@ func (d *Day) VisitorsOnly() *Day {
 	}
 	return n
 }
+
+// Rollup returns a compacted Day holding the sums of the counts, hourly
+// pageviews, visits and events of days, without visitor bitmaps: a closed
+// month kept as one bucket, so a long range merges a dozen rollups instead
+// of hundreds of days. Its Period is 0 and its visitor methods report
+// nothing; unique visitors still come from the days themselves.
+func Rollup(days ...*Day) *Day {
+	r := NewDay(0)
+	var acc []uint64
+	for dim := range NumDims {
+		clear(acc)
+		acc = SumCounts(acc, dim, days...)
+		for id, n := range acc {
+			if n > 0 {
+				r.Add(dim, uint32(id), n)
+			}
+		}
+	}
+	for _, d := range days {
+		if d == nil {
+			continue
+		}
+		r.Visits += d.Visits
+		r.Events += d.Events
+		for h, n := range d.Hours {
+			r.Hours[h] += n
+		}
+	}
+	r.Compact()
+	return r
+}

@@ -39,6 +39,16 @@ func (e *Engine) load() error {
 		if err := st.decodeMeta(data); err != nil {
 			return fmt.Errorf("engine: website %d state: %w", website, err)
 		}
+		if e.opts.Retention > 0 {
+			// Retention deletes days before the snapshot that forgets
+			// them: a crash in between leaves dates with no day.
+			cut := buckets.DateFromTime(e.now().In(s.cfg.Load().loc)) - buckets.Date(e.opts.Retention)
+			for date := range st.dates {
+				if date < cut {
+					delete(st.dates, date)
+				}
+			}
+		}
 		maxSeq = max(maxSeq, st.lastSeq)
 		return nil
 	})
@@ -51,7 +61,10 @@ func (e *Engine) load() error {
 			if int(from) != st.strs.Len() {
 				return fmt.Errorf("engine: website %d strings: chunk at %d after %d: %w", id, from, st.strs.Len(), snapshot.ErrCorrupt)
 			}
-			return st.strs.AppendChunk(data)
+			if err := st.strs.AppendChunk(data); err != nil {
+				return fmt.Errorf("engine: website %d strings at %d: %w: %w", id, from, snapshot.ErrCorrupt, err)
+			}
+			return nil
 		})
 		if err != nil {
 			return err
@@ -319,6 +332,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		for date := range st.dates {
 			if date < cut {
 				delete(st.dates, date)
+				st.invalidateMonthLocked(date)
 				if ent, ok := st.days[date]; ok {
 					if ent.frozen {
 						e.counters.resident.Add(-int64(ent.size))

@@ -263,3 +263,50 @@ func TestSecret(t *testing.T) {
 		t.Error("secret changed across a restart")
 	}
 }
+
+// TestMonthRollups: a range over whole closed months reads their rollups;
+// an import into a closed month afterwards is counted, and the rollup is
+// rebuilt, across snapshots and a restart.
+func TestMonthRollups(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, opts := openMem(t, c)
+	ref, _ := openMem(t, c)
+	sites := propertySites(t, e)
+	propertySites(t, ref)
+	rng := rand.New(rand.NewPCG(9, 9))
+	start := at("2026-07-25T00:00:00Z")
+	hits := randomHits(rng, sites, start, 110, 4000)
+	track(t, e, hits...)
+	track(t, ref, hits...)
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for _, s := range sites {
+		ids = append(ids, s.id)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, rg := range [][2]string{{"2026-08-01", "2026-10-31"}, {"2026-07-20", "2026-11-21"}, {"2026-09-01", "2026-09-30"}, {"2026-08-15", "2026-09-15"}} {
+			if diff := cmp.Diff(allStats(t, ref, ids, date(rg[0]), date(rg[1])), allStats(t, e, ids, date(rg[0]), date(rg[1]))); diff != "" {
+				t.Fatalf("%s, %v: mismatch (-reference +rollups):\n%s", when, rg, diff)
+			}
+		}
+	}
+	check("first")
+	late := randomHits(rng, sites, at("2026-09-10T00:00:00Z"), 2, 50)
+	track(t, e, late...)
+	track(t, ref, late...)
+	check("after an import into September")
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("after a snapshot")
+	e.Close()
+	e, err := engine.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	check("after a restart")
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // The statistics names of SPEC §2.3, besides the dimensions of buckets.
@@ -229,11 +230,7 @@ func (e *Engine) rows(ctx context.Context, s *site, name string, from, to bucket
 		return rows, err
 	}
 	dim, _ := buckets.ParseDim(name)
-	var acc []uint64
-	var values []string
-	err := e.scan(ctx, s, from, to, func(st *siteState) { values = st.strs.Values() }, func(_ buckets.Date, d *buckets.Day) {
-		acc = buckets.SumCounts(acc, dim, d)
-	})
+	acc, values, err := e.sumDim(ctx, s, dim, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +357,11 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, date := range missing {
+		if _, ok := loaded[date]; !ok {
+			return nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
+		}
 	}
 	sh.mu.Lock()
 	for date, d := range loaded {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -30,6 +31,11 @@ type siteState struct {
 	// periods holds the visitor state of open salt periods, by first day.
 	periods map[buckets.Date]*period
 
+	// months holds rollups of closed months, by first day (rollup.go);
+	// rollGen counts the changes to frozen days that invalidate them.
+	months  map[buckets.Date]*buckets.Day
+	rollGen uint64
+
 	lastSeq  uint64 // last log sequence applied
 	metaDirt bool   // lastSeq or dates changed since the last snapshot
 
@@ -53,6 +59,7 @@ func newSiteState(id uint32) *siteState {
 		days:    make(map[buckets.Date]*dayEntry),
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
+		months:  make(map[buckets.Date]*buckets.Day),
 	}
 }
 
@@ -62,6 +69,7 @@ func (st *siteState) release() {
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
+	st.months = make(map[buckets.Date]*buckets.Day)
 	st.rt = realtime{}
 }
 
@@ -89,16 +97,22 @@ func newPeriod(first uint32) *period {
 	return &period{index: make(map[uint64]uint32), hashes: make([]uint64, 0, 16), first: first}
 }
 
+// errVisitorIDs: a salt period numbered 2^32 visitors.
+var errVisitorIDs = errors.New("engine: visitor ids of the salt period exhausted")
+
 // visitor returns the dense id of hash, numbering it if new.
-func (p *period) visitor(hash uint64) uint32 {
+func (p *period) visitor(hash uint64) (uint32, error) {
 	if id, ok := p.index[hash]; ok {
-		return id
+		return id, nil
+	}
+	if uint64(p.first)+uint64(len(p.hashes)) >= 1<<32-1 {
+		return 0, errVisitorIDs
 	}
 	id := p.first + uint32(len(p.hashes))
 	p.index[hash] = id
 	p.hashes = append(p.hashes, hash)
 	p.visits = append(p.visits, visit{})
-	return id
+	return id, nil
 }
 
 const periodVersion = 1
@@ -150,7 +164,10 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string) error {
 	if err != nil {
 		return err
 	}
-	id := p.visitor(r.hash)
+	id, err := p.visitor(r.hash)
+	if err != nil {
+		return err
+	}
 	p.dirty = true
 	ent, err := e.dayForWriteLocked(st, r.date, r.period)
 	if err != nil {
@@ -227,7 +244,7 @@ func (e *Engine) periodLocked(st *siteState, first buckets.Date) (*period, error
 		}
 		if ent != nil && ent.day.Period == first {
 			if m, ok := ent.day.MaxVisitor(); ok {
-				next = max(next, m+1)
+				next = max(next, uint32(min(uint64(m)+1, 1<<32-1)))
 			}
 		}
 	}
@@ -264,9 +281,11 @@ func (e *Engine) dayForWriteLocked(st *siteState, date, first buckets.Date) (*da
 		ent = &dayEntry{day: buckets.NewDay(first)}
 		st.days[date] = ent
 		st.dates[date] = struct{}{}
+		st.invalidateMonthLocked(date)
 		return ent, nil
 	}
 	if ent.frozen {
+		st.invalidateMonthLocked(date)
 		e.counters.resident.Add(-int64(ent.size))
 		ent.day = ent.day.Clone()
 		ent.frozen, ent.size = false, 0

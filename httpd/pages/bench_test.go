@@ -51,6 +51,11 @@ func BenchmarkOverview(b *testing.B) {
 			}
 			start := time.Now()
 			trackYear(b, e, days)
+			// As the background snapshots do in a server: closed days are
+			// frozen and compacted.
+			if err := e.Snapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
 			b.Logf("setup: %d days × %d pageviews in %v", days, benchPerDay, time.Since(start).Round(time.Millisecond))
 
 			p, err := New(e, &Options{Now: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// Closed months are kept as rolled-up buckets (SPEC §9): a range query over
+// a year sums a dozen month rollups and the days at its ends, not 365 days.
+// A rollup is built on first use from the month's frozen days and dropped
+// when one of them changes (an import into the past).
+
+// monthOf returns the first and last day of date's month.
+func monthOf(date buckets.Date) (first, last buckets.Date) {
+	y, m, _ := date.Civil()
+	first = buckets.DateOf(y, m, 1)
+	return first, buckets.DateOf(y, m+1, 1) - 1
+}
+
+// invalidateMonthLocked drops the rollup of date's month. The shard lock
+// must be held.
+func (st *siteState) invalidateMonthLocked(date buckets.Date) {
+	first, _ := monthOf(date)
+	if _, ok := st.months[first]; ok {
+		delete(st.months, first)
+	}
+	st.rollGen++
+}
+
+// segment is a part of a query range: a whole closed month, or days.
+type segment struct {
+	from, to buckets.Date
+	month    bool
+}
+
+// segments splits [from, to] into whole months that ended before today
+// (in the website's time zone) and the days around them.
+func segments(from, to, today buckets.Date) []segment {
+	var out []segment
+	start := from
+	for d := from; d <= to; {
+		first, last := monthOf(d)
+		if first >= from && last <= to && last < today {
+			if start < first {
+				out = append(out, segment{from: start, to: first - 1})
+			}
+			out = append(out, segment{from: first, to: last, month: true})
+			start = last + 1
+		}
+		d = last + 1
+	}
+	if start <= to {
+		out = append(out, segment{from: start, to: to})
+	}
+	return out
+}
+
+// monthRollup returns the rollup of the month [first, last] of website s,
+// building it if every day of the month is frozen; nil otherwise (the
+// caller then reads the days).
+func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.Date) (*buckets.Day, error) {
+	sh := e.shardOf(s.state.id)
+	sh.mu.Lock()
+	r, ok := s.state.months[first]
+	sh.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	loaded, err := e.loadRange(s, sh, first, last)
+	if err != nil {
+		return nil, err
+	}
+	var days []*buckets.Day
+	sh.mu.Lock()
+	st := s.state
+	for date := first; date <= last; date++ {
+		if ent, ok := st.days[date]; ok {
+			if !ent.frozen {
+				sh.mu.Unlock()
+				return nil, nil
+			}
+			days = append(days, ent.day)
+		} else if _, ok := st.dates[date]; ok {
+			d, ok := loaded[date]
+			if !ok {
+				sh.mu.Unlock()
+				return nil, nil // evicted, or changed, meanwhile
+			}
+			days = append(days, d)
+		}
+	}
+	gen := st.rollGen
+	sh.mu.Unlock()
+	r = buckets.Rollup(days...)
+	sh.mu.Lock()
+	if st.rollGen == gen && !st.deleted {
+		st.months[first] = r
+	}
+	sh.mu.Unlock()
+	return r, nil
+}
+
+// sumDim sums dimension dim of website s over [from, to] into a slice
+// indexed by value id, and returns it with the values by id.
+func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to buckets.Date) ([]uint64, []string, error) {
+	today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
+	var acc []uint64
+	add := func(_ buckets.Date, d *buckets.Day) { acc = buckets.SumCounts(acc, dim, d) }
+	for _, seg := range segments(from, to, today) {
+		if seg.month {
+			r, err := e.monthRollup(ctx, s, seg.from, seg.to)
+			if err != nil {
+				return nil, nil, err
+			}
+			if r != nil {
+				acc = buckets.SumCounts(acc, dim, r)
+				continue
+			}
+		}
+		if err := e.scan(ctx, s, seg.from, seg.to, nil, add); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Ids only grow: the values read now cover every id summed above.
+	sh := e.shardOf(s.state.id)
+	sh.mu.Lock()
+	values := s.state.strs.Values()
+	sh.mu.Unlock()
+	return acc, values, nil
+}
