@@ -322,6 +322,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			p.idle++
 		}
 		if first < prev && p.idle >= 2 {
+			st.clearCacheLocked()
 			delete(st.periods, first)
 			sn.States = append(sn.States, snapshot.StateRecord{Website: st.id, Period: int32(first)})
 		}
@@ -337,6 +338,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 					if ent.frozen {
 						e.counters.resident.Add(-int64(ent.size))
 					}
+					st.clearCacheLocked()
 					delete(st.days, date)
 				}
 				dropped = true
@@ -407,6 +409,7 @@ func (e *Engine) evict() {
 		sh := e.shardOf(c.s.state.id)
 		sh.mu.Lock()
 		if ent, ok := c.s.state.days[c.date]; ok && ent.frozen && !ent.dirty {
+			c.s.state.clearCacheLocked()
 			delete(c.s.state.days, c.date)
 			e.counters.resident.Add(-int64(ent.size))
 			e.counters.evicted.Add(1)

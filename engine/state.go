@@ -36,6 +36,14 @@ type siteState struct {
 	months  map[buckets.Date]*buckets.Day
 	rollGen uint64
 
+	// The period and day the last hit went to: most hits go where the
+	// previous one did, so applyLocked skips two map lookups. Cleared
+	// whenever an entry leaves days or periods (clearCacheLocked).
+	hotFirst  buckets.Date
+	hotPeriod *period
+	hotDate   buckets.Date
+	hotDay    *dayEntry
+
 	lastSeq  uint64 // last log sequence applied
 	metaDirt bool   // lastSeq or dates changed since the last snapshot
 
@@ -63,8 +71,12 @@ func newSiteState(id uint32) *siteState {
 	}
 }
 
+// clearCacheLocked forgets the hot period and day.
+func (st *siteState) clearCacheLocked() { st.hotPeriod, st.hotDay = nil, nil }
+
 // release drops the state's memory (the website was deleted).
 func (st *siteState) release() {
+	st.clearCacheLocked()
 	st.strs = buckets.Strings{}
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
@@ -160,18 +172,25 @@ func decodePeriod(b []byte) (*period, error) {
 // applyLocked counts r: steps 3–5 of the pipeline (visitor id, visit, day
 // bucket). The shard lock must be held. domain is the website's domain.
 func (e *Engine) applyLocked(st *siteState, r *record, domain string) error {
-	p, err := e.periodLocked(st, r.period)
-	if err != nil {
-		return err
+	p := st.hotPeriod
+	if p == nil || st.hotFirst != r.period {
+		var err error
+		if p, err = e.periodLocked(st, r.period); err != nil {
+			return err
+		}
+		st.hotFirst, st.hotPeriod = r.period, p
 	}
 	id, err := p.visitor(r.hash)
 	if err != nil {
 		return err
 	}
 	p.dirty = true
-	ent, err := e.dayForWriteLocked(st, r.date, r.period)
-	if err != nil {
-		return err
+	ent := st.hotDay
+	if ent == nil || st.hotDate != r.date || ent.frozen {
+		if ent, err = e.dayForWriteLocked(st, r.date, r.period); err != nil {
+			return err
+		}
+		st.hotDate, st.hotDay = r.date, ent
 	}
 	d := ent.day
 	ent.dirty = true
