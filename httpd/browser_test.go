@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -23,28 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/browsertest"
 )
-
-// chromium returns the path of Chromium. Without one the test is skipped,
-// except under CI=true, where it fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
-		}
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium (CI=true): install Chromium: apt-get install -y chromium")
-	}
-	t.Skip("install Chromium: apt-get install -y chromium")
-	return ""
-}
 
 // posted is one POST /api/event the browser sent.
 type posted struct {
@@ -123,7 +101,7 @@ func testPage(base string, dnt bool) string {
 // never twice for one URL, the event of pa.track, and nothing at all with
 // data-dnt="true" and Do Not Track on.
 func TestBrowserTracker(t *testing.T) {
-	exe := chromium(t)
+	browsertest.Path(t) // skip early without a browser
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	// Headless Chromium says so in its user agent: count bots.
@@ -147,26 +125,7 @@ func TestBrowserTracker(t *testing.T) {
 	mux.Handle("/dnt/", pageHandler(true))
 	mux.Handle("/", log.wrap(f.s))
 
-	// A safety net: the whole browser stops after a minute.
-	root, stop := context.WithTimeout(ctx, time.Minute)
-	defer stop()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(root,
-		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
+	bctx := browsertest.New(t)
 
 	// Any exception the page did not catch fails the test: the tracker must
 	// never throw into the host page.

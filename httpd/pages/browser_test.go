@@ -11,47 +11,14 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-)
 
-// chromiumPath is where the browser tests look for Chromium.
-const chromiumPath = "/usr/bin/chromium"
+	"github.com/webstats/webstats/httpd/internal/browsertest"
+)
 
 // newBrowser starts a headless Chromium for t, or skips t when there is
 // none (fails it when CI=true).
 func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Chromium at %s: install Chromium: apt-get install -y chromium", chromiumPath)
-		}
-		t.Skip("install Chromium: apt-get install -y chromium")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelCtx()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil { // start the browser
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return ctx
+	return browsertest.New(t, chromedp.WindowSize(1280, 900))
 }
 
 // artifactDir is where screenshots go: $WEBSTATS_ARTIFACTS, else a

@@ -1,0 +1,72 @@
+// Package browsertest starts headless Chromium for the browser tests of
+// httpd and its pages, with one rule for a missing browser: the test is
+// skipped with the install command, except under CI=true, where it fails.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Install is the command that installs the browser (Debian's package).
+const Install = "apt-get install -y chromium"
+
+// Path returns the path of Chromium, or skips t (fails it under CI=true)
+// when there is none.
+func Path(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium (CI=true): install Chromium: " + Install)
+	}
+	t.Skip("install Chromium: " + Install)
+	return ""
+}
+
+// New starts a headless Chromium with a fresh profile and returns a chromedp
+// context for it, valid for at most a minute; it stops with the test. The
+// flags keep Chromium off the network (this machine has none but loopback).
+// extra options come after the defaults.
+func New(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(Path(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	root, stop := context.WithTimeout(context.Background(), time.Minute)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, extra...)...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		stop()
+	})
+	if err := chromedp.Do(ctx); err != nil { // start the browser
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
