@@ -20,11 +20,31 @@
 //
 // # Runs
 //
-// Capacity-planning runs come next: whole workloads defined once, here, as a
-// Config plus a Run shared by this package's Benchmark functions and the CLI
-// (STYLE practice 11):
+// Capacity-planning runs are whole workloads defined once, here, as a
+// [RunConfig] plus [Run], shared by this package's Benchmark functions and
+// the CLI (STYLE practice 11, after pebble's bench/):
 //
-//	go run ./bench/cmd/webstats-bench
+//	go run ./bench/cmd/webstats-bench -quick            # smoke test, under a minute
+//	go run ./bench/cmd/webstats-bench -out DIR          # the full run, about ten minutes
+//	go run ./bench/cmd/webstats-bench -runs http -target http://host:8080 -key KEY
+//	go test ./bench -run '^$' -bench 'Query/site=medium/days=30'
 //
-// (coming later).
+// The five runs, each reporting medians over RunConfig.Repeats repetitions:
+//
+//  1. pipeline: engine.Track throughput of one goroutine on a realistic
+//     stream with NoSync (one hit per call, and in batches); the apply rate
+//     of the log replay in engine.Open; durable Track from 64 goroutines.
+//  2. http: POST /api/event from keep-alive clients against an in-process
+//     server (durable and NoSync) or an external one; hits/s and latency.
+//  3. query: engine.Stat latency of the statistics over 1, 30 and 365 days
+//     of the small, medium and large sites; GET /api/v1/stats and the
+//     statistics page over HTTP.
+//  4. memory: heap and disk bytes per hit as the history grows, without and
+//     with a memory budget.
+//  5. snapshot: snapshot duration, the longest Track call overlapping a
+//     snapshot, and restart time.
+//
+// [Report.WriteMarkdown] writes report.md with hand-drawn SVG charts; the
+// report names the machine, lists every target beside its measurement and
+// derives a capacity table from the measured costs with [Capacity].
 package bench

@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// The Benchmark functions run the workloads of Run through the same code,
+// one measurement at a time, for `go test -bench` and benchstat:
+//
+//	go test ./bench -run '^$' -bench 'Pipeline|Query/site=medium/days=30' -count 6
+
+var benchHits = sync.OnceValue(func() []engine.Hit { return pipelineStream(1, 200_000) })
+
+// BenchmarkPipeline tracks the medium site's stream one hit per Track call
+// from one goroutine (NoSync, on disk): run 1's full pipeline.
+func BenchmarkPipeline(b *testing.B) {
+	ctx := context.Background()
+	hits := benchHits()
+	for _, batch := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			e, err := openPipelineEngine(ctx, b.TempDir(), nil, hits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for done := 0; done < b.N; {
+				n := min(b.N-done, len(hits))
+				if batch == 1 {
+					_, err = trackEach(ctx, e, hits[:n])
+				} else {
+					_, err = trackBatches(ctx, e, hits[:n], batch)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				done += n
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "hits/s")
+		})
+	}
+}
+
+// BenchmarkApply replays a log of 50,000 hits in engine.Open: run 1's apply
+// rate. One op is one hit.
+func BenchmarkApply(b *testing.B) {
+	ctx := context.Background()
+	hits := benchHits()[:50_000]
+	var rates []float64
+	for b.Loop() {
+		rate, _, _, err := applyRun(ctx, hits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rates = append(rates, rate)
+	}
+	b.ReportMetric(median(rates), "hits/s")
+}
+
+// BenchmarkDurableTrack tracks from 64 goroutines on a durable engine.
+func BenchmarkDurableTrack(b *testing.B) {
+	ctx := context.Background()
+	hits := benchHits()
+	e, err := engine.Open(&engine.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, _, _, err := setup(ctx, e, Medium.Domain); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(32) // 64 writers on two cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Track(ctx, hits[int(next.Add(1))%len(hits)]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHTTPTrack posts tracking requests to an in-process server from
+// keep-alive clients: run 2.
+func BenchmarkHTTPTrack(b *testing.B) {
+	ctx := context.Background()
+	reqs := trackRequests(benchHits()[:20_000])
+	for _, mode := range []string{"durable", "nosync"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			e, err := engine.Open(&engine.Options{Dir: b.TempDir(), NoSync: mode == "nosync"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			if _, _, _, err := setup(ctx, e, Medium.Domain); err != nil {
+				b.Fatal(err)
+			}
+			srv, err := startServer(e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.close()
+			if why, err := probe(ctx, srv.url, &reqs[0]); err != nil || why != "" {
+				b.Skip(why, err)
+			}
+			client := newClient(64)
+			var next atomic.Int64
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := reqs[int(next.Add(1))%len(reqs)].newRequest(ctx, srv.url)
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// benchFixture is the query benchmarks' history: 30 days of the small and
+// medium sites, loaded by the query run's code.
+var benchFixture = sync.OnceValues(func() (*fixture, error) {
+	cfg, err := RunConfig{Quick: true, QuerySites: []string{"small", "medium"}, QueryDays: []int{1, 30}}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, prog: newProgress(nil, 1)}
+	dir, err := tempDir()
+	if err != nil {
+		return nil, err
+	}
+	r.dir = dir
+	// The fixture lives as long as the test binary.
+	return r.buildFixture(context.Background())
+})
+
+// BenchmarkQuery runs engine.Stat for every statistic over 1 and 30 days of
+// the small and medium sites: run 3, sub-benchmarks named
+// site=medium/days=30/name=page.
+func BenchmarkQuery(b *testing.B) {
+	ctx := context.Background()
+	f, err := benchFixture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []string{"small", "medium"} {
+		for _, days := range []int{1, 30} {
+			b.Run(fmt.Sprintf("site=%s/days=%d", size, days), func(b *testing.B) {
+				s, _ := f.siteFor(size, days)
+				for _, name := range statNames() {
+					b.Run("name="+name, func(b *testing.B) {
+						q, err := f.statQuery(s, name, days)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for b.Loop() {
+							if _, err := f.e.Stat(ctx, q); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			})
+		}
+	}
+}
+
+// benchDir holds the data directories of the benchmarks' fixtures; TestMain
+// removes it.
+var benchDir string
+
+func tempDir() (string, error) {
+	d, err := os.MkdirTemp("", "webstats-bench-test-")
+	benchDir = d
+	return d, err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		if f, err := benchFixture(); err == nil && f.e != nil {
+			f.e.Close()
+		}
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}

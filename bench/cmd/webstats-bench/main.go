@@ -1,0 +1,58 @@
+// Command webstats-bench runs webstats's capacity-planning benchmarks and
+// writes a Markdown report with SVG charts:
+//
+//	go run ./bench/cmd/webstats-bench [-quick] [-out DIR] [-runs pipeline,http,...]
+//	                                  [-target URL -key KEY] [-seed N] [-note TEXT]
+//
+// The runs are defined in package bench (bench.Run); see its documentation.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/bench"
+)
+
+func main() {
+	var cfg bench.RunConfig
+	out := flag.String("out", "./bench-report", "directory the report is written to")
+	runs := flag.String("runs", "", "comma-separated runs to do (default all): "+strings.Join(bench.AllRuns(), ","))
+	note := flag.String("note", "", "a note printed under the report's header")
+	flag.BoolVar(&cfg.Quick, "quick", false, "the quick run: a smoke test of every run, under a minute")
+	flag.StringVar(&cfg.Target, "target", "", "base URL of an external webstatsd for the HTTP tracking run (needs -key)")
+	flag.StringVar(&cfg.Key, "key", "", "API key of the -target server")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated traffic")
+	flag.IntVar(&cfg.Repeats, "repeats", 0, "repetitions of each throughput measurement (default 3, quick 1)")
+	flag.Parse()
+	if *runs != "" {
+		cfg.Runs = strings.Split(*runs, ",")
+	}
+	if err := run(cfg, *out, *note); err != nil {
+		fmt.Fprintln(os.Stderr, "webstats-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg bench.RunConfig, out, note string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	rep, err := bench.Run(ctx, cfg, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+	if err := rep.WriteMarkdown(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "report written to %s/report.md in %s\n", out, time.Since(start).Round(time.Second))
+	return nil
+}

@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// MemoryResult is the outcome of the memory run: the medium site's history
+// grown day by day, measured at each of RunConfig.HistoryDays, without and
+// with a memory budget.
+type MemoryResult struct {
+	// Site is the site loaded ("medium").
+	Site string
+	// Budget is the MemoryBudget of the budgeted variant.
+	Budget int64
+	// Fixed is the heap of an engine with the website and no hits: the
+	// engine's fixed cost (user-agent and geo tables, Pebble's Go objects).
+	Fixed int64
+	// FixedDisk is the size of a data directory with the website and no
+	// hits, after Close: Pebble's fixed files (log, manifest, options).
+	FixedDisk int64
+	// Points holds a measurement per variant and history length.
+	Points []MemoryPoint
+}
+
+// MemoryPoint is one measurement of the memory run.
+type MemoryPoint struct {
+	// Size is the site size loaded: "medium" for the main series; "small"
+	// for the one point measured at the longest history, for the capacity
+	// model (a small site's day costs more per hit).
+	Size string
+	// Budget is the engine's MemoryBudget (0: none).
+	Budget int64
+	Days   int
+	// Hits counts the hits counted so far.
+	Hits int
+	// Heap is the live Go heap after runtime.GC, less the heap before
+	// the engine was opened and its Fixed cost; Resident is the engine's
+	// own count of resident closed-day bytes (Metrics.ResidentBytes).
+	Heap, Resident int64
+	// Disk is the size of the data directory after Close; Store the size
+	// of the same directory with no hits (MemoryResult.FixedDisk).
+	Disk, Store int64
+}
+
+// MemPerHit is Heap per hit.
+func (p MemoryPoint) MemPerHit() float64 { return float64(p.Heap) / float64(max(1, p.Hits)) }
+
+// DiskPerHit is Disk less Store per hit.
+func (p MemoryPoint) DiskPerHit() float64 {
+	return float64(max(0, p.Disk-p.Store)) / float64(max(1, p.Hits))
+}
+
+// Last returns the point of the longest history of a variant.
+func (m *MemoryResult) Last(budgeted bool) (MemoryPoint, bool) {
+	var out MemoryPoint
+	ok := false
+	if m == nil {
+		return out, false
+	}
+	for _, p := range m.Points {
+		if p.Size == m.Site && (p.Budget > 0) == budgeted && (!ok || p.Days > out.Days) {
+			out, ok = p, true
+		}
+	}
+	return out, ok
+}
+
+// heapInUse returns the live heap (HeapAlloc) after two collections: the
+// heap in use (HeapInuse) also counts the free space of partly used spans,
+// which varies from run to run by megabytes.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+func (r *runner) memory(ctx context.Context, rep *Report) error {
+	c := r.cfg
+	res := &MemoryResult{Site: "medium", Budget: c.MemoryBudget}
+	rep.Memory = res
+	// Warm up: the first hits an engine parses initialise package-level
+	// tables (user agents, geo) that would otherwise count as the first
+	// measurement's memory.
+	if e, err := engine.Open(nil); err == nil {
+		if _, _, _, err := setup(ctx, e, Medium.Domain); err == nil {
+			_, _ = trackBatches(ctx, e, pipelineStream(c.Seed+5, 20_000), 1000)
+		}
+		e.Close()
+	}
+	dir := r.newDir("memory-empty")
+	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1})
+	if err != nil {
+		return err
+	}
+	_, _, _, err = setup(ctx, e, Medium.Domain)
+	if cerr := e.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		res.FixedDisk, err = dirSize(dir)
+	}
+	removeAll(dir)
+	if err != nil {
+		return err
+	}
+	for _, budget := range []int64{0, c.MemoryBudget} {
+		if err := r.memoryVariant(ctx, res, "medium", budget, c.HistoryDays); err != nil {
+			return err
+		}
+	}
+	return r.memoryVariant(ctx, res, "small", 0, c.HistoryDays[len(c.HistoryDays)-1:])
+}
+
+// memoryVariant grows the history of one site size with one budget and
+// measures it at each of checkpoints (ascending) days.
+func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size string, budget int64, checkpoints []int) error {
+	c := r.cfg
+	site, _ := siteBySize(size)
+	days := checkpoints[len(checkpoints)-1]
+	g := NewGenerator(Config{Seed: c.Seed + 3, Sites: []Site{site}, Days: days})
+	dir := r.newDir("memory")
+	defer removeAll(dir)
+	clk := newClock(DefaultStart)
+	opts := &engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, MemoryBudget: budget, Now: clk.fn()}
+	before := heapInUse()
+	e, err := engine.Open(opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if e != nil {
+			e.Close()
+		}
+	}()
+	_, _, ids, err := setup(ctx, e, site.Domain)
+	if err != nil {
+		return err
+	}
+	fixed := heapInUse() - before
+	if budget == 0 && size == res.Site {
+		res.Fixed = fixed
+	}
+	hits, loaded := 0, 0
+	label := "no budget"
+	if budget > 0 {
+		label = "budget " + formatBytes(float64(budget))
+	}
+	for _, cp := range checkpoints {
+		r.prog.step("memory: %d days of the %s site, %s", cp, size, label)
+		for day := loaded; day < cp; day++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			clk.set(DefaultStart.AddDate(0, 0, day).Add(23*time.Hour + 59*time.Minute))
+			n, err := trackBatches(ctx, e, g.Day(day, 0), 1000)
+			if err != nil {
+				return err
+			}
+			hits += n
+			if day%7 == 6 {
+				if err := e.Snapshot(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		loaded = cp
+		clk.set(DefaultStart.AddDate(0, 0, cp).Add(time.Hour))
+		if err := e.Snapshot(ctx); err != nil {
+			return err
+		}
+		p := MemoryPoint{Size: size, Budget: budget, Days: cp, Hits: hits, Store: res.FixedDisk}
+		p.Heap = max(0, heapInUse()-before-fixed)
+		p.Resident = e.Metrics().ResidentBytes
+		err := e.Close()
+		e = nil
+		if err != nil {
+			return err
+		}
+		if p.Disk, err = dirSize(dir); err != nil {
+			return err
+		}
+		res.Points = append(res.Points, p)
+		if cp == days {
+			break
+		}
+		if e, err = engine.Open(opts); err != nil {
+			return err
+		}
+		if budget == 0 {
+			// Make the history resident again, as it was before Close.
+			from, _ := engine.ParseDate(DefaultStart.Format(time.DateOnly))
+			if _, err := e.Totals(ctx, 0, ids[site.Domain], from, from+engine.MaxRangeDays-1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,742 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of Run. A section that was not run is nil.
+type Report struct {
+	Config   RunConfig
+	Machine  Machine
+	Started  time.Time
+	Duration time.Duration
+	// Notes are printed under the report's header (the CLI's -note).
+	Notes []string
+
+	Pipeline *PipelineResult
+	HTTP     *HTTPResult
+	Query    *QueryResult
+	Memory   *MemoryResult
+	Snapshot *SnapshotResult
+}
+
+// Target is one performance target set by an issue, beside what the run
+// measured.
+type Target struct {
+	// Section is the run that measures it (RunPipeline, …).
+	Section string
+	// What is measured, and Want the target ("≥ 200,000 hits/s").
+	What, Want string
+	// Got is the measured median (or the percentile the target names);
+	// "" when it was not measured.
+	Got string
+	Met bool
+	// Note says why it was not measured, or how it was read.
+	Note string
+}
+
+// Measured reports whether the target was measured.
+func (t Target) Measured() bool { return t.Got != "" }
+
+// Status is "met", "not met" or "not measured".
+func (t Target) Status() string {
+	switch {
+	case !t.Measured():
+		return "not measured"
+	case t.Met:
+		return "met"
+	}
+	return "**not met**"
+}
+
+func atLeast(section, what string, want, got float64, ok bool, unit string, note string) Target {
+	t := Target{Section: section, What: what, Want: "≥ " + formatCount(want) + " " + unit, Note: note}
+	if ok {
+		t.Got, t.Met = formatCount(got)+" "+unit, got >= want
+	}
+	return t
+}
+
+func atMost(section, what string, want time.Duration, got time.Duration, ok bool, note string) Target {
+	t := Target{Section: section, What: what, Want: "≤ " + formatDur(want), Note: note}
+	if ok {
+		t.Got, t.Met = formatDur(got), got <= want
+	}
+	return t
+}
+
+func bytesAtMost(section, what string, want, got float64, ok bool, note string) Target {
+	t := Target{Section: section, What: what, Want: "≤ " + formatCount(want) + " bytes/hit", Note: note}
+	if ok {
+		t.Got, t.Met = formatCount(got)+" bytes/hit", got <= want
+	}
+	return t
+}
+
+// Targets lists the targets of the sections that ran.
+func (r *Report) Targets() []Target {
+	var ts []Target
+	if p := r.Pipeline; p != nil {
+		ts = append(ts,
+			atLeast(RunPipeline, "engine apply on one core (log replay)", 2_000_000, p.ApplyPerSec, p.ApplyPerSec > 0, "hits/s", ""),
+			atLeast(RunPipeline, "full pipeline on one core (Track, NoSync, one hit per call)", 200_000, p.TrackPerSec, p.TrackPerSec > 0, "hits/s", ""),
+			atLeast(RunPipeline, "durable Track from 64 concurrent writers", 100_000, p.DurablePerSec, p.DurablePerSec > 0, "hits/s", ""),
+		)
+	}
+	if h := r.HTTP; h != nil {
+		mode := "durable"
+		if h.Target != "in-process" {
+			mode = "external"
+		}
+		d, okd := h.Point(mode, 64)
+		n, okn := h.Point("nosync", 64)
+		why := h.Unavailable
+		if why == "" && !okd {
+			why = "no measurement with 64 clients"
+		}
+		ts = append(ts,
+			atLeast(RunHTTP, "POST /api/event, 64 clients, durable", 30_000, d.PerSec, okd, "hits/s", why),
+			atMost(RunHTTP, "POST /api/event, 64 clients, durable, p99", 20*time.Millisecond, d.Latency.P99, okd, why),
+		)
+		nwhy := why
+		if h.Target != "in-process" {
+			nwhy = "external server: its durability is its own"
+		}
+		ts = append(ts, atLeast(RunHTTP, "POST /api/event, 64 clients, NoSync", 60_000, n.PerSec, okn, "hits/s", nwhy))
+	}
+	if q := r.Query; q != nil {
+		p, ok := q.Point("large", 365, "page")
+		note := "median"
+		if !ok {
+			note = "needs the large site over 365 days (full run)"
+		} else if s, ok := q.site("large-year"); ok {
+			note = "median; " + s.Scale
+		}
+		ts = append(ts, atMost(RunQuery, "`page` over 365 days, 5,000 pages a day (large site)", 10*time.Millisecond, p.Latency.P50, ok, note))
+		var worst QueryPoint
+		found := false
+		for _, p := range q.Points {
+			if p.Size == "medium" && p.Days == 30 && (!found || p.Latency.P50 > worst.Latency.P50) {
+				worst, found = p, true
+			}
+		}
+		note = "slowest median of the statistics measured"
+		if found {
+			note += " (`" + worst.Name + "`)"
+			if len(r.Config.QueryNames) < len(statNames()) {
+				note += fmt.Sprintf("; %d of the 17 statistics measured", len(r.Config.QueryNames))
+			}
+		}
+		ts = append(ts, atMost(RunQuery, "any statistic over 30 days (medium site)", 2*time.Millisecond, worst.Latency.P50, found, note))
+		api, ok := apiPoint(q.API, 64)
+		why := q.APIUnavailable
+		if ok {
+			why = fmt.Sprintf("%d clients, %d days", api.Clients, q.APIDays)
+		}
+		ts = append(ts,
+			atLeast(RunQuery, "GET /api/v1/stats `page` over 30 days", 10_000, api.PerSec, ok, "req/s", why),
+			atMost(RunQuery, "GET /api/v1/stats `page` over 30 days, p99", 5*time.Millisecond, api.Latency.P99, ok, why),
+		)
+		why = q.PagesUnavailable
+		okp := why == "" && q.PagesDays >= 365
+		if why == "" && !okp {
+			why = fmt.Sprintf("measured over %d days only", q.PagesDays)
+		} else if okp {
+			why = "median, one client, medium site"
+		}
+		ts = append(ts, atMost(RunQuery, "statistics page GET /stats/{domain} over 365 days", 50*time.Millisecond, q.Pages.P50, okp, why))
+	}
+	if m := r.Memory; m != nil {
+		p, ok := m.Last(false)
+		note := ""
+		if ok {
+			note = fmt.Sprintf("%d days of the medium site, no memory budget", p.Days)
+		}
+		ts = append(ts,
+			bytesAtMost(RunMemory, "memory per hit", 8, p.MemPerHit(), ok, note),
+			bytesAtMost(RunMemory, "disk per hit", 4, p.DiskPerHit(), ok, note),
+		)
+	}
+	if s := r.Snapshot; s != nil {
+		ts = append(ts, atMost(RunSnapshot, "snapshot never blocks tracking (p99.9 of the Track calls overlapping a snapshot)", 10*time.Millisecond, s.During.P999, s.During.N > 0,
+			"longest call overlapping a snapshot: "+formatDur(s.MaxPause)))
+		ok := s.RestartOpen > 0
+		note := s.RestartHistory
+		if q := r.Config.QueryDays; ok && slices.Max(q) < 365 {
+			note += "; less than a year"
+		}
+		ts = append(ts, atMost(RunSnapshot, "restart of a year of a 10M pageviews/month site (Open)", 3*time.Second, s.RestartOpen, ok, note))
+	}
+	return ts
+}
+
+// apiPoint returns the point with clients clients, or the one with the
+// most clients.
+func apiPoint(ps []HTTPPoint, clients int) (HTTPPoint, bool) {
+	if len(ps) == 0 {
+		return HTTPPoint{}, false
+	}
+	best := ps[0]
+	for _, p := range ps {
+		if p.Clients == clients {
+			return p, true
+		}
+		if p.Clients > best.Clients {
+			best = p
+		}
+	}
+	return best, true
+}
+
+func (q *QueryResult) site(name string) (QuerySite, bool) {
+	for _, s := range q.Sites {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return QuerySite{}, false
+}
+
+// Capacity returns the capacity model with the report's measured costs
+// where it has them, and says where each cost came from.
+func (r *Report) Capacity() (Capacity, []string) {
+	c := DefaultCapacity()
+	var src []string
+	if m := r.Memory; m != nil {
+		if p, ok := m.Last(false); ok {
+			c.MemBytesPerHit, c.DiskBytesPerHit = p.MemPerHit(), p.DiskPerHit()
+			src = append(src, fmt.Sprintf("memory and disk per hit: measured without a budget, %d days of the medium site (run 4)", p.Days))
+			for _, q := range m.Points {
+				if q.Budget == 0 && (q.Size == m.Site && q.Days == p.Days || q.Size != m.Site) {
+					s, _ := siteBySize(q.Size)
+					c.Sizes = append(c.Sizes, SizeCost{PageviewsPerMonth: s.PageviewsPerMonth, MemBytesPerHit: q.MemPerHit(), DiskBytesPerHit: q.DiskPerHit()})
+					if q.Size != m.Site {
+						src = append(src, fmt.Sprintf("and %d days of the %s site: %s bytes/hit of memory and %s of disk, used for the deployments nearer its size (on a log scale; the costlier size on a tie); sites larger than medium use the medium site's costs", q.Days, q.Size, formatCount(q.MemPerHit()), formatCount(q.DiskPerHit())))
+					}
+				}
+			}
+		}
+		if m.Fixed > 0 {
+			c.FixedRAM = float64(m.Fixed)
+			c.FixedDisk = float64(m.FixedDisk)
+			src = append(src, "fixed memory and disk: the heap and data directory of an engine with a website and no hits (run 4); the disk per hit excludes it")
+		}
+	}
+	if len(src) == 0 {
+		src = append(src, "memory and disk per hit: the targets (8 and 4 bytes), not measured")
+	}
+	perCore := 0.0
+	if h := r.HTTP; h != nil {
+		mode := "durable"
+		if h.Target != "in-process" {
+			mode = "external"
+		}
+		if p, ok := h.Point(mode, 64); ok && p.PerSec > 0 {
+			perCore = p.PerSec / float64(r.Machine.GOMAXPROCS)
+			src = append(src, fmt.Sprintf("hits/s per core: POST /api/event, %s, 64 clients ÷ %d cores (the clients run on the same cores: conservative)", mode, r.Machine.GOMAXPROCS))
+		}
+	}
+	if perCore == 0 && r.Pipeline != nil && r.Pipeline.TrackPerSec > 0 {
+		perCore = r.Pipeline.TrackPerSec / 4
+		src = append(src, "hits/s per core: the engine pipeline's rate ÷ 4 for HTTP (the HTTP run was not available)")
+	}
+	if perCore > 0 {
+		c.HitsPerSecPerCore = perCore
+	} else {
+		src = append(src, "hits/s per core: assumed 100,000")
+	}
+	return c, src
+}
+
+// WriteMarkdown writes report.md and its SVG charts (throughput.svg,
+// memory.svg, latency.svg, when their runs ran) to dir, which it creates.
+func (r *Report) WriteMarkdown(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	charts := r.charts()
+	for name, c := range charts {
+		if err := os.WriteFile(filepath.Join(dir, name), c.svg(), 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	md := r.Markdown("")
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// charts returns the report's charts by file name.
+func (r *Report) charts() map[string]*chart {
+	out := make(map[string]*chart)
+	if h := r.HTTP; h != nil && len(h.Points) > 0 || r.Query != nil && len(r.Query.API) > 0 {
+		var clients []int
+		var pts []HTTPPoint
+		if h != nil {
+			pts = append(pts, h.Points...)
+		}
+		if r.Query != nil {
+			pts = append(pts, r.Query.API...)
+		}
+		for _, p := range pts {
+			if !slices.Contains(clients, p.Clients) {
+				clients = append(clients, p.Clients)
+			}
+		}
+		slices.Sort(clients)
+		c := &chart{title: "Throughput vs concurrency", xLabel: "concurrent keep-alive clients", yLabel: "requests per second", yFormat: formatCount}
+		for _, n := range clients {
+			c.xs = append(c.xs, strconv.Itoa(n))
+		}
+		add := func(name string, ps []HTTPPoint, mode string) {
+			s := series{name: name}
+			for _, n := range clients {
+				y := math.NaN()
+				for _, p := range ps {
+					if p.Clients == n && p.Mode == mode {
+						y = p.PerSec
+					}
+				}
+				s.ys = append(s.ys, y)
+			}
+			c.series = append(c.series, s)
+		}
+		if h != nil {
+			for _, m := range []string{"durable", "nosync", "external"} {
+				if slices.ContainsFunc(h.Points, func(p HTTPPoint) bool { return p.Mode == m }) {
+					add("POST /api/event "+m, h.Points, m)
+				}
+			}
+		}
+		if r.Query != nil && len(r.Query.API) > 0 {
+			add("GET /api/v1/stats", r.Query.API, "query")
+		}
+		out["throughput.svg"] = c
+	}
+	if m := r.Memory; m != nil && len(m.Points) > 0 {
+		c := &chart{title: "Bytes per hit vs history (medium site)", xLabel: "days of history", yLabel: "bytes per hit", yFormat: formatCount}
+		var days []int
+		for _, p := range m.Points {
+			if p.Size == m.Site && !slices.Contains(days, p.Days) {
+				days = append(days, p.Days)
+			}
+		}
+		slices.Sort(days)
+		for _, d := range days {
+			c.xs = append(c.xs, strconv.Itoa(d))
+		}
+		for _, v := range []struct {
+			name     string
+			budgeted bool
+			f        func(MemoryPoint) float64
+		}{ // the main (medium) series only
+			{"memory, no budget", false, MemoryPoint.MemPerHit},
+			{"memory, budget " + formatBytes(float64(m.Budget)), true, MemoryPoint.MemPerHit},
+			{"disk, no budget", false, MemoryPoint.DiskPerHit},
+			{"disk, budget", true, MemoryPoint.DiskPerHit},
+		} {
+			s := series{name: v.name}
+			for _, d := range days {
+				y := math.NaN()
+				for _, p := range m.Points {
+					if p.Size == m.Site && p.Days == d && (p.Budget > 0) == v.budgeted {
+						y = v.f(p)
+					}
+				}
+				s.ys = append(s.ys, y)
+			}
+			c.series = append(c.series, s)
+		}
+		out["memory.svg"] = c
+	}
+	if q := r.Query; q != nil && len(q.Points) > 0 {
+		c := &chart{title: "Query latency vs range (median)", xLabel: "days in the range", yLabel: "milliseconds", yFormat: func(v float64) string { return formatCount(v) }}
+		days := r.Config.QueryDays
+		for _, d := range days {
+			c.xs = append(c.xs, strconv.Itoa(d))
+		}
+		for _, size := range r.Config.QuerySites {
+			page := series{name: size + ": page"}
+			worst := series{name: size + ": slowest"}
+			for _, d := range days {
+				y, w := math.NaN(), math.NaN()
+				for _, p := range q.Points {
+					if p.Size == size && p.Days == d {
+						ms := float64(p.Latency.P50) / 1e6
+						if p.Name == "page" {
+							y = ms
+						}
+						if math.IsNaN(w) || ms > w {
+							w = ms
+						}
+					}
+				}
+				page.ys = append(page.ys, y)
+				worst.ys = append(worst.ys, w)
+			}
+			c.series = append(c.series, page, worst)
+		}
+		out["latency.svg"] = c
+	}
+	return out
+}
+
+// table renders a Markdown table.
+func table(b *strings.Builder, head []string, rows [][]string) {
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for range head {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		for i := range r {
+			r[i] = strings.ReplaceAll(r[i], "|", `\|`)
+		}
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	b.WriteString("\n")
+}
+
+func (r *Report) targetTable(b *strings.Builder, section string) {
+	var rows [][]string
+	for _, t := range r.Targets() {
+		if section == "" || t.Section == section {
+			got := t.Got
+			if got == "" {
+				got = "—"
+			}
+			row := []string{t.What, t.Want, got, t.Status(), t.Note}
+			if section == "" {
+				row = append([]string{t.Section}, row...)
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	head := []string{"target", "wanted", "measured", "", "notes"}
+	if section == "" {
+		head = append([]string{"run"}, head...)
+	} else {
+		b.WriteString("Targets:\n\n")
+	}
+	table(b, head, rows)
+}
+
+// Markdown returns the report as Markdown; its charts are linked as
+// chartPrefix + "throughput.svg" and so on.
+func (r *Report) Markdown(chartPrefix string) string {
+	var b strings.Builder
+	c := r.Config
+	kind := "full"
+	if c.Quick {
+		kind = "quick"
+	}
+	fmt.Fprintf(&b, "# webstats capacity report\n\n")
+	fmt.Fprintf(&b, "Measured %s by `webstats-bench` (%s run, seed %d, %d repetition(s) of each throughput measurement, medians reported) in %s.\n\n",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), kind, c.Seed, c.Repeats, r.Duration.Round(time.Second))
+	m := r.Machine
+	cpu := m.CPUModel
+	if cpu == "" {
+		cpu = "CPU model unknown"
+	}
+	mem := "memory unknown"
+	if m.MemTotal > 0 {
+		mem = formatBytes(float64(m.MemTotal)) + " RAM"
+	}
+	fmt.Fprintf(&b, "**Machine:** %s; %d CPUs (NumCPU), GOMAXPROCS %d; %s; %s/%s; %s.\n\n", cpu, m.NumCPU, m.GOMAXPROCS, mem, m.OS, m.Arch, m.GoVersion)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "> %s\n\n", n)
+	}
+	b.WriteString("How targets are read (SPEC §9): a target that names no site size means the medium site; a latency target that names no percentile is compared with the median, a p99 target with the p99, and \"never more than\" with the p99.9 over the run (the machines are shared and noisy). Throughputs are medians over the repetitions; latency percentiles are over every sample of a measurement (for repeated measurements, the median of each percentile).\n\n")
+	b.WriteString("## Summary\n\n")
+	r.targetTable(&b, "")
+
+	r.pipelineMD(&b)
+	r.httpMD(&b, chartPrefix)
+	r.queryMD(&b, chartPrefix)
+	r.memoryMD(&b, chartPrefix)
+	r.snapshotMD(&b)
+	r.capacityMD(&b)
+	return b.String()
+}
+
+func notRun(b *strings.Builder, run string) {
+	fmt.Fprintf(b, "Not run (select it with `-runs %s`).\n\n", run)
+}
+
+func (r *Report) pipelineMD(b *strings.Builder) {
+	b.WriteString("## 1. Engine pipeline\n\n")
+	p := r.Pipeline
+	if p == nil {
+		notRun(b, RunPipeline)
+		return
+	}
+	fmt.Fprintf(b, "A realistic stream of %s hits of the medium site (%s counted; bots are dropped) tracked by one goroutine, standing for one core, into an engine on disk with `NoSync` and no background snapshots. The apply rate is the log replay of `engine.Open` on a crash copy of a store holding the whole stream in its log (%s hits replayed; decoding and applying records without normalisation or enrichment), less the %s `Open` takes without the log. The durable rate is %d goroutines calling `Track` with one hit each, group-committed.\n\n",
+		formatCount(float64(p.Hits)), formatCount(float64(p.Accepted)), formatCount(float64(p.Replayed)), formatDur(p.OpenFixed), p.DurableWriters)
+	runs := func(xs []float64) string {
+		var s []string
+		for _, x := range xs {
+			s = append(s, formatCount(x))
+		}
+		return strings.Join(s, ", ")
+	}
+	table(b, []string{"measurement", "median hits/s", "runs"}, [][]string{
+		{"Track, one hit per call (full pipeline)", formatCount(p.TrackPerSec), runs(p.TrackRuns)},
+		{fmt.Sprintf("Track, %d hits per call", p.BatchSize), formatCount(p.BatchPerSec), runs(p.BatchRuns)},
+		{"apply (log replay in Open)", formatCount(p.ApplyPerSec), runs(p.ApplyRuns)},
+		{fmt.Sprintf("durable Track, %d writers (p50 %s, p99 %s)", p.DurableWriters, formatDur(p.DurableLatency.P50), formatDur(p.DurableLatency.P99)), formatCount(p.DurablePerSec), runs(p.DurableRuns)},
+	})
+	r.targetTable(b, RunPipeline)
+}
+
+func (r *Report) httpMD(b *strings.Builder, prefix string) {
+	b.WriteString("## 2. Tracking over HTTP\n\n")
+	h := r.HTTP
+	if h == nil {
+		notRun(b, RunHTTP)
+		return
+	}
+	fmt.Fprintf(b, "`POST /api/event` in the phpAnalytics form (`page`, `referrer`, `screen_resolution`, and `event` for custom events) with the visitor's `User-Agent`, `Accept-Language` and (trusted) `X-Forwarded-For`, from keep-alive clients, against %s, for %s per measurement. About 7%% of the requests are bots: answered 202 and dropped, and counted in the rate like the others.\n\n",
+		map[bool]string{true: "an in-process server (`httpd.New`, rate limit off) on a loopback port; the clients share the machine's cores with it", false: "`" + h.Target + "`"}[h.Target == "in-process"], r.Config.HTTPDuration)
+	if h.Unavailable != "" {
+		fmt.Fprintf(b, "**Not available:** %s.\n\n", h.Unavailable)
+	}
+	if len(h.Points) > 0 {
+		var rows [][]string
+		for _, p := range h.Points {
+			rows = append(rows, []string{p.Mode, strconv.Itoa(p.Clients), formatCount(p.PerSec), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
+		}
+		table(b, []string{"mode", "clients", "median hits/s", "p50", "p99", "p99.9", "errors"}, rows)
+		fmt.Fprintf(b, "![throughput vs concurrency](%sthroughput.svg)\n\n", prefix)
+	}
+	r.targetTable(b, RunHTTP)
+}
+
+func (r *Report) queryMD(b *strings.Builder, prefix string) {
+	b.WriteString("## 3. Query latency\n\n")
+	q := r.Query
+	if q == nil {
+		notRun(b, RunQuery)
+		return
+	}
+	fmt.Fprintf(b, "`engine.Stat` (first page of 10 rows, by count) on history loaded day by day through `Track` (batches of 1,000, `NoSync`) with the engine's clock following the days, then snapshotted the next morning so every day is closed. Loading took %s for %s hits. Each query runs once to warm up, then at least 5 times and for at least %s.\n\n",
+		q.LoadTime.Round(time.Millisecond), formatCount(float64(q.LoadedHits)), r.Config.QueryTime)
+	var rows [][]string
+	for _, s := range q.Sites {
+		scale := s.Scale
+		if scale == "" {
+			scale = "full traffic"
+		}
+		rows = append(rows, []string{s.Size, s.Name, formatCount(float64(s.PageviewsPerMonth)), formatCount(float64(s.PagesPerDay)), strconv.Itoa(s.Days), formatCount(float64(s.Hits)), scale})
+	}
+	table(b, []string{"size", "website", "pageviews/month", "pages/day", "days", "hits counted", "traffic"}, rows)
+	if _, ok := q.site("large-year"); ok {
+		fmt.Fprintf(b, "The large site is loaded at full traffic for its last %d days only (a year of it is about 130M hits); its ranges over %d days are answered by `large-year`, which keeps the large site's %d pages a day at a fraction of its traffic.\n\n", largeFullDays, largeFullDays, Large.PagesPerDay)
+	}
+	for _, size := range r.Config.QuerySites {
+		fmt.Fprintf(b, "**%s site** — p50 / p95 / p99:\n\n", size)
+		head := []string{"statistic"}
+		for _, d := range r.Config.QueryDays {
+			head = append(head, fmt.Sprintf("%d days", d))
+		}
+		rows = nil
+		for _, name := range r.Config.QueryNames {
+			row := []string{name}
+			for _, d := range r.Config.QueryDays {
+				p, ok := q.Point(size, d, name)
+				if !ok {
+					row = append(row, "—")
+					continue
+				}
+				l := p.Latency
+				row = append(row, formatDur(l.P50)+" / "+formatDur(l.P95)+" / "+formatDur(l.P99))
+			}
+			rows = append(rows, row)
+		}
+		table(b, head, rows)
+	}
+	fmt.Fprintf(b, "![latency vs range](%slatency.svg)\n\n", prefix)
+	fmt.Fprintf(b, "**Over HTTP.** `GET /api/v1/stats/{id}?name=page&from=…&to=…` (%d days, medium site) with a Bearer key, from keep-alive clients against an in-process server over the same engine:\n\n", q.APIDays)
+	if q.APIUnavailable != "" {
+		fmt.Fprintf(b, "**Not available:** %s.\n\n", q.APIUnavailable)
+	} else {
+		rows = nil
+		for _, p := range q.API {
+			rows = append(rows, []string{strconv.Itoa(p.Clients), formatCount(p.PerSec), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
+		}
+		table(b, []string{"clients", "median req/s", "p50", "p99", "p99.9", "errors"}, rows)
+	}
+	fmt.Fprintf(b, "The statistics page `GET /stats/{domain}?from=…&to=…` over %d days (medium site, public), one client: ", q.PagesDays)
+	if q.PagesUnavailable != "" {
+		fmt.Fprintf(b, "**not available:** %s.\n\n", q.PagesUnavailable)
+	} else {
+		fmt.Fprintf(b, "p50 %s, p99 %s over %d requests.\n\n", formatDur(q.Pages.P50), formatDur(q.Pages.P99), q.Pages.N)
+	}
+	r.targetTable(b, RunQuery)
+}
+
+func (r *Report) memoryMD(b *strings.Builder, prefix string) {
+	b.WriteString("## 4. Memory and disk\n\n")
+	m := r.Memory
+	if m == nil {
+		notRun(b, RunMemory)
+		return
+	}
+	fmt.Fprintf(b, "The medium site's history grown day by day (the engine's clock following the days), measured at each length after a snapshot: the live Go heap after `runtime.GC` (`HeapAlloc`; `HeapInuse` also counts the free space of partly used spans, which varies by megabytes from run to run) less the heap before the engine was opened and the engine's fixed cost (%s: user-agent and geo tables and the like), and the data directory's size after `Close`, less that of a store with the website and no hits (%s: Pebble's fixed files). Once without a memory budget and once with `MemoryBudget` = %s (closed days beyond it are evicted and read back on demand); then the small site without a budget at the longest history, for the capacity model. A day bucket keeps counts per distinct value and bitmaps of visitor ids, so the cost per hit falls as the history and the site grow: the first days also carry the open salt period's visitor state. Pebble's block cache and memtables live outside the Go heap (cgo) and are not counted. One pass each: these numbers do not vary between repetitions.\n\n",
+		formatBytes(float64(m.Fixed)), formatBytes(float64(m.FixedDisk)), formatBytes(float64(m.Budget)))
+	var rows [][]string
+	for _, p := range m.Points {
+		budget := "none"
+		if p.Budget > 0 {
+			budget = formatBytes(float64(p.Budget))
+		}
+		rows = append(rows, []string{p.Size, budget, strconv.Itoa(p.Days), formatCount(float64(p.Hits)), formatBytes(float64(p.Heap)), formatCount(p.MemPerHit()),
+			formatBytes(float64(p.Resident)), formatBytes(float64(p.Disk)), formatCount(p.DiskPerHit())})
+	}
+	table(b, []string{"site", "budget", "days", "hits", "heap", "heap bytes/hit", "resident days (engine)", "disk", "disk bytes/hit (less the fixed disk)"}, rows)
+	fmt.Fprintf(b, "![bytes per hit vs history](%smemory.svg)\n\n", prefix)
+	r.targetTable(b, RunMemory)
+}
+
+func (r *Report) snapshotMD(b *strings.Builder) {
+	b.WriteString("## 5. Snapshots and restart\n\n")
+	s := r.Snapshot
+	if s == nil {
+		notRun(b, RunSnapshot)
+		return
+	}
+	fmt.Fprintf(b, "After %d days of the medium site, %d goroutines track the next day's hits (one per call, `NoSync`, so that a slow call is the snapshot's doing and not an fsync's) for %s while another takes a snapshot every %s. A Track call overlaps a snapshot when their intervals intersect.\n\n",
+		s.HistoryDays, s.Writers, r.Config.SnapshotDuration, s.Every)
+	table(b, []string{"measurement", "p50", "p99", "p99.9", "max", "count"}, [][]string{
+		{"engine.Snapshot duration", formatDur(s.Duration.P50), formatDur(s.Duration.P99), formatDur(s.Duration.P999), formatDur(s.Duration.Max), strconv.Itoa(s.Snapshots)},
+		{"Track calls overlapping a snapshot", formatDur(s.During.P50), formatDur(s.During.P99), formatDur(s.During.P999), formatDur(s.During.Max), strconv.Itoa(s.During.N)},
+		{"other Track calls", formatDur(s.Outside.P50), formatDur(s.Outside.P99), formatDur(s.Outside.P999), formatDur(s.Outside.Max), strconv.Itoa(s.Outside.N)},
+	})
+	fmt.Fprintf(b, "`Metrics().LastSnapshot` at the end: %s. Tracking rate while snapshotting: %s hits/s.\n\n", formatDur(s.LastSnapshot), formatCount(s.TrackPerSec))
+	if s.RestartOpen > 0 {
+		fmt.Fprintf(b, "**Restart** of the query run's history — %s; %s hits in all: `Close` (writing the final snapshot) %s, then `Open` %s (medians). `Close` snapshots, so this `Open` replays no log; after a crash, `Open` also replays the log written since the last snapshot (at most `SnapshotEvery` of traffic) at the apply rate of run 1.\n\n",
+			s.RestartHistory, formatCount(float64(s.RestartHits)), formatDur(s.RestartClose), formatDur(s.RestartOpen))
+	}
+	r.targetTable(b, RunSnapshot)
+}
+
+func (r *Report) capacityMD(b *strings.Builder) {
+	b.WriteString("## Capacity planning\n\n")
+	c, src := r.Capacity()
+	b.WriteString("```\n")
+	b.WriteString("hits kept  = websites × pageviews/month × hits per pageview × retention days / 30\n")
+	b.WriteString("RAM        = (fixed memory + hits kept × memory bytes/hit) × headroom\n")
+	b.WriteString("disk       = (fixed disk + hits kept × disk bytes/hit) × headroom\n")
+	b.WriteString("peak rate  = websites × pageviews/month × requests per pageview / (30 × 86,400 s) × peak factor\n")
+	b.WriteString("cores      = ⌈peak rate × headroom / hits per second per core⌉, at least 1\n")
+	b.WriteString("```\n\n")
+	table(b, []string{"input", "value", "source"}, [][]string{
+		{"memory bytes/hit (medium)", formatCount(c.MemBytesPerHit), "see below"},
+		{"disk bytes/hit (medium)", formatCount(c.DiskBytesPerHit), "see below"},
+		{"fixed memory", formatBytes(c.FixedRAM), "see below"},
+		{"fixed disk", formatBytes(c.FixedDisk), "see below"},
+		{"hits per second per core", formatCount(c.HitsPerSecPerCore), "see below"},
+		{"peak factor", fmt.Sprintf("%.2f", c.PeakFactor), "busiest hour ÷ average hour of the generator's diurnal curve"},
+		{"hits kept per pageview", fmt.Sprintf("%.2f", c.HitsPerPageview), "custom events on top of pageviews; bots dropped"},
+		{"requests per pageview", fmt.Sprintf("%.2f", c.RequestsPerPageview), "with events and bot requests (7% of all)"},
+		{"retention", fmt.Sprintf("%d days", c.RetentionDays), "assumed"},
+		{"headroom", fmt.Sprintf("%.0f×", c.Headroom), "assumed: growth, bursts, compactions, page cache"},
+	})
+	for _, s := range src {
+		fmt.Fprintf(b, "- %s\n", s)
+	}
+	if m := r.Memory; m != nil {
+		if p, ok := m.Last(false); ok && p.Days < c.RetentionDays {
+			fmt.Fprintf(b, "- **The costs per hit come from %d days of history, far shorter than the retention:** they carry the open salt period's visitor state, which a long history amortises, and overstate the needs (a full run measures 365 days).\n", p.Days)
+		}
+	}
+	b.WriteString("\n")
+	var rows [][]string
+	for _, row := range CapacityRows {
+		p := c.Plan(row[0], row[1])
+		mem, disk := c.cost(row[1])
+		rows = append(rows, []string{
+			fmt.Sprintf("%s × %s", formatCount(float64(row[0])), formatCount(float64(row[1]))),
+			formatCount(p.HitsKept), fmt.Sprintf("%.1f", p.PeakPerSec), formatCount(mem) + " / " + formatCount(disk),
+			fmt.Sprintf("%.2f GiB", p.RAMGiB), fmt.Sprintf("%.2f GiB", p.DiskGiB), strconv.Itoa(p.Cores),
+		})
+	}
+	table(b, []string{"websites × pageviews/month", "hits kept", "peak hits/s", "memory/disk bytes per hit", "RAM", "disk", "cores"}, rows)
+	b.WriteString("A small site's costs per hit are its own fixed costs spread over few hits: its open salt period's visitor state, its interned strings, and on disk Pebble's per-file overheads of a store holding one small site; many small sites in one store share the latter, so the disk of the small rows is an upper bound. Without a memory budget every day of the retention stays in memory; with `MemoryBudget`, RAM is about the budget plus the fixed memory plus the open days, and older queries read from disk (see run 4). Tracking is rarely the bottleneck: statistics pages and API queries over long ranges cost more CPU than the hits (run 3).\n")
+}
+
+// formatCount formats a number with thousands separators, or with three
+// significant digits below 100.
+func formatCount(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	if math.Abs(v) < 100 {
+		s := strconv.FormatFloat(v, 'f', 2, 64)
+		if math.Abs(v) >= 10 {
+			s = strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	n := int64(math.Round(v))
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := strconv.FormatInt(n, 10)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// formatDur formats a duration in ms (or s) with about three significant
+// digits.
+func formatDur(d time.Duration) string {
+	ms := float64(d) / 1e6
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+	case ms >= 100:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	case ms >= 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case ms >= 1:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+}
+
+// formatBytes formats a number of bytes in B, KiB, MiB, GiB or TiB.
+func formatBytes(v float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for math.Abs(v) >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + " B"
+	}
+	return formatCount(v) + " " + units[i]
+}
