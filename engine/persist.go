@@ -178,6 +178,10 @@ func (e *Engine) Snapshot(ctx context.Context) error {
 	return e.snapshot()
 }
 
+// compactLogEvery is how many snapshots go by between compactions of the
+// trimmed log (every 5 minutes at the default interval).
+const compactLogEvery = 10
+
 // pendingDay is a dirty day collected for a snapshot.
 type pendingDay struct {
 	st   *siteState
@@ -297,7 +301,12 @@ func (e *Engine) snapshot() error {
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
 	e.dropOldSalts(now, inUse)
-	e.counters.snapshots.Add(1)
+	if n := e.counters.snapshots.Add(1); n%compactLogEvery == 0 {
+		// The trimmed log's space comes back only when Pebble compacts it.
+		if err := e.store.CompactLog(); err != nil {
+			e.opts.Logger.Error("compact log", "err", err)
+		}
+	}
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
 	e.evict()
 	return nil
