@@ -204,6 +204,22 @@ func startServer(e *engine.Engine) (*server, error) {
 	return s, nil
 }
 
+// startNoop starts the baseline server: it reads the body and answers 202.
+func startNoop() (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, io.LimitReader(r.Body, 16<<10))
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "ok")
+	})
+	s := &server{url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
 func (s *server) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -235,7 +251,10 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 	rep.HTTP = res
 	r.prog.step("http: generating requests")
 	reqs := trackRequests(pipelineStream(c.Seed+1, min(200_000, max(20_000, c.PipelineHits))))
-	modes := []string{"durable", "nosync"}
+	// baseline: a handler that reads the body and answers 202, on the same
+	// loopback with the same clients — the ceiling of this machine's HTTP
+	// stack, to read the other modes against.
+	modes := []string{"baseline", "durable", "nosync"}
 	if c.Target != "" {
 		res.Target = c.Target
 		modes = []string{"external"}
@@ -250,7 +269,13 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 		var e *engine.Engine
 		var srv *server
 		var dir string
-		if mode != "external" {
+		if mode == "baseline" {
+			var err error
+			if srv, err = startNoop(); err != nil {
+				return err
+			}
+			base = srv.url
+		} else if mode != "external" {
 			dir = r.newDir("http-" + mode)
 			var err error
 			e, err = engine.Open(&engine.Options{Dir: dir, NoSync: mode == "nosync"})

@@ -239,7 +239,7 @@ func planSteps(c *RunConfig) int {
 		n += 2 * c.Repeats
 	}
 	if c.has(RunHTTP) {
-		modes := 2
+		modes := 3 // baseline, durable, nosync
 		if c.Target != "" {
 			modes = 1
 		}
