@@ -46,8 +46,10 @@ type Engine struct {
 	salts saltBox
 
 	// snapMu serialises snapshots with each other and with the deletion of
-	// a website's keys.
-	snapMu sync.Mutex
+	// a website's keys; it guards lastTrim and trimmedSince.
+	snapMu       sync.Mutex
+	lastTrim     uint64 // trim point of the last snapshot
+	trimmedSince uint64 // log entries trimmed since the log was last compacted
 
 	counters counters
 

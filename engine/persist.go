@@ -105,6 +105,7 @@ func (e *Engine) load() error {
 		return err
 	}
 	e.seq.Store(maxSeq)
+	e.lastTrim = e.store.Trim()
 	e.opts.Logger.Info("engine opened", "websites", len(e.sites), "replayed", replayed)
 	return nil
 }
@@ -178,9 +179,12 @@ func (e *Engine) Snapshot(ctx context.Context) error {
 	return e.snapshot()
 }
 
-// compactLogEvery is how many snapshots go by between compactions of the
-// trimmed log (every 5 minutes at the default interval).
-const compactLogEvery = 10
+// The trimmed log is compacted every compactLogEvery snapshots (5 minutes
+// at the default interval), or once compactLogHits hits were trimmed.
+const (
+	compactLogEvery = 10
+	compactLogHits  = 1 << 20
+)
 
 // pendingDay is a dirty day collected for a snapshot.
 type pendingDay struct {
@@ -301,8 +305,12 @@ func (e *Engine) snapshot() error {
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
 	e.dropOldSalts(now, inUse)
-	if n := e.counters.snapshots.Add(1); n%compactLogEvery == 0 {
-		// The trimmed log's space comes back only when Pebble compacts it.
+	// The trimmed log's space comes back only when Pebble compacts it: every
+	// compactLogEvery snapshots, or sooner after many hits.
+	e.trimmedSince += trim - min(trim, e.lastTrim)
+	e.lastTrim = trim
+	if n := e.counters.snapshots.Add(1); n%compactLogEvery == 0 || e.trimmedSince >= compactLogHits {
+		e.trimmedSince = 0
 		if err := e.store.CompactLog(); err != nil {
 			e.opts.Logger.Error("compact log", "err", err)
 		}
