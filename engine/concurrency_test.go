@@ -54,20 +54,20 @@ func TestConcurrentTrackAndQuery(t *testing.T) {
 				default:
 				}
 				s := sites[r%len(sites)]
-				if _, err := e.Stat(ctx, engine.StatQuery{Website: s.ID, Name: "page", From: date("2026-11-20"), To: date("2026-11-21")}); err != nil {
+				if _, err := e.Unscoped().Stat(ctx, engine.StatQuery{Website: s.ID, Name: "page", From: date("2026-11-20"), To: date("2026-11-21")}); err != nil {
 					t.Error(err)
 				}
-				if _, err := e.Totals(ctx, 0, s.ID, date("2026-11-21"), date("2026-11-21")); err != nil {
+				if _, err := e.Unscoped().Totals(ctx, s.ID, date("2026-11-21"), date("2026-11-21")); err != nil {
 					t.Error(err)
 				}
-				if _, err := e.Realtime(ctx, 0, s.ID); err != nil {
+				if _, err := e.Unscoped().Realtime(ctx, s.ID); err != nil {
 					t.Error(err)
 				}
 				if r == 0 {
 					if err := e.Snapshot(ctx); err != nil {
 						t.Error(err)
 					}
-					if _, err := e.UpdateWebsite(ctx, 0, s.ID, engine.WebsiteInput{ExcludeParams: str("x")}); err != nil {
+					if _, err := e.Unscoped().UpdateWebsite(ctx, s.ID, engine.WebsiteInput{ExcludeParams: str("x")}); err != nil {
 						t.Error(err)
 					}
 				}
@@ -79,7 +79,7 @@ func TestConcurrentTrackAndQuery(t *testing.T) {
 	readers.Wait()
 	var total uint64
 	for _, s := range sites {
-		tot, err := e.Totals(ctx, 0, s.ID, date("2026-11-21"), date("2026-11-21"))
+		tot, err := e.Unscoped().Totals(ctx, s.ID, date("2026-11-21"), date("2026-11-21"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,28 @@
 Package engine is the webstats engine, usable as a library with no server:
 open an Engine, register websites, Track hits, and query statistics.
 
+# The API at a glance
+
+  - Lifecycle, on *Engine: Open, Close, Snapshot, Backup, Metrics.
+  - Tracking, on *Engine: Track counts hits of any website (a hit names its
+    website by URL host, Domain or Website id).
+  - Websites and statistics, on an Owner: Engine.Owner(account) sees only
+    that account's websites; Engine.Unscoped sees them all and is for the
+    server's own use (command line, report scheduler, public pages that check
+    a website's privacy themselves). Websites, Website, WebsiteByDomain,
+    CreateWebsite, UpdateWebsite, DeleteWebsite, Stat, Totals, Realtime and
+    Today all go through one; another account's website is ErrNotFound,
+    exactly like a missing one.
+  - Accounts and API keys, on *Engine: CreateAccount, Account, Accounts,
+    AccountByEmail, Authenticate, RotateKey.
+  - Server bookkeeping, on *Engine, used by httpd: Secret (cookie keys),
+    CheckPassword (a website's statistics password), LastReport and
+    SetLastReport (periodic e-mail reports).
+
+Days are Dates (an alias of buckets.Date: ParseDate, DateOf, DateFromTime).
+Errors are the sentinels below (use errors.Is) or a *ValidationError whose
+fields say what was wrong (use errors.As).
+
 # Opening
 
 	e, err := engine.Open(&engine.Options{Dir: "./webstats-data"})
@@ -36,7 +58,7 @@ visitor numbers and visits exactly.
 
 # Queries
 
-Stat answers one of the 17 statistics (StatNames) over a range of local days
+Owner.Stat answers one of the 17 statistics (StatNames) over a range of local days
 with search, sort and paging; Totals gives unique visitors (exact within a
 salt period), pageviews, visits and events; Realtime the last 30 minutes.
 Closed days are frozen (immutable, compacted): queries read them without

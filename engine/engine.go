@@ -200,9 +200,6 @@ func (e *Engine) Close() error {
 	return errors.Join(err, e.store.Close(), e.geo.Close())
 }
 
-// Now returns the engine's clock (Options.Now).
-func (e *Engine) Now() time.Time { return e.now() }
-
 // Backup writes a consistent copy of the store to dir (which must not exist)
 // while tracking goes on. Opening an engine on the copy gives the same answers.
 func (e *Engine) Backup(ctx context.Context, dir string) error {

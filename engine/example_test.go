@@ -6,12 +6,12 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
 // An in-memory engine: register a website, track two pageviews and read the
-// top pages.
+// top pages. Website and statistics calls go through the account's Owner
+// handle, which sees only that account's websites.
 func Example() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -22,8 +22,9 @@ func Example() {
 	defer e.Close()
 
 	acc, _, _ := e.CreateAccount(ctx, "Me", "me@example.org")
+	me := e.Owner(acc.ID)
 	domain := "example.com"
-	site, err := e.CreateWebsite(ctx, acc.ID, engine.WebsiteInput{Domain: &domain})
+	site, err := me.CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
 	if err != nil {
 		panic(err)
 	}
@@ -35,12 +36,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	today := buckets.DateFromTime(now)
-	page, _ := e.Stat(ctx, engine.StatQuery{Website: site.ID, Name: "page", From: today, To: today, Desc: true})
+	today := engine.DateFromTime(now)
+	page, _ := me.Stat(ctx, engine.StatQuery{Website: site.ID, Name: "page", From: today, To: today})
 	for _, r := range page.Rows {
 		fmt.Println(r.Value, r.Count)
 	}
-	tot, _ := e.Totals(ctx, 0, site.ID, today, today)
+	tot, _ := me.Totals(ctx, site.ID, today, today)
 	fmt.Printf("%d visitor, %d pageviews, %d visit\n", tot.Visitors, tot.Pageviews, tot.Visits)
 	// Output:
 	// / 1

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/webstats/webstats/buckets"
@@ -51,20 +50,20 @@ func canonicalStat(name string) (string, bool) {
 const MaxRangeDays = 36525
 
 // StatQuery asks for one statistic of a website over a range of local days.
+// Its zero sort is the largest counts first.
 type StatQuery struct {
-	// Website is the website id; Account, when not 0, must own it.
+	// Website is the website id.
 	Website uint32
-	Account uint32
 	// Name is one of StatNames, or the alias pageviews_hour / visitors_hour.
 	Name string
 	// From and To are inclusive local days of the website.
-	From, To buckets.Date
+	From, To Date
 	// Search keeps the rows whose value holds it (case-insensitive).
 	Search string
-	// SortBy is "count" (default) or "value"; Desc sorts descending. Equal
-	// counts are ordered by value ascending, bytewise.
+	// SortBy is "count" (default) or "value". Rows come in descending order
+	// unless Asc. Equal counts are ordered by value ascending, bytewise.
 	SortBy string
-	Desc   bool
+	Asc    bool
 	// Page counts from 1 (< 1 means 1); PerPage defaults to 10.
 	Page, PerPage int
 }
@@ -76,15 +75,22 @@ func (q *StatQuery) Validate() error {
 	if _, ok := canonicalStat(q.Name); !ok {
 		verr.add("name", "The selected name is invalid.")
 	}
-	if q.From > q.To {
-		verr.add("to", "The to must be a date after or equal to from.")
-	} else if int(q.To-q.From) >= MaxRangeDays {
-		verr.add("to", fmt.Sprintf("The range must not be longer than %d days.", MaxRangeDays))
-	}
+	checkRange(&verr, q.From, q.To)
 	if q.SortBy != "" && q.SortBy != "count" && q.SortBy != "value" {
 		verr.add("sort_by", "The selected sort by is invalid.")
 	}
 	return verr.orNil()
+}
+
+// checkRange adds to verr what is wrong with the range [from, to]: from
+// after to, or more than MaxRangeDays days (counted in int64: the difference
+// of two Dates overflows int32).
+func checkRange(verr *ValidationError, from, to Date) {
+	if from > to {
+		verr.add("to", "The to must be a date after or equal to from.")
+	} else if int64(to)-int64(from) >= MaxRangeDays {
+		verr.add("to", fmt.Sprintf("The range must not be longer than %d days.", MaxRangeDays))
+	}
 }
 
 // Row is one value of a statistic and its count.
@@ -102,13 +108,14 @@ type Page struct {
 	LastPage int // at least 1
 }
 
-// Stat answers a statistic query.
-func (e *Engine) Stat(ctx context.Context, q StatQuery) (Page, error) {
+// Stat answers a statistic query on one of the handle's websites.
+func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
+	e := o.e
 	if err := q.Validate(); err != nil {
 		return Page{}, err
 	}
 	name, _ := canonicalStat(q.Name)
-	s, err := e.siteFor(q.Account, q.Website)
+	s, err := o.site(q.Website)
 	if err != nil {
 		return Page{}, err
 	}
@@ -121,7 +128,7 @@ func (e *Engine) Stat(ctx context.Context, q StatQuery) (Page, error) {
 		rows = slices.DeleteFunc(rows, func(r Row) bool { return !containsFold(r.Value, needle) })
 	}
 	per, page, last, lo, hi := pageBounds(len(rows), q.PerPage, q.Page)
-	sortRows(rows, q.SortBy == "value", q.Desc, hi)
+	sortRows(rows, q.SortBy == "value", !q.Asc, hi)
 	out := Page{Rows: slices.Clone(rows[lo:hi]), Total: len(rows), Page: page, PerPage: per, LastPage: last}
 	return out, nil
 }
@@ -182,17 +189,6 @@ func partialSort(rows []Row, n int, less func(a, b Row) int) {
 		h[j] = r
 	}
 	slices.Reverse(h)
-}
-
-// siteFor returns the website id if account (0: any) owns it.
-func (e *Engine) siteFor(account, id uint32) (*site, error) {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	s, ok := e.sites[id]
-	if !ok || (account != 0 && s.web.Account != account) {
-		return nil, ErrNotFound
-	}
-	return s, nil
 }
 
 // rows computes every row of statistic name over [from, to].
@@ -387,13 +383,14 @@ type Totals struct {
 	Events    uint64
 }
 
-// Totals returns website's totals over the local days [from, to]. account,
-// when not 0, must own the website.
-func (e *Engine) Totals(ctx context.Context, account, website uint32, from, to buckets.Date) (Totals, error) {
-	if from > to || int(to-from) >= MaxRangeDays {
-		return Totals{}, &ValidationError{Fields: []FieldError{{"to", "The to must be a date after or equal to from."}}}
+// Totals returns website's totals over the local days [from, to].
+func (o Owner) Totals(ctx context.Context, website uint32, from, to Date) (Totals, error) {
+	e := o.e
+	var verr ValidationError
+	if checkRange(&verr, from, to); len(verr.Fields) > 0 {
+		return Totals{}, &verr
 	}
-	s, err := e.siteFor(account, website)
+	s, err := o.site(website)
 	if err != nil {
 		return Totals{}, err
 	}
@@ -420,8 +417,9 @@ type Realtime struct {
 }
 
 // Realtime returns the website's realtime view at the engine's clock.
-func (e *Engine) Realtime(ctx context.Context, account, website uint32) (Realtime, error) {
-	s, err := e.siteFor(account, website)
+func (o Owner) Realtime(ctx context.Context, website uint32) (Realtime, error) {
+	e := o.e
+	s, err := o.site(website)
 	if err != nil {
 		return Realtime{}, err
 	}
@@ -451,16 +449,11 @@ func (e *Engine) Realtime(ctx context.Context, account, website uint32) (Realtim
 	return rt, nil
 }
 
-// ParseDate parses a "2006-01-02" day.
-func ParseDate(s string) (buckets.Date, error) { return buckets.ParseDate(s) }
-
-// Today returns the current local day of a website.
-func (e *Engine) Today(ctx context.Context, website uint32) (buckets.Date, error) {
-	s, err := e.siteFor(0, website)
+// Today returns the current local day of a website, in its time zone.
+func (o Owner) Today(ctx context.Context, website uint32) (Date, error) {
+	s, err := o.site(website)
 	if err != nil {
 		return 0, err
 	}
-	return buckets.DateFromTime(e.now().In(s.cfg.Load().loc)), nil
+	return buckets.DateFromTime(o.e.now().In(s.cfg.Load().loc)), nil
 }
-
-var _ = strconv.Itoa

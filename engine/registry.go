@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -215,14 +214,13 @@ func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) 
 	return *a, nil
 }
 
-// Website returns the website id of account. A website of another account is
-// ErrNotFound, exactly like a missing one. Account 0 means any account (for
-// the statistics pages and internal use).
-func (e *Engine) Website(ctx context.Context, account, id uint32) (Website, error) {
+// Website returns the website id.
+func (o Owner) Website(ctx context.Context, id uint32) (Website, error) {
+	e := o.e
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	s, ok := e.sites[id]
-	if !ok || (account != 0 && s.web.Account != account) {
+	if !ok || !o.owns(s.web) {
 		return Website{}, ErrNotFound
 	}
 	return *s.web, nil
@@ -230,19 +228,19 @@ func (e *Engine) Website(ctx context.Context, account, id uint32) (Website, erro
 
 // WebsiteByDomain returns the website whose domain is domain (normalised as
 // tracked hosts are).
-func (e *Engine) WebsiteByDomain(ctx context.Context, domain string) (Website, error) {
+func (o Owner) WebsiteByDomain(ctx context.Context, domain string) (Website, error) {
+	e := o.e
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	id, ok := e.domains[norm.Host(domain)]
-	if !ok {
+	if !ok || !o.owns(e.sites[id].web) {
 		return Website{}, ErrNotFound
 	}
 	return *e.sites[id].web, nil
 }
 
-// WebsiteQuery selects and orders an account's websites.
+// WebsiteQuery selects and orders the websites of an Owner.
 type WebsiteQuery struct {
-	Account uint32
 	Search  string // case-insensitive substring of the domain
 	SortBy  string // "id" (default) or "domain"
 	Desc    bool
@@ -259,14 +257,15 @@ type WebsitePage struct {
 	LastPage int
 }
 
-// Websites lists an account's websites.
-func (e *Engine) Websites(ctx context.Context, q WebsiteQuery) WebsitePage {
+// Websites lists the handle's websites.
+func (o Owner) Websites(ctx context.Context, q WebsiteQuery) WebsitePage {
+	e := o.e
 	search := strings.ToLower(q.Search)
 	e.regMu.RLock()
 	var all []Website
 	for _, s := range e.sites {
 		w := s.web
-		if (q.Account == 0 || w.Account == q.Account) && strings.Contains(w.Domain, search) {
+		if o.owns(w) && strings.Contains(w.Domain, search) {
 			all = append(all, *w)
 		}
 	}
@@ -301,8 +300,9 @@ func pageBounds(total, perPage, page int) (per, pg, last, lo, hi int) {
 	return per, pg, last, lo, hi
 }
 
-// CreateWebsite validates in and creates a website for account.
-func (e *Engine) CreateWebsite(ctx context.Context, account uint32, in WebsiteInput) (Website, error) {
+// CreateWebsite validates in and creates a website for the handle's account.
+func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, error) {
+	e, account := o.e, o.account
 	now := e.now().UTC().Truncate(time.Microsecond)
 	w := Website{Account: account, Privacy: 1, Email: 0, ExcludeBots: 1, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	var verr ValidationError
@@ -325,7 +325,7 @@ func (e *Engine) CreateWebsite(ctx context.Context, account uint32, in WebsiteIn
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
-	if _, ok := e.accounts[account]; !ok {
+	if _, ok := e.accounts[account]; !ok || o.all {
 		return Website{}, ErrNotFound
 	}
 	if w.Domain != "" {
@@ -353,7 +353,8 @@ func (e *Engine) CreateWebsite(ctx context.Context, account uint32, in WebsiteIn
 
 // UpdateWebsite changes the fields sent in in; domain cannot be changed and is
 // ignored.
-func (e *Engine) UpdateWebsite(ctx context.Context, account, id uint32, in WebsiteInput) (Website, error) {
+func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (Website, error) {
+	e := o.e
 	if !e.enter() {
 		return Website{}, ErrClosed
 	}
@@ -361,7 +362,7 @@ func (e *Engine) UpdateWebsite(ctx context.Context, account, id uint32, in Websi
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	s, ok := e.sites[id]
-	if !ok || (account != 0 && s.web.Account != account) {
+	if !ok || !o.owns(s.web) {
 		return Website{}, ErrNotFound
 	}
 	w := *s.web
@@ -461,14 +462,15 @@ func loadLocation(tz string) (*time.Location, error) {
 
 // DeleteWebsite removes a website and all its statistics, in memory at once
 // and on disk before it returns.
-func (e *Engine) DeleteWebsite(ctx context.Context, account, id uint32) error {
+func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
+	e := o.e
 	if !e.enter() {
 		return ErrClosed
 	}
 	defer e.exit()
 	e.regMu.Lock()
 	s, ok := e.sites[id]
-	if !ok || (account != 0 && s.web.Account != account) {
+	if !ok || !o.owns(s.web) {
 		e.regMu.Unlock()
 		return ErrNotFound
 	}
@@ -571,5 +573,3 @@ func (e *Engine) loadRegistry() error {
 		return nil
 	})
 }
-
-var _ = buckets.Date(0)

@@ -27,7 +27,7 @@ func reportID(website uint32, kind ReportKind) uint64 { return uint64(website)<<
 
 // LastReport returns the first day of the last period whose report was sent
 // for the website, and false when none was.
-func (e *Engine) LastReport(ctx context.Context, website uint32, kind ReportKind) (buckets.Date, bool, error) {
+func (e *Engine) LastReport(ctx context.Context, website uint32, kind ReportKind) (Date, bool, error) {
 	if !e.enter() {
 		return 0, false, ErrClosed
 	}
@@ -48,12 +48,12 @@ func (e *Engine) LastReport(ctx context.Context, website uint32, kind ReportKind
 
 // SetLastReport records, durably, that the report of the period starting on
 // first was sent for the website.
-func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportKind, first buckets.Date) error {
+func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportKind, first Date) error {
 	if !e.enter() {
 		return ErrClosed
 	}
 	defer e.exit()
-	if _, err := e.siteFor(0, website); err != nil {
+	if _, err := e.Unscoped().site(website); err != nil {
 		return err
 	}
 	if err := e.store.Put(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
