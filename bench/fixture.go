@@ -174,5 +174,5 @@ func (f *fixture) statQuery(site fixtureSite, name string, days int) (engine.Sta
 	if err != nil {
 		return engine.StatQuery{}, err
 	}
-	return engine.StatQuery{Website: site.ID, Name: name, From: from, To: to, SortBy: "count", Desc: true, PerPage: 10}, nil
+	return engine.StatQuery{Website: site.ID, Name: name, From: from, To: to, SortBy: "count", PerPage: 10}, nil
 }

@@ -83,14 +83,14 @@ func (f *fixture) siteFor(size string, days int) (fixtureSite, bool) {
 // measureQuery runs q at least 5 times and for at least d (at most 2,000
 // times), after one warm-up run, and returns the latencies.
 func measureQuery(ctx context.Context, e *engine.Engine, q engine.StatQuery, d time.Duration) (Latency, error) {
-	if _, err := e.Stat(ctx, q); err != nil {
+	if _, err := e.Unscoped().Stat(ctx, q); err != nil {
 		return Latency{}, err
 	}
 	var ds []time.Duration
 	start := time.Now()
 	for len(ds) < 5 || (time.Since(start) < d && len(ds) < 2000) {
 		t0 := time.Now()
-		if _, err := e.Stat(ctx, q); err != nil {
+		if _, err := e.Unscoped().Stat(ctx, q); err != nil {
 			return Latency{}, err
 		}
 		ds = append(ds, time.Since(t0))

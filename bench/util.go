@@ -69,7 +69,7 @@ func setup(ctx context.Context, e *engine.Engine, domains ...string) (engine.Acc
 	ids := make(map[string]uint32)
 	public := "0"
 	for _, d := range domains {
-		w, err := e.CreateWebsite(ctx, a.ID, engine.WebsiteInput{Domain: &d, Privacy: &public})
+		w, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &d, Privacy: &public})
 		if err != nil {
 			return a, "", nil, fmt.Errorf("create website %s: %w", d, err)
 		}

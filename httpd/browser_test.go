@@ -105,7 +105,7 @@ func TestBrowserTracker(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	// Headless Chromium says so in its user agent: count bots.
-	web, err := f.e.CreateWebsite(ctx, f.aliceID, engine.WebsiteInput{Domain: ptr("127.0.0.1"), ExcludeBots: ptr("0")})
+	web, err := f.e.Owner(f.aliceID).CreateWebsite(ctx, engine.WebsiteInput{Domain: ptr("127.0.0.1"), ExcludeBots: ptr("0")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func newFixture(t testing.TB, opts *Options) *fixture {
 		{a.ID, engine.WebsiteInput{Domain: ptr("blog.example.org"), ExcludeParams: ptr("fbclid"), Privacy: ptr("0"), Email: ptr("1"), Timezone: ptr("Europe/Paris")}},
 		{b.ID, engine.WebsiteInput{Domain: ptr("other.net")}},
 	} {
-		web, err := e.CreateWebsite(ctx, w.account, w.in)
+		web, err := e.Owner(w.account).CreateWebsite(ctx, w.in)
 		if err != nil {
 			t.Fatal(err)
 		}

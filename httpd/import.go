@@ -40,7 +40,7 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	if _, err := s.e.Website(r.Context(), c.account.ID, id); err != nil {
+	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
 	body, err := io.ReadAll(r.Body)

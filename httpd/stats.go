@@ -17,17 +17,17 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	q := parseQuery(r.URL.RawQuery)
 	sq := engine.StatQuery{
-		Website: id, Account: c.account.ID, Name: q.get("name"), Search: q.get("search"),
-		SortBy: "count", Desc: true, Page: pageOf(q), PerPage: perPageOf(q),
+		Website: id, Name: q.get("name"), Search: q.get("search"),
+		SortBy: "count", Page: pageOf(q), PerPage: perPageOf(q),
 	}
 	if q.get("sort_by") == "value" {
 		sq.SortBy = "value"
 	}
 	if q.get("sort") == "asc" {
-		sq.Desc = false
+		sq.Asc = true
 	}
 	// A website that is not the caller's is a 404 before any 422.
-	if _, err := s.e.Website(r.Context(), c.account.ID, id); err != nil {
+	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
 	var fe fieldErrors
@@ -56,7 +56,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *call) error {
 	if sq.From <= sq.To && int64(sq.To)-int64(sq.From) >= engine.MaxRangeDays {
 		sq.From = sq.To - engine.MaxRangeDays + 1
 	}
-	page, err := s.e.Stat(r.Context(), sq)
+	page, err := s.e.Owner(c.account.ID).Stat(r.Context(), sq)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,8 @@ func trimSpace(s string) string {
 func (s *Server) listWebsites(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := parseQuery(r.URL.RawQuery)
 	p := parseListParams(q)
-	res := s.e.Websites(r.Context(), engine.WebsiteQuery{
-		Account: c.account.ID, Search: p.search, SortBy: p.sortBy, Desc: p.desc,
+	res := s.e.Owner(c.account.ID).Websites(r.Context(), engine.WebsiteQuery{
+		Search: p.search, SortBy: p.sortBy, Desc: p.desc,
 		Page: p.page, PerPage: p.perPage,
 	})
 	data := make([]websiteJSON, len(res.Websites))
@@ -99,7 +99,7 @@ func (s *Server) showWebsite(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	web, err := s.e.Website(r.Context(), c.account.ID, id)
+	web, err := s.e.Owner(c.account.ID).Website(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Server) createWebsite(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	web, err := s.e.CreateWebsite(r.Context(), c.account.ID, in)
+	web, err := s.e.Owner(c.account.ID).CreateWebsite(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Server) updateWebsite(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	// 404 comes before the body's 400/413/422.
-	if _, err := s.e.Website(r.Context(), c.account.ID, id); err != nil {
+	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
 	in, err := decodeWebsiteInput(r)
@@ -137,7 +137,7 @@ func (s *Server) updateWebsite(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	in.Domain = nil
-	web, err := s.e.UpdateWebsite(r.Context(), c.account.ID, id, in)
+	web, err := s.e.Owner(c.account.ID).UpdateWebsite(r.Context(), id, in)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) deleteWebsite(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	if err := s.e.DeleteWebsite(r.Context(), c.account.ID, id); err != nil {
+	if err := s.e.Owner(c.account.ID).DeleteWebsite(r.Context(), id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, deleteBody{ID: id, Object: "website", Deleted: true, Status: http.StatusOK})

@@ -66,6 +66,7 @@ func run(ctx context.Context, addr, data, domain string) error {
 // app is the example's HTTP handler over an engine.
 type app struct {
 	e       *engine.Engine
+	stats   engine.Owner // the website's account: its statistics calls go through it
 	website uint32
 	mux     *http.ServeMux
 }
@@ -73,14 +74,14 @@ type app struct {
 // newApp returns the handler for domain's website, creating the website
 // (and an account to own it) when e has none for it.
 func newApp(ctx context.Context, e *engine.Engine, domain string) (*app, error) {
-	w, err := e.WebsiteByDomain(ctx, domain)
+	w, err := e.Unscoped().WebsiteByDomain(ctx, domain)
 	if errors.Is(err, engine.ErrNotFound) {
 		w, err = createWebsite(ctx, e, domain)
 	}
 	if err != nil {
 		return nil, err
 	}
-	a := &app{e: e, website: w.ID, mux: http.NewServeMux()}
+	a := &app{e: e, stats: e.Owner(w.Account), website: w.ID, mux: http.NewServeMux()}
 	a.mux.HandleFunc("POST /hit", a.hit)
 	a.mux.HandleFunc("GET /top-pages", a.topPages)
 	return a, nil
@@ -95,7 +96,7 @@ func createWebsite(ctx context.Context, e *engine.Engine, domain string) (engine
 	if err != nil {
 		return engine.Website{}, err
 	}
-	return e.CreateWebsite(ctx, acct.ID, engine.WebsiteInput{Domain: &domain})
+	return e.Owner(acct.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
 }
 
 func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
@@ -143,15 +144,15 @@ type topPagesResponse struct {
 
 // topPages answers the 10 most viewed pages of the last 30 days.
 func (a *app) topPages(w http.ResponseWriter, r *http.Request) {
-	today, err := a.e.Today(r.Context(), a.website)
+	today, err := a.stats.Today(r.Context(), a.website)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	from := today - 29
-	page, err := a.e.Stat(r.Context(), engine.StatQuery{
+	page, err := a.stats.Stat(r.Context(), engine.StatQuery{
 		Website: a.website, Name: "page", From: from, To: today,
-		SortBy: "count", Desc: true, PerPage: 10,
+		SortBy: "count", PerPage: 10,
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -93,9 +93,9 @@ func importFile(ctx context.Context, imp *Importer, name string, stdin io.Reader
 // creating it (and an account to own it) when missing.
 func findWebsite(ctx context.Context, e *engine.Engine, id uint32, domain string) (engine.Website, error) {
 	if id != 0 {
-		return e.Website(ctx, 0, id)
+		return e.Unscoped().Website(ctx, id)
 	}
-	w, err := e.WebsiteByDomain(ctx, domain)
+	w, err := e.Unscoped().WebsiteByDomain(ctx, domain)
 	if !errors.Is(err, engine.ErrNotFound) {
 		return w, err
 	}
@@ -107,7 +107,7 @@ func findWebsite(ctx context.Context, e *engine.Engine, id uint32, domain string
 	if err != nil {
 		return engine.Website{}, err
 	}
-	return e.CreateWebsite(ctx, acct.ID, engine.WebsiteInput{Domain: &domain})
+	return e.Owner(acct.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
 }
 
 // The reasons a line is skipped before it reaches the engine, in the order
@@ -321,12 +321,11 @@ func printTop(ctx context.Context, out io.Writer, e *engine.Engine, w engine.Web
 	if err != nil {
 		return err
 	}
-	from, _ := engine.ParseDate(first.In(loc).Format(time.DateOnly))
-	to, _ := engine.ParseDate(last.In(loc).Format(time.DateOnly))
-	if int(to-from) >= engine.MaxRangeDays {
+	from, to := engine.DateFromTime(first.In(loc)), engine.DateFromTime(last.In(loc))
+	if int64(to)-int64(from) >= engine.MaxRangeDays {
 		from = to - engine.MaxRangeDays + 1
 	}
-	page, err := e.Stat(ctx, engine.StatQuery{Website: w.ID, Name: "page", From: from, To: to, SortBy: "count", Desc: true, PerPage: n})
+	page, err := e.Unscoped().Stat(ctx, engine.StatQuery{Website: w.ID, Name: "page", From: from, To: to, SortBy: "count", PerPage: n})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func BenchmarkOverview(b *testing.B) {
 				b.Fatal(err)
 			}
 			domain, privacy := "bench.example", "0"
-			if _, err := e.CreateWebsite(ctx, acc.ID, engine.WebsiteInput{Domain: &domain, Privacy: &privacy}); err != nil {
+			if _, err := e.Owner(acc.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Privacy: &privacy}); err != nil {
 				b.Fatal(err)
 			}
 			start := time.Now()

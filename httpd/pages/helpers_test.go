@@ -86,7 +86,7 @@ func newFixture(t testing.TB) *fixture {
 		if password != "" {
 			in.Password = &password
 		}
-		w, err := e.CreateWebsite(ctx, acc, in)
+		w, err := e.Owner(acc).CreateWebsite(ctx, in)
 		if err != nil {
 			t.Fatalf("CreateWebsite %s: %v", domain, err)
 		}

@@ -4,13 +4,12 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
 // dateRange is the range of local days a page shows.
 type dateRange struct {
-	From, To buckets.Date
+	From, To engine.Date
 	Preset   string // one of presets, or "custom"
 }
 
@@ -19,7 +18,7 @@ func (d dateRange) Days() int { return int(d.To-d.From) + 1 }
 
 // Previous returns the range of equal length just before d.
 func (d dateRange) Previous() dateRange {
-	n := buckets.Date(d.Days())
+	n := engine.Date(d.Days())
 	return dateRange{From: d.From - n, To: d.From - 1, Preset: "custom"}
 }
 
@@ -43,7 +42,7 @@ func (d dateRange) Label() string {
 	return dayLabel(d.From) + " – " + dayLabel(d.To)
 }
 
-func dayLabel(d buckets.Date) string {
+func dayLabel(d engine.Date) string {
 	y, m, dd := d.Civil()
 	return time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Format("2 Jan 2006")
 }
@@ -51,35 +50,35 @@ func dayLabel(d buckets.Date) string {
 // preset is a named range relative to today.
 type preset struct {
 	Key, Label string
-	span       func(today buckets.Date) (from, to buckets.Date)
+	span       func(today engine.Date) (from, to engine.Date)
 }
 
 const defaultPreset = "30d"
 
 var presets = []preset{
-	{"today", "Today", func(t buckets.Date) (buckets.Date, buckets.Date) { return t, t }},
-	{"7d", "Last 7 days", func(t buckets.Date) (buckets.Date, buckets.Date) { return t - 6, t }},
-	{"30d", "Last 30 days", func(t buckets.Date) (buckets.Date, buckets.Date) { return t - 29, t }},
-	{"month", "This month", func(t buckets.Date) (buckets.Date, buckets.Date) {
+	{"today", "Today", func(t engine.Date) (engine.Date, engine.Date) { return t, t }},
+	{"7d", "Last 7 days", func(t engine.Date) (engine.Date, engine.Date) { return t - 6, t }},
+	{"30d", "Last 30 days", func(t engine.Date) (engine.Date, engine.Date) { return t - 29, t }},
+	{"month", "This month", func(t engine.Date) (engine.Date, engine.Date) {
 		y, m, _ := t.Civil()
-		return buckets.DateOf(y, m, 1), t
+		return engine.DateOf(y, m, 1), t
 	}},
-	{"lastmonth", "Last month", func(t buckets.Date) (buckets.Date, buckets.Date) {
+	{"lastmonth", "Last month", func(t engine.Date) (engine.Date, engine.Date) {
 		y, m, _ := t.Civil()
-		first := buckets.DateOf(y, m, 1)
+		first := engine.DateOf(y, m, 1)
 		py, pm, _ := (first - 1).Civil()
-		return buckets.DateOf(py, pm, 1), first - 1
+		return engine.DateOf(py, pm, 1), first - 1
 	}},
-	{"12m", "Last 12 months", func(t buckets.Date) (buckets.Date, buckets.Date) {
+	{"12m", "Last 12 months", func(t engine.Date) (engine.Date, engine.Date) {
 		y, m, _ := t.Civil()
-		return buckets.DateOf(y, m-11, 1), t
+		return engine.DateOf(y, m-11, 1), t
 	}},
 }
 
 // parseRange reads the range of a page from q: from and to (both, as
 // YYYY-MM-DD), else a preset (default: the last 30 days). Errors are 400s
 // with a message for people.
-func parseRange(q url.Values, today buckets.Date) (dateRange, error) {
+func parseRange(q url.Values, today engine.Date) (dateRange, error) {
 	fromS, toS := q.Get("from"), q.Get("to")
 	if fromS != "" || toS != "" {
 		if fromS == "" || toS == "" {
@@ -114,7 +113,7 @@ func parseRange(q url.Values, today buckets.Date) (dateRange, error) {
 	return dateRange{}, badRequest("Unknown range. Pick one of the ranges offered, or give a first and a last day.")
 }
 
-func parseDay(s, which string) (buckets.Date, error) {
+func parseDay(s, which string) (engine.Date, error) {
 	if len(s) > 10 {
 		return 0, badRequest("The %s day is not a date (YYYY-MM-DD).", which)
 	}

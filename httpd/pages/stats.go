@@ -12,7 +12,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -29,7 +28,7 @@ type visit struct {
 // website the request may not see is errNotFound, exactly like an unknown
 // domain.
 func (p *Pages) lookup(r *http.Request, domain string) (*visit, error) {
-	web, err := p.e.WebsiteByDomain(r.Context(), domain)
+	web, err := p.e.Unscoped().WebsiteByDomain(r.Context(), domain)
 	if err != nil {
 		return nil, errNotFound
 	}
@@ -222,7 +221,7 @@ func (p *Pages) overview(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	}
 	ctx := r.Context()
 	q := r.URL.Query()
-	today, err := p.e.Today(ctx, v.web.ID)
+	today, err := p.e.Unscoped().Today(ctx, v.web.ID)
 	if err != nil {
 		return err
 	}
@@ -248,10 +247,10 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*over
 	var unit string
 	tops := make([]topTable, len(tables))
 	fns := []func() error{
-		func() (err error) { cur, err = p.e.Totals(ctx, 0, id, dr.From, dr.To); return err },
+		func() (err error) { cur, err = p.e.Unscoped().Totals(ctx, id, dr.From, dr.To); return err },
 		func() (err error) {
 			pr := dr.Previous()
-			prev, err = p.e.Totals(ctx, 0, id, pr.From, pr.To)
+			prev, err = p.e.Unscoped().Totals(ctx, id, pr.From, pr.To)
 			return err
 		},
 		func() (err error) { series, unit, err = p.series(ctx, id, dr); return err },
@@ -259,11 +258,11 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*over
 	rq := dr.Query().Encode()
 	for i, t := range tables {
 		fns = append(fns, func() error {
-			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", Desc: true, PerPage: 10}
+			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", PerPage: 10}
 			if t.Name == "referrer" {
 				sq.PerPage = 1 << 30 // every row, for the groups
 			}
-			pg, err := p.e.Stat(ctx, sq)
+			pg, err := p.e.Unscoped().Stat(ctx, sq)
 			if err != nil {
 				return err
 			}
@@ -330,7 +329,7 @@ func groupRows(gs []group, rows []engine.Row) []groupRow {
 // months when it is longer than 92 days, else days.
 func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, string, error) {
 	stat := func(name string, n int) (map[string]uint64, error) {
-		pg, err := p.e.Stat(ctx, engine.StatQuery{Website: id, Name: name, From: dr.From, To: dr.To, SortBy: "value", PerPage: n})
+		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: id, Name: name, From: dr.From, To: dr.To, SortBy: "value", Asc: true, PerPage: n})
 		if err != nil {
 			return nil, err
 		}
@@ -361,16 +360,16 @@ func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, 
 		var fns []func() error
 		for first := dr.From; first <= dr.To; {
 			y, m, _ := first.Civil()
-			last := min(buckets.DateOf(y, m+1, 1)-1, dr.To)
+			last := min(engine.DateOf(y, m+1, 1)-1, dr.To)
 			i := len(bs)
 			name := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Format("Jan 2006")
 			bs = append(bs, bucket{Label: name, Title: name})
-			if first != buckets.DateOf(y, m, 1) || last != buckets.DateOf(y, m+1, 1)-1 {
+			if first != engine.DateOf(y, m, 1) || last != engine.DateOf(y, m+1, 1)-1 {
 				bs[i].Title = dayLabel(first) + " – " + dayLabel(last)
 			}
 			lo, hi := first, last
 			fns = append(fns, func() error {
-				t, err := p.e.Totals(ctx, 0, id, lo, hi)
+				t, err := p.e.Unscoped().Totals(ctx, id, lo, hi)
 				bs[i].Visitors, bs[i].Pageviews = t.Visitors, t.Pageviews
 				return err
 			})
@@ -480,7 +479,7 @@ func (sp statParams) values(dr dateRange) url.Values {
 
 func (p *Pages) statRequest(r *http.Request, v *visit) (dateRange, statParams, error) {
 	q := r.URL.Query()
-	today, err := p.e.Today(r.Context(), v.web.ID)
+	today, err := p.e.Unscoped().Today(r.Context(), v.web.ID)
 	if err != nil {
 		return dateRange{}, statParams{}, err
 	}
@@ -531,9 +530,9 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	ctx := r.Context()
 	sq := engine.StatQuery{
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
-		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: sp.Page, PerPage: perPage,
+		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: sp.Page, PerPage: perPage,
 	}
-	pg, err := p.e.Stat(ctx, sq)
+	pg, err := p.e.Unscoped().Stat(ctx, sq)
 	if err != nil {
 		return err
 	}
@@ -541,7 +540,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	if t.Name == "referrer" {
 		all := sq
 		all.Page, all.PerPage = 1, 1<<30
-		apg, err := p.e.Stat(ctx, all)
+		apg, err := p.e.Unscoped().Stat(ctx, all)
 		if err != nil {
 			return err
 		}
@@ -649,9 +648,9 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 	}
 	sq := engine.StatQuery{
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
-		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: 1, PerPage: csvPage,
+		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: 1, PerPage: csvPage,
 	}
-	pg, err := p.e.Stat(r.Context(), sq)
+	pg, err := p.e.Unscoped().Stat(r.Context(), sq)
 	if err != nil {
 		return err
 	}
@@ -669,7 +668,7 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 			break
 		}
 		sq.Page++
-		if pg, err = p.e.Stat(r.Context(), sq); err != nil {
+		if pg, err = p.e.Unscoped().Stat(r.Context(), sq); err != nil {
 			// The header is sent: cut the file short rather than lie.
 			p.log.Error("pages: csv export", "err", err)
 			break
@@ -718,7 +717,7 @@ type realtimeData struct {
 
 // realtime serves the realtime page, or its numbers as JSON.
 func (p *Pages) realtime(w http.ResponseWriter, r *http.Request, v *visit) error {
-	rt, err := p.e.Realtime(r.Context(), 0, v.web.ID)
+	rt, err := p.e.Unscoped().Realtime(r.Context(), v.web.ID)
 	if err != nil {
 		return err
 	}
@@ -780,21 +779,22 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		return nil
 	}
 	ctx := r.Context()
-	list := p.e.Websites(ctx, engine.WebsiteQuery{Account: a.ID, SortBy: "domain", PerPage: maxHomeSites})
+	own := p.e.Owner(a.ID)
+	list := own.Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxHomeSites})
 	d := homeData{Sites: make([]siteRow, len(list.Websites)), More: list.Total - len(list.Websites)}
 	var fns []func() error
 	for i, web := range list.Websites {
 		fns = append(fns, func() error {
-			today, err := p.e.Today(ctx, web.ID)
+			today, err := own.Today(ctx, web.ID)
 			if err != nil {
 				return err
 			}
 			from := today - 29
-			t, err := p.e.Totals(ctx, 0, web.ID, from, today)
+			t, err := own.Totals(ctx, web.ID, from, today)
 			if err != nil {
 				return err
 			}
-			pg, err := p.e.Stat(ctx, engine.StatQuery{Website: web.ID, Name: engine.StatVisitors, From: from, To: today, SortBy: "value", PerPage: 30})
+			pg, err := own.Stat(ctx, engine.StatQuery{Website: web.ID, Name: engine.StatVisitors, From: from, To: today, SortBy: "value", Asc: true, PerPage: 30})
 			if err != nil {
 				return err
 			}
@@ -804,7 +804,7 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 			}
 			vals := make([]uint64, 30)
 			for j := range vals {
-				vals[j] = byDay[(from + buckets.Date(j)).String()]
+				vals[j] = byDay[(from + engine.Date(j)).String()]
 			}
 			d.Sites[i] = siteRow{
 				Domain: web.Domain, Href: "/stats/" + web.Domain, Privacy: privacyName(web.Privacy),

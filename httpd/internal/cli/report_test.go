@@ -58,7 +58,7 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	domain := "example.com"
-	_, err = e.CreateWebsite(ctx, acc.ID, engine.WebsiteInput{Domain: &domain})
+	_, err = e.Owner(acc.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -82,7 +81,7 @@ type row struct {
 // ("https://stats.example.org"); "" leaves the mail without absolute links.
 // From and Date are left for the sender to set. The statistics are read
 // through e's query API.
-func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string, p Period, first buckets.Date, publicURL string) (*Message, error) {
+func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string, p Period, first engine.Date, publicURL string) (*Message, error) {
 	if !p.valid() {
 		return nil, fmt.Errorf("report: compose: %w %d", ErrInvalidPeriod, p)
 	}
@@ -90,11 +89,11 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		return nil, fmt.Errorf("report: compose: %s does not start a %s period", first, p)
 	}
 	last, prevFirst := p.last(first), p.prev(first)
-	cur, err := e.Totals(ctx, 0, w.ID, first, last)
+	cur, err := e.Unscoped().Totals(ctx, w.ID, first, last)
 	if err != nil {
 		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
 	}
-	prev, err := e.Totals(ctx, 0, w.ID, prevFirst, first-1)
+	prev, err := e.Unscoped().Totals(ctx, w.ID, prevFirst, first-1)
 	if err != nil {
 		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
 	}
@@ -127,7 +126,7 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		{"referrer", "Top referrers", "Referrer", "visits", "No visits.", showReferrer},
 		{"country", "Top countries", "Country", "visitors", "No visitors.", showCountry},
 	} {
-		pg, err := e.Stat(ctx, engine.StatQuery{Website: w.ID, Name: spec.stat, From: first, To: last, SortBy: "count", Desc: true, PerPage: topN})
+		pg, err := e.Unscoped().Stat(ctx, engine.StatQuery{Website: w.ID, Name: spec.stat, From: first, To: last, SortBy: "count", PerPage: topN})
 		if err != nil {
 			return nil, fmt.Errorf("report: %s of website %d: %w", spec.stat, w.ID, err)
 		}
@@ -169,7 +168,7 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 // messageID returns the stable Message-ID of a website's report of a period:
 // "<report-{id}-{weekly|monthly}-{YYYY-MM-DD}@{host}>", the host being that
 // of publicURL, or "webstats".
-func messageID(website uint32, p Period, first buckets.Date, publicURL string) string {
+func messageID(website uint32, p Period, first engine.Date, publicURL string) string {
 	host := "webstats"
 	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
 		host = u.Hostname()

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -48,8 +47,8 @@ func at(rfc3339 string) time.Time {
 	return t
 }
 
-func date(s string) buckets.Date {
-	d, err := buckets.ParseDate(s)
+func date(s string) engine.Date {
+	d, err := engine.ParseDate(s)
 	if err != nil {
 		panic(err)
 	}
@@ -118,7 +117,7 @@ func addWebsite(t *testing.T, e *engine.Engine, domain, tz string, email bool) e
 	if email {
 		on = "1"
 	}
-	w, err := e.CreateWebsite(ctx, a.ID, engine.WebsiteInput{Domain: &domain, Email: &on, Timezone: &tz})
+	w, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Email: &on, Timezone: &tz})
 	if err != nil {
 		t.Fatal(err)
 	}

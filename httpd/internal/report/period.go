@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -59,34 +58,34 @@ func (p Period) kind() engine.ReportKind {
 
 // start returns the first day of the period holding d: its Monday, or the
 // 1st of its month.
-func (p Period) start(d buckets.Date) buckets.Date {
+func (p Period) start(d engine.Date) engine.Date {
 	if p == Monthly {
 		y, m, _ := d.Civil()
-		return buckets.DateOf(y, m, 1)
+		return engine.DateOf(y, m, 1)
 	}
-	return d - buckets.Date((d.Weekday()+6)%7)
+	return d - engine.Date((d.Weekday()+6)%7)
 }
 
 // next returns the first day of the period after the one starting on first.
-func (p Period) next(first buckets.Date) buckets.Date {
+func (p Period) next(first engine.Date) engine.Date {
 	if p == Monthly {
 		y, m, _ := first.Civil()
-		return buckets.DateOf(y, m+1, 1)
+		return engine.DateOf(y, m+1, 1)
 	}
 	return first + 7
 }
 
 // prev returns the first day of the period before the one starting on first.
-func (p Period) prev(first buckets.Date) buckets.Date {
+func (p Period) prev(first engine.Date) engine.Date {
 	if p == Monthly {
 		y, m, _ := first.Civil()
-		return buckets.DateOf(y, m-1, 1)
+		return engine.DateOf(y, m-1, 1)
 	}
 	return first - 7
 }
 
 // last returns the last day of the period starting on first.
-func (p Period) last(first buckets.Date) buckets.Date { return p.next(first) - 1 }
+func (p Period) last(first engine.Date) engine.Date { return p.next(first) - 1 }
 
 // sendHour is the local hour from which a period's report is due, on the
 // first day of the next period.
@@ -94,15 +93,15 @@ const sendHour = 6
 
 // dueAt returns when the report of the period starting on first is due:
 // 06:00 on the first day of the next period, in loc.
-func (p Period) dueAt(first buckets.Date, loc *time.Location) time.Time {
+func (p Period) dueAt(first engine.Date, loc *time.Location) time.Time {
 	y, m, d := p.next(first).Civil()
 	return time.Date(y, m, d, sendHour, 0, 0, 0, loc)
 }
 
 // due returns the first day of the latest period whose report is due at now
 // in loc.
-func (p Period) due(now time.Time, loc *time.Location) buckets.Date {
-	prev := p.prev(p.start(buckets.DateFromTime(now.In(loc))))
+func (p Period) due(now time.Time, loc *time.Location) engine.Date {
+	prev := p.prev(p.start(engine.DateFromTime(now.In(loc))))
 	if now.Before(p.dueAt(prev, loc)) {
 		prev = p.prev(prev)
 	}
@@ -111,14 +110,14 @@ func (p Period) due(now time.Time, loc *time.Location) buckets.Date {
 
 // complete returns the first day of the latest period that has ended at now
 // in loc, whether or not its report is due yet.
-func (p Period) complete(now time.Time, loc *time.Location) buckets.Date {
-	return p.prev(p.start(buckets.DateFromTime(now.In(loc))))
+func (p Period) complete(now time.Time, loc *time.Location) engine.Date {
+	return p.prev(p.start(engine.DateFromTime(now.In(loc))))
 }
 
 // label names the period starting on first for people: "2–8 November 2026",
 // "27 October – 2 November 2026", "29 December 2025 – 4 January 2026", or
 // "November 2026".
-func (p Period) label(first buckets.Date) string {
+func (p Period) label(first engine.Date) string {
 	y1, m1, d1 := first.Civil()
 	if p == Monthly {
 		return fmt.Sprintf("%s %d", m1, y1)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -104,16 +103,16 @@ type Scheduler struct {
 	retries map[uint32]*retry
 	// sent caches, per website, the first day of the last period recorded
 	// as sent (engine.LastReport), to spare the store a read every minute.
-	sent map[uint32]buckets.Date
+	sent map[uint32]engine.Date
 	// locs caches the time zones of the websites.
 	locs map[string]*time.Location
 }
 
 // retry is the state of a report whose delivery failed.
 type retry struct {
-	first    buckets.Date // the period
-	attempts int          // failed deliveries so far
-	next     time.Time    // not before then
+	first    engine.Date // the period
+	attempts int         // failed deliveries so far
+	next     time.Time   // not before then
 }
 
 // NewScheduler returns a scheduler of the reports of e's websites. Options
@@ -123,7 +122,7 @@ func NewScheduler(e *engine.Engine, opts Options) *Scheduler {
 		e:       e,
 		opts:    opts.withDefaults(),
 		retries: make(map[uint32]*retry),
-		sent:    make(map[uint32]buckets.Date),
+		sent:    make(map[uint32]engine.Date),
 		locs:    make(map[string]*time.Location),
 	}
 }
@@ -197,7 +196,7 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 	seen := make(map[uint32]bool)
 	var errs []error
 	for page := 1; ; page++ {
-		wp := s.e.Websites(ctx, engine.WebsiteQuery{Page: page, PerPage: 1000})
+		wp := s.e.Unscoped().Websites(ctx, engine.WebsiteQuery{Page: page, PerPage: 1000})
 		for _, w := range wp.Websites {
 			if err := ctx.Err(); err != nil {
 				return errors.Join(append(errs, err)...)
@@ -241,7 +240,7 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 	if last, ok := s.sent[w.ID]; ok && last >= due {
 		return nil
 	}
-	if created := buckets.DateFromTime(w.CreatedAt.In(loc)); created > p.last(due) {
+	if created := engine.DateFromTime(w.CreatedAt.In(loc)); created > p.last(due) {
 		return nil // the website did not exist yet
 	}
 	r := s.retries[w.ID]
@@ -325,7 +324,7 @@ func (s *Scheduler) location(w engine.Website) *time.Location {
 
 // deliver composes w's report of the period starting on first and sends it
 // to to, or to the owner of w when to is "". It returns the recipient.
-func deliver(ctx context.Context, e *engine.Engine, w engine.Website, first buckets.Date, to string, opts *Options) (string, error) {
+func deliver(ctx context.Context, e *engine.Engine, w engine.Website, first engine.Date, to string, opts *Options) (string, error) {
 	if to == "" {
 		a, err := e.Account(ctx, w.Account)
 		if err != nil {
@@ -364,7 +363,7 @@ func SendNow(ctx context.Context, e *engine.Engine, website uint32, opts Options
 	if !o.Period.valid() {
 		return fmt.Errorf("report: %w %d", ErrInvalidPeriod, o.Period)
 	}
-	w, err := e.Website(ctx, 0, website)
+	w, err := e.Unscoped().Website(ctx, website)
 	if err != nil {
 		return fmt.Errorf("report: website %d: %w", website, err)
 	}
