@@ -205,6 +205,27 @@ func BenchmarkSumCounts(b *testing.B) {
 	}
 }
 
+// BenchmarkSumYear sums the pages of a year the way a query does: twelve
+// month rollups and the days of the current month.
+func BenchmarkSumYear(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 6))
+	var buckets []*Day
+	for m := range 12 {
+		month := make([]*Day, 30)
+		for i := range month {
+			month[i] = countsDay(r, Date(30*m+i))
+		}
+		buckets = append(buckets, Rollup(month...))
+	}
+	for i := range 5 {
+		buckets = append(buckets, countsDay(r, Date(360+i)))
+	}
+	var acc []uint64
+	for b.Loop() {
+		acc = SumCounts(acc[:0], Page, buckets...)
+	}
+}
+
 func BenchmarkUniqueVisitors(b *testing.B) {
 	for _, salt := range []struct {
 		name   string
