@@ -45,24 +45,37 @@ func (s sampler) draw(r *rand.Rand) int {
 	return min(i, len(s.cum)-1)
 }
 
-// dayPages returns the page ids seen on one day: simPages distinct ids of
-// the vocabulary, the most popular every day and the tail varying (ids are
-// interned in order of first sight, so popular pages have small ids).
-func dayPages(r *rand.Rand) []uint32 {
-	const always = simPages * 3 / 5
-	ids := make([]uint32, 0, simPages)
-	for i := range uint32(always) {
-		ids = append(ids, i)
+// pageNames are the pages of the vocabulary: paths of 20 to 40 bytes, as
+// on a blog or a shop.
+var pageNames = func() []string {
+	sections := []string{"/blog/", "/docs/guide/", "/products/", "/t/", "/help/articles/"}
+	r := rand.New(rand.NewPCG(7, 7))
+	names := make([]string, vocabulary)
+	for i := range names {
+		slug := make([]byte, 8+r.IntN(16))
+		for j := range slug {
+			slug[j] = "abcdefghijklmnopqrstuvwxyz-"[r.IntN(27)]
+		}
+		names[i] = fmt.Sprintf("%s%s-%d", sections[i%len(sections)], slug, i)
 	}
+	return names
+}()
+
+// dayPages returns the pages seen on one day: simPages distinct pages of
+// the vocabulary, the most popular every day and the tail varying.
+func dayPages(r *rand.Rand) []string {
+	const always = simPages * 3 / 5
+	pages := make([]string, 0, simPages)
+	pages = append(pages, pageNames[:always]...)
 	seen := map[uint32]bool{}
-	for len(ids) < simPages {
+	for len(pages) < simPages {
 		id := always + r.Uint32N(vocabulary-always)
 		if !seen[id] {
 			seen[id] = true
-			ids = append(ids, id)
+			pages = append(pages, pageNames[id])
 		}
 	}
-	return ids
+	return pages
 }
 
 // simulateDay builds a realistic day of the large site: visitors arrive
@@ -84,21 +97,21 @@ func simulateDay(r *rand.Rand, period Date) *Day {
 	}
 	slices.Sort(firstHours)
 
-	// Value ids of the other dimensions live above the pages' vocabulary.
+	// The values of the other dimensions: "<dim>-<rank>".
 	type dimSpec struct {
 		dim Dim
 		n   int
 	}
 	perVisitor := []dimSpec{{Browser, 30}, {OS, 20}, {Device, 3}, {Resolution, 200}, {Language, 50}, {Country, 150}, {Continent, 7}, {City, 2000}}
 	samplers := map[Dim]sampler{}
-	base := map[Dim]uint32{}
-	next := uint32(vocabulary)
+	names := map[Dim][]string{}
 	for _, s := range append(perVisitor, dimSpec{Referrer, 500}, dimSpec{Campaign, 20}, dimSpec{Event, 50}) {
 		samplers[s.dim] = newSampler(zipfWeights(s.n, 1.2))
-		base[s.dim] = next
-		next += uint32(s.n)
+		for i := range s.n {
+			names[s.dim] = append(names[s.dim], fmt.Sprintf("%v-%d", s.dim, i))
+		}
 	}
-	draw := func(dim Dim) uint32 { return base[dim] + uint32(samplers[dim].draw(r)) }
+	draw := func(dim Dim) string { return names[dim][samplers[dim].draw(r)] }
 
 	pv := 0
 	for v := range uint32(simVisitors) {
@@ -117,24 +130,24 @@ func simulateDay(r *rand.Rand, period Date) *Day {
 			}
 			page := pages[pageSampler.draw(r)]
 			d.AddPageview(hour)
-			d.Add(Page, page, 1)
+			d.Add(Page, page, 1, 0)
 			newToDay, _ := d.AddVisitor(hour, v)
 			if newToDay {
 				for _, s := range perVisitor {
-					d.Add(s.dim, draw(s.dim), 1)
+					d.Add(s.dim, draw(s.dim), 1, 0)
 				}
 			}
 			if i == 0 || r.IntN(15) == 0 { // a new visit
 				d.Visits++
-				d.Add(LandingPage, page, 1)
-				d.Add(Referrer, draw(Referrer), 1)
+				d.Add(LandingPage, page, 1, 0)
+				d.Add(Referrer, draw(Referrer), 1, 0)
 				if r.IntN(10) == 0 {
-					d.Add(Campaign, draw(Campaign), 1)
+					d.Add(Campaign, draw(Campaign), 1, 0)
 				}
 			}
 			if r.IntN(20) == 0 {
 				d.Events++
-				d.Add(Event, draw(Event), 1)
+				d.Add(Event, draw(Event), 1, 0)
 			}
 			pv++
 		}
@@ -146,8 +159,8 @@ func simulateDay(r *rand.Rand, period Date) *Day {
 func countsDay(r *rand.Rand, period Date) *Day {
 	d := NewDay(period)
 	pages := dayPages(r)
-	for rank, id := range pages {
-		d.Add(Page, id, uint64(1+simPageviews/(rank+1)/10))
+	for rank, page := range pages {
+		d.Add(Page, page, uint64(1+simPageviews/(rank+1)/10), 0)
 	}
 	d.Compact()
 	return d
@@ -163,13 +176,13 @@ func BenchmarkDayAdd(b *testing.B) {
 			}
 			pages := dayPages(r)
 			s := newSampler(zipfWeights(len(pages), 1.0))
-			ids := make([]uint32, 1<<16)
-			for i := range ids {
-				ids[i] = pages[s.draw(r)]
+			values := make([]string, 1<<16)
+			for i := range values {
+				values[i] = pages[s.draw(r)]
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				d.Add(Page, ids[i&(len(ids)-1)], 1)
+				d.Add(Page, values[i&(len(values)-1)], 1, 0)
 			}
 		})
 	}
@@ -187,7 +200,7 @@ func BenchmarkAddVisitor(b *testing.B) {
 	}
 }
 
-func BenchmarkSumCounts(b *testing.B) {
+func BenchmarkSum(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 3))
 	all := make([]*Day, 365)
 	for i := range all {
@@ -196,12 +209,35 @@ func BenchmarkSumCounts(b *testing.B) {
 	for _, n := range []int{30, 365} {
 		b.Run(fmt.Sprintf("days=%d", n), func(b *testing.B) {
 			days := all[:n]
-			var acc []uint64
+			var s Sum
 			for b.Loop() {
-				acc = SumCounts(acc[:0], Page, days...)
+				s.Reset()
+				s.Add(Page, days...)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*simPages), "ns/value")
 		})
+	}
+}
+
+// BenchmarkSumYear sums the pages of a year the way a query does: twelve
+// month rollups and the days of the current month.
+func BenchmarkSumYear(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 6))
+	var buckets []*Day
+	for m := range 12 {
+		month := make([]*Day, 30)
+		for i := range month {
+			month[i] = countsDay(r, Date(30*m+i))
+		}
+		buckets = append(buckets, Rollup(month...))
+	}
+	for i := range 5 {
+		buckets = append(buckets, countsDay(r, Date(360+i)))
+	}
+	var s Sum
+	for b.Loop() {
+		s.Reset()
+		s.Add(Page, buckets...)
 	}
 }
 

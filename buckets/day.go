@@ -5,14 +5,24 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
+// Other is the value under which a dimension counts the new values that
+// arrive once it holds its limit of distinct values (see [Day.Add]). It
+// does not count against the limit.
+const Other = "(other)"
+
 // Day is one website's aggregates for one local day: a count column per
 // [Dim], pageviews per hour, visits, events, and roaring bitmaps of the
 // visitor ids seen in the day and in each of its hours.
+//
+// A day is self-contained: the strings its columns count are held in the
+// day's own dictionary, each stored once even when several dimensions count
+// it, so they are reclaimed with the day and counted by [Day.SizeBytes].
 //
 // Visitor ids are only meaningful inside one salt period: Period is the
 // first local day of the period the day's visitor ids belong to (with daily
@@ -31,6 +41,7 @@ type Day struct {
 	Events uint64     // events counted this day
 	Hours  [24]uint64 // pageviews per local hour 0..23
 
+	dict dict // the values counted in cols
 	cols [NumDims]column
 	// high holds the high 32 bits of the counts that do not fit the uint32
 	// of their column, keyed by highKey(dim, id). Nil almost always.
@@ -42,8 +53,8 @@ type Day struct {
 	optimized bool
 }
 
-// column counts the values of one dimension of a day. It is in one of
-// three states:
+// column counts the values of one dimension of a day by their id in the
+// day's dictionary. It is in one of three states:
 //
 //   - empty: m == nil && c == nil;
 //   - open: m != nil, value id → low 32 bits of the count;
@@ -68,6 +79,17 @@ func (c *column) len() int {
 func (c *column) split() (ids, counts []uint32) {
 	n := len(c.c) / 2
 	return c.c[:n:n], c.c[n : 2*n : 2*n]
+}
+
+// has reports whether the column counts id.
+func (c *column) has(id uint32) bool {
+	if c.m != nil {
+		_, ok := c.m[id]
+		return ok
+	}
+	ids, _ := c.split()
+	_, ok := slices.BinarySearch(ids, id)
+	return ok
 }
 
 func highKey(dim Dim, id uint32) uint64 { return uint64(dim)<<32 | uint64(id) }
@@ -107,13 +129,68 @@ func addSat(a, b uint64) uint64 {
 	return s
 }
 
-// Add counts n more of value id in dim. Counts saturate at the largest
-// uint64. On a compacted day, adding to a value already present updates it
-// in place; a new value turns the column back into a map.
-func (d *Day) Add(dim Dim, id uint32, n uint64) {
+// Add counts n more of value in dim and reports whether it counted them
+// under [Other] instead. Counts saturate at the largest uint64.
+//
+// limit bounds the distinct values of dim (limit <= 0: no bound). When dim
+// already holds limit distinct values, not counting Other, a value new to
+// dim is counted as Other and Add returns true; values already counted keep
+// counting. The value Other itself is never refused.
+//
+// The day keeps its own copy of a new value, never the caller's memory (the
+// caller's string may be a slice of a larger buffer). On a compacted day,
+// adding to a value already present updates it in place; a new value turns
+// the column back into a map.
+func (d *Day) Add(dim Dim, value string, n uint64, limit int) (other bool) {
+	return d.add(dim, value, n, limit, true)
+}
+
+// add is Add; clone false keeps value as it is, for callers that own it or
+// that seal the dictionary (which copies every new value) before returning.
+func (d *Day) add(dim Dim, value string, n uint64, limit int, clone bool) (other bool) {
 	if dim >= NumDims || n == 0 {
-		return
+		return false
 	}
+	c := &d.cols[dim]
+	id, ok := d.dict.lookup(value)
+	if ok && c.m != nil {
+		if low, present := c.m[id]; present {
+			if d.high == nil && uint64(low)+n <= math.MaxUint32 {
+				c.m[id] = low + uint32(n) // the fast path
+				return false
+			}
+			d.addID(dim, id, n)
+			return false
+		}
+	}
+	if !(ok && c.has(id)) { // new to dim
+		if limit > 0 && value != Other && d.distinct(dim) >= limit {
+			value, other = Other, true
+			id, ok = d.dict.lookup(Other)
+		}
+		if !ok {
+			if clone {
+				value = strings.Clone(value)
+			}
+			id = d.dict.add(value)
+		}
+	}
+	d.addID(dim, id, n)
+	return other
+}
+
+// distinct returns the number of values of dim, not counting Other.
+func (d *Day) distinct(dim Dim) int {
+	c := &d.cols[dim]
+	n := c.len()
+	if id, ok := d.dict.lookup(Other); ok && c.has(id) {
+		n--
+	}
+	return n
+}
+
+// addID counts n more of value id in dim.
+func (d *Day) addID(dim Dim, id uint32, n uint64) {
 	c := &d.cols[dim]
 	if c.m == nil {
 		if c.c != nil {
@@ -131,7 +208,7 @@ func (d *Day) Add(dim Dim, id uint32, n uint64) {
 	}
 	low := c.m[id]
 	if d.high == nil && uint64(low)+n <= math.MaxUint32 {
-		c.m[id] = low + uint32(n) // the fast path
+		c.m[id] = low + uint32(n)
 		return
 	}
 	v := addSat(d.full(dim, id, low), n)
@@ -150,9 +227,13 @@ func (c *column) thaw(extra int) {
 	c.m, c.c = m, nil
 }
 
-// Count returns the count of value id in dim, 0 if none.
-func (d *Day) Count(dim Dim, id uint32) uint64 {
+// Count returns the count of value in dim, 0 if none.
+func (d *Day) Count(dim Dim, value string) uint64 {
 	if dim >= NumDims {
+		return 0
+	}
+	id, ok := d.dict.lookup(value)
+	if !ok {
 		return 0
 	}
 	c := &d.cols[dim]
@@ -170,18 +251,21 @@ func (d *Day) Count(dim Dim, id uint32) uint64 {
 	return 0
 }
 
-// Counts returns an iterator over the (value id, count) pairs of dim, all
-// counts > 0, in no particular order (ascending ids once compacted). The
-// day must not be changed during the iteration.
-func (d *Day) Counts(dim Dim) iter.Seq2[uint32, uint64] {
-	return func(yield func(uint32, uint64) bool) {
+// Counts returns an iterator over the (value, count) pairs of dim, all
+// counts > 0, in no particular order (ascending values once compacted). The
+// strings are the day's own and immutable: they may be kept (keeping one
+// keeps the day's strings in memory). The day must not be changed during the
+// iteration.
+func (d *Day) Counts(dim Dim) iter.Seq2[string, uint64] {
+	return func(yield func(string, uint64) bool) {
 		if dim >= NumDims {
 			return
 		}
+		values := d.dict.values
 		c := &d.cols[dim]
 		if c.m != nil {
 			for id, low := range c.m {
-				if !yield(id, d.full(dim, id, low)) {
+				if !yield(values[id], d.full(dim, id, low)) {
 					return
 				}
 			}
@@ -189,14 +273,15 @@ func (d *Day) Counts(dim Dim) iter.Seq2[uint32, uint64] {
 		}
 		ids, counts := c.split()
 		for i, id := range ids {
-			if !yield(id, d.full(dim, id, counts[i])) {
+			if !yield(values[id], d.full(dim, id, counts[i])) {
 				return
 			}
 		}
 	}
 }
 
-// Len returns the number of distinct values counted in dim.
+// Len returns the number of distinct values counted in dim, [Other]
+// included.
 func (d *Day) Len(dim Dim) int {
 	if dim >= NumDims {
 		return 0
@@ -285,17 +370,25 @@ func (d *Day) MaxVisitor() (uint32, bool) {
 	return d.visitors.Maximum(), true
 }
 
-// Compact shrinks a day that is (probably) closed: the count maps become
-// sorted id and count slices, the bitmaps are run-optimized and trimmed, and
-// empty hour bitmaps are dropped. Results are identical before and after,
-// and the day still accepts updates (a column given a new value becomes a
-// map again). Compacting a compacted day does nothing.
+// Compact shrinks a day that is (probably) closed: the dictionary is sorted
+// and packed into one allocation (dropping its hash index), the count maps
+// become sorted id and count slices, the bitmaps are run-optimized and
+// trimmed, and empty hour bitmaps are dropped. Results are identical before
+// and after, and the day still accepts updates (a column given a new value
+// becomes a map again). Compacting a compacted day does nothing.
 func (d *Day) Compact() {
+	perm := d.dict.seal()
 	for i := range d.cols {
-		d.cols[i].compact()
+		d.cols[i].compact(perm)
 	}
 	if len(d.high) == 0 {
 		d.high = nil
+	} else if perm != nil {
+		high := make(map[uint64]uint32, len(d.high))
+		for key, h := range d.high {
+			high[highKey(Dim(key>>32), perm[uint32(key)])] = h
+		}
+		d.high = high
 	}
 	if d.optimized {
 		return
@@ -320,32 +413,51 @@ func tighten(bm *roaring.Bitmap) *roaring.Bitmap {
 	return bm.Clone() // Clone allocates every container at its exact size
 }
 
-func (c *column) compact() {
-	if c.m == nil {
+// compact turns the column into sorted slices, renumbering its ids by perm
+// (old id → new id) if perm is not nil.
+func (c *column) compact(perm []uint32) {
+	if c.m == nil && (c.c == nil || perm == nil) {
 		return
 	}
-	n := len(c.m)
+	// Sort id<<32|count pairs: one slice, one sort.
+	var pairs []uint64
+	if c.m != nil {
+		pairs = make([]uint64, 0, len(c.m))
+		for id, low := range c.m {
+			pairs = append(pairs, uint64(remap(perm, id))<<32|uint64(low))
+		}
+	} else {
+		ids, counts := c.split()
+		pairs = make([]uint64, len(ids))
+		for i, id := range ids {
+			pairs[i] = uint64(remap(perm, id))<<32 | uint64(counts[i])
+		}
+	}
+	c.m, c.c = nil, nil
+	n := len(pairs)
 	if n == 0 {
-		c.m = nil
 		return
 	}
+	slices.Sort(pairs)
 	col := make([]uint32, 2*n)
-	ids, counts := col[:n:n], col[n:]
-	i := 0
-	for id := range c.m {
-		ids[i] = id
-		i++
+	for i, p := range pairs {
+		col[i], col[n+i] = uint32(p>>32), uint32(p)
 	}
-	slices.Sort(ids)
-	for i, id := range ids {
-		counts[i] = c.m[id]
-	}
-	c.m, c.c = nil, col
+	c.c = col
 }
 
-// Clone returns a deep copy of d.
+func remap(perm []uint32, id uint32) uint32 {
+	if perm == nil {
+		return id
+	}
+	return perm[id]
+}
+
+// Clone returns a deep copy of d. The copy shares d's strings, which are
+// immutable.
 func (d *Day) Clone() *Day {
 	n := *d
+	n.dict = d.dict.clone()
 	for i := range n.cols {
 		c := &n.cols[i]
 		if c.m != nil {
@@ -368,10 +480,11 @@ func (d *Day) Clone() *Day {
 }
 
 // Merge adds o's counts, hours, visits and events into d and adds o's
-// visitors to d's bitmaps. d keeps its Period: merging bitmaps is only
-// meaningful when both days belong to the same salt period (with other
-// periods, counts and sums stay right but unique visitors do not). o is not
-// changed; o may be d.
+// visitors to d's bitmaps. No limit applies: d may end up with as many
+// values per dimension as d and o together. d keeps its Period: merging
+// bitmaps is only meaningful when both days belong to the same salt period
+// (with other periods, counts and sums stay right but unique visitors do
+// not). o is not changed; o may be d.
 func (d *Day) Merge(o *Day) {
 	if o == nil {
 		return
@@ -385,7 +498,12 @@ func (d *Day) Merge(o *Day) {
 		d.Hours[h] = addSat(d.Hours[h], v)
 	}
 	for dim := range NumDims {
-		d.mergeColumn(dim, o)
+		if c := &d.cols[dim]; c.m == nil && c.c != nil && o.cols[dim].len() > 0 {
+			c.thaw(o.cols[dim].len())
+		}
+		for v, n := range o.Counts(dim) {
+			d.Add(dim, v, n, 0)
+		}
 	}
 	if o.visitors != nil && !o.visitors.IsEmpty() {
 		if d.visitors == nil {
@@ -407,60 +525,6 @@ func (d *Day) Merge(o *Day) {
 	}
 }
 
-func (d *Day) mergeColumn(dim Dim, o *Day) {
-	oc := &o.cols[dim]
-	if oc.len() == 0 {
-		return
-	}
-	c := &d.cols[dim]
-	if c.m != nil || oc.m != nil {
-		if c.m == nil {
-			if c.c != nil {
-				c.thaw(oc.len())
-			} else {
-				c.m = make(map[uint32]uint32, oc.len())
-			}
-		}
-		for id, v := range o.Counts(dim) {
-			d.Add(dim, id, v)
-		}
-		return
-	}
-	// Both compacted (or d empty): merge the sorted columns.
-	aIDs, aCounts := c.split()
-	bIDs, bCounts := oc.split()
-	n := len(aIDs) + len(bIDs)
-	ids := make([]uint32, 0, n)
-	counts := make([]uint32, 0, n)
-	i, j := 0, 0
-	for i < len(aIDs) || j < len(bIDs) {
-		var id uint32
-		var v uint64
-		switch {
-		case j == len(bIDs) || (i < len(aIDs) && aIDs[i] < bIDs[j]):
-			id, v = aIDs[i], d.full(dim, aIDs[i], aCounts[i])
-			i++
-		case i == len(aIDs) || bIDs[j] < aIDs[i]:
-			id, v = bIDs[j], o.full(dim, bIDs[j], bCounts[j])
-			j++
-		default:
-			id = aIDs[i]
-			v = addSat(d.full(dim, id, aCounts[i]), o.full(dim, id, bCounts[j]))
-			i++
-			j++
-		}
-		ids = append(ids, id)
-		counts = append(counts, uint32(v))
-		if h := uint32(v >> 32); h != 0 || d.high != nil {
-			d.setHigh(dim, id, h)
-		}
-	}
-	col := make([]uint32, 2*len(ids))
-	copy(col, ids)
-	copy(col[len(ids):], counts)
-	c.c = col
-}
-
 // Equal reports whether d and o have the same contents: period, visits,
 // events, hours, counts and visitor ids, whatever their representation
 // (open, compacted or decoded).
@@ -478,8 +542,8 @@ func (d *Day) Equal(o *Day) bool {
 		if d.Len(dim) != o.Len(dim) {
 			return false
 		}
-		for id, v := range d.Counts(dim) {
-			if o.Count(dim, id) != v {
+		for v, n := range d.Counts(dim) {
+			if o.Count(dim, v) != n {
 				return false
 			}
 		}
@@ -512,9 +576,10 @@ func bitmapsEqual(a, b *roaring.Bitmap) bool {
 }
 
 // SizeBytes returns the approximate heap size of d in bytes, for memory
-// budgets.
+// budgets: its dictionary (the strings and their index), columns and
+// bitmaps. A clone counts the strings it shares with d again.
 func (d *Day) SizeBytes() int {
-	n := int(unsafe.Sizeof(*d))
+	n := int(unsafe.Sizeof(*d)) + d.dict.sizeBytes()
 	for i := range d.cols {
 		c := &d.cols[i]
 		if c.m != nil {

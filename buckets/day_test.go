@@ -1,59 +1,64 @@
 package buckets
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestDayAddCount(t *testing.T) {
 	type add struct {
-		dim Dim
-		id  uint32
-		n   uint64
+		dim   Dim
+		value string
+		n     uint64
 	}
 	tests := []struct {
 		name string
 		adds []add
-		want map[Dim]map[uint32]uint64
+		want map[Dim]map[string]uint64
 	}{
-		{name: "empty", want: map[Dim]map[uint32]uint64{}},
+		{name: "empty", want: map[Dim]map[string]uint64{}},
 		{
 			name: "one dim",
-			adds: []add{{Page, 3, 1}, {Page, 1, 2}, {Page, 3, 4}},
-			want: map[Dim]map[uint32]uint64{Page: {1: 2, 3: 5}},
+			adds: []add{{Page, "/b", 1}, {Page, "/a", 2}, {Page, "/b", 4}},
+			want: map[Dim]map[string]uint64{Page: {"/a": 2, "/b": 5}},
 		},
 		{
 			name: "dims are separate",
-			adds: []add{{Page, 7, 1}, {Referrer, 7, 2}, {City, 7, 3}},
-			want: map[Dim]map[uint32]uint64{Page: {7: 1}, Referrer: {7: 2}, City: {7: 3}},
+			adds: []add{{Page, "x", 1}, {Referrer, "x", 2}, {City, "x", 3}},
+			want: map[Dim]map[string]uint64{Page: {"x": 1}, Referrer: {"x": 2}, City: {"x": 3}},
 		},
 		{
 			name: "zero adds nothing",
-			adds: []add{{Page, 1, 0}, {Country, 2, 1}, {Country, 2, 0}},
-			want: map[Dim]map[uint32]uint64{Country: {2: 1}},
+			adds: []add{{Page, "/", 0}, {Country, "DE", 1}, {Country, "DE", 0}},
+			want: map[Dim]map[string]uint64{Country: {"DE": 1}},
 		},
 		{
 			name: "invalid dim ignored",
-			adds: []add{{NumDims, 1, 1}, {255, 1, 1}},
-			want: map[Dim]map[uint32]uint64{},
+			adds: []add{{NumDims, "/", 1}, {255, "/", 1}},
+			want: map[Dim]map[string]uint64{},
 		},
 		{
-			name: "extreme ids",
-			adds: []add{{Event, 0, 1}, {Event, math.MaxUint32, 1}},
-			want: map[Dim]map[uint32]uint64{Event: {0: 1, math.MaxUint32: 1}},
+			name: "empty and odd strings",
+			adds: []add{{Referrer, "", 1}, {Event, "\x00\xff", 1}, {Event, "é", 2}, {Referrer, "", 1}},
+			want: map[Dim]map[string]uint64{Referrer: {"": 2}, Event: {"\x00\xff": 1, "é": 2}},
 		},
 		{
 			name: "counts beyond uint32",
-			adds: []add{{Page, 1, math.MaxUint32}, {Page, 1, 1}, {Page, 2, 1 << 40}, {Page, 3, math.MaxUint32}},
-			want: map[Dim]map[uint32]uint64{Page: {1: 1 << 32, 2: 1 << 40, 3: math.MaxUint32}},
+			adds: []add{{Page, "1", math.MaxUint32}, {Page, "1", 1}, {Page, "2", 1 << 40}, {Page, "3", math.MaxUint32}},
+			want: map[Dim]map[string]uint64{Page: {"1": 1 << 32, "2": 1 << 40, "3": math.MaxUint32}},
 		},
 		{
 			name: "saturates",
-			adds: []add{{Page, 1, math.MaxUint64 - 1}, {Page, 1, 5}},
-			want: map[Dim]map[uint32]uint64{Page: {1: math.MaxUint64}},
+			adds: []add{{Page, "1", math.MaxUint64 - 1}, {Page, "1", 5}},
+			want: map[Dim]map[string]uint64{Page: {"1": math.MaxUint64}},
 		},
 	}
 	for _, tt := range tests {
@@ -64,7 +69,9 @@ func TestDayAddCount(t *testing.T) {
 					if mode == "compacted midway" && i == len(tt.adds)/2 {
 						d.Compact()
 					}
-					d.Add(a.dim, a.id, a.n)
+					if other := d.Add(a.dim, a.value, a.n, 0); other {
+						t.Errorf("Add(%v, %q, %d, 0) = true, want false", a.dim, a.value, a.n)
+					}
 				}
 				switch mode {
 				case "compacted":
@@ -79,13 +86,13 @@ func TestDayAddCount(t *testing.T) {
 					if got, want := d.Len(dim), len(tt.want[dim]); got != want {
 						t.Errorf("Len(%v) = %d, want %d", dim, got, want)
 					}
-					for id, want := range tt.want[dim] {
-						if got := d.Count(dim, id); got != want {
-							t.Errorf("Count(%v, %d) = %d, want %d", dim, id, got, want)
+					for v, want := range tt.want[dim] {
+						if got := d.Count(dim, v); got != want {
+							t.Errorf("Count(%v, %q) = %d, want %d", dim, v, got, want)
 						}
 					}
-					if got := d.Count(dim, 12345); got != 0 {
-						t.Errorf("Count(%v, 12345) = %d, want 0", dim, got)
+					if got := d.Count(dim, "/missing"); got != 0 {
+						t.Errorf("Count(%v, /missing) = %d, want 0", dim, got)
 					}
 				}
 			})
@@ -93,25 +100,154 @@ func TestDayAddCount(t *testing.T) {
 	}
 }
 
-func TestDayCountsStop(t *testing.T) {
-	d := NewDay(0)
-	for id := range uint32(10) {
-		d.Add(Page, id, 1)
+func TestDayLimit(t *testing.T) {
+	type add struct {
+		dim       Dim
+		value     string
+		n         uint64
+		limit     int
+		wantOther bool
 	}
-	for _, compact := range []bool{false, true} {
-		if compact {
-			d.Compact()
+	tests := []struct {
+		name string
+		adds []add
+		want map[Dim]map[string]uint64
+	}{
+		{
+			name: "limit reached exactly",
+			adds: []add{
+				{dim: Page, value: "/a", n: 1, limit: 2},
+				{dim: Page, value: "/b", n: 1, limit: 2}, // the second value: still counted
+				{dim: Page, value: "/c", n: 4, limit: 2, wantOther: true},
+				{dim: Page, value: "/a", n: 2, limit: 2}, // known values keep counting
+				{dim: Page, value: "/d", n: 1, limit: 2, wantOther: true},
+			},
+			want: map[Dim]map[string]uint64{Page: {"/a": 3, "/b": 1, Other: 5}},
+		},
+		{
+			name: "Other not counted against the limit",
+			adds: []add{
+				{dim: Page, value: "/a", n: 1, limit: 1},
+				{dim: Page, value: "/b", n: 1, limit: 1, wantOther: true}, // Other now present
+				{dim: Page, value: "/a", n: 1, limit: 1},
+				{dim: Page, value: "/c", n: 1, limit: 2}, // a larger limit: room for one more
+				{dim: Page, value: "/d", n: 1, limit: 2, wantOther: true},
+			},
+			want: map[Dim]map[string]uint64{Page: {"/a": 2, "/c": 1, Other: 2}},
+		},
+		{
+			name: "Other given by the caller is never refused",
+			adds: []add{
+				{dim: Referrer, value: "a.example", n: 1, limit: 1},
+				{dim: Referrer, value: Other, n: 3, limit: 1},
+				{dim: Referrer, value: "b.example", n: 1, limit: 1, wantOther: true},
+			},
+			want: map[Dim]map[string]uint64{Referrer: {"a.example": 1, Other: 4}},
+		},
+		{
+			name: "limits are per dimension",
+			adds: []add{
+				{dim: Page, value: "x", n: 1, limit: 1},
+				{dim: LandingPage, value: "y", n: 1, limit: 1},
+				{dim: LandingPage, value: "x", n: 1, limit: 1, wantOther: true}, // x is in the dictionary, new to the dim
+				{dim: Page, value: "y", n: 1, limit: 1, wantOther: true},
+			},
+			want: map[Dim]map[string]uint64{Page: {"x": 1, Other: 1}, LandingPage: {"y": 1, Other: 1}},
+		},
+		{
+			name: "no limit",
+			adds: []add{
+				{dim: City, value: "a", n: 1, limit: 0},
+				{dim: City, value: "b", n: 1, limit: -1},
+				{dim: City, value: "c", n: 1, limit: 0},
+			},
+			want: map[Dim]map[string]uint64{City: {"a": 1, "b": 1, "c": 1}},
+		},
+		{
+			name: "zero count at the limit is no drop",
+			adds: []add{
+				{dim: Page, value: "/a", n: 1, limit: 1},
+				{dim: Page, value: "/b", n: 0, limit: 1},
+			},
+			want: map[Dim]map[string]uint64{Page: {"/a": 1}},
+		},
+	}
+	for _, tt := range tests {
+		for _, mode := range []string{"open", "compacted", "decoded"} {
+			t.Run(tt.name+"/"+mode, func(t *testing.T) {
+				d := NewDay(0)
+				for i, a := range tt.adds {
+					if i == 1 {
+						switch mode {
+						case "compacted":
+							d.Compact()
+						case "decoded":
+							d = roundTrip(t, d)
+						}
+					}
+					if got := d.Add(a.dim, a.value, a.n, a.limit); got != a.wantOther {
+						t.Errorf("add %d: Add(%v, %q, %d, %d) = %v, want %v", i, a.dim, a.value, a.n, a.limit, got, a.wantOther)
+					}
+				}
+				if diff := cmp.Diff(tt.want, dump(d).Counts); diff != "" {
+					t.Errorf("Counts mismatch (-want +got):\n%s", diff)
+				}
+			})
 		}
-		n := 0
-		for range d.Counts(Page) {
-			n++
-			if n == 3 {
-				break
+	}
+}
+
+// TestDayValueNotRetained checks that a day copies the values it keeps: a
+// caller's value sliced out of a large buffer (a request body) must not
+// keep the buffer alive.
+func TestDayValueNotRetained(t *testing.T) {
+	buf := strings.Repeat("/page-", 10000)
+	base := uintptr(unsafe.Pointer(unsafe.StringData(buf)))
+	inBuf := func(v string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(v)))
+		return len(v) > 0 && p >= base && p < base+uintptr(len(buf))
+	}
+	check := func(when string, days ...*Day) {
+		t.Helper()
+		for _, day := range days {
+			for dim := range NumDims {
+				for v := range day.Counts(dim) {
+					if inBuf(v) {
+						t.Errorf("%s: dim %v: value %q points into the caller's buffer", when, dim, v)
+					}
+				}
 			}
 		}
-		if n != 3 {
-			t.Errorf("compact=%v: iterated %d times after break at 3", compact, n)
-		}
+	}
+	d := NewDay(0)
+	d.Add(Page, buf[6:12], 1, 0)
+	d.Add(Referrer, buf[0:5], 1, 10)
+	d.Add(Page, buf[6:12], 1, 0) // known: nothing new kept
+	check("open", d)
+	d.Compact()
+	d.Add(City, buf[1:9], 1, 0) // new to a compacted day
+	check("compacted", d, d.Clone())
+	if diff := cmp.Diff(map[Dim]map[string]uint64{Page: {"/page-": 2}, Referrer: {"/page": 1}, City: {"page-/pa": 1}}, dump(d).Counts); diff != "" {
+		t.Errorf("Counts mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDayStringsShared checks that a string counted in several dimensions
+// is stored once.
+func TestDayStringsShared(t *testing.T) {
+	d := NewDay(0)
+	d.Add(Page, "/landing", 3, 0)
+	d.Add(LandingPage, "/landing", 1, 0)
+	d.Add(Event, "/landing", 1, 0)
+	if got := len(d.dict.values); got != 1 {
+		t.Errorf("dictionary holds %d strings, want 1", got)
+	}
+	d.Compact()
+	if got := len(d.dict.values); got != 1 {
+		t.Errorf("compacted dictionary holds %d strings, want 1", got)
+	}
+	if got := d.Count(LandingPage, "/landing"); got != 1 {
+		t.Errorf("Count(LandingPage) = %d, want 1", got)
 	}
 }
 
@@ -237,7 +373,7 @@ func TestDayCompactEquivalence(t *testing.T) {
 
 func TestDayClone(t *testing.T) {
 	d := NewDay(3)
-	d.Add(Page, 1, 1)
+	d.Add(Page, "/", 1, 0)
 	d.AddVisitor(2, 9)
 	d.AddPageview(2)
 	d.Visits = 1
@@ -248,8 +384,8 @@ func TestDayClone(t *testing.T) {
 		want := dump(d)
 		c := d.Clone()
 		checkDay(t, want, c)
-		c.Add(Page, 1, 5)
-		c.Add(Page, 2, 5)
+		c.Add(Page, "/", 5, 0)
+		c.Add(Page, "/new", 5, 0)
 		c.AddVisitor(2, 10)
 		c.AddVisitor(3, 11)
 		c.AddPageview(4)
@@ -262,12 +398,12 @@ func TestDayMerge(t *testing.T) {
 	build := func(period Date, base uint32) *Day {
 		d := NewDay(period)
 		for i := range uint32(50) {
-			d.Add(Page, base+i, uint64(i+1))
-			d.Add(Browser, i%3, 1)
+			d.Add(Page, val(base+i), uint64(i+1), 0)
+			d.Add(Browser, val(i%3), 1, 0)
 			d.AddVisitor(int(i%24), base+i)
 			d.AddPageview(int(i % 24))
 		}
-		d.Add(Event, base, 1<<33)
+		d.Add(Event, val(base), 1<<33, 0)
 		d.Visits, d.Events = uint64(base), 1
 		return d
 	}
@@ -285,8 +421,8 @@ func TestDayMerge(t *testing.T) {
 			m := newModel(7)
 			for _, d := range []*Day{a, b} {
 				for dim := range NumDims {
-					for id, v := range d.Counts(dim) {
-						m.add(dim, id, v)
+					for v, n := range d.Counts(dim) {
+						m.add(dim, v, n, 0)
 					}
 				}
 				for h := range 24 {
@@ -320,8 +456,8 @@ func TestDayMerge(t *testing.T) {
 		a := build(1, 0)
 		want := dump(a)
 		for dim, c := range want.Counts {
-			for id := range c {
-				want.Counts[dim][id] *= 2
+			for v := range c {
+				want.Counts[dim][v] *= 2
 			}
 		}
 		for h := range want.Hours {
@@ -338,7 +474,7 @@ func TestDaySizeBytes(t *testing.T) {
 	d := NewDay(0)
 	empty := d.SizeBytes()
 	for i := range uint32(10000) {
-		d.Add(Page, i, 1)
+		d.Add(Page, val(i), 1, 0)
 		d.AddVisitor(int(i%24), i*3)
 	}
 	open := d.SizeBytes()
@@ -348,6 +484,67 @@ func TestDaySizeBytes(t *testing.T) {
 	if !(empty < compacted && compacted < open) {
 		t.Errorf("SizeBytes: empty %d, open %d, compacted %d; want empty < compacted < open", empty, open, compacted)
 	}
+
+	// The strings count: longer values, larger day.
+	long := NewDay(0)
+	for i := range uint32(10000) {
+		long.Add(Page, val(i)+strings.Repeat("x", 100), 1, 0)
+		long.AddVisitor(int(i%24), i*3)
+	}
+	long.Compact()
+	if got, min := long.SizeBytes()-compacted, 100*10000; got < min {
+		t.Errorf("100 more bytes in each of 10,000 values: SizeBytes grew by %d, want at least %d", got, min)
+	}
+}
+
+// TestDayMemoryReclaimed measures the heap a day holds, strings included,
+// against SizeBytes, and checks that it is all given back when the day is
+// dropped: a day's strings live and die with the day.
+func TestDayMemoryReclaimed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const n = 50000
+	// The values, built first, sliced out of one buffer that stays alive.
+	body := strings.Repeat("/some/rather/long/path/of/a/page?with=query", n/10)
+	var values []string
+	for i := range n {
+		values = append(values, body[i%1000:i%1000+30]+strconv.Itoa(i))
+	}
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
+			before := heap()
+			d := NewDay(0)
+			for i, v := range values {
+				d.Add(Page, v, 1, 0)
+				if i%2 == 0 {
+					d.Add(Referrer, v, 1, 0)
+				}
+			}
+			if compact {
+				d.Compact()
+			}
+			held := heap() - before
+			size := d.SizeBytes()
+			runtime.KeepAlive(d)
+			d = nil
+			after := heap()
+			t.Logf("day of %d values: heap %d bytes, SizeBytes %d, %d bytes left after dropping it", n, held, size, int64(after)-int64(before))
+			if float64(size) < 0.7*float64(held) || float64(size) > 1.5*float64(held) {
+				t.Errorf("SizeBytes = %d, heap held %d: want within [0.7, 1.5] of it", size, held)
+			}
+			if after > before+held/10 {
+				t.Errorf("after dropping the day the heap is %d bytes above where it started, want ≤ %d", after-before, held/10)
+			}
+		})
+	}
+	runtime.KeepAlive(values)
 }
 
 func roundTrip(t testing.TB, d *Day) *Day {
@@ -363,19 +560,10 @@ func roundTrip(t testing.TB, d *Day) *Day {
 	return &out
 }
 
-// TestViews covers view.go (Strings.Values, Day.VisitorsOnly).
-func TestViews(t *testing.T) {
-	var s Strings
-	s.Intern("a")
-	s.Intern("b")
-	view := s.Values()
-	s.Intern("c")
-	if diff := cmp.Diff([]string{"a", "b"}, view); diff != "" {
-		t.Errorf("Values() view mismatch (-want +got):\n%s", diff)
-	}
-
+// TestVisitorsOnly covers view.go.
+func TestVisitorsOnly(t *testing.T) {
 	d := NewDay(4)
-	d.Add(Page, 1, 1)
+	d.Add(Page, "/", 1, 0)
 	d.AddVisitor(3, 9)
 	v := d.VisitorsOnly()
 	d.AddVisitor(3, 10)

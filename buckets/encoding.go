@@ -4,22 +4,30 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// dayVersion is the format version written by Day.MarshalBinary.
-const dayVersion = 1
+// Versions of the day format. Version 1 counted ids into its website's
+// [Strings] table; version 2 is self-contained.
+const (
+	dayVersion1 = 1
+	dayVersion  = 2 // written by Day.MarshalBinary
+)
 
-// Day format, version 1:
+// Day format, version 2:
 //
-//	byte     version (1)
+//	byte     version (2)
 //	varint   Period (zigzag)
 //	uvarint  Visits, Events
 //	uvarint  Hours[0..23]
+//	uvarint  number of strings s
+//	s times: uvarint length, bytes; strictly ascending (bytewise)
 //	uvarint  number of dimensions k (≤ NumDims)
 //	k times: uvarint n; n uvarint ids (the first, then gaps: id - previous - 1);
 //	         n uvarint counts (> 0)
@@ -27,12 +35,21 @@ const dayVersion = 1
 //	uvarint  mask of the hours with a bitmap (bit h for hour h)
 //	per hour in the mask: uvarint length > 0 and the bitmap's bytes
 //
-// Bitmaps use roaring's portable format
+// Ids are indexes into the strings; every string is counted in at least one
+// dimension. Strings are written whole, not front-coded: a decoder then
+// allocates at most the size of its input for them (front coding lets a few
+// bytes stand for a long repeated prefix), and the store compresses its
+// blocks anyway. Bitmaps use roaring's portable format
 // (https://github.com/RoaringBitmap/RoaringFormatSpec), run-optimized.
+//
+// Version 1 is the same without the strings: its ids are those of the
+// website's [Strings] table.
 
 // MarshalBinary implements [encoding.BinaryMarshaler]. The first byte of the
-// encoding is the format version (1). It does not change d; on a day that
-// is not compacted it encodes run-optimized copies of the bitmaps.
+// encoding is the format version (2). It does not change d; on a day that
+// is not compacted it encodes a sorted copy of the dictionary and
+// run-optimized copies of the bitmaps. The encoding of a day does not
+// depend on its representation (open, compacted or decoded).
 func (d *Day) MarshalBinary() ([]byte, error) {
 	return d.AppendBinary(nil)
 }
@@ -48,34 +65,59 @@ func (d *Day) AppendBinary(b []byte) ([]byte, error) {
 	for _, v := range d.Hours {
 		b = binary.AppendUvarint(b, v)
 	}
+
+	// The dictionary in ascending order: perm maps the day's ids to their
+	// rank when the dictionary is open (nil when sealed, already sorted).
+	values := d.dict.values
+	var perm []uint32
+	if d.dict.index != nil {
+		order := make([]uint32, len(values))
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(values[a], values[b]) })
+		perm = make([]uint32, len(values))
+		for rank, id := range order {
+			perm[id] = uint32(rank)
+		}
+		b = slices.Grow(b, binary.MaxVarintLen32+d.dict.bytes+2*len(values))
+		b = binary.AppendUvarint(b, uint64(len(values)))
+		for _, id := range order {
+			b = binary.AppendUvarint(b, uint64(len(values[id])))
+			b = append(b, values[id]...)
+		}
+	} else {
+		b = slices.Grow(b, binary.MaxVarintLen32+d.dict.bytes+2*len(values))
+		b = binary.AppendUvarint(b, uint64(len(values)))
+		for _, v := range values {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+
 	b = binary.AppendUvarint(b, uint64(NumDims))
-	var scratch []uint32
+	var pairs []uint64
 	for dim := range NumDims {
 		c := &d.cols[dim]
 		var ids []uint32
-		if c.m != nil {
-			scratch = scratch[:0]
-			for id := range c.m {
-				scratch = append(scratch, id)
+		if c.m != nil || perm != nil {
+			// id<<32|old id, sorted: the new ids ascending, with the old
+			// ones to read the counts by.
+			pairs = pairs[:0]
+			for old := range d.cols[dim].ids() {
+				pairs = append(pairs, uint64(remap(perm, old))<<32|uint64(old))
 			}
-			slices.Sort(scratch)
-			ids = scratch
-		} else {
-			ids, _ = c.split()
+			slices.Sort(pairs)
+			b = appendIDs(b, len(pairs), func(i int) uint32 { return uint32(pairs[i] >> 32) })
+			for _, p := range pairs {
+				b = binary.AppendUvarint(b, d.countOf(dim, uint32(p)))
+			}
+			continue
 		}
-		b = slices.Grow(b, binary.MaxVarintLen32+len(ids)*4)
-		b = binary.AppendUvarint(b, uint64(len(ids)))
-		prev := uint32(0)
+		ids, counts := c.split()
+		b = appendIDs(b, len(ids), func(i int) uint32 { return ids[i] })
 		for i, id := range ids {
-			gap := id
-			if i > 0 {
-				gap = id - prev - 1
-			}
-			b = binary.AppendUvarint(b, uint64(gap))
-			prev = id
-		}
-		for _, id := range ids {
-			b = binary.AppendUvarint(b, d.Count(dim, id))
+			b = binary.AppendUvarint(b, d.full(dim, id, counts[i]))
 		}
 	}
 	var err error
@@ -97,6 +139,57 @@ func (d *Day) AppendBinary(b []byte) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// appendIDs appends n, then the n ascending ids id(0..n-1): the first, then
+// the gaps.
+func appendIDs(b []byte, n int, id func(int) uint32) []byte {
+	b = slices.Grow(b, binary.MaxVarintLen32+n*4)
+	b = binary.AppendUvarint(b, uint64(n))
+	prev := uint32(0)
+	for i := range n {
+		v := id(i)
+		gap := v
+		if i > 0 {
+			gap = v - prev - 1
+		}
+		b = binary.AppendUvarint(b, uint64(gap))
+		prev = v
+	}
+	return b
+}
+
+// ids returns an iterator over the ids of the column.
+func (c *column) ids() iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
+		if c.m != nil {
+			for id := range c.m {
+				if !yield(id) {
+					return
+				}
+			}
+			return
+		}
+		ids, _ := c.split()
+		for _, id := range ids {
+			if !yield(id) {
+				return
+			}
+		}
+	}
+}
+
+// countOf returns the count of value id in dim.
+func (d *Day) countOf(dim Dim, id uint32) uint64 {
+	c := &d.cols[dim]
+	if c.m != nil {
+		return d.full(dim, id, c.m[id])
+	}
+	ids, counts := c.split()
+	if i, ok := slices.BinarySearch(ids, id); ok {
+		return d.full(dim, id, counts[i])
+	}
+	return 0
 }
 
 // appendBitmap appends the length of bm's portable serialization and the
@@ -128,12 +221,33 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // UnmarshalBinary implements [encoding.BinaryUnmarshaler]: it replaces d
 // with the day encoded in b. b may come from anywhere: malformed input gives
 // an error wrapping [ErrCorrupt] (or [ErrVersion] for a format newer than
-// this build), never a panic, and leaves d unchanged. The decoded day is
+// this build, [ErrVersion1] for the old format that needs its website's
+// strings), never a panic, and leaves d unchanged. The decoded day is
 // compacted and does not retain b.
 func (d *Day) UnmarshalBinary(b []byte) error {
+	return d.unmarshal(b, nil)
+}
+
+// UnmarshalBinaryV1 is [Day.UnmarshalBinary] for the days of stores written
+// before days had their own dictionary, for their migration: it also
+// decodes format version 1, whose ids are those of the website's [Strings]
+// table, and value returns the string of such an id (false if there is
+// none: the error then wraps [ErrCorrupt]). value is called only for
+// version 1 and the day does not retain its strings. Two ids with the same
+// string have their counts added.
+func (d *Day) UnmarshalBinaryV1(data []byte, value func(id uint32) (string, bool)) error {
+	if value == nil {
+		value = func(uint32) (string, bool) { return "", false }
+	}
+	return d.unmarshal(data, value)
+}
+
+// unmarshal decodes b into d; value, if not nil, resolves the ids of
+// version 1.
+func (d *Day) unmarshal(b []byte, value func(uint32) (string, bool)) error {
 	var n Day
 	dec := dayDecoder{b: b}
-	if err := dec.decode(&n); err != nil {
+	if err := dec.decode(&n, value); err != nil {
 		return err
 	}
 	*d = n
@@ -161,15 +275,18 @@ func (r *dayDecoder) uvarint(what string) (uint64, error) {
 	return v, nil
 }
 
-func (r *dayDecoder) decode(d *Day) error {
+func (r *dayDecoder) decode(d *Day, value func(uint32) (string, bool)) error {
 	if len(r.b) == 0 {
 		return r.err("empty input")
 	}
-	switch v := r.b[0]; {
-	case v > dayVersion:
-		return decodeErr(ErrVersion, "day", "unknown format version %d (this build reads %d)", v, dayVersion)
-	case v != dayVersion:
-		return r.err("bad format version %d", v)
+	version := r.b[0]
+	switch {
+	case version > dayVersion:
+		return decodeErr(ErrVersion, "day", "unknown format version %d (this build reads %d)", version, dayVersion)
+	case version == dayVersion1 && value == nil:
+		return decodeErr(ErrVersion1, "day", "format version 1 needs its website's strings")
+	case version != dayVersion && version != dayVersion1:
+		return r.err("bad format version %d", version)
 	}
 	r.b = r.b[1:]
 	p, n := binary.Varint(r.b)
@@ -193,6 +310,11 @@ func (r *dayDecoder) decode(d *Day) error {
 			return err
 		}
 	}
+	if version == dayVersion {
+		if err := r.dict(&d.dict); err != nil {
+			return err
+		}
+	}
 	k, err := r.uvarint("number of dimensions")
 	if err != nil {
 		return err
@@ -200,8 +322,19 @@ func (r *dayDecoder) decode(d *Day) error {
 	if k > uint64(NumDims) {
 		return decodeErr(ErrVersion, "day", "%d dimensions, this build knows %d", k, NumDims)
 	}
+	// For version 1, the columns of website ids go to v1 first.
+	cols := d
+	var v1 Day
+	if version == dayVersion1 {
+		cols = &v1
+	}
 	for dim := range Dim(k) {
-		if err := r.column(d, dim); err != nil {
+		if err := r.column(cols, dim); err != nil {
+			return err
+		}
+	}
+	if version == dayVersion {
+		if err := r.checkDict(d); err != nil {
 			return err
 		}
 	}
@@ -229,7 +362,110 @@ func (r *dayDecoder) decode(d *Day) error {
 		return r.err("%d trailing bytes", len(r.b))
 	}
 	d.optimized = true
+	if version == dayVersion1 {
+		for dim := range NumDims {
+			for id, n := range v1.idCounts(dim) {
+				v, ok := value(id)
+				if !ok {
+					return r.err("unknown string id %d in dim %s", id, dim)
+				}
+				d.add(dim, v, n, 0, false) // Compact copies the strings
+			}
+		}
+		d.Compact()
+	}
 	return nil
+}
+
+// dict reads the strings of a version 2 day into t, sealed: strictly
+// ascending, in one allocation.
+func (r *dayDecoder) dict(t *dict) error {
+	s, err := r.uvarint("number of strings")
+	if err != nil {
+		return err
+	}
+	// Every string takes at least its one-byte length: check before
+	// allocating in proportion to s.
+	if s > uint64(len(r.b)) {
+		return r.err("%d strings in %d bytes", s, len(r.b))
+	}
+	if s > math.MaxUint32 {
+		return r.err("%d strings", s)
+	}
+	// First pass: lengths and order, on the input itself.
+	p := r.b
+	total := 0
+	var prev []byte
+	for i := range s {
+		l, n := binary.Uvarint(p)
+		if n <= 0 {
+			return r.err("truncated length of string %d", i)
+		}
+		p = p[n:]
+		if l > uint64(len(p)) {
+			return r.err("truncated string %d", i)
+		}
+		v := p[:l]
+		if i > 0 && bytes.Compare(prev, v) >= 0 {
+			return r.err("string %d out of order", i)
+		}
+		prev, p = v, p[l:]
+		total += int(l)
+	}
+	// Second pass: copy them into one allocation.
+	var sb strings.Builder
+	sb.Grow(total)
+	t.values = make([]string, s)
+	lens := r.b
+	for range t.values {
+		l, n := binary.Uvarint(lens)
+		sb.Write(lens[n : n+int(l)])
+		lens = lens[n+int(l):]
+	}
+	arena := sb.String()
+	off := 0
+	lens = r.b
+	for i := range t.values {
+		l, n := binary.Uvarint(lens)
+		lens = lens[n+int(l):]
+		t.values[i] = arena[off : off+int(l)]
+		off += int(l)
+	}
+	r.b = p
+	t.bytes, t.packed = total, int(s)
+	return nil
+}
+
+// checkDict verifies that the ids of d's columns are strings of its
+// dictionary, each counted somewhere.
+func (r *dayDecoder) checkDict(d *Day) error {
+	used := make([]uint64, (len(d.dict.values)+63)/64)
+	for dim := range NumDims {
+		ids, _ := d.cols[dim].split()
+		if len(ids) > 0 && int64(ids[len(ids)-1]) >= int64(len(d.dict.values)) {
+			return r.err("id %d beyond the %d strings in dim %s", ids[len(ids)-1], len(d.dict.values), dim)
+		}
+		for _, id := range ids {
+			used[id/64] |= 1 << (id % 64)
+		}
+	}
+	for i, w := range used {
+		if n := min(64, len(d.dict.values)-64*i); w != 1<<n-1 {
+			return r.err("string %d counted nowhere", 64*i+bits.TrailingZeros64(^w))
+		}
+	}
+	return nil
+}
+
+// idCounts returns an iterator over the (id, count) pairs of dim.
+func (d *Day) idCounts(dim Dim) iter.Seq2[uint32, uint64] {
+	return func(yield func(uint32, uint64) bool) {
+		for id := range d.cols[dim].ids() {
+			if !yield(id, d.countOf(dim, id)) {
+				return
+			}
+		}
+	}
 }
 
 func (r *dayDecoder) column(d *Day, dim Dim) error {

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -18,13 +20,14 @@ func sampleDay() *Day {
 	d.AddPageview(9)
 	d.AddPageview(9)
 	d.AddPageview(23)
-	d.Add(Page, 0, 2)
-	d.Add(Page, 70000, 1)
-	d.Add(LandingPage, 0, 3)
-	d.Add(Referrer, 5, 3)
-	d.Add(Event, 9, 2)
-	d.Add(Browser, 1, 2)
-	d.Add(City, 2, 1<<35) // beyond uint32
+	d.Add(Page, "/", 2, 0)
+	d.Add(Page, "/blog/2024/03/spring?utm_source=x", 1, 0)
+	d.Add(LandingPage, "/", 3, 0)
+	d.Add(Referrer, "", 2, 0)
+	d.Add(Referrer, "news.example.com", 1, 0)
+	d.Add(Event, "signup:plan:", 2, 0)
+	d.Add(Browser, "Firefox", 2, 0)
+	d.Add(City, "Zürich", 1<<35, 0) // beyond uint32
 	d.AddVisitor(9, 0)
 	d.AddVisitor(9, 1)
 	d.AddVisitor(23, 100000)
@@ -41,8 +44,8 @@ func TestDayEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b[0] != 1 {
-		t.Errorf("version byte = %d, want 1", b[0])
+	if b[0] != 2 {
+		t.Errorf("version byte = %d, want 2", b[0])
 	}
 	var got Day
 	if err := got.UnmarshalBinary(b); err != nil {
@@ -53,9 +56,9 @@ func TestDayEncoding(t *testing.T) {
 	clear(b)
 	checkDay(t, dump(d), &got)
 	// Nor does it alias it when updated.
-	got.Add(Page, 0, 1)
+	got.Add(Page, "/", 1, 0)
 	got.AddVisitor(12, 7)
-	if d.Count(Page, 0) != 2 || d.HasVisitor(7) {
+	if d.Count(Page, "/") != 2 || d.HasVisitor(7) {
 		t.Error("the decoded day shares memory with the original")
 	}
 	// AppendBinary appends.
@@ -77,28 +80,46 @@ func TestDayEncoding(t *testing.T) {
 
 func TestDayDecodeErrors(t *testing.T) {
 	good, _ := sampleDay().MarshalBinary()
-	tooManyDims := func() []byte {
-		var b []byte
-		b = append(b, 1)
-		b = binary.AppendVarint(b, 0)
-		b = append(b, make([]byte, 2+24)...)
-		return binary.AppendUvarint(b, uint64(NumDims)+1)
-	}()
-	header := tooManyDims[:len(tooManyDims)-1] // everything before the dim count
+	v1, err := os.ReadFile("testdata/day-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// head is a version 2 day up to its strings.
+	head := binary.AppendVarint([]byte{2}, 0)
+	head = append(head, make([]byte, 2+24)...)
+	tooManyDims := binary.AppendUvarint(append(slices.Clone(head), 0), uint64(NumDims)+1)
+	// withDims returns a day of no strings and one dimension, page.
 	withDims := func(cols ...byte) []byte {
-		b := slices.Clone(header)
-		b = append(b, 1) // one dimension: page
+		b := append(slices.Clone(head), 0, 1)
 		return append(b, cols...)
 	}
+	// withStrings returns a day of the strings and one column of page, and
+	// no visitor.
+	withStrings := func(strs []string, col ...byte) []byte {
+		b := binary.AppendUvarint(slices.Clone(head), uint64(len(strs)))
+		for _, v := range strs {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+		b = append(b, 1)
+		b = append(b, col...)
+		return append(b, 0, 0) // no visitor, no hour
+	}
+	both := []byte{2, 0, 0, 1, 1} // ids 0 and 1, counts 1 and 1
 	tests := []struct {
 		name    string
 		in      []byte
 		want    error
 		wantMsg string
 	}{
+		{name: "valid", in: withStrings([]string{"a", "b"}, both...), want: nil},
 		{name: "empty", in: nil, want: ErrCorrupt, wantMsg: "buckets: decode day: empty input"},
-		{name: "newer version", in: append([]byte{2}, good[1:]...), want: ErrVersion},
+		{name: "newer version", in: append([]byte{3}, good[1:]...), want: ErrVersion},
 		{name: "version zero", in: append([]byte{0}, good[1:]...), want: ErrCorrupt},
+		{
+			name: "version 1", in: v1,
+			want: ErrVersion1, wantMsg: "buckets: decode day: format version 1 needs its website's strings",
+		},
 		{name: "trailing byte", in: append(slices.Clone(good), 0), want: ErrCorrupt},
 		{name: "more dims than known", in: tooManyDims, want: ErrVersion},
 		{
@@ -111,12 +132,36 @@ func TestDayDecodeErrors(t *testing.T) {
 		{name: "bitmap longer than input", in: withDims(0, 50, 1, 2), want: ErrCorrupt},
 		{name: "hour bitmap of length zero", in: withDims(0, 0, 1, 0), want: ErrCorrupt},
 		{name: "hour beyond 23", in: withDims(0, 0, 0x80, 0x80, 0x80, 0x08), want: ErrCorrupt},
+		{
+			name: "strings out of order", in: withStrings([]string{"b", "a"}, both...),
+			want: ErrCorrupt, wantMsg: "buckets: decode day: string 1 out of order",
+		},
+		{name: "duplicate string", in: withStrings([]string{"a", "a"}, both...), want: ErrCorrupt},
+		{name: "empty string after another", in: withStrings([]string{"a", ""}, both...), want: ErrCorrupt},
+		{
+			name: "string counted nowhere", in: withStrings([]string{"a", "b"}, 1, 0, 1),
+			want: ErrCorrupt, wantMsg: "buckets: decode day: string 1 counted nowhere",
+		},
+		{
+			name: "id beyond the strings", in: withStrings([]string{"a"}, 1, 1, 1),
+			want: ErrCorrupt, wantMsg: "buckets: decode day: id 1 beyond the 1 strings in dim page",
+		},
+		{name: "id beyond the strings, none", in: withDims(1, 0, 1, 0, 0), want: ErrCorrupt},
+		{name: "more strings than bytes", in: append(slices.Clone(head), 100, 1, 'a'), want: ErrCorrupt},
+		{name: "string longer than input", in: append(slices.Clone(head), 1, 100, 'a'), want: ErrCorrupt},
+		{name: "string length overflows", in: append(slices.Clone(head), 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), want: ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := sampleDay()
 			want := dump(d)
 			err := d.UnmarshalBinary(tt.in)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("UnmarshalBinary = %v, want nil", err)
+				}
+				return
+			}
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("UnmarshalBinary = %v, want %v", err, tt.want)
 			}
@@ -132,6 +177,138 @@ func TestDayDecodeErrors(t *testing.T) {
 		if err := d.UnmarshalBinary(good[:i]); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("prefix of %d bytes: %v, want ErrCorrupt", i, err)
 		}
+	}
+}
+
+// TestDayDecodeV1Golden decodes a day written by the version 1 encoder
+// (testdata, written before version 2 existed) with its website's strings.
+func TestDayDecodeV1Golden(t *testing.T) {
+	day, err := os.ReadFile("testdata/day-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk, err := os.ReadFile("testdata/strings-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var strs Strings
+	if err := strs.UnmarshalBinary(chunk); err != nil {
+		t.Fatal(err)
+	}
+	var d Day
+	if err := d.UnmarshalBinaryV1(day, strs.Value); err != nil {
+		t.Fatal(err)
+	}
+	want := dayDump{
+		Period: DateOf(2025, 6, 30),
+		Visits: 4,
+		Events: 1,
+		Hours:  [24]uint64{8: 2, 9: 1, 13: 3},
+		Counts: map[Dim]map[string]uint64{
+			Page:        {"/": 3, "/about": 2, "/pricing": 1},
+			LandingPage: {"/": 3, "/blog/a?x=1": 1},
+			Referrer:    {"news.example.com": 2},
+			Event:       {"signup::": 1},
+			Browser:     {"Firefox": 3},
+			Country:     {"DE": 3},
+			Continent:   {"Europe": 3},
+			City:        {"Berlin": 1 << 33},
+		},
+		Visitors:     []uint32{0, 1, 2},
+		HourVisitors: map[int][]uint32{8: {0}, 9: {1}, 13: {0, 2}},
+	}
+	checkDay(t, want, &d)
+	// Re-encoded, it is a version 2 day with the same contents.
+	again := roundTrip(t, &d)
+	checkDay(t, want, again)
+	// The day keeps none of the table's memory.
+	table := map[*byte]bool{}
+	for _, v := range values(&strs) {
+		table[unsafe.StringData(v)] = true
+	}
+	for _, v := range d.dict.values {
+		if table[unsafe.StringData(v)] {
+			t.Errorf("value %q shares memory with the Strings table", v)
+		}
+	}
+}
+
+// TestDayDecodeV1 migrates random days written in version 1 with a table
+// shared by all of them, as a website's was.
+func TestDayDecodeV1(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	var strs Strings
+	days := randomDays(r, 30, []Date{3, 4})
+	encoded := make([][]byte, len(days))
+	for i, d := range days {
+		encoded[i] = appendV1(nil, d, &strs)
+	}
+	var table Strings
+	if err := table.UnmarshalBinary(strs.appendChunk(nil, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range days {
+		var got Day
+		if err := got.UnmarshalBinaryV1(encoded[i], table.Value); err != nil {
+			t.Fatalf("day %d: %v", i, err)
+		}
+		checkDay(t, dump(d), &got)
+		if !got.Equal(d) {
+			t.Fatalf("day %d not Equal", i)
+		}
+		// Decoded days are compacted: their encoding is the one of d.
+		a, _ := got.MarshalBinary()
+		b, _ := d.MarshalBinary()
+		if string(a) != string(b) {
+			t.Fatalf("day %d: version 2 encodings differ", i)
+		}
+		// UnmarshalBinaryV1 reads version 2 too, without asking for values.
+		var v2 Day
+		if err := v2.UnmarshalBinaryV1(b, func(uint32) (string, bool) { panic("called for version 2") }); err != nil {
+			t.Fatal(err)
+		}
+		checkDay(t, dump(d), &v2)
+	}
+
+	sample := sampleDay()
+	var s Strings
+	v1 := appendV1(nil, sample, &s)
+	tests := []struct {
+		name  string
+		value func(uint32) (string, bool)
+		want  error
+		check func(t *testing.T, d *Day)
+	}{
+		{name: "unknown id", value: func(id uint32) (string, bool) { return s.Value(id - 1) }, want: ErrCorrupt},
+		{name: "no table", value: nil, want: ErrCorrupt},
+		{
+			name:  "two ids, one string",
+			value: func(uint32) (string, bool) { return "same", true },
+			check: func(t *testing.T, d *Day) {
+				if got := d.Count(Referrer, "same"); got != 3 {
+					t.Errorf("Count(Referrer, same) = %d, want 3 (2 + 1)", got)
+				}
+				if got := d.Len(Page); got != 1 {
+					t.Errorf("Len(Page) = %d, want 1", got)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDay(99)
+			err := d.UnmarshalBinaryV1(v1, tt.value)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("UnmarshalBinaryV1 = %v, want %v", err, tt.want)
+			}
+			if err != nil {
+				if d.Period != 99 {
+					t.Error("failed decode changed the day")
+				}
+				return
+			}
+			tt.check(t, d)
+		})
 	}
 }
 
@@ -236,8 +413,13 @@ func TestDecodeAllocations(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var inputs [][]byte
 	good, _ := sampleDay().MarshalBinary()
-	for range 200 {
+	var strs Strings
+	goodV1 := appendV1(nil, sampleDay(), &strs)
+	for i := range 400 {
 		b := slices.Clone(good)
+		if i%2 == 1 {
+			b = slices.Clone(goodV1)
+		}
 		for range 1 + r.IntN(4) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
@@ -260,6 +442,7 @@ func TestDecodeAllocations(t *testing.T) {
 	for _, in := range inputs {
 		var d Day
 		_ = d.UnmarshalBinary(in)
+		_ = d.UnmarshalBinaryV1(in, func(id uint32) (string, bool) { return "v", id < 1000 })
 		var s Strings
 		_ = s.UnmarshalBinary(in)
 		_, _ = decodeBitmap(in)

@@ -14,6 +14,11 @@ var ErrCorrupt = errors.New("buckets: corrupt encoding")
 // errors.Is.
 var ErrVersion = errors.New("buckets: unknown encoding version")
 
+// ErrVersion1 is returned (wrapped) by [Day.UnmarshalBinary] for a day in
+// format version 1, whose values are ids into its website's [Strings]
+// table: decode it with [Day.UnmarshalBinaryV1]. Use errors.Is.
+var ErrVersion1 = errors.New("buckets: day in format version 1")
+
 // ErrChunkOrder is returned (wrapped) by [Strings.AppendChunk] when a chunk
 // does not start at the table's next id: a chunk is missing, repeated or out
 // of order. Use errors.Is.

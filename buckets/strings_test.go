@@ -5,79 +5,21 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// values returns the strings of s by id.
 func values(s *Strings) []string {
 	out := []string{}
-	for id, v := range s.All() {
-		if int(id) != len(out) {
+	for id := range uint32(s.Len()) {
+		v, ok := s.Value(id)
+		if !ok {
 			panic("ids not dense")
 		}
 		out = append(out, v)
 	}
 	return out
-}
-
-func TestStringsIntern(t *testing.T) {
-	var s Strings
-	in := []string{"/", "/about", "", "Chrome", "/", "", "/about", "US:United States"}
-	var got []uint32
-	for _, v := range in {
-		got = append(got, s.Intern(v))
-	}
-	if diff := cmp.Diff([]uint32{0, 1, 2, 3, 0, 2, 1, 4}, got); diff != "" {
-		t.Errorf("Intern ids mismatch (-want +got):\n%s", diff)
-	}
-	if got, want := s.Len(), 5; got != want {
-		t.Errorf("Len() = %d, want %d", got, want)
-	}
-	tests := []struct {
-		v      string
-		wantID uint32
-		wantOK bool
-	}{
-		{v: "/", wantID: 0, wantOK: true},
-		{v: "", wantID: 2, wantOK: true},
-		{v: "US:United States", wantID: 4, wantOK: true},
-		{v: "/missing", wantOK: false},
-	}
-	for _, tt := range tests {
-		id, ok := s.Lookup(tt.v)
-		if id != tt.wantID || ok != tt.wantOK {
-			t.Errorf("Lookup(%q) = %d, %v; want %d, %v", tt.v, id, ok, tt.wantID, tt.wantOK)
-		}
-		if ok {
-			if v, ok := s.Value(id); !ok || v != tt.v {
-				t.Errorf("Value(%d) = %q, %v; want %q, true", id, v, ok, tt.v)
-			}
-		}
-	}
-	for _, id := range []uint32{5, 1 << 31, 1<<32 - 1} {
-		if v, ok := s.Value(id); ok {
-			t.Errorf("Value(%d) = %q, true; want false", id, v)
-		}
-	}
-	if s.SizeBytes() <= 0 {
-		t.Errorf("SizeBytes() = %d", s.SizeBytes())
-	}
-}
-
-// TestStringsInternCopies checks that Intern does not keep the caller's
-// memory.
-func TestStringsInternCopies(t *testing.T) {
-	var s Strings
-	buf := []byte("/page")
-	s.Intern(unsafe.String(&buf[0], len(buf)))
-	copy(buf, "/XXXX")
-	if v, _ := s.Value(0); v != "/page" {
-		t.Fatalf("Value(0) = %q after the caller reused its buffer, want /page", v)
-	}
-	if _, ok := s.Lookup("/page"); !ok {
-		t.Fatal("Lookup(/page) = false after the caller reused its buffer")
-	}
 }
 
 func TestStringsChunks(t *testing.T) {
@@ -86,10 +28,10 @@ func TestStringsChunks(t *testing.T) {
 	next := uint32(0)
 	for round := range 5 {
 		for i := range round * 3 { // round 0 adds nothing: an empty chunk
-			s.Intern(fmt.Sprintf("/r%d/p%d", round, i))
+			s.intern(fmt.Sprintf("/r%d/p%d", round, i))
 		}
-		s.Intern("/") // from round 1 on, already there
-		chunks = append(chunks, s.AppendBinary(nil, next))
+		s.intern("/") // from round 1 on, already there
+		chunks = append(chunks, s.appendChunk(nil, next))
 		next = uint32(s.Len())
 	}
 
@@ -102,13 +44,16 @@ func TestStringsChunks(t *testing.T) {
 	if diff := cmp.Diff(values(&s), values(&got)); diff != "" {
 		t.Fatalf("rebuilt table mismatch (-want +got):\n%s", diff)
 	}
-	for id, v := range s.All() {
-		if gotID, ok := got.Lookup(v); !ok || gotID != id {
-			t.Fatalf("Lookup(%q) = %d, %v; want %d", v, gotID, ok, id)
+	for id, v := range values(&s) {
+		if gotID, ok := got.ids[v]; !ok || gotID != uint32(id) {
+			t.Fatalf("ids[%q] = %d, %v; want %d", v, gotID, ok, id)
 		}
 	}
+	if v, ok := got.Value(uint32(got.Len())); ok {
+		t.Errorf("Value(Len()) = %q, true; want false", v)
+	}
 
-	whole, _ := s.MarshalBinary()
+	whole := s.appendChunk(nil, 0)
 	var u Strings
 	if err := u.UnmarshalBinary(whole); err != nil {
 		t.Fatal(err)
@@ -121,25 +66,15 @@ func TestStringsChunks(t *testing.T) {
 	if diff := cmp.Diff(values(&s), values(&u)); diff != "" {
 		t.Fatalf("after clearing the input (-want +got):\n%s", diff)
 	}
-	// Appending to a decoded table continues its ids.
-	if id := u.Intern("/new"); int(id) != s.Len() {
-		t.Fatalf("Intern after decode = %d, want %d", id, s.Len())
-	}
-	// from beyond Len is an empty chunk at Len.
-	var e Strings
-	e.Intern("a")
-	if err := e.AppendChunk(s.AppendBinary(nil, 1<<30)); !errors.Is(err, ErrChunkOrder) {
-		t.Fatalf("chunk from beyond Len applied at 1: %v", err)
-	}
 }
 
 func TestStringsChunkErrors(t *testing.T) {
 	var s Strings
-	s.Intern("a")
-	s.Intern("b")
-	first := s.AppendBinary(nil, 0)
-	s.Intern("c")
-	second := s.AppendBinary(nil, 2)
+	s.intern("a")
+	s.intern("b")
+	first := s.appendChunk(nil, 0)
+	s.intern("c")
+	second := s.appendChunk(nil, 2)
 
 	dup := slices.Clone(first)
 	dup[len(dup)-1] = 'a' // "a", "a"
@@ -182,8 +117,8 @@ func TestStringsChunkErrors(t *testing.T) {
 				t.Errorf("table changed by a failed chunk (-want +got):\n%s", diff)
 			}
 			for _, v := range []string{"a", "b", "c"} {
-				if _, ok := s.Lookup(v); ok != slices.Contains(want, v) {
-					t.Errorf("Lookup(%q) = %v after a failed chunk", v, ok)
+				if _, ok := s.ids[v]; ok != slices.Contains(want, v) {
+					t.Errorf("ids[%q] = %v after a failed chunk", v, ok)
 				}
 			}
 		})

@@ -1,11 +1,14 @@
 package buckets
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 )
 
 // randomDays returns n days of random counts and visitors over the given
@@ -16,10 +19,10 @@ func randomDays(r *rand.Rand, n int, periods []Date) []*Day {
 	for i := range days {
 		d := NewDay(periods[i%len(periods)])
 		for range r.IntN(300) {
-			d.Add(Dim(r.IntN(int(NumDims))), r.Uint32N(500), uint64(1+r.IntN(5)))
+			d.Add(Dim(r.IntN(int(NumDims))), val(r.Uint32N(500)), uint64(1+r.IntN(5)), 0)
 		}
 		if r.IntN(10) == 0 {
-			d.Add(Page, r.Uint32N(500), 1<<32+7)
+			d.Add(Page, val(r.Uint32N(500)), 1<<32+7, 0)
 		}
 		for range r.IntN(200) {
 			d.AddVisitor(r.IntN(24), r.Uint32N(1000))
@@ -40,45 +43,109 @@ func randomDays(r *rand.Rand, n int, periods []Date) []*Day {
 	return days
 }
 
-func TestSumCounts(t *testing.T) {
+// sumRows returns the rows of s as a map, for cmp.Diff.
+func sumRows(s *Sum) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, r := range s.Rows() {
+		if _, dup := out[r.Value]; dup {
+			panic("duplicate row " + r.Value)
+		}
+		out[r.Value] = r.Count
+	}
+	return out
+}
+
+func TestSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	days := randomDays(r, 40, []Date{0})
 	days = append(days, nil, NewDay(0)) // nil and empty days are fine
+	var s Sum
 	for dim := range NumDims {
-		want := []uint64{}
+		want := map[string]uint64{}
 		for _, d := range days {
 			if d == nil {
 				continue
 			}
-			for id, v := range d.Counts(dim) {
-				for int(id) >= len(want) {
-					want = append(want, 0)
-				}
-				want[id] += v
+			for v, n := range d.Counts(dim) {
+				want[v] += n
 			}
 		}
-		got := SumCounts(nil, dim, days...)
-		if diff := cmp.Diff(want, append([]uint64{}, got...)); diff != "" {
-			t.Errorf("SumCounts(%v) mismatch (-want +got):\n%s", dim, diff)
+		s.Reset() // a reused Sum starts empty
+		s.Add(dim, days...)
+		if diff := gocmp.Diff(want, sumRows(&s)); diff != "" {
+			t.Errorf("Sum of %v mismatch (-want +got):\n%s", dim, diff)
 		}
-		// Reusing a dirty accumulator: its old contents past len are not summed.
-		dirty := make([]uint64, 3, 1000)
-		for i := range dirty[:cap(dirty)] {
-			dirty[:cap(dirty)][i] = 99
+		if s.Len() != len(want) {
+			t.Errorf("Len() = %d, want %d", s.Len(), len(want))
 		}
-		dirty = dirty[:0]
-		got = SumCounts(dirty, dim, days...)
-		if diff := cmp.Diff(want, append([]uint64{}, got...)); diff != "" {
-			t.Errorf("SumCounts(%v) into a reused slice mismatch (-want +got):\n%s", dim, diff)
+		if !slices.IsSortedFunc(s.Rows(), func(a, b Row) int { return cmp.Compare(a.Value, b.Value) }) {
+			t.Errorf("Rows of %v not in ascending order of value", dim)
+		}
+		// Day by day adds up the same.
+		var one Sum
+		for _, d := range days {
+			one.Add(dim, d)
+		}
+		if diff := gocmp.Diff(want, sumRows(&one)); diff != "" {
+			t.Errorf("Sum of %v day by day mismatch (-want +got):\n%s", dim, diff)
+		}
+		for v, n := range want {
+			if got := s.Count(v); got != n {
+				t.Errorf("Count(%q) = %d, want %d", v, got, n)
+			}
 		}
 	}
-	// An accumulator longer than needed keeps its length and adds.
-	acc := SumCounts(make([]uint64, 10000), Page, days[:1]...)
-	if len(acc) != 10000 {
-		t.Errorf("len(acc) = %d, want 10000", len(acc))
+	s.Reset()
+	s.Add(NumDims, days...)
+	if s.Len() != 0 {
+		t.Errorf("Sum of an invalid dim has %d rows", s.Len())
 	}
-	if got := SumCounts([]uint64{1}, NumDims, days...); len(got) != 1 || got[0] != 1 {
-		t.Errorf("SumCounts of an invalid dim changed acc: %v", got)
+	if got := s.Count("/missing"); got != 0 {
+		t.Errorf("Count(/missing) = %d", got)
+	}
+}
+
+// TestSumReorderedRows checks that a caller may sort the rows and keep
+// adding.
+func TestSumReorderedRows(t *testing.T) {
+	a, b := NewDay(0), NewDay(1)
+	for i := range uint32(20) {
+		a.Add(Page, val(i), uint64(i+1), 0)
+		b.Add(Page, val(i+10), 1, 0)
+	}
+	b.Compact()
+	var s Sum
+	s.Add(Page, a)
+	rows := s.Rows()
+	slices.SortFunc(rows, func(x, y Row) int { return cmp.Compare(y.Count, x.Count) })
+	if rows[0].Count != 20 {
+		t.Fatalf("sorted rows start with %v", rows[0])
+	}
+	s.Add(Page, b)
+	want := map[string]uint64{}
+	for i := range uint32(30) {
+		switch {
+		case i < 10:
+			want[val(i)] = uint64(i + 1)
+		case i < 20:
+			want[val(i)] = uint64(i + 2)
+		default:
+			want[val(i)] = 1
+		}
+	}
+	if diff := gocmp.Diff(want, sumRows(&s)); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSumSaturates(t *testing.T) {
+	a, b := NewDay(0), NewDay(0)
+	a.Add(Page, "/", math.MaxUint64-1, 0)
+	b.Add(Page, "/", 5, 0)
+	var s Sum
+	s.Add(Page, a, b)
+	if got := s.Count("/"); got != math.MaxUint64 {
+		t.Errorf("Count(/) = %d, want MaxUint64", got)
 	}
 }
 
