@@ -113,7 +113,14 @@ func (p *Pages) unlock(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		return nil
 	}
 	pw := r.PostForm.Get("password")
-	if pw == "" || len(pw) > 4*128 || !p.e.CheckPassword(r.Context(), v.web.ID, pw) {
+	ok, err := false, error(nil)
+	if pw != "" {
+		ok, err = p.e.CheckPassword(r.Context(), v.web.ID, pw)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
 		sleep(r.Context(), p.delay)
 		msg := "Wrong password. Check it and try again."
 		if pw == "" {
