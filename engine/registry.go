@@ -170,7 +170,7 @@ func (e *Engine) Account(ctx context.Context, id uint32) (Account, error) {
 }
 
 // RotateKey gives the account a new API key, returned here only; the old key
-// stops working at once.
+// stops working at once, and every session of the account ends.
 func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) {
 	key, err := e.newKey()
 	if err != nil {
@@ -185,6 +185,12 @@ func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) 
 	a, ok := e.accounts[account]
 	if !ok {
 		return "", ErrNotFound
+	}
+	// End the sessions before the new key is stored: a crash between the
+	// two leaves the account signed out with its old key, never signed in
+	// with sessions the rotation should have ended.
+	if err := e.endSessionsLocked(account); err != nil {
+		return "", err
 	}
 	na := *a
 	na.KeyHash = hashKey(key)
@@ -300,9 +306,15 @@ func pageBounds(total, perPage, page int) (per, pg, last, lo, hi int) {
 	return per, pg, last, lo, hi
 }
 
-// CreateWebsite validates in and creates a website for the handle's account.
+// CreateWebsite validates in and creates a website for the handle's account
+// (an Unscoped handle creates none: ErrNotFound). A password
+// is hashed (argon2id) only once every field is valid, outside the registry
+// lock; it fails with ErrBusy when too many hashes run at once.
 func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, error) {
 	e, account := o.e, o.account
+	if o.all {
+		return Website{}, ErrNotFound
+	}
 	now := e.now().UTC().Truncate(time.Microsecond)
 	w := Website{Account: account, Privacy: 1, Email: 0, ExcludeBots: 1, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	var verr ValidationError
@@ -315,7 +327,13 @@ func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, err
 	} else {
 		w.Domain = d
 	}
-	pw, err := e.applyInput(&w, in, &verr)
+	e.applyInput(&w, in, &verr)
+	// Check what the registry decides before hashing, so a request that
+	// fails costs no hash.
+	if err := e.checkNewWebsite(account, w.Domain, &verr); err != nil {
+		return Website{}, err
+	}
+	pwHash, err := e.newPasswordHash(ctx, in)
 	if err != nil {
 		return Website{}, err
 	}
@@ -325,19 +343,11 @@ func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, err
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
-	if _, ok := e.accounts[account]; !ok || o.all {
-		return Website{}, ErrNotFound
+	if err := e.checkNewWebsiteLocked(account, w.Domain, &verr); err != nil {
+		return Website{}, err // the domain was taken meanwhile
 	}
-	if w.Domain != "" {
-		if _, taken := e.domains[w.Domain]; taken {
-			verr.Fields = slices.Insert(verr.Fields, 0, FieldError{"domain", "The domain has already been taken."})
-		}
-	}
-	if err := verr.orNil(); err != nil {
-		return Website{}, err
-	}
-	if pw != "" {
-		w.PasswordHash = pw
+	if pwHash != "" {
+		w.PasswordHash = pwHash
 	}
 	w.ID = e.nextWebsite + 1
 	if err := e.putCounterLocked(counterWebsite, uint64(w.ID)); err != nil {
@@ -351,10 +361,57 @@ func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, err
 	return w, nil
 }
 
+// checkNewWebsite returns ErrNotFound for an unknown account, else verr
+// with "taken" first when the domain is taken, or nil when verr is empty.
+func (e *Engine) checkNewWebsite(account uint32, domain string, verr *ValidationError) error {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	return e.checkNewWebsiteLocked(account, domain, verr)
+}
+
+// checkNewWebsiteLocked is checkNewWebsite with regMu held.
+func (e *Engine) checkNewWebsiteLocked(account uint32, domain string, verr *ValidationError) error {
+	if _, ok := e.accounts[account]; !ok {
+		return ErrNotFound
+	}
+	if domain != "" {
+		if _, taken := e.domains[domain]; taken {
+			verr.Fields = slices.Insert(verr.Fields, 0, FieldError{"domain", "The domain has already been taken."})
+		}
+	}
+	return verr.orNil()
+}
+
+// newPasswordHash hashes the password of in, if one was sent; in has been
+// validated. It must not be called with regMu held.
+func (e *Engine) newPasswordHash(ctx context.Context, in WebsiteInput) (string, error) {
+	if in.Password == nil || *in.Password == "" {
+		return "", nil
+	}
+	return e.hashPassword(ctx, *in.Password)
+}
+
 // UpdateWebsite changes the fields sent in in; domain cannot be changed and is
-// ignored.
+// ignored. A password is hashed outside the registry lock, as in
+// CreateWebsite.
 func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (Website, error) {
 	e := o.e
+	// Validate against the current record first, so that a request that
+	// fails costs no hash, then hash, then validate again under the lock
+	// (the record may have changed meanwhile).
+	cur, err := o.Website(ctx, id)
+	if err != nil {
+		return Website{}, err
+	}
+	var verr ValidationError
+	e.applyInput(&cur, in, &verr)
+	if err := verr.orNil(); err != nil {
+		return Website{}, err
+	}
+	pwHash, err := e.newPasswordHash(ctx, in)
+	if err != nil {
+		return Website{}, err
+	}
 	if !e.enter() {
 		return Website{}, ErrClosed
 	}
@@ -366,16 +423,12 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		return Website{}, ErrNotFound
 	}
 	w := *s.web
-	var verr ValidationError
-	pw, err := e.applyInput(&w, in, &verr)
-	if err != nil {
-		return Website{}, err
-	}
+	e.applyInput(&w, in, &verr)
 	if err := verr.orNil(); err != nil {
 		return Website{}, err
 	}
-	if pw != "" {
-		w.PasswordHash = pw
+	if pwHash != "" {
+		w.PasswordHash = pwHash
 	}
 	w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
 	if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
@@ -385,9 +438,9 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 	return w, nil
 }
 
-// applyInput validates the optional fields of in into w and returns the new
-// password hash, if a password was sent.
-func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) (string, error) {
+// applyInput validates the optional fields of in into w. It checks a
+// password but does not hash it (see newPasswordHash).
+func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) {
 	choice := func(field string, v *string, set *int, allowed ...int) {
 		if v == nil {
 			return
@@ -402,17 +455,9 @@ func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) 
 	choice("privacy", in.Privacy, &w.Privacy, 0, 1, 2)
 	choice("email", in.Email, &w.Email, 0, 1)
 	choice("exclude_bots", in.ExcludeBots, &w.ExcludeBots, 0, 1)
-	var pwHash string
 	if in.Password != nil && *in.Password != "" {
-		n := utf8.RuneCountInString(*in.Password)
-		if n > 128 {
-			verr.add("password", "The password must not be greater than 128 characters.")
-		} else {
-			h, err := hashPassword(e.opts.Rand, *in.Password)
-			if err != nil {
-				return "", err
-			}
-			pwHash = h
+		if msg := checkPasswordInput(*in.Password); msg != "" {
+			verr.add("password", msg)
 		}
 	} else if w.Privacy == 2 && w.PasswordHash == "" {
 		verr.add("password", "The password field is required when privacy is 2.")
@@ -441,7 +486,6 @@ func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) 
 			w.ExcludeIPs = nullable(*in.ExcludeIPs)
 		}
 	}
-	return pwHash, nil
 }
 
 // nullable maps an empty text field to null, as the API shows unset fields.
@@ -460,6 +504,7 @@ func loadLocation(tz string) (*time.Location, error) {
 	return time.LoadLocation(tz)
 }
 
+// DeleteWebsite removes a website and all its statistics, in memory at once
 // DeleteWebsite removes a website and all its statistics, in memory at once
 // and on disk before it returns.
 func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
@@ -499,8 +544,12 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 	return nil
 }
 
-// CheckPassword reports whether password is the website's password.
-func (e *Engine) CheckPassword(ctx context.Context, id uint32, password string) bool {
+// CheckPassword reports whether password is the password of website id
+// (false when the website has none). The argon2id check runs at most
+// MaxPasswordHashes at once engine-wide: it fails with ErrBusy when it could
+// not start within PasswordHashWait, or with ctx's error. Limiting failed
+// attempts per client is the caller's job.
+func (e *Engine) CheckPassword(ctx context.Context, id uint32, password string) (bool, error) {
 	e.regMu.RLock()
 	s, ok := e.sites[id]
 	var h string
@@ -508,7 +557,10 @@ func (e *Engine) CheckPassword(ctx context.Context, id uint32, password string) 
 		h = s.web.PasswordHash
 	}
 	e.regMu.RUnlock()
-	return ok && h != "" && checkPassword(h, password)
+	if h == "" || len(password) > utf8.UTFMax*MaxPasswordLength {
+		return false, nil
+	}
+	return e.checkPassword(ctx, h, password)
 }
 
 func (e *Engine) putJSON(kind snapshot.Kind, id uint64, v any) error {
@@ -529,8 +581,10 @@ func (e *Engine) putCounterLocked(which uint64, v uint64) error {
 	return nil
 }
 
-// loadRegistry reads accounts, websites and counters from the store.
+// loadRegistry reads accounts, websites, counters and sessions from the
+// store.
 func (e *Engine) loadRegistry() error {
+	e.auth.init()
 	err := e.store.Scan(snapshot.KindCounter, func(id uint64, v []byte) error {
 		n, err := strconv.ParseUint(string(v), 10, 32)
 		if err != nil {
@@ -560,7 +614,7 @@ func (e *Engine) loadRegistry() error {
 	if err != nil {
 		return err
 	}
-	return e.store.Scan(snapshot.KindWebsite, func(id uint64, v []byte) error {
+	err = e.store.Scan(snapshot.KindWebsite, func(id uint64, v []byte) error {
 		w := new(Website)
 		if err := json.Unmarshal(v, w); err != nil || uint64(w.ID) != id {
 			return fmt.Errorf("engine: website %d: %w", id, snapshot.ErrCorrupt)
@@ -572,4 +626,8 @@ func (e *Engine) loadRegistry() error {
 		e.addSiteLocked(w, newSiteState(w.ID))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return e.loadSessions()
 }

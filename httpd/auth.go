@@ -6,14 +6,15 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
-// authFailuresPerMinute bounds the failed authentications of one client
-// address per minute.
+// authFailuresPerMinute bounds the failed authentications (wrong API keys)
+// of one client address per minute; past it, wrong keys get 429 (right keys
+// are never refused by it).
 const authFailuresPerMinute = 20
 
 // authenticate checks the request's API key and the account's rate limit.
@@ -25,19 +26,21 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Ac
 		writeError(w, r, errUnauthenticated)
 		return engine.Account{}, false
 	}
-	ipKey := limiterKey(s.clientIP(r))
-	if wait, blocked := s.authLimit.blocked(ipKey); blocked {
-		tooMany(w, r, wait)
-		return engine.Account{}, false
-	}
+	// A right key always authenticates: keys are 256-bit, so the failure
+	// limit only quiets guessing and may refuse only wrong keys (SPEC §13).
 	a, err := s.e.Authenticate(r.Context(), key)
 	if err != nil {
-		s.authLimit.take(ipKey)
+		ipKey := limiterKey(s.clientIP(r))
+		if wait, blocked := s.authLimit.Blocked(ipKey); blocked {
+			tooMany(w, r, wait)
+			return engine.Account{}, false
+		}
+		s.authLimit.Take(ipKey)
 		writeError(w, r, errUnauthenticated)
 		return engine.Account{}, false
 	}
 	if s.keyLimit != nil {
-		ok, remaining, wait := s.keyLimit.take(strconv.FormatUint(uint64(a.ID), 10))
+		ok, remaining, wait := s.keyLimit.Take(strconv.FormatUint(uint64(a.ID), 10))
 		h := w.Header()
 		h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.RateLimit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
@@ -89,16 +92,7 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 }
 
 // parseIP parses "addr", "addr:port" or "[addr]:port", without a zone.
-func parseIP(s string) (netip.Addr, bool) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone(""), true
-	}
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap().WithZone(""), true
-	}
-	return netip.Addr{}, false
-}
+func parseIP(s string) (netip.Addr, bool) { return limit.ParseIP(s) }
 
 // isPublic reports whether a is a routable client address.
 func isPublic(a netip.Addr) bool {
@@ -106,101 +100,10 @@ func isPublic(a netip.Addr) bool {
 		!a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsMulticast()
 }
 
-// limiterKey is the rate-limit key of a client address: the address, or its
-// /64 for IPv6 (one host usually holds a whole /64).
-func limiterKey(a netip.Addr) string {
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// limiterKey is the rate-limit key of a client address (limit.ClientKey).
+func limiterKey(a netip.Addr) string { return limit.ClientKey(a) }
 
-// limiter is a set of token buckets, one per key, each refilled at rate
-// tokens per minute up to as many.
-type limiter struct {
-	perMinute int
-	now       func() time.Time
+// limiter is the token-bucket limiter of the API (limit.Limiter).
+type limiter = limit.Limiter
 
-	mu      sync.Mutex // guards buckets and sweepAt
-	buckets map[string]*bucket
-	sweepAt int // sweep full buckets when the map grows past this
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// maxBuckets bounds the memory of a limiter: past it, new keys are not
-// tracked (and not limited).
-const maxBuckets = 1 << 20
-
-func newLimiter(perMinute int, now func() time.Time) *limiter {
-	return &limiter{perMinute: perMinute, now: now, buckets: make(map[string]*bucket), sweepAt: 4096}
-}
-
-// refillLocked brings b up to now.
-func (l *limiter) refillLocked(b *bucket, now time.Time) {
-	if el := now.Sub(b.last); el > 0 {
-		b.tokens = min(float64(l.perMinute), b.tokens+el.Minutes()*float64(l.perMinute))
-		b.last = now
-	}
-}
-
-// wait is how long until b holds one token.
-func (l *limiter) wait(b *bucket) time.Duration {
-	return time.Duration((1 - b.tokens) / float64(l.perMinute) * float64(time.Minute))
-}
-
-// take removes a token from key's bucket. ok is false when there was none;
-// remaining is the whole tokens left; wait is the time until the next one.
-func (l *limiter) take(key string) (ok bool, remaining int, wait time.Duration) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= l.sweepAt {
-			l.sweepLocked(now)
-		}
-		if len(l.buckets) >= maxBuckets {
-			return true, l.perMinute - 1, 0
-		}
-		b = &bucket{tokens: float64(l.perMinute), last: now}
-		l.buckets[key] = b
-	}
-	l.refillLocked(b, now)
-	if b.tokens < 1 {
-		return false, 0, l.wait(b)
-	}
-	b.tokens--
-	return true, int(b.tokens), 0
-}
-
-// blocked reports whether key's bucket is empty, and for how long.
-func (l *limiter) blocked(key string) (time.Duration, bool) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[key]
-	if b == nil {
-		return 0, false
-	}
-	l.refillLocked(b, now)
-	if b.tokens >= 1 {
-		return 0, false
-	}
-	return l.wait(b), true
-}
-
-// sweepLocked forgets the buckets that are full again.
-func (l *limiter) sweepLocked(now time.Time) {
-	for k, b := range l.buckets {
-		l.refillLocked(b, now)
-		if b.tokens >= float64(l.perMinute) {
-			delete(l.buckets, k)
-		}
-	}
-	l.sweepAt = max(4096, 2*len(l.buckets))
-}
+func newLimiter(perMinute int, now func() time.Time) *limiter { return limit.New(perMinute, now) }

@@ -79,6 +79,9 @@ func decodeWebsiteInput(r *http.Request) (engine.WebsiteInput, error) {
 			}
 			sent[f.name] = true
 			v, ok := jsonText(raw, f.nullClears)
+			if f.name == "domain" && v != nil && !isJSONString(raw) {
+				ok = false // a number is no domain: 1e999 must not create "1e999"
+			}
 			if !ok {
 				fe.add(f.name, "The "+strings.ReplaceAll(f.name, "_", " ")+" must be a string.")
 				continue
@@ -139,6 +142,12 @@ func jsonText(raw json.RawMessage, nullClears bool) (v *string, ok bool) {
 		return nil, false
 	}
 	return &s, true
+}
+
+// isJSONString reports whether raw is a JSON string.
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
 }
 
 // decimal writes a JSON number in decimal without exponent: "1.0" and "1e0"

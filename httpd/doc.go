@@ -60,9 +60,11 @@
 //
 // Keys are checked with [engine.Engine.Authenticate]. Failed authentications
 // are limited per client IP (an IPv6 client counts per /64): 20 per minute;
-// beyond that every request of that address that carries a key answers 429
-// until the budget refills, so a right key cannot be told from a wrong one.
-// A request without any key always answers 401. Each account then has a
+// beyond that every request of that address with a wrong key answers 429
+// until the budget refills. A right key is never refused by this limit (keys
+// are 256-bit and checked by one SHA-256 lookup: the limit only quiets
+// guessing, and one client behind a shared address must not lock the others
+// out). A request without any key always answers 401. Each account then has a
 // token bucket of [Options.RateLimit] requests per minute (a burst of as
 // many); X-RateLimit-Limit and X-RateLimit-Remaining are set on every
 // authenticated API answer, and a 429 adds Retry-After in seconds. RateLimit 0 means the

@@ -113,7 +113,7 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errUnauthenticated.code, errUnauthenticated.msg, false
 	case errors.As(err, &jerr):
 		return errBadJSON.code, errBadJSON.msg, false
-	case errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
 	}
 	return http.StatusInternalServerError, "Server Error.", true
@@ -123,6 +123,9 @@ func errorStatus(err error) (code int, message any, internal bool) {
 // request id.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, internal := errorStatus(err)
+	if errors.Is(err, engine.ErrBusy) {
+		w.Header().Set("Retry-After", "2") // too many password hashes at once
+	}
 	if internal {
 		if st := stateOf(r.Context()); st != nil && st.log != nil {
 			st.log.Error("request failed", "request_id", st.id, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -124,7 +124,7 @@ func (s *Server) routes() {
 	s.api(http.MethodGet, "/account", maxBody, s.account)
 	s.trackRoutes() // POST /api/event, GET /js/script.js (track.go)
 	if !s.opts.NoPages {
-		p, err := pages.New(s.e, &pages.Options{Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies})
+		p, err := pages.New(s.e, &pages.Options{Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP})
 		if err != nil {
 			// Only a failing store makes New fail; the API still works.
 			s.log.Error("statistics pages are off", "err", err)

@@ -157,6 +157,10 @@ func TestRateLimitOff(t *testing.T) {
 	}
 }
 
+// TestAuthFailuresLimited checks that wrong keys from one address are
+// refused after authFailuresPerMinute, and that a right key from the same
+// address is never refused by that limit (SPEC §13: one client behind a NAT
+// must not lock everyone out).
 func TestAuthFailuresLimited(t *testing.T) {
 	f := newFixture(t, nil)
 	for i := range authFailuresPerMinute {
@@ -164,17 +168,24 @@ func TestAuthFailuresLimited(t *testing.T) {
 			t.Fatalf("failure %d: status %d, want 401", i, w.Code)
 		}
 	}
-	for _, key := range []string{"guess", f.alice} { // a right key cannot be told apart
-		if w := f.do(request{method: "GET", path: "/api/v1/account", key: key}); w.Code != 429 || w.Header().Get("Retry-After") == "" {
-			t.Errorf("key %q after %d failures: status %d, want 429 with Retry-After", key, authFailuresPerMinute, w.Code)
+	if w := f.do(request{method: "GET", path: "/api/v1/account", key: "guess"}); w.Code != 429 || w.Header().Get("Retry-After") == "" {
+		t.Errorf("wrong key after %d failures: status %d, want 429 with Retry-After", authFailuresPerMinute, w.Code)
+	}
+	for i := range 3 {
+		if w := f.do(request{method: "GET", path: "/api/v1/account", key: f.alice}); w.Code != 200 {
+			t.Errorf("right key %d while wrong keys are limited: status %d, want 200", i, w.Code)
 		}
 	}
 	if w := f.do(request{method: "GET", path: "/api/v1/account"}); w.Code != 401 {
 		t.Errorf("no key: status %d, want 401", w.Code)
 	}
+	// 401 stays before 404 for a right key, and 429 before 404 for a wrong one.
+	if w := f.do(request{method: "GET", path: "/api/v1/websites/99", key: "guess"}); w.Code != 429 {
+		t.Errorf("wrong key on an unknown id: status %d, want 429", w.Code)
+	}
 	f.clock.Advance(3 * time.Second) // one failure's worth refills
-	if w := f.do(request{method: "GET", path: "/api/v1/account", key: f.alice}); w.Code != 200 {
-		t.Errorf("after refill: status %d, want 200", w.Code)
+	if w := f.do(request{method: "GET", path: "/api/v1/account", key: "guess"}); w.Code != 401 {
+		t.Errorf("wrong key after refill: status %d, want 401", w.Code)
 	}
 }
 

@@ -287,7 +287,8 @@ const (
 	KindSalt
 	KindCounter
 	KindReport
-	KindSecret // server secrets (cookie signing keys), by name hash
+	KindSecret  // server secrets (cookie signing keys), by name hash
+	KindSession // sign-in sessions, by the first 8 bytes of the token's hash
 )
 
 var kindNames = [...]string{
@@ -297,6 +298,7 @@ var kindNames = [...]string{
 	KindCounter: "counter",
 	KindReport:  "report",
 	KindSecret:  "secret",
+	KindSession: "session",
 }
 
 // String returns the kind's name, or "kind(N)" for an unnamed one.

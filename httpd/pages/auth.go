@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
 // Cookie names and lifetimes (see the package documentation).
@@ -22,11 +25,39 @@ const (
 	sessionCookie   = "ws_session"
 	passwordCookie  = "ws_pw"
 	csrfCookie      = "ws_csrf"
-	sessionLife     = 14 * 24 * time.Hour
+	sessionLife     = engine.SessionLife
 	passwordLife    = 30 * 24 * time.Hour
 	csrfLife        = 30 * 24 * time.Hour
 	maxCookieLength = 512
+	// csrfTokenLife is how long a form's CSRF token is accepted: 2 hours.
+	csrfTokenLife = 2 * time.Hour
 )
+
+// Limits of the forms that check a secret (SPEC §13). Each is a token bucket
+// per key: as many attempts at once, refilled at that rate, so a client past
+// its limit waits a few seconds per further try (Retry-After says how many).
+// Only failures count: a right password or key gives its token back.
+const (
+	// passwordFailuresPerIP: wrong website passwords a minute from one
+	// client address (an IPv6 /64): 10.
+	passwordFailuresPerIP = 10
+	// passwordFailuresPerSite: wrong passwords a minute for one website,
+	// from all clients together: 30. Past it the form is closed to everyone
+	// until it refills, so that a botnet cannot guess at 10 a minute per
+	// address.
+	passwordFailuresPerSite = 30
+	// signInFailuresPerIP: wrong API keys a minute on the sign-in form from
+	// one client address: 10. A right key is never refused by it.
+	signInFailuresPerIP = 10
+	// busyRetry is the Retry-After of a 503 when too many passwords are
+	// being checked at once (engine.ErrBusy).
+	busyRetry = 2 * time.Second
+)
+
+// retryAfter is d in whole seconds, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
 
 // Purposes of signed values: a value signed for one is refused for another.
 const (
@@ -96,25 +127,32 @@ func (p *Pages) setCookie(w http.ResponseWriter, name, value, path string, life 
 	http.SetCookie(w, c)
 }
 
-// session returns the signed-in account of r.
+// session returns the signed-in account of r: the signed cookie holds a
+// session token that the engine knows (engine.SessionAccount), so signing
+// out and rotating the key end it.
 func (p *Pages) session(r *http.Request) (engine.Account, bool) {
-	c, err := r.Cookie(sessionCookie)
+	tok, ok := p.sessionToken(r)
+	if !ok {
+		return engine.Account{}, false
+	}
+	a, err := p.e.SessionAccount(r.Context(), tok)
 	if err != nil {
-		return engine.Account{}, false
-	}
-	f, ok := p.verify(purposeSession, c.Value, 3)
-	if !ok || !p.unexpired(f[1]) {
-		return engine.Account{}, false
-	}
-	id, err := strconv.ParseUint(f[0], 10, 32)
-	if err != nil {
-		return engine.Account{}, false
-	}
-	a, err := p.e.Account(r.Context(), uint32(id))
-	if err != nil || !hmac.Equal([]byte(fingerprint(a.KeyHash[:])), []byte(f[2])) {
 		return engine.Account{}, false
 	}
 	return a, true
+}
+
+// sessionToken returns the session token of r's cookie, if it is signed.
+func (p *Pages) sessionToken(r *http.Request) (string, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return "", false
+	}
+	f, ok := p.verify(purposeSession, c.Value, 1)
+	if !ok {
+		return "", false
+	}
+	return f[0], true
 }
 
 // hasPassword reports whether r carries a valid password cookie for web.
@@ -132,9 +170,12 @@ func (p *Pages) hasPassword(r *http.Request, web *engine.Website) bool {
 	return false
 }
 
-// csrfToken returns the form token of r's CSRF cookie, setting a new cookie
-// when r has none.
-func (p *Pages) csrfToken(w http.ResponseWriter, r *http.Request) string {
+// csrfToken returns the CSRF token of a form posting to action, for r's
+// CSRF cookie (setting a new cookie when r has none). The token is
+// "<expiry unix>.<mac>", the mac over the cookie, the action and the
+// expiry: it is refused after csrfTokenLife, and by any other form (another
+// website's password form, the sign-in form).
+func (p *Pages) csrfToken(w http.ResponseWriter, r *http.Request, action string) string {
 	tok := ""
 	if c, err := r.Cookie(csrfCookie); err == nil && validCSRFCookie(c.Value) {
 		tok = c.Value
@@ -143,7 +184,8 @@ func (p *Pages) csrfToken(w http.ResponseWriter, r *http.Request) string {
 		// Later reads in this request see the new cookie.
 		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: tok})
 	}
-	return base64.RawURLEncoding.EncodeToString(p.mac(purposeCSRF, tok))
+	exp := strconv.FormatInt(p.now().Add(csrfTokenLife).Unix(), 10)
+	return exp + "." + base64.RawURLEncoding.EncodeToString(p.mac(purposeCSRF, tok+"|"+action+"|"+exp))
 }
 
 // newCSRFCookie sets a fresh CSRF cookie and returns its value.
@@ -164,7 +206,8 @@ func validCSRFCookie(s string) bool {
 var errCSRF = &httpError{http.StatusForbidden, "The form has expired or did not come from this site. Go back, reload the page and try again."}
 
 // checkPost parses the form of a POST and checks its origin and its CSRF
-// token.
+// token, which must have been made for a form posting to r's path and not
+// have expired.
 func (p *Pages) checkPost(r *http.Request) error {
 	if err := p.cop.Check(r); err != nil {
 		return errCSRF
@@ -176,8 +219,12 @@ func (p *Pages) checkPost(r *http.Request) error {
 	if err != nil || !validCSRFCookie(c.Value) {
 		return errCSRF
 	}
-	got, err := base64.RawURLEncoding.DecodeString(r.PostForm.Get("csrf"))
-	if err != nil || !hmac.Equal(got, p.mac(purposeCSRF, c.Value)) {
+	exp, sig, ok := strings.Cut(r.PostForm.Get("csrf"), ".")
+	if !ok || len(exp) > 20 || !p.unexpired(exp) {
+		return errCSRF
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, p.mac(purposeCSRF, c.Value+"|"+r.URL.Path+"|"+exp)) {
 		return errCSRF
 	}
 	return nil
@@ -218,11 +265,16 @@ func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	p.render(w, r, http.StatusOK, "login.html", "Sign in", loginData{Next: next})
+	p.renderLogin(w, r, http.StatusOK, loginData{Next: next})
 	return nil
 }
 
-// login serves POST /login: an API key signs its account in.
+func (p *Pages) renderLogin(w http.ResponseWriter, r *http.Request, status int, d loginData) {
+	p.renderView(w, r, status, "login.html", &view{Title: "Sign in", Form: "/login", Body: d})
+}
+
+// login serves POST /login: an API key signs its account in. Wrong keys are
+// limited per client (signInFailuresPerIP); a right key always signs in.
 func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
@@ -235,28 +287,53 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		a, err = p.e.Authenticate(r.Context(), key)
 	}
 	if err != nil {
-		sleep(r.Context(), p.delay)
 		msg := "This API key is not valid. Copy the key of your account exactly and try again."
 		if key == "" {
 			msg = "Enter the API key of your account."
+		} else {
+			ipKey := limit.ClientKey(p.clientIP(r))
+			if wait, blocked := p.signInFails.Blocked(ipKey); blocked {
+				w.Header().Set("Retry-After", retryAfter(wait))
+				p.renderLogin(w, r, http.StatusTooManyRequests, loginData{Next: next,
+					Error: "Too many wrong keys from your address. Wait " + retryAfter(wait) + " seconds and try again."})
+				return nil
+			}
+			p.signInFails.Take(ipKey)
 		}
-		p.render(w, r, http.StatusUnauthorized, "login.html", "Sign in", loginData{Next: next, Error: msg})
+		sleep(r.Context(), p.delay)
+		p.renderLogin(w, r, http.StatusUnauthorized, loginData{Next: next, Error: msg})
 		return nil
 	}
-	exp := strconv.FormatInt(p.now().Add(sessionLife).Unix(), 10)
-	p.setCookie(w, sessionCookie, p.sign(purposeSession, strconv.FormatUint(uint64(a.ID), 10), exp, fingerprint(a.KeyHash[:])), "/", sessionLife)
+	tok, err := p.e.CreateSession(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	p.setCookie(w, sessionCookie, p.sign(purposeSession, tok), "/", sessionLife)
 	p.newCSRFCookie(w) // a new token with the new privileges
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }
 
-// logout serves POST /logout.
+// logout serves POST /logout: the session ends in the engine, so a copy of
+// the cookie opens nothing afterwards.
 func (p *Pages) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
+	}
+	if tok, ok := p.sessionToken(r); ok {
+		if err := p.e.EndSession(r.Context(), tok); err != nil {
+			return err
+		}
 	}
 	p.setCookie(w, sessionCookie, "", "/", -1)
 	p.newCSRFCookie(w)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
+}
+
+// defaultClientIP is the connection's address: the default of
+// Options.ClientIP.
+func defaultClientIP(r *http.Request) netip.Addr {
+	a, _ := limit.ParseIP(r.RemoteAddr)
+	return a
 }

@@ -39,6 +39,20 @@
 // password sets a cookie for that website only; a wrong one answers after
 // Options.WrongPasswordDelay (500 ms by default).
 //
+// # Limits
+//
+// Each password check costs an argon2id hash (19 MiB), so the password form
+// is limited (SPEC §13): 10 wrong passwords a minute per client address
+// (an IPv6 /64; the address comes from Options.ClientIP) and 30 a minute
+// per website from all clients together, as token buckets. An attempt
+// takes its token before the hash and a right password gives it back; past
+// a limit the form answers 429 with Retry-After without hashing. The engine
+// runs at most [engine.MaxPasswordHashes] hashes at once; a check that
+// cannot start within [engine.PasswordHashWait] is a 503 page with
+// Retry-After. The sign-in form allows 10 wrong API keys a minute per
+// client, then 429; a right key always signs in (keys are 256-bit and
+// checked by one SHA-256 lookup).
+//
 // # Cookies
 //
 // Every cookie is HttpOnly, SameSite=Lax, and Secure when Options.Secure is
@@ -47,25 +61,31 @@
 // over the cookie's purpose and the payload, so a value signed for one purpose
 // is worthless for another:
 //
-//	ws_session  path /                "<account id>|<expiry unix>|<key fingerprint>"
+//	ws_session  path /                "<session token>"
 //	ws_pw       path /stats/<domain>  "<website id>|<expiry unix>|<password fingerprint>"
 //	ws_csrf     path /                a random token (not signed; see below)
 //
-// Fingerprints are the first 8 bytes of SHA-256 of the account's key hash or
-// of the website's password hash, so rotating the API key signs every
-// session out and changing the password forgets every password cookie.
-// Sessions last 14 days, password cookies 30 days; the expiry is inside the
-// signed value, so an edited Max-Age extends nothing.
+// Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
+// a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
+// (14 days) from sign-in. Signing out ends the session in the engine, and
+// rotating the API key ends all of the account's sessions, so a copied
+// cookie opens nothing afterwards. The password fingerprint is the first 8
+// bytes of SHA-256 of the website's password hash, so changing the password
+// forgets every password cookie; password cookies last 30 days, and their
+// expiry is inside the signed value, so an edited Max-Age extends nothing.
 //
 // # CSRF
 //
-// Every POST form (login, logout, password) carries a hidden field csrf that
-// must equal HMAC-SHA256(secret, "csrf" ‖ the ws_csrf cookie): a signed
-// double-submit token. A cross-site page can neither read the cookie nor
-// compute the field, and a cookie planted by a sibling subdomain comes
-// without a matching field. On top of it, [http.CrossOriginProtection] turns
-// away requests that browsers mark as cross-origin (Sec-Fetch-Site, Origin).
-// A failed check is a 403 page.
+// Every POST form (login, logout, password) carries a hidden field csrf,
+// "<expiry unix>.<mac>" with mac = HMAC-SHA256(secret, "csrf" ‖ the ws_csrf
+// cookie ‖ the form's action ‖ the expiry): a signed double-submit token,
+// valid for 2 hours and for that form only (the sign-in form's token does
+// not post a password, nor one website's password form another's). A
+// cross-site page can neither read the cookie nor compute the field, and a
+// cookie planted by a sibling subdomain comes without a matching field. On
+// top of it, [http.CrossOriginProtection] turns away requests that browsers
+// mark as cross-origin (Sec-Fetch-Site, Origin). A failed check is a 403
+// page.
 //
 // # Referrer groups
 //

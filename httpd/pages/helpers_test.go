@@ -222,10 +222,22 @@ func (c *client) csrf(path string) string {
 	return html.UnescapeString(m[1])
 }
 
+// csrfFor returns the CSRF token of the form posting to action on the page
+// at page.
+func (c *client) csrfFor(page, action string) string {
+	c.f.t.Helper()
+	re := regexp.MustCompile(`<form method="post" action="` + regexp.QuoteMeta(action) + `"[^>]*>\s*<input type="hidden" name="csrf" value="([^"]*)"`)
+	m := re.FindStringSubmatch(c.get(page).body)
+	if m == nil {
+		c.f.t.Fatalf("no form to %s on %s", action, page)
+	}
+	return html.UnescapeString(m[1])
+}
+
 // signIn signs c in with key.
 func (c *client) signIn(key string) {
 	c.f.t.Helper()
-	res := c.post("/login", url.Values{"csrf": {c.csrf("/login")}, "key": {key}})
+	res := c.post("/login", url.Values{"csrf": {c.csrfFor("/login", "/login")}, "key": {key}})
 	if res.status != http.StatusSeeOther {
 		c.f.t.Fatalf("sign in: status %d, want 303\n%s", res.status, res.body)
 	}
@@ -234,7 +246,7 @@ func (c *client) signIn(key string) {
 // unlock submits password on the password form of domain.
 func (c *client) unlock(domain, password string) response {
 	c.f.t.Helper()
-	tok := c.csrf("/login")
+	tok := c.csrfFor("/stats/"+domain, "/stats/"+domain)
 	return c.post("/stats/"+domain, url.Values{"csrf": {tok}, "password": {password}})
 }
 

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"runtime"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
 //go:embed templates/*.html
@@ -44,6 +46,11 @@ type Options struct {
 	// waits before its answer. Default 0 means 500 ms; a negative value means
 	// no delay (tests).
 	WrongPasswordDelay time.Duration
+	// ClientIP returns the client address of a request, which the failure
+	// limits of the password and sign-in forms count by. Default nil: the
+	// connection's address. httpd passes its own, which honours
+	// -trust-proxy.
+	ClientIP func(*http.Request) netip.Addr
 }
 
 // Pages serves the statistics pages. It is safe for concurrent use. Create
@@ -56,6 +63,11 @@ type Pages struct {
 	delay  time.Duration
 	key    [32]byte // signs cookies and CSRF tokens
 	cop    *http.CrossOriginProtection
+
+	clientIP    func(*http.Request) netip.Addr
+	pwIPFails   *limit.Limiter // wrong passwords per client address
+	pwSiteFails *limit.Limiter // wrong passwords per website
+	signInFails *limit.Limiter // wrong API keys per client address
 
 	tmpl   map[string]*template.Template // by file name, each with the layout
 	assets map[string]*asset             // by path under /assets/
@@ -87,9 +99,16 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pages: %w", err)
 	}
+	if o.ClientIP == nil {
+		o.ClientIP = defaultClientIP
+	}
 	p := &Pages{
 		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
-		cop: http.NewCrossOriginProtection(),
+		cop:         http.NewCrossOriginProtection(),
+		clientIP:    o.ClientIP,
+		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
+		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
+		signInFails: limit.New(signInFailuresPerIP, o.Now),
 	}
 	if err := p.loadAssets(); err != nil {
 		return nil, err
@@ -193,6 +212,9 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 			msgs = append(msgs, f.Msg)
 		}
 		p.errorPage(w, r, http.StatusBadRequest, strings.Join(msgs, " "))
+	case errors.Is(err, engine.ErrBusy):
+		w.Header().Set("Retry-After", retryAfter(busyRetry))
+		p.errorPage(w, r, http.StatusServiceUnavailable, "Too many passwords are being checked right now. Try again in a few seconds.")
 	case errors.Is(err, engine.ErrClosed):
 		p.errorPage(w, r, http.StatusServiceUnavailable, "The server is shutting down. Try again in a moment.")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -236,8 +258,11 @@ type view struct {
 	CSS, JS string
 	Script  bool // load the realtime script
 	Account *engine.Account
-	CSRF    string
-	Body    any
+	CSRF    string // the token of the sign-out form
+	// Form is the action of the page's own POST form, if any, and FormCSRF
+	// its token (each form has its own: see csrfToken).
+	Form, FormCSRF string
+	Body           any
 }
 
 // render executes a page template into a buffer first, so a failure never
@@ -253,8 +278,11 @@ func (p *Pages) renderView(w http.ResponseWriter, r *http.Request, status int, n
 			v.Account = &a
 		}
 	}
-	if v.CSRF == "" {
-		v.CSRF = p.csrfToken(w, r)
+	if v.CSRF == "" && v.Account != nil {
+		v.CSRF = p.csrfToken(w, r, "/logout")
+	}
+	if v.Form != "" {
+		v.FormCSRF = p.csrfToken(w, r, v.Form)
 	}
 	var buf bytes.Buffer
 	if err := p.tmpl[name].ExecuteTemplate(&buf, "layout", v); err != nil {

@@ -338,7 +338,7 @@ func TestPassword(t *testing.T) {
 
 	// The password form sends the visitor back where it came from.
 	c2 := f.client()
-	tok := c2.csrf("/login")
+	tok := c2.csrfFor("/stats/secret.example", "/stats/secret.example")
 	res = c2.post("/stats/secret.example", url.Values{"csrf": {tok}, "password": {secretPassword}, "next": {"/stats/secret.example/browser?range=7d"}})
 	if loc := res.header.Get("Location"); loc != "/stats/secret.example/browser?range=7d" {
 		t.Errorf("next: redirect to %q", loc)
@@ -392,13 +392,23 @@ func TestPassword(t *testing.T) {
 	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
 		t.Errorf("tampered session: status %d, want 404", res.status)
 	}
-	c4.setCookie("/", sessionCookie, f.p.sign(purposeSession, strconv.Itoa(int(f.owner.ID)), strconv.FormatInt(f.clock.Now().Unix()-1, 10), fingerprint(f.owner.KeyHash[:])))
-	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
-		t.Errorf("expired session: status %d, want 404", res.status)
-	}
+	// A signed cookie of the old stateless form, or of a token the engine
+	// never issued, is no session either.
 	c4.setCookie("/", sessionCookie, f.p.sign(purposeSession, strconv.Itoa(int(f.owner.ID)), strconv.FormatInt(f.clock.Now().Unix()+60, 10), fingerprint(f.owner.KeyHash[:])))
+	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
+		t.Errorf("stateless session cookie: status %d, want 404", res.status)
+	}
+	c4.setCookie("/", sessionCookie, f.p.sign(purposeSession, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"))
+	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
+		t.Errorf("unknown session token: status %d, want 404", res.status)
+	}
+	c4.setCookie("/", sessionCookie, sess)
 	if res := c4.get("/stats/private.example"); res.status != http.StatusOK {
 		t.Errorf("valid session: status %d, want 200", res.status)
+	}
+	f.clock.Add(sessionLife)
+	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
+		t.Errorf("expired session: status %d, want 404", res.status)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
 // visit is a request for a website's pages: the website, the signed-in
@@ -80,8 +81,12 @@ type passwordData struct {
 
 // passwordForm shows the password form of v's website.
 func (p *Pages) passwordForm(w http.ResponseWriter, r *http.Request, v *visit, next, msg string) {
-	p.renderView(w, r, http.StatusUnauthorized, "password.html", &view{
-		Title: v.web.Domain, Account: v.account,
+	p.passwordFormStatus(w, r, http.StatusUnauthorized, v, next, msg)
+}
+
+func (p *Pages) passwordFormStatus(w http.ResponseWriter, r *http.Request, status int, v *visit, next, msg string) {
+	p.renderView(w, r, status, "password.html", &view{
+		Title: v.web.Domain, Account: v.account, Form: v.base(),
 		Body: passwordData{Domain: v.web.Domain, Action: v.base(), Next: next, Error: msg},
 	})
 }
@@ -112,13 +117,37 @@ func (p *Pages) unlock(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		return nil
 	}
 	pw := r.PostForm.Get("password")
-	if pw == "" || len(pw) > 4*128 || !p.e.CheckPassword(r.Context(), v.web.ID, pw) {
-		sleep(r.Context(), p.delay)
-		msg := "Wrong password. Check it and try again."
-		if pw == "" {
-			msg = "Enter the password of this website's statistics."
+	if pw == "" {
+		p.passwordForm(w, r, v, next, "Enter the password of this website's statistics.")
+		return nil
+	}
+	// Take an attempt from the client's and the website's budgets before
+	// hashing (argon2id is what the limits protect); a right password, or a
+	// check that did not run, gives them back.
+	ipKey, siteKey := limit.ClientKey(p.clientIP(r)), strconv.FormatUint(uint64(v.web.ID), 10)
+	ok, _, wait := p.pwIPFails.Take(ipKey)
+	if ok {
+		if ok, _, wait = p.pwSiteFails.Take(siteKey); !ok {
+			p.pwIPFails.Refund(ipKey)
 		}
-		p.passwordForm(w, r, v, next, msg)
+	}
+	if !ok {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		p.passwordFormStatus(w, r, http.StatusTooManyRequests, v, next,
+			"Too many wrong passwords. Wait "+retryAfter(wait)+" seconds and try again.")
+		return nil
+	}
+	right, err := p.e.CheckPassword(r.Context(), v.web.ID, pw)
+	if err != nil || right {
+		p.pwIPFails.Refund(ipKey)
+		p.pwSiteFails.Refund(siteKey)
+	}
+	if err != nil {
+		return err // engine.ErrBusy: 503
+	}
+	if !right {
+		sleep(r.Context(), p.delay)
+		p.passwordForm(w, r, v, next, "Wrong password. Check it and try again.")
 		return nil
 	}
 	exp := strconv.FormatInt(p.now().Add(passwordLife).Unix(), 10)

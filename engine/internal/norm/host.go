@@ -32,13 +32,33 @@ var idnaProfile = idna.New(
 	idna.Transitional(false),
 )
 
+// registrationProfile checks the domain of a new website: RFC 5891 §4
+// registration rules with non-transitional processing. Unlike idnaProfile it
+// maps nothing: a name that a lookup would map to another one (full-width
+// or circled letters, "ⓖⓞⓞⓖⓛⓔ.com" → "google.com", an ideographic full
+// stop, a soft hyphen, a decomposed accent) is refused, so a website is
+// always registered under the name it is shown with, never under a
+// confusable spelling of someone else's. Lengths are left to
+// validHostName (SPEC §3.2 allows 255 characters; IDNA's DNS check would
+// stop at 253).
+var registrationProfile = idna.New(
+	idna.ValidateForRegistration(),
+	idna.VerifyDNSLength(false),
+	idna.Transitional(false),
+)
+
 // Domain normalises and validates a website domain as the API receives it
 // (SPEC §3.2). It trims surrounding spaces, lower-cases, removes one leading
 // "http://" or "https://", one trailing "/" and one trailing "." (the
 // fully-qualified form), converts an IDN to punycode ("Bücher.de" →
 // "xn--bcher-kva.de") and removes leading "www." labels as long as what remains
 // still contains a dot (so "www.example.com" → "example.com" but "www.com"
-// stays "www.com").
+// stays "www.com"). A bare "www" ("https://www.") is refused: it is a prefix
+// with the name missing.
+//
+// The name must pass IDNA's registration rules (registrationProfile): a
+// character that lookups would map to another (case aside, which is
+// lower-cased first) makes it invalid rather than being mapped.
 //
 // The result must then be a host name of labels of 1 to 63 characters of
 // [a-z0-9-], none starting or ending with '-', at most MaxHostLen characters
@@ -62,14 +82,15 @@ func Domain(s string) (domain string, ok bool) {
 	if s == "" || len(s) > maxHostInput || strings.IndexByte(s, '/') >= 0 {
 		return "", false
 	}
-	// The strict profile also runs on ASCII input: it rejects characters
-	// outside the STD3 rules and malformed "xn--" labels.
-	a, err := idnaProfile.ToASCII(s)
+	s = strings.TrimSuffix(s, ".")
+	// The registration profile also runs on ASCII input: it rejects
+	// characters outside the STD3 rules and malformed "xn--" labels.
+	a, err := registrationProfile.ToASCII(s)
 	if err != nil {
 		return "", false
 	}
-	s = stripWWW(strings.TrimSuffix(a, "."))
-	if !validHostName(s) {
+	s = stripWWW(a)
+	if s == "www" || !validHostName(s) {
 		return "", false
 	}
 	return s, true

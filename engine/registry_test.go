@@ -1,0 +1,288 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// TestWebsiteInputValidation checks domains and passwords that must be
+// refused (issue #11) and their neighbours that must not.
+func TestWebsiteInputValidation(t *testing.T) {
+	tests := []struct {
+		name     string
+		domain   string
+		password *string
+		want     string              // the stored domain; "" when refused
+		wantErr  []engine.FieldError // nil: accepted
+	}{
+		{name: "plain", domain: "example.com", want: "example.com"},
+		{name: "scheme, www and slash", domain: "https://www.Example.net/", want: "example.net"},
+		{name: "trailing dot", domain: "example.org.", want: "example.org"},
+		{name: "IDN", domain: "Bücher.example", want: "xn--bcher-kva.example"},
+		{name: "IDN sharp s kept", domain: "faß.example", want: "xn--fa-hia.example"},
+		{name: "punycode", domain: "xn--mnchen-3ya.example", want: "xn--mnchen-3ya.example"},
+		{name: "single label", domain: "localhost", want: "localhost"},
+		{name: "IPv4", domain: "192.0.2.1", want: "192.0.2.1"},
+		{name: "www.com stays", domain: "www.com", want: "www.com"},
+		{name: "bare www. after scheme", domain: "https://www.", wantErr: invalidDomain},
+		{name: "bare www.", domain: "www.", wantErr: invalidDomain},
+		{name: "bare www", domain: "www", wantErr: invalidDomain},
+		{name: "circled letters", domain: "ⓖⓞⓞⓖⓛⓔ.com", wantErr: invalidDomain},
+		{name: "full-width letters", domain: "ｇｏｏｇｌｅ.com", wantErr: invalidDomain},
+		{name: "ideographic full stop", domain: "google。com", wantErr: invalidDomain},
+		{name: "mathematical letters", domain: "𝐠𝐨𝐨𝐠𝐥𝐞.com", wantErr: invalidDomain},
+		{name: "soft hyphen", domain: "goo\u00adgle.com", wantErr: invalidDomain},
+		{name: "zero-width joiner", domain: "goo\u200dgle.com", wantErr: invalidDomain},
+		{name: "decomposed umlaut", domain: "bu\u0308cher.example", wantErr: invalidDomain},
+		{name: "malformed punycode", domain: "xn--zz.example", wantErr: invalidDomain},
+		{name: "empty label", domain: "a..example", wantErr: invalidDomain},
+		{name: "NUL", domain: "exa\x00mple.com", wantErr: invalidDomain},
+		{name: "password of NULs", domain: "pw1.example", password: ptr("\x00\x00\x00\x00"), wantErr: controlPassword},
+		{name: "password with a newline", domain: "pw2.example", password: ptr("open\nsesame"), wantErr: controlPassword},
+		{name: "password with DEL", domain: "pw3.example", password: ptr("open\x7fsesame"), wantErr: controlPassword},
+		{name: "password with C1 control", domain: "pw4.example", password: ptr("open\u0085sesame"), wantErr: controlPassword},
+		{name: "password of invalid UTF-8", domain: "pw5.example", password: ptr("open\xffsesame"), wantErr: controlPassword},
+		{name: "password too long", domain: "pw6.example", password: ptr(strings.Repeat("é", 129)), wantErr: []engine.FieldError{{Field: "password", Msg: "The password must not be greater than 128 characters."}}},
+		{name: "password of 128 characters", domain: "pw7.example", password: ptr(strings.Repeat("é", 128)), want: "pw7.example"},
+		{name: "password with spaces and symbols", domain: "pw8.example", password: ptr(" ünïcødé pass ✓ "), want: "pw8.example"},
+	}
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	acc, _, err := e.CreateAccount(ctx, "A", "a@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := engine.WebsiteInput{Domain: &tt.domain, Password: tt.password}
+			if tt.password != nil {
+				in.Privacy = ptr("2")
+			}
+			w, err := e.CreateWebsite(ctx, acc.ID, in)
+			if tt.wantErr != nil {
+				var ve *engine.ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("CreateWebsite(%q) = %q, %v; want a validation error", tt.domain, w.Domain, err)
+				}
+				if diff := cmp.Diff(tt.wantErr, ve.Fields); diff != "" {
+					t.Errorf("fields mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CreateWebsite(%q): %v", tt.domain, err)
+			}
+			if w.Domain != tt.want {
+				t.Errorf("domain %q, want %q", w.Domain, tt.want)
+			}
+			if tt.password != nil {
+				if ok, err := e.CheckPassword(ctx, w.ID, *tt.password); !ok || err != nil {
+					t.Errorf("CheckPassword = %v, %v; want true", ok, err)
+				}
+			}
+		})
+	}
+	// An update is validated the same way, and a refused one changes nothing.
+	w := newSiteFor(t, e, acc.ID, "upd.example", "2", "first pass")
+	_, err = e.UpdateWebsite(ctx, acc.ID, w.ID, engine.WebsiteInput{Password: ptr("\x00")})
+	var ve *engine.ValidationError
+	if !errors.As(err, &ve) || cmp.Diff(controlPassword, ve.Fields) != "" {
+		t.Errorf("update with a NUL password: %v", err)
+	}
+	if ok, _ := e.CheckPassword(ctx, w.ID, "first pass"); !ok {
+		t.Error("a refused update changed the password")
+	}
+}
+
+var (
+	invalidDomain   = []engine.FieldError{{Field: "domain", Msg: "The domain format is invalid."}}
+	controlPassword = []engine.FieldError{{Field: "password", Msg: "The password must not contain control characters."}}
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func newSiteFor(t *testing.T, e *engine.Engine, account uint32, domain, privacy, password string) engine.Website {
+	t.Helper()
+	in := engine.WebsiteInput{Domain: &domain, Privacy: &privacy}
+	if password != "" {
+		in.Password = &password
+	}
+	w, err := e.CreateWebsite(context.Background(), account, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestSession checks the life of sign-in sessions: sign-out, key rotation,
+// expiry, the per-account bound and a restart (real Pebble on disk).
+func TestSession(t *testing.T) {
+	ctx := context.Background()
+	c := newClock("2026-11-21T12:00:00Z")
+	dir := t.TempDir()
+	open := func() *engine.Engine {
+		t.Helper()
+		e, err := engine.Open(&engine.Options{Dir: dir, Now: c.Now, SnapshotEvery: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := open()
+	defer func() { e.Close() }()
+	alice, _, err := e.CreateAccount(ctx, "Alice", "alice@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := e.CreateAccount(ctx, "Bob", "bob@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(a engine.Account) string {
+		t.Helper()
+		tok, err := e.CreateSession(ctx, a)
+		if err != nil {
+			t.Fatalf("CreateSession: %v", err)
+		}
+		return tok
+	}
+	// who returns the account id of tok's session, or 0.
+	who := func(tok string) uint32 {
+		t.Helper()
+		a, err := e.SessionAccount(ctx, tok)
+		if errors.Is(err, engine.ErrUnauthenticated) {
+			return 0
+		}
+		if err != nil {
+			t.Fatalf("SessionAccount: %v", err)
+		}
+		return a.ID
+	}
+
+	t.Run("sign out", func(t *testing.T) {
+		a1, a2 := create(alice), create(alice)
+		if who(a1) != alice.ID || who(a2) != alice.ID {
+			t.Fatal("a new session does not open its account")
+		}
+		if err := e.EndSession(ctx, a1); err != nil {
+			t.Fatal(err)
+		}
+		if who(a1) != 0 {
+			t.Error("a session still opens its account after sign-out")
+		}
+		if who(a2) != alice.ID {
+			t.Error("signing out one session ended another")
+		}
+		if err := e.EndSession(ctx, a1); err != nil {
+			t.Errorf("ending an ended session: %v", err)
+		}
+		for _, bad := range []string{"", "x", a2 + "x", strings.Repeat("A", 43), strings.Repeat("A", 1<<16)} {
+			if who(bad) != 0 {
+				t.Errorf("token %.20q opens an account", bad)
+			}
+		}
+	})
+
+	t.Run("rotate key", func(t *testing.T) {
+		a1, a2, b1 := create(alice), create(alice), create(bob)
+		if _, err := e.RotateKey(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		if who(a1) != 0 || who(a2) != 0 {
+			t.Error("a session survived the key rotation")
+		}
+		if who(b1) != bob.ID {
+			t.Error("another account's session ended with the rotation")
+		}
+		// A sign-in that authenticated with the old key cannot start a
+		// session after the rotation.
+		if _, err := e.CreateSession(ctx, alice); !errors.Is(err, engine.ErrUnauthenticated) {
+			t.Errorf("CreateSession with the rotated key: %v, want ErrUnauthenticated", err)
+		}
+		var err error
+		if alice, err = e.Account(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("end sessions", func(t *testing.T) {
+		a1, b1 := create(alice), create(bob)
+		if err := e.EndSessions(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		if who(a1) != 0 || who(b1) != bob.ID {
+			t.Errorf("after EndSessions(alice): alice %d, bob %d", who(a1), who(b1))
+		}
+	})
+
+	t.Run("expiry", func(t *testing.T) {
+		tok := create(alice)
+		c.Add(engine.SessionLife - time.Second)
+		if who(tok) != alice.ID {
+			t.Error("expired before SessionLife")
+		}
+		c.Add(time.Second)
+		if who(tok) != 0 {
+			t.Error("still open after SessionLife")
+		}
+	})
+
+	t.Run("bounded per account", func(t *testing.T) {
+		first := create(bob)
+		var toks []string
+		for range engine.MaxSessionsPerAccount {
+			toks = append(toks, create(bob))
+		}
+		if who(first) != 0 {
+			t.Errorf("the oldest session survived %d newer ones", engine.MaxSessionsPerAccount)
+		}
+		for i, tok := range toks {
+			if who(tok) != bob.ID {
+				t.Fatalf("session %d of the newest %d ended", i, engine.MaxSessionsPerAccount)
+			}
+		}
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		keep, ended := create(alice), create(alice)
+		short := create(bob)
+		if err := e.EndSession(ctx, ended); err != nil {
+			t.Fatal(err)
+		}
+		c.Add(time.Hour)
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e = open()
+		if who(keep) != alice.ID {
+			t.Error("a session did not survive a restart")
+		}
+		if who(ended) != 0 {
+			t.Error("an ended session came back after a restart")
+		}
+		if who(short) != bob.ID {
+			t.Error("bob's session did not survive a restart")
+		}
+		// Expired sessions are dropped on open.
+		c.Add(engine.SessionLife)
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e = open()
+		if who(keep) != 0 || who(short) != 0 {
+			t.Error("an expired session survived a restart")
+		}
+	})
+
+	if _, err := e.CreateSession(ctx, engine.Account{ID: 99}); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("CreateSession for an unknown account: %v, want ErrUnauthenticated", err)
+	}
+}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/webstats/webstats/snapshot"
+)
+
+// Sign-in sessions (SPEC §11) are server-side records, so that signing out,
+// rotating the API key (and later changing the password) ends them at once.
+// A session is known by a random 256-bit token that only the client holds;
+// the engine keeps the token's SHA-256, so a copy of the data directory
+// opens no session. Records are registry records of kind
+// snapshot.KindSession, keyed by the first 8 bytes of the hash and
+// verified against all 32.
+const (
+	// SessionLife is how long a session lasts from its creation: 14 days.
+	// Use does not extend it (an absolute lifetime costs no write per
+	// request).
+	SessionLife = 14 * 24 * time.Hour
+	// MaxSessionsPerAccount bounds the sessions of one account: 50. A new
+	// session beyond it ends the account's oldest.
+	MaxSessionsPerAccount = 50
+	// maxSessionToken is the longest token SessionAccount reads: a token is
+	// 43 characters of base64url.
+	maxSessionToken = 64
+)
+
+// session is one sign-in session, as stored (JSON).
+type session struct {
+	Hash    [32]byte  `json:"hash"` // SHA-256 of the token
+	Account uint32    `json:"account"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}
+
+// id is the session's registry record id.
+func (s *session) id() uint64 { return binary.BigEndian.Uint64(s.Hash[:8]) }
+
+// authState is the engine's password hash gate and its sessions. Lock
+// order: Engine.life (enter) before Engine.regMu before authState.mu.
+type authState struct {
+	gate hashGate
+
+	// mu guards sessions and byAccount; never enter or take regMu with it
+	// held.
+	mu        sync.Mutex
+	sessions  map[uint64]*session   // by id
+	byAccount map[uint32][]*session // oldest first; at most MaxSessionsPerAccount each
+}
+
+func (a *authState) init() {
+	a.gate.init()
+	a.sessions = make(map[uint64]*session)
+	a.byAccount = make(map[uint32][]*session)
+}
+
+func hashToken(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// CreateSession starts a session for account a, which must be as returned
+// by Authenticate or Account: if its API key changed since (a rotation
+// raced with the sign-in), the result is ErrUnauthenticated. It returns the
+// session's token, shown only here; put it in a cookie and pass it to
+// SessionAccount. The account's expired sessions are purged, and its oldest
+// ends when it already has MaxSessionsPerAccount.
+func (e *Engine) CreateSession(ctx context.Context, a Account) (token string, err error) {
+	var b [32]byte
+	if _, err := io.ReadFull(e.opts.Rand, b[:]); err != nil {
+		return "", fmt.Errorf("engine: new session: %w", err)
+	}
+	token = base64.RawURLEncoding.EncodeToString(b[:])
+	now := e.now()
+	s := &session{Hash: hashToken(token), Account: a.ID, Created: now.UTC(), Expires: now.Add(SessionLife).UTC()}
+	if !e.enter() {
+		return "", ErrClosed
+	}
+	defer e.exit()
+	// regMu (read) keeps RotateKey out until the session is stored, so a
+	// rotation ends it or refuses it.
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	cur, ok := e.accounts[a.ID]
+	if !ok || cur.KeyHash != a.KeyHash {
+		return "", ErrUnauthenticated
+	}
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	if _, dup := e.auth.sessions[s.id()]; dup {
+		// 2^-64 per pair of sessions; refuse rather than shadow one.
+		return "", fmt.Errorf("engine: new session: id collision")
+	}
+	for _, old := range slices.Clone(e.auth.byAccount[a.ID]) {
+		if !now.Before(old.Expires) || len(e.auth.byAccount[a.ID]) >= MaxSessionsPerAccount {
+			if err := e.removeSessionLocked(old); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := e.putJSON(snapshot.KindSession, s.id(), s); err != nil {
+		return "", err
+	}
+	e.auth.sessions[s.id()] = s
+	e.auth.byAccount[a.ID] = append(e.auth.byAccount[a.ID], s)
+	return token, nil
+}
+
+// SessionAccount returns the account of the session whose token is token,
+// or ErrUnauthenticated when there is none: never created, ended, or
+// expired (an expired session is deleted here).
+func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, error) {
+	if token == "" || len(token) > maxSessionToken {
+		return Account{}, ErrUnauthenticated
+	}
+	h := hashToken(token)
+	if !e.enter() {
+		return Account{}, ErrClosed
+	}
+	defer e.exit()
+	e.auth.mu.Lock()
+	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
+	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
+		e.auth.mu.Unlock()
+		return Account{}, ErrUnauthenticated
+	}
+	if !e.now().Before(s.Expires) {
+		if err := e.removeSessionLocked(s); err != nil {
+			e.opts.Logger.Error("delete expired session", "err", err)
+		}
+		e.auth.mu.Unlock()
+		return Account{}, ErrUnauthenticated
+	}
+	account := s.Account
+	e.auth.mu.Unlock()
+	a, err := e.Account(ctx, account)
+	if err != nil {
+		return Account{}, ErrUnauthenticated
+	}
+	return a, nil
+}
+
+// EndSession ends the session whose token is token (signing out). An
+// unknown token is not an error.
+func (e *Engine) EndSession(ctx context.Context, token string) error {
+	if token == "" || len(token) > maxSessionToken {
+		return nil
+	}
+	h := hashToken(token)
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
+	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
+		return nil
+	}
+	return e.removeSessionLocked(s)
+}
+
+// EndSessions ends every session of account ("sign out everywhere").
+// RotateKey does it too.
+func (e *Engine) EndSessions(ctx context.Context, account uint32) error {
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	return e.endSessionsLocked(account)
+}
+
+// endSessionsLocked ends every session of account. It takes e.auth.mu; the
+// caller may hold regMu and must have entered.
+func (e *Engine) endSessionsLocked(account uint32) error {
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	for _, s := range slices.Clone(e.auth.byAccount[account]) {
+		if err := e.removeSessionLocked(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeSessionLocked deletes s from the store, then from memory.
+// e.auth.mu must be held, and the caller must have entered.
+func (e *Engine) removeSessionLocked(s *session) error {
+	if err := e.store.Delete(snapshot.KindSession, s.id()); err != nil {
+		return fmt.Errorf("engine: end session: %w", err)
+	}
+	delete(e.auth.sessions, s.id())
+	list := e.auth.byAccount[s.Account]
+	if i := slices.Index(list, s); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(e.auth.byAccount, s.Account)
+	} else {
+		e.auth.byAccount[s.Account] = list
+	}
+	return nil
+}
+
+// loadSessions reads the sessions from the store after the accounts, and
+// deletes those that expired, belong to no account, or exceed
+// MaxSessionsPerAccount (the oldest go): the work is one pass over the
+// stored sessions.
+func (e *Engine) loadSessions() error {
+	now := e.now()
+	var drop []uint64
+	err := e.store.Scan(snapshot.KindSession, func(id uint64, v []byte) error {
+		s := new(session)
+		if err := json.Unmarshal(v, s); err != nil || s.id() != id {
+			return fmt.Errorf("engine: session %x: %w", id, snapshot.ErrCorrupt)
+		}
+		if _, ok := e.accounts[s.Account]; !ok || !now.Before(s.Expires) {
+			drop = append(drop, id)
+			return nil
+		}
+		e.auth.sessions[id] = s
+		e.auth.byAccount[s.Account] = append(e.auth.byAccount[s.Account], s)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for acc, list := range e.auth.byAccount {
+		slices.SortFunc(list, func(a, b *session) int { return cmp.Compare(a.Created.UnixNano(), b.Created.UnixNano()) })
+		for len(list) > MaxSessionsPerAccount {
+			drop = append(drop, list[0].id())
+			delete(e.auth.sessions, list[0].id())
+			list = list[1:]
+		}
+		e.auth.byAccount[acc] = list
+	}
+	for _, id := range drop {
+		if err := e.store.Delete(snapshot.KindSession, id); err != nil {
+			return fmt.Errorf("engine: delete session: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+// Package limit holds the rate limiters of the HTTP layer: token buckets by
+// key (an account, a client address, a website), shared by the API and the
+// statistics pages.
+package limit
+
+import (
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxKeys bounds the memory of a Limiter: past it, new keys are not tracked
+// (and not limited) until a sweep forgets the buckets that are full again.
+// Overflow counts the requests let through for that reason.
+const MaxKeys = 1 << 20
+
+// Limiter is a set of token buckets, one per key, each refilled at PerMinute
+// tokens a minute up to as many. It is safe for concurrent use.
+type Limiter struct {
+	perMinute int
+	now       func() time.Time
+
+	mu       sync.Mutex // guards buckets, sweepAt and overflow
+	buckets  map[string]*bucket
+	sweepAt  int // sweep full buckets when the map grows past this
+	overflow int64
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// New returns a limiter of perMinute tokens a minute per key, reading the
+// time from now (nil: time.Now).
+func New(perMinute int, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{perMinute: perMinute, now: now, buckets: make(map[string]*bucket), sweepAt: 4096}
+}
+
+// PerMinute is the limiter's rate and burst.
+func (l *Limiter) PerMinute() int { return l.perMinute }
+
+// refillLocked brings b up to now.
+func (l *Limiter) refillLocked(b *bucket, now time.Time) {
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(float64(l.perMinute), b.tokens+el.Minutes()*float64(l.perMinute))
+		b.last = now
+	}
+}
+
+// wait is how long until b holds one token.
+func (l *Limiter) wait(b *bucket) time.Duration {
+	return time.Duration((1 - b.tokens) / float64(l.perMinute) * float64(time.Minute))
+}
+
+// Take removes a token from key's bucket. ok is false when there was none;
+// remaining is the whole tokens left; wait is the time until the next one.
+func (l *Limiter) Take(key string) (ok bool, remaining int, wait time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		if len(l.buckets) >= l.sweepAt {
+			l.sweepLocked(now)
+		}
+		if len(l.buckets) >= MaxKeys {
+			l.overflow++
+			return true, l.perMinute - 1, 0
+		}
+		b = &bucket{tokens: float64(l.perMinute), last: now}
+		l.buckets[key] = b
+	}
+	l.refillLocked(b, now)
+	if b.tokens < 1 {
+		return false, 0, l.wait(b)
+	}
+	b.tokens--
+	return true, int(b.tokens), 0
+}
+
+// Refund gives back a token taken from key's bucket, for an attempt that
+// turned out not to count (a right password, an attempt never made).
+func (l *Limiter) Refund(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.buckets[key]; b != nil {
+		b.tokens = min(float64(l.perMinute), b.tokens+1)
+	}
+}
+
+// Blocked reports whether key's bucket is empty, and for how long.
+func (l *Limiter) Blocked(key string) (time.Duration, bool) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		return 0, false
+	}
+	l.refillLocked(b, now)
+	if b.tokens >= 1 {
+		return 0, false
+	}
+	return l.wait(b), true
+}
+
+// Overflow is the number of requests let through untracked because the
+// limiter held MaxKeys keys.
+func (l *Limiter) Overflow() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.overflow
+}
+
+// sweepLocked forgets the buckets that are full again.
+func (l *Limiter) sweepLocked(now time.Time) {
+	for k, b := range l.buckets {
+		l.refillLocked(b, now)
+		if b.tokens >= float64(l.perMinute) {
+			delete(l.buckets, k)
+		}
+	}
+	l.sweepAt = max(4096, 2*len(l.buckets))
+}
+
+// ClientKey is the rate-limit key of a client address: the address, or its
+// /64 for IPv6 (one host usually holds a whole /64). The zero Addr is one
+// key, "invalid IP".
+func ClientKey(a netip.Addr) string {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// ParseIP parses "addr", "addr:port" or "[addr]:port", without a zone.
+func ParseIP(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	return netip.Addr{}, false
+}
