@@ -98,7 +98,7 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 		err = errors.Join(err, b.DeleteRange([]byte{prefixLog}, end, nil))
 	}
 	if err == nil && !b.Empty() {
-		err = s.db.Apply(b, s.wo)
+		err = s.apply(b)
 	}
 	if err != nil {
 		return wrap("write snapshot", err)
@@ -220,7 +220,7 @@ func (s *Store) DeleteWebsite(website uint32) error {
 		b.Delete(siteKey(website), nil),
 	)
 	if err == nil {
-		err = s.db.Apply(b, s.wo)
+		err = s.apply(b)
 	}
 	return wrap(fmt.Sprintf("delete website %d", website), err)
 }
@@ -235,7 +235,12 @@ func (s *Store) DeleteDaysBefore(website uint32, date int32) error {
 	if date == minDate {
 		return nil
 	}
-	err := s.db.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), s.wo)
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), nil)
+	if err == nil {
+		err = s.apply(b)
+	}
 	return wrap(fmt.Sprintf("delete days of website %d before %d", website, date), err)
 }
 
@@ -254,11 +259,6 @@ func (s *Store) Backup(ctx context.Context, dir string) error {
 	op := "backup to " + dir
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
-	}
-	if s.commits != nil {
-		if err := s.commits.flush(); err != nil {
-			return wrap(op, err)
-		}
 	}
 	return wrap(op, s.db.Checkpoint(dir, pebble.WithFlushedWAL()))
 }

@@ -26,11 +26,7 @@ type Store struct {
 	lock *pebble.Lock
 	dir  string
 	log  *slog.Logger
-	wo   *pebble.WriteOptions // pebble.Sync, or pebble.NoSync
-
-	// commits is the commit queue of Appends (see committer); nil only
-	// in the benchmark that measures Pebble alone.
-	commits *committer
+	sync bool // writes wait for their WAL sync (not Options.NoSync)
 
 	// trim is the trim point of the last snapshot; written under snapMu.
 	trim   atomic.Uint64
@@ -96,10 +92,7 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		lock.Close()
 		return nil, wrap(op, err)
 	}
-	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, wo: pebble.Sync}
-	if o.NoSync {
-		s.wo = pebble.NoSync
-	}
+	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync}
 	s.gateCond.L = &s.gateMu
 	if err := s.prepare(target, migs); err != nil {
 		db.Close()
@@ -110,14 +103,8 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		}
 		return nil, wrap(op, err)
 	}
-	if useCommitQueue {
-		s.commits = newCommitter(db, !o.NoSync)
-	}
 	return s, nil
 }
-
-// useCommitQueue is false only in BenchmarkAppend/writers=64/queue=off.
-var useCommitQueue = true
 
 // isLockConflict reports whether an error of LockDirectory means that the
 // lock is held (by another process, or by this one), rather than that the
@@ -248,7 +235,8 @@ func (s *Store) exit() {
 	s.gateMu.Unlock()
 }
 
-// Close waits for the calls in flight, then closes the database and releases
+// Close waits for the calls in flight (an AppendAsync is in flight until its
+// Pending's Wait), then closes the database and releases
 // the directory lock. It must not be called from inside a callback of the
 // Store (it would wait for itself). Later calls return ErrClosed.
 func (s *Store) Close() error {
@@ -262,9 +250,6 @@ func (s *Store) Close() error {
 		s.gateCond.Wait()
 	}
 	s.gateMu.Unlock()
-	if s.commits != nil {
-		s.commits.stop()
-	}
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
@@ -325,7 +310,13 @@ func (s *Store) Put(k Kind, id uint64, value []byte) error {
 	if err := checkKind(k); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.db.Set(registryKey(k, id), value, s.wo))
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.Set(registryKey(k, id), value, nil)
+	if err == nil {
+		err = s.apply(b)
+	}
+	return wrap(op, err)
 }
 
 // Get returns a copy of record (k, id), or ErrNotFound. The returned slice
@@ -363,7 +354,13 @@ func (s *Store) Delete(k Kind, id uint64) error {
 	if err := checkKind(k); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.db.Delete(registryKey(k, id), s.wo))
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.Delete(registryKey(k, id), nil)
+	if err == nil {
+		err = s.apply(b)
+	}
+	return wrap(op, err)
 }
 
 // Scan calls fn for every record of kind k in ascending id order. value is
