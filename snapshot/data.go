@@ -98,7 +98,7 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 		err = errors.Join(err, b.DeleteRange([]byte{prefixLog}, end, nil))
 	}
 	if err == nil && !b.Empty() {
-		err = s.apply(b)
+		err = s.commit(b)
 	}
 	if err != nil {
 		return wrap("write snapshot", err)
@@ -220,7 +220,7 @@ func (s *Store) DeleteWebsite(website uint32) error {
 		b.Delete(siteKey(website), nil),
 	)
 	if err == nil {
-		err = s.apply(b)
+		err = s.commit(b)
 	}
 	return wrap(fmt.Sprintf("delete website %d", website), err)
 }
@@ -239,7 +239,7 @@ func (s *Store) DeleteDaysBefore(website uint32, date int32) error {
 	defer b.Close()
 	err := b.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), nil)
 	if err == nil {
-		err = s.apply(b)
+		err = s.commit(b)
 	}
 	return wrap(fmt.Sprintf("delete days of website %d before %d", website, date), err)
 }
@@ -260,6 +260,10 @@ func (s *Store) Backup(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
+	// The checkpoint syncs the WAL and may copy files on this file system.
+	if err := s.disk.admit(0); err != nil {
+		return wrap(op, err)
+	}
 	return wrap(op, s.db.Checkpoint(dir, pebble.WithFlushedWAL()))
 }
 
@@ -271,6 +275,9 @@ func (s *Store) Compact() error {
 		return err
 	}
 	defer s.exit()
+	if err := s.disk.admit(0); err != nil {
+		return wrap("compact", err)
+	}
 	if err := s.db.Flush(); err != nil {
 		return wrap("compact", err)
 	}
@@ -280,7 +287,9 @@ func (s *Store) Compact() error {
 // CompactLog compacts the log's key range, so that the space of entries
 // trimmed by snapshots is reclaimed now rather than whenever Pebble's own
 // compactions reach them. It flushes the memtable first. The engine calls it
-// every few snapshots.
+// every few snapshots. It is not refused on a full disk (see ErrDiskFull):
+// it is how the space of the trimmed log comes back, and its output is at
+// most the log's live entries.
 func (s *Store) CompactLog() error {
 	if err := s.enter(); err != nil {
 		return err

@@ -47,6 +47,9 @@ type Pending struct {
 //
 // Under Options.NoSync the batch is applied unsynced and Wait returns at once;
 // Flush syncs. A Store does not Close while a Pending is not yet waited for.
+//
+// It fails with ErrDiskFull, without writing anything, when the file system
+// would be left with less than Options.MinFreeBytes.
 func (s *Store) AppendAsync(entries ...LogEntry) (*Pending, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -72,6 +75,9 @@ func (s *Store) appendAsync(entries []LogEntry) (*Pending, error) {
 	p := &Pending{s: s}
 	if len(entries) == 0 {
 		return p, nil
+	}
+	if err := s.disk.admit(uint64(size)); err != nil {
+		return nil, wrap("append", err)
 	}
 	b := s.db.NewBatchWithSize(size)
 	var key [logKeyLen]byte
@@ -127,7 +133,9 @@ func (s *Store) Append(entries ...LogEntry) error {
 
 // Flush returns once every entry appended and every record written before
 // it is durable: it syncs Pebble's write-ahead log, also under
-// Options.NoSync (where nothing else does).
+// Options.NoSync (where nothing else does). It is not refused on a full disk
+// (see ErrDiskFull): it adds an empty record, and makes durable what was
+// admitted before.
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
 		return err
@@ -148,6 +156,14 @@ func (s *Store) syncWAL() error {
 		return err
 	}
 	return b.SyncWait()
+}
+
+// commit commits b once the disk guard admits its size (see ErrDiskFull).
+func (s *Store) commit(b *pebble.Batch) error {
+	if err := s.disk.admit(uint64(b.Len())); err != nil {
+		return err
+	}
+	return s.apply(b)
 }
 
 // apply commits b, synced unless Options.NoSync. A synced commit goes through

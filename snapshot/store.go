@@ -26,7 +26,8 @@ type Store struct {
 	lock *pebble.Lock
 	dir  string
 	log  *slog.Logger
-	sync bool // writes wait for their WAL sync (not Options.NoSync)
+	sync bool       // writes wait for their WAL sync (not Options.NoSync)
+	disk *diskGuard // refuses writes on a full disk; nil when off
 
 	// trim is the trim point of the last snapshot; written under snapMu.
 	trim   atomic.Uint64
@@ -59,6 +60,7 @@ var migrations []migration
 // Open opens the store in opts.Dir, creating it if missing. A nil opts is
 // invalid (Dir is required). It fails with ErrLocked when the directory is
 // open elsewhere, ErrVersion when it was written by a newer format version,
+// ErrDiskFull when its file system has less than Options.MinFreeBytes free,
 // and ErrCorrupt when its meta keys are malformed. An older format version is
 // migrated before Open returns.
 func Open(opts *Options) (*Store, error) {
@@ -87,12 +89,24 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		}
 		return nil, wrap(op, err)
 	}
+	disk, err := newDiskGuard(o.FS, o.Dir, uint64(o.MinFreeBytes), o.Logger)
+	if err == nil {
+		err = disk.checkOpen()
+	}
+	if err != nil {
+		lock.Close()
+		var pe *plainError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, wrap(op, err)
+	}
 	db, err := pebble.Open(o.Dir, pebbleOptions(&o, lock))
 	if err != nil {
 		lock.Close()
 		return nil, wrap(op, err)
 	}
-	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync}
+	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync, disk: disk}
 	s.gateCond.L = &s.gateMu
 	if err := s.prepare(target, migs); err != nil {
 		db.Close()
@@ -314,7 +328,7 @@ func (s *Store) Put(k Kind, id uint64, value []byte) error {
 	defer b.Close()
 	err := b.Set(registryKey(k, id), value, nil)
 	if err == nil {
-		err = s.apply(b)
+		err = s.commit(b)
 	}
 	return wrap(op, err)
 }
@@ -358,7 +372,7 @@ func (s *Store) Delete(k Kind, id uint64) error {
 	defer b.Close()
 	err := b.Delete(registryKey(k, id), nil)
 	if err == nil {
-		err = s.apply(b)
+		err = s.commit(b)
 	}
 	return wrap(op, err)
 }
