@@ -33,14 +33,21 @@ func (d *smallDisk) GetDiskUsage(string) (vfs.DiskUsage, error) {
 
 // logRecorder is a slog.Handler that keeps the messages.
 type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
+	mu    sync.Mutex
+	msgs  []string
+	lines []string // message and attributes
 }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, rec.Message)
+	line := rec.Level.String() + " " + rec.Message
+	rec.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	r.lines = append(r.lines, line)
 	r.mu.Unlock()
 	return nil
 }
@@ -51,6 +58,19 @@ func (r *logRecorder) messages() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.msgs...)
+}
+
+// find returns the lines (with attributes) that contain s.
+func (r *logRecorder) find(s string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found []string
+	for _, l := range r.lines {
+		if strings.Contains(l, s) {
+			found = append(found, l)
+		}
+	}
+	return found
 }
 
 // refreshDisk makes the next write read the free space again.

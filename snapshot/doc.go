@@ -30,6 +30,12 @@
 // once space is freed. The free space is read at most every 100 ms; writes
 // in between subtract their size from it.
 //
+// # Permissions
+//
+// On the operating system's file system the data directory is 0700 and its
+// files 0600, backups included: it holds session secrets and password
+// hashes. Open narrows more open modes it finds and logs a warning.
+//
 // # Ownership
 //
 // Slices passed to write methods are copied. Slices returned by Get and Day

@@ -31,7 +31,8 @@ type Options struct {
 	// on a MemFS any name works.
 	Dir string
 
-	// FS is the file system. Default (nil): the operating system's.
+	// FS is the file system. Default (nil): the operating system's, where
+	// the store keeps its directory 0700 and its files 0600 (see Open).
 	FS FS
 
 	// NoSync, when true, lets write methods return before their data is
@@ -71,7 +72,7 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("snapshot: open: Options.Dir is required")
 	}
 	if c.FS == nil {
-		c.FS = vfs.Default
+		c.FS = privateFS{vfs.Default}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

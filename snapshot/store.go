@@ -57,7 +57,10 @@ type migration struct {
 // The mechanism is tested with a synthetic version 2 in store_test.go.
 var migrations []migration
 
-// Open opens the store in opts.Dir, creating it if missing. A nil opts is
+// Open opens the store in opts.Dir, creating it if missing. On the operating
+// system's file system (Options.FS nil) the directory is made owner-only:
+// 0700, its files 0600; more open modes found there are narrowed and a
+// warning is logged. A nil opts is
 // invalid (Dir is required). It fails with ErrLocked when the directory is
 // open elsewhere, ErrVersion when it was written by a newer format version,
 // ErrDiskFull when its file system has less than Options.MinFreeBytes free,
@@ -75,8 +78,13 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		return nil, err
 	}
 	op := "open " + o.Dir
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := o.FS.MkdirAll(o.Dir, dirPerm); err != nil {
 		return nil, wrap(op, err)
+	}
+	if _, ok := o.FS.(privateFS); ok {
+		if err := tightenPerms(o.Dir, o.Logger); err != nil {
+			return nil, wrap(op, err)
+		}
 	}
 	lock, err := pebble.LockDirectory(o.Dir, o.FS)
 	if err != nil {
