@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,11 +14,18 @@ import (
 // new trim point. WriteSnapshot writes it as one synced batch. In every
 // record, a nil Data deletes the record (an empty non-nil Data stores an
 // empty value).
+//
+// DropPeriods are applied first, the records after them, all in the same
+// batch: a snapshot may drop a period and write chunks of it anew.
 type Snapshot struct {
 	Days    []DayRecord    // upsert
 	Strings []StringsChunk // upsert
-	States  []StateRecord  // upsert
+	States  []StateRecord  // upsert (the old one-value form; see Chunks)
+	Chunks  []StateChunk   // upsert
 	Sites   []SiteRecord   // upsert
+	// DropPeriods deletes, for each period, every chunk of its state and
+	// its old-form StateRecord.
+	DropPeriods []PeriodRef
 	// Trim is the new trim point: every log entry with Seq <= Trim is covered
 	// by this snapshot (and earlier ones) and is deleted. A Trim at or below
 	// the current trim point is ignored (the trim point never goes back).
@@ -44,6 +52,22 @@ type StateRecord struct {
 	Website uint32
 	Period  int32
 	Data    []byte
+}
+
+// StateChunk is chunk number Chunk of a website's visitor state of one salt
+// period. The engine splits a period's state into chunks so that a snapshot
+// writes only those that changed; their numbering is the engine's.
+type StateChunk struct {
+	Website uint32
+	Period  int32
+	Chunk   uint32
+	Data    []byte
+}
+
+// PeriodRef names the visitor state of one website and salt period.
+type PeriodRef struct {
+	Website uint32
+	Period  int32
 }
 
 // SiteRecord is a website's engine state (for example its last applied
@@ -76,6 +100,12 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var err error
+	for _, r := range sn.DropPeriods {
+		p := chunkPeriodPrefix(r.Website, r.Period)
+		err = errors.Join(err,
+			b.DeleteRange(p, prefixEnd(p), nil),
+			b.Delete(stateKey(r.Website, r.Period), nil))
+	}
 	for _, r := range sn.Days {
 		err = errors.Join(err, setOrDelete(b, dayKey(r.Website, r.Date), r.Data))
 	}
@@ -84,6 +114,9 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	}
 	for _, r := range sn.States {
 		err = errors.Join(err, setOrDelete(b, stateKey(r.Website, r.Period), r.Data))
+	}
+	for _, r := range sn.Chunks {
+		err = errors.Join(err, setOrDelete(b, chunkKey(r.Website, r.Period, r.Chunk), r.Data))
 	}
 	for _, r := range sn.Sites {
 		err = errors.Join(err, setOrDelete(b, siteKey(r.Website), r.Data))
@@ -98,7 +131,7 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 		err = errors.Join(err, b.DeleteRange([]byte{prefixLog}, end, nil))
 	}
 	if err == nil && !b.Empty() {
-		err = s.db.Apply(b, s.wo)
+		err = s.commit(b)
 	}
 	if err != nil {
 		return wrap("write snapshot", err)
@@ -166,8 +199,9 @@ func (s *Store) ScanStrings(website uint32, fn func(from uint32, data []byte) er
 	})
 }
 
-// ScanStates calls fn for every visitor state of website in ascending period
-// order. data is valid only during the call to fn; fn's error is returned as
+// ScanStates calls fn for every old-form visitor state (one StateRecord per
+// period, before state chunks) of website in ascending period order; the
+// engine reads it to migrate to chunks. data is valid only during the call to fn; fn's error is returned as
 // is; fn must not call Close.
 func (s *Store) ScanStates(website uint32, fn func(period int32, data []byte) error) error {
 	if err := s.enter(); err != nil {
@@ -182,6 +216,60 @@ func (s *Store) ScanStates(website uint32, fn func(period int32, data []byte) er
 		}
 		return fn(period, val)
 	})
+}
+
+// ScanStateChunks calls fn for every chunk of website's visitor state of
+// period, in ascending chunk order. data is valid only during the call to
+// fn; fn's error is returned as is; fn must not call Close.
+func (s *Store) ScanStateChunks(website uint32, period int32, fn func(chunk uint32, data []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	p := chunkPeriodPrefix(website, period)
+	op := fmt.Sprintf("scan state chunks of website %d, period %d", website, period)
+	return s.scan(op, p, prefixEnd(p), func(key, val []byte) error {
+		_, _, chunk, err := parseChunkKey(key)
+		if err != nil {
+			return err
+		}
+		return fn(chunk, val)
+	})
+}
+
+// StatePeriods calls fn for every salt period of website that has state
+// chunks, in ascending order, stepping over the chunks (one seek per
+// period). fn's error is returned as is; fn must not call Close.
+func (s *Store) StatePeriods(website uint32, fn func(period int32) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("state periods of website %d", website)
+	lower := websiteSubPrefix(website, subChunk)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return wrap(op, err)
+	}
+	for valid := it.First(); valid; {
+		_, period, _, err := parseChunkKey(it.Key())
+		if err == nil {
+			err = fn(period)
+		}
+		if err != nil {
+			it.Close()
+			if _, ok := err.(*corruptError); ok {
+				return wrap(op, err)
+			}
+			return err
+		}
+		next := prefixEnd(chunkPeriodPrefix(website, period))
+		if next == nil || bytes.Compare(next, prefixEnd(lower)) >= 0 {
+			break
+		}
+		valid = it.SeekGE(next)
+	}
+	return wrap(op, it.Close())
 }
 
 // ScanSites calls fn for every site record in ascending website order. data
@@ -201,8 +289,8 @@ func (s *Store) ScanSites(fn func(website uint32, data []byte) error) error {
 	})
 }
 
-// DeleteWebsite removes every day, strings chunk, state and the site record
-// of website, in one durable batch (one DeleteRange plus one delete). It does
+// DeleteWebsite removes every day, strings chunk, state, state chunk and the
+// site record of website, in one durable batch (one DeleteRange plus one delete). It does
 // not touch the registry: deleting the website's KindWebsite record (and
 // anything else the engine keeps about it there) is the caller's job. Log
 // entries of the website stay until the next trim; the engine skips them on
@@ -220,7 +308,7 @@ func (s *Store) DeleteWebsite(website uint32) error {
 		b.Delete(siteKey(website), nil),
 	)
 	if err == nil {
-		err = s.db.Apply(b, s.wo)
+		err = s.commit(b)
 	}
 	return wrap(fmt.Sprintf("delete website %d", website), err)
 }
@@ -235,7 +323,12 @@ func (s *Store) DeleteDaysBefore(website uint32, date int32) error {
 	if date == minDate {
 		return nil
 	}
-	err := s.db.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), s.wo)
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.DeleteRange(websiteSubPrefix(website, subDay), dayKey(website, date), nil)
+	if err == nil {
+		err = s.commit(b)
+	}
 	return wrap(fmt.Sprintf("delete days of website %d before %d", website, date), err)
 }
 
@@ -255,10 +348,9 @@ func (s *Store) Backup(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
-	if s.commits != nil {
-		if err := s.commits.flush(); err != nil {
-			return wrap(op, err)
-		}
+	// The checkpoint syncs the WAL and may copy files on this file system.
+	if err := s.disk.admit(0); err != nil {
+		return wrap(op, err)
 	}
 	return wrap(op, s.db.Checkpoint(dir, pebble.WithFlushedWAL()))
 }
@@ -271,6 +363,9 @@ func (s *Store) Compact() error {
 		return err
 	}
 	defer s.exit()
+	if err := s.disk.admit(0); err != nil {
+		return wrap("compact", err)
+	}
 	if err := s.db.Flush(); err != nil {
 		return wrap("compact", err)
 	}
@@ -280,7 +375,9 @@ func (s *Store) Compact() error {
 // CompactLog compacts the log's key range, so that the space of entries
 // trimmed by snapshots is reclaimed now rather than whenever Pebble's own
 // compactions reach them. It flushes the memtable first. The engine calls it
-// every few snapshots.
+// every few snapshots. It is not refused on a full disk (see ErrDiskFull):
+// it is how the space of the trimmed log comes back, and its output is at
+// most the log's live entries.
 func (s *Store) CompactLog() error {
 	if err := s.enter(); err != nil {
 		return err

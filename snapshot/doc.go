@@ -18,6 +18,24 @@
 // skipping entries at or below their website's saved sequence. A crash at any
 // moment therefore loses no acknowledged hit and applies none twice.
 //
+// # Disk full
+//
+// Pebble cannot survive a failed write of its WAL or MANIFEST (it panics,
+// or keeps failing until restarted), and its Open hangs retrying on a full
+// disk. So the Store refuses a write before it reaches Pebble when it would
+// leave less than Options.MinFreeBytes free (default 256 MiB, the room
+// Pebble's flushes and compactions of data already accepted may need):
+// every write method then returns ErrDiskFull and writes nothing, and Open
+// fails with ErrDiskFull at once. Writes succeed again, without a restart,
+// once space is freed. The free space is read at most every 100 ms; writes
+// in between subtract their size from it.
+//
+// # Permissions
+//
+// On the operating system's file system the data directory is 0700 and its
+// files 0600, backups included: it holds session secrets and password
+// hashes. Open narrows more open modes it finds and logs a warning.
+//
 // # Ownership
 //
 // Slices passed to write methods are copied. Slices returned by Get and Day

@@ -102,7 +102,7 @@ func checkLog(t *testing.T, s *Store, want map[uint64]bool) {
 }
 
 // TestConcurrentAppend appends from many goroutines while snapshots trim the
-// log, for the commit queue (synced) and the direct path (NoSync).
+// log, synced and unsynced (NoSync), then Flushes: no acknowledged entry is missing.
 func TestConcurrentAppend(t *testing.T) {
 	for _, noSync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("nosync=%v", noSync), func(t *testing.T) {
@@ -263,5 +263,130 @@ func TestBackup(t *testing.T) {
 	}
 	if diff := cmp.Diff([]day{{-1, "day"}}, days(t, b, 1, minDate, maxDate)); diff != "" {
 		t.Errorf("days mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestAppendAsyncOrder appends from many goroutines, each AppendAsync under
+// one lock (as the engine does per website) and Wait outside it, and takes a
+// crash image meanwhile: the log that survives is a prefix 1..k of the calls'
+// order that holds every acknowledged entry.
+func TestAppendAsyncOrder(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			s, err := Open(&Options{Dir: "db", FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu      sync.Mutex // orders AppendAsync calls
+				seq     uint64
+				ackedMu sync.Mutex
+				acked   uint64 // highest acknowledged seq
+				n       atomic.Int64
+				stop    = make(chan struct{})
+				wg      sync.WaitGroup
+			)
+			for range 8 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						mu.Lock()
+						seq++
+						my := seq
+						p, err := s.AppendAsync(LogEntry{Seq: my, Data: fmt.Appendf(nil, "hit %d", my)})
+						mu.Unlock()
+						if err == nil {
+							err = p.Wait()
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						ackedMu.Lock()
+						acked = max(acked, my)
+						ackedMu.Unlock()
+						n.Add(1)
+					}
+				})
+			}
+			for n.Load() < 300 {
+				runtime.Gosched()
+			}
+			ackedMu.Lock()
+			want := acked
+			ackedMu.Unlock()
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+			close(stop)
+			wg.Wait()
+			must(t, s.Close())
+
+			s, err = Open(&Options{Dir: "db", FS: crashed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var k uint64
+			must(t, s.ReplayLog(0, func(seq uint64, _ []byte) error {
+				if seq != k+1 {
+					return fmt.Errorf("log after crash: entry %d follows %d (not a prefix)", seq, k)
+				}
+				k = seq
+				return nil
+			}))
+			if k < want {
+				t.Errorf("log after crash ends at %d, but %d was acknowledged", k, want)
+			}
+		})
+	}
+}
+
+// TestFlushSyncs: under NoSync, entries appended before Flush survive a
+// crash (power loss) once Flush returns.
+func TestFlushSyncs(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s, err := Open(&Options{Dir: "db", FS: fs, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]bool{}
+	for seq := uint64(1); seq <= 100; seq++ {
+		must(t, s.Append(LogEntry{Seq: seq, Data: fmt.Appendf(nil, "hit %d", seq)}))
+		want[seq] = true
+	}
+	must(t, s.Flush())
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	must(t, s.Close())
+	s, err = Open(&Options{Dir: "db", FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkLog(t, s, want)
+}
+
+// TestPendingWaitTwice: a second Wait is an error, not a hang or a panic, and
+// Close still works.
+func TestPendingWaitTwice(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nosync=%v", noSync), func(t *testing.T) {
+			s, err := Open(&Options{Dir: "db", FS: NewMemFS(), NoSync: noSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.AppendAsync(LogEntry{Seq: 1, Data: []byte("a")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, p.Wait())
+			if err := p.Wait(); err == nil {
+				t.Error("second Wait: no error")
+			}
+			must(t, s.Close())
+		})
 	}
 }

@@ -26,6 +26,14 @@ var (
 	// The error's message says what and where. Use errors.Is.
 	ErrCorrupt = errors.New("snapshot: corrupt data")
 
+	// ErrDiskFull is returned by every write method, without writing
+	// anything, when the write would leave less than Options.MinFreeBytes
+	// free on the store's file system, and by Open when less than that is
+	// free. The message says how much is free and how much is needed. Writes
+	// succeed again, without a restart, once space is freed (the free space
+	// is read again at most every 100 ms). Use errors.Is.
+	ErrDiskFull = errors.New("snapshot: disk full")
+
 	// ErrClosed is returned by every method of a Store after Close.
 	// Use errors.Is.
 	ErrClosed = errors.New("snapshot: store is closed")

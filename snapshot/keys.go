@@ -18,9 +18,19 @@ package snapshot
 //	0x04 website(4) 0x01 date(4^)      day bucket          value: opaque
 //	0x04 website(4) 0x02 from(4)       strings chunk       value: opaque
 //	0x04 website(4) 0x03 period(4^)    visitor state       value: opaque
+//	0x04 website(4) 0x04 period(4^) chunk(4)
+//	                                   period-state chunk  value: opaque
 //	0x05 website(4)                    site record         value: opaque
 //
 // (4^ is a big-endian int32 with its sign bit flipped.)
+//
+// A period-state chunk is one piece of a salt period's visitor state, so
+// that a snapshot rewrites only the chunks that changed. The chunks of one
+// period are contiguous (one DeleteRange drops them; one scan reads them), and
+// periods follow each other in numeric order. The 0x03 visitor state is the
+// older, one-value-per-period form, still read for the engine's migration.
+// The chunk sub-family was added without a format version change: older
+// stores simply have no such keys.
 //
 // Days, strings and states of one website share the prefix 0x04 website, so
 // DeleteWebsite is one DeleteRange over that prefix plus one point delete of
@@ -57,12 +67,14 @@ const (
 	subDay     byte = 0x01
 	subStrings byte = 0x02
 	subState   byte = 0x03
+	subChunk   byte = 0x04 // period-state chunks
 )
 
 const (
 	registryKeyLen = 1 + 1 + 8
 	logKeyLen      = 1 + 8
 	websiteKeyLen  = 1 + 4 + 1 + 4 // day, strings and state keys
+	chunkKeyLen    = websiteKeyLen + 4
 	siteKeyLen     = 1 + 4
 )
 
@@ -144,10 +156,11 @@ func websiteSubPrefix(website uint32, sub byte) []byte {
 	return append(websitePrefix(website), sub)
 }
 
-// websiteKey builds a day, strings or state key; v is the raw (already
+// websiteKey builds a day, strings or state key, or the period prefix of
+// chunk keys (with room for the chunk number); v is the raw (already
 // sign-flipped where needed) 32-bit value.
 func websiteKey(website uint32, sub byte, v uint32) []byte {
-	b := make([]byte, 0, websiteKeyLen)
+	b := make([]byte, 0, chunkKeyLen)
 	b = append(b, prefixWebsite)
 	b = binary.BigEndian.AppendUint32(b, website)
 	b = append(b, sub)
@@ -195,6 +208,25 @@ func parseStateKey(key []byte) (uint32, int32, error) {
 	return w, unflipSign(v), err
 }
 
+// chunkPeriodPrefix is the prefix of every chunk of website's period.
+func chunkPeriodPrefix(website uint32, period int32) []byte {
+	return websiteKey(website, subChunk, flipSign(period))
+}
+
+// chunkKey is the key of chunk number chunk of website's period state.
+func chunkKey(website uint32, period int32, chunk uint32) []byte {
+	return binary.BigEndian.AppendUint32(chunkPeriodPrefix(website, period), chunk)
+}
+
+// parseChunkKey returns the website, period and chunk number of a chunk key.
+func parseChunkKey(key []byte) (website uint32, period int32, chunk uint32, err error) {
+	if len(key) != chunkKeyLen || key[0] != prefixWebsite || key[5] != subChunk {
+		return 0, 0, 0, malformedKey("chunk", key)
+	}
+	return binary.BigEndian.Uint32(key[1:5]), unflipSign(binary.BigEndian.Uint32(key[6:10])),
+		binary.BigEndian.Uint32(key[10:]), nil
+}
+
 func subName(sub byte) string {
 	switch sub {
 	case subDay:
@@ -203,6 +235,8 @@ func subName(sub byte) string {
 		return "strings"
 	case subState:
 		return "state"
+	case subChunk:
+		return "chunk"
 	}
 	return "website"
 }

@@ -1,8 +1,11 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // LogEntry is one record of the write-ahead log: an enriched hit, encoded by
@@ -12,57 +15,168 @@ type LogEntry struct {
 	Data []byte // opaque
 }
 
-// Append writes entries to the log in one batch and returns once they are
-// durable. Entries are copied. An entry with an existing Seq replaces it.
-// Seq 0 is invalid (0 is "no trim point").
+// Pending is an AppendAsync whose entries may not be durable yet. Its Wait
+// must be called exactly once.
+type Pending struct {
+	s     *Store
+	batch *pebble.Batch // nil under Options.NoSync: nothing to wait for
+}
+
+// AppendAsync writes entries to the log without waiting for them to be
+// durable. When it returns nil, the entries are in the store (ReplayLog and
+// a Backup see them) and in Pebble's write-ahead log, but possibly not yet
+// synced; the returned Pending's Wait returns once they are. Entries are
+// copied. An entry with an existing Seq replaces it. Seq 0 is invalid (0 is
+// "no trim point").
 //
-// Concurrent calls share fsyncs (group commit): a commit queue gathers
-// whatever callers are waiting into one synced batch. With Options.NoSync,
-// Append returns at once and the queue writes what gathered every half
-// millisecond, unsynced (see Flush); an error of such a write is returned by
-// a later Append.
-func (s *Store) Append(entries ...LogEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
+// The engine relies on three properties, each checked in Pebble v2's source
+// (commit.go, record/log_writer.go, db.go):
+//
+//   - Atomicity: the entries of one call are one Pebble batch, so a crash
+//     keeps all of them or none.
+//   - Order: if call X returns before call Y starts, X's entries precede Y's
+//     in the WAL. Pebble assigns sequence numbers and writes the batch's
+//     record into the WAL under one mutex (commitPipeline.prepare), before
+//     ApplyNoSyncWait returns.
+//   - Prefix durability: when Y's Wait returns nil, X's entries are durable
+//     too. The WAL's flusher signals sync waiters in queue order, each after
+//     an fsync of everything written before it was queued (LogWriter
+//     flushLoop); a WAL rotation closes and syncs the previous file before
+//     any record goes to the next (DB.rotateWAL); and a failed sync fails
+//     every later one (the flusher's error is sticky).
+//
+// Under Options.NoSync the batch is applied unsynced and Wait returns at once;
+// Flush syncs. A Store does not Close while a Pending is not yet waited for.
+//
+// It fails with ErrDiskFull, without writing anything, when the file system
+// would be left with less than Options.MinFreeBytes.
+func (s *Store) AppendAsync(entries ...LogEntry) (*Pending, error) {
 	if err := s.enter(); err != nil {
-		return err
+		return nil, err
 	}
-	defer s.exit()
+	p, err := s.appendAsync(entries)
+	if err != nil {
+		s.exit()
+		return nil, err
+	}
+	return p, nil // p.Wait exits
+}
+
+// appendAsync is AppendAsync inside the gate. On success the returned Pending
+// holds the gate until its Wait.
+func (s *Store) appendAsync(entries []LogEntry) (*Pending, error) {
 	size := 0
 	for i, e := range entries {
 		if e.Seq == 0 {
-			return fmt.Errorf("snapshot: append: entry %d has sequence number 0", i)
+			return nil, fmt.Errorf("snapshot: append: entry %d has sequence number 0", i)
 		}
 		size += len(e.Data) + logKeyLen + 8
 	}
-	if s.commits != nil {
-		return wrap("append", s.commits.append(entries))
+	p := &Pending{s: s}
+	if len(entries) == 0 {
+		return p, nil
+	}
+	if err := s.disk.admit(uint64(size)); err != nil {
+		return nil, wrap("append", err)
 	}
 	b := s.db.NewBatchWithSize(size)
-	defer b.Close()
 	var key [logKeyLen]byte
 	for _, e := range entries {
 		if err := b.Set(appendLogKey(key[:0], e.Seq), e.Data, nil); err != nil {
-			return wrap("append", err)
+			b.Close()
+			return nil, wrap("append", err)
 		}
 	}
-	return wrap("append", s.db.Apply(b, s.wo))
+	if !s.sync {
+		err := s.db.Apply(b, pebble.NoSync)
+		b.Close()
+		return p, wrap("append", err)
+	}
+	// An error of ApplyNoSyncWait comes before the commit (an invalid
+	// batch): there is no sync to wait for, and the batch may be closed.
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		b.Close()
+		return nil, wrap("append", err)
+	}
+	p.batch = b
+	return p, nil
 }
 
-// Flush returns once every entry appended before it is in the store. With
-// NoSync, Append returns before its entries are written (they are gathered
-// for a fraction of a millisecond into one batch); Flush, Backup and Close
-// wait for them.
+// Wait blocks until the entries of its AppendAsync are durable (synced);
+// under Options.NoSync it returns at once. Call it exactly once.
+func (p *Pending) Wait() error {
+	if p.s == nil {
+		return errors.New("snapshot: Pending.Wait called twice")
+	}
+	defer p.s.exit()
+	p.s = nil
+	if p.batch == nil {
+		return nil
+	}
+	err := p.batch.SyncWait()
+	p.batch.Close()
+	p.batch = nil
+	return wrap("append", err)
+}
+
+// Append writes entries to the log in one batch and returns once they are
+// durable (unless Options.NoSync): AppendAsync followed by Wait. Concurrent
+// calls share fsyncs (Pebble's commit pipeline syncs the WAL once for every
+// batch queued meanwhile).
+func (s *Store) Append(entries ...LogEntry) error {
+	p, err := s.AppendAsync(entries...)
+	if err != nil {
+		return err
+	}
+	return p.Wait()
+}
+
+// Flush returns once every entry appended and every record written before
+// it is durable: it syncs Pebble's write-ahead log, also under
+// Options.NoSync (where nothing else does). It is not refused on a full disk
+// (see ErrDiskFull): it adds an empty record, and makes durable what was
+// admitted before.
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.exit()
-	if s.commits == nil {
-		return nil
+	return wrap("flush", s.syncWAL())
+}
+
+// syncWAL commits an empty record, synced: the WAL syncs a prefix, so every
+// batch committed before is durable when it returns.
+func (s *Store) syncWAL() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.LogData(nil, nil); err != nil {
+		return err
 	}
-	return wrap("flush", s.commits.flush())
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		return err
+	}
+	return b.SyncWait()
+}
+
+// commit commits b once the disk guard admits its size (see ErrDiskFull).
+func (s *Store) commit(b *pebble.Batch) error {
+	if err := s.disk.admit(uint64(b.Len())); err != nil {
+		return err
+	}
+	return s.apply(b)
+}
+
+// apply commits b, synced unless Options.NoSync. A synced commit goes through
+// ApplyNoSyncWait and SyncWait, so that a failed WAL sync is returned as an
+// error: Pebble's Apply with Sync reports it through Logger.Fatalf.
+func (s *Store) apply(b *pebble.Batch) error {
+	if !s.sync {
+		return s.db.Apply(b, pebble.NoSync)
+	}
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		return err
+	}
+	return b.SyncWait()
 }
 
 // ReplayLog calls fn for every log entry with Seq > after, in ascending Seq

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -29,7 +31,8 @@ type Options struct {
 	// on a MemFS any name works.
 	Dir string
 
-	// FS is the file system. Default (nil): the operating system's.
+	// FS is the file system. Default (nil): the operating system's, where
+	// the store keeps its directory 0700 and its files 0600 (see Open).
 	FS FS
 
 	// NoSync, when true, lets write methods return before their data is
@@ -48,6 +51,14 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes.
 	// Default (0): DefaultCacheSize, 32 MiB. Negative is invalid.
 	CacheSize int64
+
+	// MinFreeBytes is the free space the Store keeps on its file system for
+	// Pebble's flushes and compactions: a write that would leave less fails
+	// with ErrDiskFull before it reaches Pebble, and Open fails with
+	// ErrDiskFull when less is free. Default (0): DefaultMinFreeBytes,
+	// 256 MiB. Negative disables the check. It is also off on a file system
+	// that cannot report its free space (NewMemFS).
+	MinFreeBytes int64
 }
 
 // withDefaults returns a copy of o with defaults filled in, or an error when o
@@ -61,7 +72,7 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("snapshot: open: Options.Dir is required")
 	}
 	if c.FS == nil {
-		c.FS = vfs.Default
+		c.FS = privateFS{vfs.Default}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -71,6 +82,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
+	}
+	switch {
+	case c.MinFreeBytes == 0:
+		c.MinFreeBytes = DefaultMinFreeBytes
+	case c.MinFreeBytes < 0:
+		c.MinFreeBytes = 0 // no check
 	}
 	return c, nil
 }
@@ -117,12 +134,13 @@ func pebbleOptions(o *Options, lock *pebble.Lock) *pebble.Options {
 		MemTableStopWritesThreshold: memTableStopWritesThreshold,
 		L0CompactionThreshold:       l0CompactionThreshold,
 		L0StopWritesThreshold:       l0StopWritesThreshold,
-		Logger:                      &pebbleLogger{l: o.Logger, info: slog.LevelDebug},
 	}
+	pl := newPebbleLogger(o.Logger)
+	po.Logger = pl
 	// Events at Debug, and only when someone listens: formatting them costs.
 	var el pebble.EventListener
 	if o.Logger.Enabled(context.Background(), slog.LevelDebug) {
-		el = pebble.MakeLoggingEventListener(&pebbleLogger{l: o.Logger, info: slog.LevelDebug})
+		el = pebble.MakeLoggingEventListener(pl)
 	}
 	// Pebble's default for detected corruption is Fatalf (exit the process).
 	// The read that found it returns an error already (ErrCorrupt here);
@@ -135,25 +153,94 @@ func pebbleOptions(o *Options, lock *pebble.Lock) *pebble.Options {
 	return po
 }
 
-// pebbleLogger routes Pebble's logging to a slog.Logger.
+// pebbleLogger routes Pebble's logging to a slog.Logger, at most
+// logBurst messages per format string per logWindow: a background flush or
+// compaction that fails (no file descriptors left, say) is retried at once
+// and logged each time, 144,621 lines in 20 s in one incident. Beyond the
+// burst, messages are counted, and the first message of that format in a
+// later window is preceded by one "suppressed N similar messages" line.
 type pebbleLogger struct {
 	l    *slog.Logger
 	info slog.Level // level of Infof
+
+	now func() time.Time // time.Now; a fake clock in tests
+
+	mu     sync.Mutex
+	counts map[string]*logCount // by format string; at most maxLogFormats
 }
 
-func (p *pebbleLogger) Infof(format string, args ...any) {
-	if p.l.Enabled(context.Background(), p.info) {
-		p.l.Log(context.Background(), p.info, "pebble: "+fmt.Sprintf(format, args...))
+// Limits of pebbleLogger. Format strings are Pebble's constants, so the map
+// stays small; maxLogFormats bounds it anyway (it is cleared when full).
+const (
+	logBurst      = 3
+	logWindow     = time.Second
+	maxLogFormats = 256
+)
+
+// logCount is the messages of one format string in the current window.
+type logCount struct {
+	start      time.Time // of the window
+	n          int       // logged in the window
+	suppressed int       // not logged since the last line of this format
+}
+
+func newPebbleLogger(l *slog.Logger) *pebbleLogger {
+	return &pebbleLogger{l: l, info: slog.LevelDebug, now: time.Now, counts: map[string]*logCount{}}
+}
+
+// log writes one message at level, unless its format is over its limit.
+func (p *pebbleLogger) log(level slog.Level, format string, args ...any) {
+	ctx := context.Background()
+	if !p.l.Enabled(ctx, level) {
+		return
 	}
+	ok, suppressed := p.allow(format)
+	if !ok {
+		return
+	}
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	if suppressed > 0 {
+		p.l.Log(ctx, level, fmt.Sprintf("pebble: suppressed %d similar messages", suppressed), "like", msg)
+	}
+	p.l.Log(ctx, level, msg)
 }
 
-func (p *pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+// allow reports whether a message of format may be logged now, and how many
+// of its kind were suppressed before it.
+func (p *pebbleLogger) allow(format string) (ok bool, suppressed int) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.counts[format]
+	if c == nil {
+		if len(p.counts) >= maxLogFormats {
+			clear(p.counts)
+		}
+		c = &logCount{start: now}
+		p.counts[format] = c
+	}
+	if now.Sub(c.start) >= logWindow {
+		c.start, c.n = now, 0
+	}
+	if c.n >= logBurst {
+		c.suppressed++
+		return false, 0
+	}
+	c.n++
+	suppressed, c.suppressed = c.suppressed, 0
+	return true, suppressed
 }
+
+func (p *pebbleLogger) Infof(format string, args ...any) { p.log(p.info, format, args...) }
+
+func (p *pebbleLogger) Errorf(format string, args ...any) { p.log(slog.LevelError, format, args...) }
 
 // Fatalf logs and panics: Pebble calls it only when it cannot go on safely
-// (for example a failed MANIFEST write), and it must not return. A panic,
-// unlike Pebble's default os.Exit, runs deferred functions and shows a stack.
+// (for example a failed MANIFEST or WAL write), and it must not return. A
+// panic, unlike Pebble's default os.Exit, runs deferred functions and shows
+// a stack. A full disk does not get here: the Store refuses writes while
+// less than Options.MinFreeBytes is free (ErrDiskFull), and its synced
+// commits use ApplyNoSyncWait, whose sync errors are returned.
 func (p *pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
 	p.l.Error(msg)

@@ -26,11 +26,8 @@ type Store struct {
 	lock *pebble.Lock
 	dir  string
 	log  *slog.Logger
-	wo   *pebble.WriteOptions // pebble.Sync, or pebble.NoSync
-
-	// commits is the commit queue of Appends (see committer); nil only
-	// in the benchmark that measures Pebble alone.
-	commits *committer
+	sync bool       // writes wait for their WAL sync (not Options.NoSync)
+	disk *diskGuard // refuses writes on a full disk; nil when off
 
 	// trim is the trim point of the last snapshot; written under snapMu.
 	trim   atomic.Uint64
@@ -60,9 +57,13 @@ type migration struct {
 // The mechanism is tested with a synthetic version 2 in store_test.go.
 var migrations []migration
 
-// Open opens the store in opts.Dir, creating it if missing. A nil opts is
+// Open opens the store in opts.Dir, creating it if missing. On the operating
+// system's file system (Options.FS nil) the directory is made owner-only:
+// 0700, its files 0600; more open modes found there are narrowed and a
+// warning is logged. A nil opts is
 // invalid (Dir is required). It fails with ErrLocked when the directory is
 // open elsewhere, ErrVersion when it was written by a newer format version,
+// ErrDiskFull when its file system has less than Options.MinFreeBytes free,
 // and ErrCorrupt when its meta keys are malformed. An older format version is
 // migrated before Open returns.
 func Open(opts *Options) (*Store, error) {
@@ -77,8 +78,13 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		return nil, err
 	}
 	op := "open " + o.Dir
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := o.FS.MkdirAll(o.Dir, dirPerm); err != nil {
 		return nil, wrap(op, err)
+	}
+	if _, ok := o.FS.(privateFS); ok {
+		if err := tightenPerms(o.Dir, o.Logger); err != nil {
+			return nil, wrap(op, err)
+		}
 	}
 	lock, err := pebble.LockDirectory(o.Dir, o.FS)
 	if err != nil {
@@ -91,15 +97,24 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		}
 		return nil, wrap(op, err)
 	}
+	disk, err := newDiskGuard(o.FS, o.Dir, uint64(o.MinFreeBytes), o.Logger)
+	if err == nil {
+		err = disk.checkOpen()
+	}
+	if err != nil {
+		lock.Close()
+		var pe *plainError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, wrap(op, err)
+	}
 	db, err := pebble.Open(o.Dir, pebbleOptions(&o, lock))
 	if err != nil {
 		lock.Close()
 		return nil, wrap(op, err)
 	}
-	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, wo: pebble.Sync}
-	if o.NoSync {
-		s.wo = pebble.NoSync
-	}
+	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync, disk: disk}
 	s.gateCond.L = &s.gateMu
 	if err := s.prepare(target, migs); err != nil {
 		db.Close()
@@ -110,14 +125,8 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		}
 		return nil, wrap(op, err)
 	}
-	if useCommitQueue {
-		s.commits = newCommitter(db, !o.NoSync)
-	}
 	return s, nil
 }
-
-// useCommitQueue is false only in BenchmarkAppend/writers=64/queue=off.
-var useCommitQueue = true
 
 // isLockConflict reports whether an error of LockDirectory means that the
 // lock is held (by another process, or by this one), rather than that the
@@ -248,7 +257,8 @@ func (s *Store) exit() {
 	s.gateMu.Unlock()
 }
 
-// Close waits for the calls in flight, then closes the database and releases
+// Close waits for the calls in flight (an AppendAsync is in flight until its
+// Pending's Wait), then closes the database and releases
 // the directory lock. It must not be called from inside a callback of the
 // Store (it would wait for itself). Later calls return ErrClosed.
 func (s *Store) Close() error {
@@ -262,9 +272,6 @@ func (s *Store) Close() error {
 		s.gateCond.Wait()
 	}
 	s.gateMu.Unlock()
-	if s.commits != nil {
-		s.commits.stop()
-	}
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
@@ -327,7 +334,13 @@ func (s *Store) Put(k Kind, id uint64, value []byte) error {
 	if err := checkKind(k); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.db.Set(registryKey(k, id), value, s.wo))
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.Set(registryKey(k, id), value, nil)
+	if err == nil {
+		err = s.commit(b)
+	}
+	return wrap(op, err)
 }
 
 // Get returns a copy of record (k, id), or ErrNotFound. The returned slice
@@ -365,7 +378,13 @@ func (s *Store) Delete(k Kind, id uint64) error {
 	if err := checkKind(k); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.db.Delete(registryKey(k, id), s.wo))
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.Delete(registryKey(k, id), nil)
+	if err == nil {
+		err = s.commit(b)
+	}
+	return wrap(op, err)
 }
 
 // Scan calls fn for every record of kind k in ascending id order. value is

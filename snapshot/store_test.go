@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -515,6 +516,16 @@ func TestMalformedKeys(t *testing.T) {
 			read: func(s *Store) error { return s.ScanStates(1, func(int32, []byte) error { return nil }) },
 		},
 		{
+			name: "chunk",
+			key:  append(chunkPeriodPrefix(1, 5), 1),
+			read: func(s *Store) error { return s.ScanStateChunks(1, 5, func(uint32, []byte) error { return nil }) },
+		},
+		{
+			name: "chunk",
+			key:  append(chunkPeriodPrefix(1, 5), 1),
+			read: func(s *Store) error { return s.StatePeriods(1, func(int32) error { return nil }) },
+		},
+		{
 			name: "site",
 			key:  []byte{prefixSite, 1},
 			read: func(s *Store) error { return s.ScanSites(func(uint32, []byte) error { return nil }) },
@@ -677,5 +688,104 @@ func TestCompactLogReclaimsTrimmedSpace(t *testing.T) {
 	n := 0
 	if err := s.ReplayLog(0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 0 {
 		t.Errorf("replay after trim: %d entries, %v", n, err)
+	}
+}
+
+// stateOf returns website's state chunks by period, read through
+// StatePeriods and ScanStateChunks.
+func stateOf(t *testing.T, s *Store, website uint32) map[int32][]chunk {
+	t.Helper()
+	got := map[int32][]chunk{}
+	var periods []int32
+	must(t, s.StatePeriods(website, func(p int32) error {
+		periods = append(periods, p)
+		return nil
+	}))
+	for _, p := range periods {
+		must(t, s.ScanStateChunks(website, p, func(c uint32, data []byte) error {
+			got[p] = append(got[p], chunk{int64(c), string(data)})
+			return nil
+		}))
+		if len(got[p]) == 0 {
+			t.Errorf("StatePeriods lists period %d, which has no chunk", p)
+		}
+	}
+	if !slices.IsSorted(periods) {
+		t.Errorf("StatePeriods not ascending: %v", periods)
+	}
+	return got
+}
+
+// TestStateChunks: chunks are upserted and deleted by WriteSnapshot,
+// DropPeriods removes a period's chunks and its old-form state in the same
+// batch as the rest (chunks written in it survive), and DeleteWebsite removes
+// them all.
+func TestStateChunks(t *testing.T) {
+	s, fs := memStore(t)
+	must(t, s.WriteSnapshot(&Snapshot{
+		Days:    []DayRecord{{Website: 1, Date: 5, Data: []byte("day")}},
+		Strings: []StringsChunk{{Website: 1, From: 0, Data: []byte("s0")}},
+		States:  []StateRecord{{Website: 1, Period: 5, Data: []byte("old 5")}, {Website: 1, Period: 7, Data: []byte("old 7")}},
+		Chunks: []StateChunk{
+			{Website: 1, Period: 5, Chunk: 2, Data: []byte("5.2")},
+			{Website: 1, Period: 5, Chunk: 0, Data: []byte("5.0")},
+			{Website: 1, Period: 5, Chunk: 256, Data: []byte("5.256")},
+			{Website: 1, Period: -2, Chunk: 1, Data: []byte("-2.1")},
+			{Website: 1, Period: 7, Chunk: 0, Data: []byte("7.0")},
+			{Website: 2, Period: 5, Chunk: 0, Data: []byte("w2 5.0")},
+			{Website: 1, Period: 8, Chunk: 0, Data: []byte{}}, // empty, not deleted
+		},
+	}))
+	want := map[int32][]chunk{
+		-2: {{1, "-2.1"}},
+		5:  {{0, "5.0"}, {2, "5.2"}, {256, "5.256"}},
+		7:  {{0, "7.0"}},
+		8:  {{0, ""}},
+	}
+	if diff := cmp.Diff(want, stateOf(t, s, 1)); diff != "" {
+		t.Errorf("chunks mismatch (-want +got):\n%s", diff)
+	}
+
+	// One snapshot: delete a chunk (nil Data), drop period 5 and write it
+	// anew, drop period -2 entirely, with a day in the same batch.
+	must(t, s.WriteSnapshot(&Snapshot{
+		Days:        []DayRecord{{Website: 1, Date: 6, Data: []byte("day 6")}},
+		Chunks:      []StateChunk{{Website: 1, Period: 7, Chunk: 0}, {Website: 1, Period: 5, Chunk: 9, Data: []byte("new 5.9")}},
+		DropPeriods: []PeriodRef{{Website: 1, Period: 5}, {Website: 1, Period: -2}},
+	}))
+	s = reopen(t, s, fs)
+	want = map[int32][]chunk{
+		5: {{9, "new 5.9"}},
+		8: {{0, ""}},
+	}
+	if diff := cmp.Diff(want, stateOf(t, s, 1)); diff != "" {
+		t.Errorf("chunks after drop mismatch (-want +got):\n%s", diff)
+	}
+	_, states, _ := perWebsite(t, s, 1)
+	if diff := cmp.Diff([]chunk{{7, "old 7"}}, states); diff != "" {
+		t.Errorf("old-form states after drop mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]day{{5, "day"}, {6, "day 6"}}, days(t, s, 1, minDate, maxDate)); diff != "" {
+		t.Errorf("days mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[int32][]chunk{5: {{0, "w2 5.0"}}}, stateOf(t, s, 2)); diff != "" {
+		t.Errorf("website 2 mismatch (-want +got):\n%s", diff)
+	}
+
+	// An error of fn stops the scans and comes back as is.
+	stop := errors.New("stop")
+	if err := s.StatePeriods(1, func(int32) error { return stop }); err != stop {
+		t.Errorf("StatePeriods: %v, want fn's error", err)
+	}
+	if err := s.ScanStateChunks(1, 5, func(uint32, []byte) error { return stop }); err != stop {
+		t.Errorf("ScanStateChunks: %v, want fn's error", err)
+	}
+
+	must(t, s.DeleteWebsite(1))
+	if got := stateOf(t, s, 1); len(got) != 0 {
+		t.Errorf("chunks after DeleteWebsite: %v", got)
+	}
+	if diff := cmp.Diff(map[int32][]chunk{5: {{0, "w2 5.0"}}}, stateOf(t, s, 2)); diff != "" {
+		t.Errorf("website 2 after deleting website 1 mismatch (-want +got):\n%s", diff)
 	}
 }

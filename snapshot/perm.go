@@ -1,0 +1,115 @@
+package snapshot
+
+import (
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// The data directory holds every account's statistics, session secrets and
+// password hashes: only its owner may read it. A local user who could read a
+// 0755 directory of 0644 files forged a session cookie from a copy.
+const (
+	dirPerm  fs.FileMode = 0o700
+	filePerm fs.FileMode = 0o600
+)
+
+// privateFS is the operating system's file system (vfs.Default) with the
+// modes of what Pebble creates narrowed to dirPerm and filePerm. vfs.Default
+// creates files with 0666 and the process umask (os.OpenFile in Create,
+// OpenReadWrite, ReuseForWrite, and os.Create in Lock) and directories with
+// the mode Pebble asks for (0755 for a checkpoint). The mode is set right
+// after creation: the window in between is closed by the directory itself,
+// which Open makes dirPerm before Pebble creates anything in it.
+type privateFS struct{ vfs.FS }
+
+func (p privateFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.Create(name, c)
+	return private(name, f, err)
+}
+
+func (p privateFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := p.FS.OpenReadWrite(name, c, opts...)
+	return private(name, f, err)
+}
+
+func (p privateFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.ReuseForWrite(oldname, newname, c)
+	return private(newname, f, err)
+}
+
+func (p privateFS) Lock(name string) (io.Closer, error) {
+	c, err := p.FS.Lock(name)
+	if err == nil {
+		if err := os.Chmod(name, filePerm); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, err
+}
+
+func (p privateFS) MkdirAll(dir string, _ os.FileMode) error { return p.FS.MkdirAll(dir, dirPerm) }
+
+func (p privateFS) Unwrap() vfs.FS { return p.FS }
+
+// private sets the mode of a file just created or opened for writing.
+func private(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return f, err
+	}
+	if err := os.Chmod(name, filePerm); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// tightenPerms clears the group and other permission bits of dir and of
+// everything in it, where set, and logs a warning saying what it changed.
+// Symbolic links are not followed.
+func tightenPerms(dir string, log *slog.Logger) error {
+	var changed []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := info.Mode().Perm()
+		want := mode &^ 0o077 // dirPerm or filePerm for what Pebble made
+		if mode == want {
+			return nil
+		}
+		if err := os.Chmod(path, want); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		changed = append(changed, rel+" "+mode.String()+"→"+want.String())
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		const maxListed = 10
+		list := changed[:min(len(changed), maxListed)]
+		more := ""
+		if len(changed) > maxListed {
+			more = " …"
+		}
+		log.Warn("snapshot: the data directory was readable by other users; its permissions are now owner-only. Check who could copy it meanwhile (it holds session secrets).",
+			"dir", dir, "changed", len(changed), "modes", strings.Join(list, ", ")+more)
+	}
+	return nil
+}
