@@ -164,7 +164,6 @@ func half(b []byte) damage { return damage{cut: len(b) / 2, first: -1} }
 func TestCorruptOpen(t *testing.T) {
 	c := newCorruptStore(t)
 	site := fmt.Sprint(c.site)
-	day1 := c.day1.String()
 	for _, tc := range []struct {
 		name string
 		edit func(s *snapshot.Store) error
@@ -194,31 +193,6 @@ func TestCorruptOpen(t *testing.T) {
 			name: "log record with trailing bytes",
 			edit: editLog(trailing.apply),
 			want: []string{"log entry", "trailing bytes"},
-		},
-		{
-			name: "visitor state truncated",
-			edit: editState(c.site, c.day1, func(b []byte) []byte { return half(b).apply(b) }),
-			want: []string{"website " + site, "period " + day1, "visitor state"},
-		},
-		{
-			name: "visitor state cut by one byte",
-			edit: editState(c.site, c.day1, truncLast.apply),
-			want: []string{"website " + site, "period " + day1, "visitor state"},
-		},
-		{
-			name: "visitor state empty",
-			edit: editState(c.site, c.day1, emptied.apply),
-			want: []string{"website " + site, "period " + day1, "visitor state"},
-		},
-		{
-			name: "visitor state of a newer version",
-			edit: editState(c.site, c.day1, newVersion.apply),
-			want: []string{"website " + site, "period " + day1, "version 126"},
-		},
-		{
-			name: "visitor state with trailing bytes",
-			edit: editState(c.site, c.day1, trailing.apply),
-			want: []string{"website " + site, "period " + day1, "trailing bytes"},
 		},
 		{
 			name: "site meta truncated",
@@ -278,27 +252,49 @@ func TestCorruptOpen(t *testing.T) {
 	}
 }
 
-// TestCorruptStrings: a damaged chunk of a website's interned strings fails
-// Open with an error naming the website.
-func TestCorruptStrings(t *testing.T) {
+// TestCorruptVisitorState: visitor state is read when a hit of its salt
+// period comes (not at Open); a damaged chunk then fails that Track with an
+// error naming the website and the period, and counts nothing.
+func TestCorruptVisitorState(t *testing.T) {
 	c := newCorruptStore(t)
-	for _, d := range []damage{truncLast, newVersion, trailing} {
+	for _, d := range []damage{half([]byte("0123456789")), truncLast, emptied, newVersion, trailing} {
+		dir := c.copy(t)
+		c.edit(t, dir, editState(c.site, c.day1, d.apply))
+		e, err := c.open(dir)
+		if err != nil {
+			t.Fatalf("%+v: Open: %v", d, err)
+		}
+		before := e.Metrics().Tracked
+		_, err = e.Track(context.Background(), engine.Hit{
+			Time: c.day1.In(time.UTC).Add(20 * time.Hour), URL: "/late", Website: c.site,
+			IP: netip.AddrFrom4([4]byte{8, 8, 1, 1}), UserAgent: crashUA,
+		})
+		if err == nil {
+			t.Errorf("%+v: Track into a period with damaged visitor state succeeded", d)
+		} else if want := fmt.Sprintf("website %d period %v", c.site, c.day1); !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: Track error %q does not contain %q", d, err, want)
+		}
+		if got := e.Metrics().Tracked; got != before {
+			t.Errorf("%+v: tracked %d hits after a failed Track", d, got-before)
+		}
+		e.Close()
+	}
+}
+
+// TestCorruptLegacyStrings: a damaged chunk of the string table of the
+// layout before self-contained days fails Open (the migration) with an
+// error naming the website.
+func TestCorruptLegacyStrings(t *testing.T) {
+	c := newCorruptStore(t)
+	for _, data := range [][]byte{{}, {0x7e}, {1, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
 		dir := c.copy(t)
 		c.edit(t, dir, func(s *snapshot.Store) error {
-			var chunk snapshot.StringsChunk
-			err := s.ScanStrings(c.site, func(from uint32, data []byte) error {
-				chunk = snapshot.StringsChunk{Website: c.site, From: from, Data: d.apply(data)}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			return s.WriteSnapshot(&snapshot.Snapshot{Strings: []snapshot.StringsChunk{chunk}})
+			return s.WriteSnapshot(&snapshot.Snapshot{Strings: []snapshot.StringsChunk{{Website: c.site, From: 0, Data: data}}})
 		})
 		e, err := c.open(dir)
 		if err == nil {
 			e.Close()
-			t.Errorf("%+v: Open succeeded on a damaged strings chunk", d)
+			t.Errorf("%x: Open succeeded on a damaged strings chunk", data)
 			continue
 		}
 		if want := fmt.Sprintf("website %d", c.site); !strings.Contains(err.Error(), want) {
@@ -319,10 +315,10 @@ func editLog(f func([]byte) []byte) func(*snapshot.Store) error {
 
 func editState(site uint32, period buckets.Date, f func([]byte) []byte) func(*snapshot.Store) error {
 	return func(s *snapshot.Store) error {
-		var rec *snapshot.StateRecord
-		err := s.ScanStates(site, func(p int32, data []byte) error {
-			if p == int32(period) {
-				rec = &snapshot.StateRecord{Website: site, Period: p, Data: f(data)}
+		var rec *snapshot.StateChunk
+		err := s.ScanStateChunks(site, int32(period), func(c uint32, data []byte) error {
+			if c == 0 {
+				rec = &snapshot.StateChunk{Website: site, Period: int32(period), Chunk: c, Data: f(data)}
 			}
 			return nil
 		})
@@ -332,7 +328,7 @@ func editState(site uint32, period buckets.Date, f func([]byte) []byte) func(*sn
 		if err != nil {
 			return err
 		}
-		return s.WriteSnapshot(&snapshot.Snapshot{States: []snapshot.StateRecord{*rec}})
+		return s.WriteSnapshot(&snapshot.Snapshot{Chunks: []snapshot.StateChunk{*rec}})
 	}
 }
 

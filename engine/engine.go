@@ -52,6 +52,7 @@ type Engine struct {
 	snapMu       sync.Mutex
 	lastTrim     uint64 // trim point of the last snapshot
 	trimmedSince uint64 // log entries trimmed since the log was last compacted
+	lastSnapTick int64  // LRU clock at the start of the last snapshot
 
 	counters counters
 

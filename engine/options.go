@@ -77,6 +77,11 @@ type Options struct {
 	// older days are evicted (least recently used first) and read back from
 	// the store on demand. Default 0: no cap.
 	MemoryBudget int64
+	// MaxValues bounds the distinct values a day keeps per dimension (pages,
+	// referrers, ...): further new values count as "(other)" (SPEC §13),
+	// so a flood of unique values cannot grow memory without bound.
+	// Default 50,000; a negative value means no limit.
+	MaxValues int
 	// Retention drops days older than this many days from memory and disk.
 	// Default 0: keep everything.
 	Retention int
@@ -88,6 +93,9 @@ type Options struct {
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 }
+
+// DefaultMaxValues is the default of Options.MaxValues.
+const DefaultMaxValues = 50_000
 
 // withDefaults returns a copy of o with every unset field filled in.
 func (o *Options) withDefaults() (Options, error) {
@@ -103,6 +111,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MemoryBudget < 0 {
 		return c, fmt.Errorf("engine: negative memory budget %d", c.MemoryBudget)
+	}
+	if c.MaxValues == 0 {
+		c.MaxValues = DefaultMaxValues
 	}
 	if c.UACacheSize <= 0 {
 		c.UACacheSize = 4096

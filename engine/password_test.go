@@ -24,7 +24,7 @@ func openGated(t *testing.T, pw string) (*Engine, uint32, uint32) {
 		t.Fatal(err)
 	}
 	d, p := "gated.example", "2"
-	w, err := e.CreateWebsite(ctx, a.ID, WebsiteInput{Domain: &d, Privacy: &p, Password: &pw})
+	w, err := e.Owner(a.ID).CreateWebsite(ctx, WebsiteInput{Domain: &d, Privacy: &p, Password: &pw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,13 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		pw := "second"
-		_, err := e.UpdateWebsite(context.Background(), account, site, WebsiteInput{Password: &pw})
+		_, err := e.Owner(account).UpdateWebsite(context.Background(), site, WebsiteInput{Password: &pw})
 		done <- err
 	}()
 	<-entered // the update is hashing now
 	reads := make(chan error, 1)
 	go func() {
-		_, err := e.Website(context.Background(), account, site)
+		_, err := e.Owner(account).Website(context.Background(), site)
 		if err == nil {
 			_, err = e.Track(context.Background(), Hit{URL: "https://gated.example/", IP: netip.MustParseAddr("192.0.2.1"), UserAgent: "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0", Time: time.Now()})
 		}
@@ -103,7 +103,7 @@ func TestPasswordHashesBounded(t *testing.T) {
 		t.Errorf("CheckPassword beyond MaxPasswordHashes: %v, want ErrBusy", err)
 	}
 	pw := "new one"
-	if _, err := e.UpdateWebsite(context.Background(), 0, site, WebsiteInput{Password: &pw}); !errors.Is(err, ErrBusy) {
+	if _, err := e.Unscoped().UpdateWebsite(context.Background(), site, WebsiteInput{Password: &pw}); !errors.Is(err, ErrBusy) {
 		t.Errorf("UpdateWebsite beyond MaxPasswordHashes: %v, want ErrBusy", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -57,28 +56,14 @@ func (e *Engine) load() error {
 	}
 	for id, s := range e.sites {
 		st := s.state
-		err := e.store.ScanStrings(id, func(from uint32, data []byte) error {
-			if int(from) != st.strs.Len() {
-				return fmt.Errorf("engine: website %d strings: chunk at %d after %d: %w", id, from, st.strs.Len(), snapshot.ErrCorrupt)
-			}
-			if err := st.strs.AppendChunk(data); err != nil {
-				return fmt.Errorf("engine: website %d strings at %d: %w: %w", id, from, snapshot.ErrCorrupt, err)
-			}
+		err := e.store.StatePeriods(id, func(first int32) error {
+			st.stored[buckets.Date(first)] = struct{}{}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		st.strsSaved = uint32(st.strs.Len())
-		err = e.store.ScanStates(id, func(first int32, data []byte) error {
-			p, err := decodePeriod(data)
-			if err != nil {
-				return fmt.Errorf("engine: website %d period %v: %w", id, buckets.Date(first), err)
-			}
-			st.periods[buckets.Date(first)] = p
-			return nil
-		})
-		if err != nil {
+		if err := e.migrate(st); err != nil {
 			return err
 		}
 	}
@@ -94,9 +79,11 @@ func (e *Engine) load() error {
 		if s == nil || seq <= s.state.lastSeq {
 			return nil
 		}
-		if err := e.applyLocked(s.state, &r, s.cfg.Load().domain); err != nil {
+		ent, p, err := e.resolve(s.state, &r)
+		if err != nil {
 			return err
 		}
+		e.applyLocked(s.state, &r, s.cfg.Load().domain, ent, p)
 		s.state.lastSeq = seq
 		replayed++
 		return nil
@@ -104,10 +91,58 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
+	if e.opts.Retention > 0 {
+		// Replay may have brought back days retention had dropped (hits
+		// logged before the snapshot that dropped them): drop them again,
+		// so that what a query sees after Open does not depend on whether
+		// the process stopped cleanly.
+		for _, s := range e.sites {
+			st := s.state
+			today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
+			var sn snapshot.Snapshot
+			if cut, ok := e.maintainLocked(st, today, &sn); ok {
+				if err := e.store.DeleteDaysBefore(st.id, int32(cut)); err != nil {
+					return fmt.Errorf("engine: website %d: retention: %w", st.id, err)
+				}
+			}
+			// Dropped visitor state is deleted by the next snapshot.
+			st.dropped = append(st.dropped, sn.DropPeriods...)
+		}
+	}
 	e.seq.Store(maxSeq)
 	e.lastTrim = e.store.Trim()
 	e.opts.Logger.Info("engine opened", "websites", len(e.sites), "replayed", replayed)
 	return nil
+}
+
+// resolve makes the day and visitor state of r resident, reading them from
+// the store: replay's version of ingest's pinning (nothing runs beside it).
+func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
+	ent, ok := st.days[r.date]
+	if _, listed := st.dates[r.date]; !ok && listed {
+		d, err := e.readDay(st.id, r.date)
+		if err != nil {
+			return nil, nil, err
+		}
+		ent = e.residentLocked(st, r.date, d)
+	}
+	if r.event {
+		return ent, nil, nil
+	}
+	p, ok := st.periods[r.period]
+	if !ok {
+		if _, stored := st.stored[r.period]; stored {
+			var err error
+			if p, err = e.loadPeriod(st.id, r.period); err != nil {
+				return nil, nil, err
+			}
+		}
+		if p == nil {
+			p = newPeriod(0)
+		}
+		e.residentPeriodLocked(st, r.period, p)
+	}
+	return ent, p, nil
 }
 
 // Site meta record: version, last sequence, then the dates with data as
@@ -195,12 +230,27 @@ type pendingDay struct {
 	data []byte
 }
 
+// pendingChunks are the changed chunks of a period collected for a
+// snapshot, encoded after the lock is released.
+type pendingChunks struct {
+	st     *siteState
+	first  buckets.Date
+	p      *period
+	chunks []chunkCopy
+}
+
+// snapshot writes a snapshot. Eviction runs only under snapMu, so nothing
+// collected here (marked clean before it is written) can leave memory
+// before the write is done.
 func (e *Engine) snapshot() error {
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
 	start := time.Now()
-	trim := e.seq.Load() // every record up to here is applied: see docs/design.md
+	// Every record up to trim is applied, except those still pending,
+	// which lower it below the first of them (see ingest).
+	trim := e.seq.Load()
 	now := e.now()
+	snapTick := e.counters.tick.Add(1)
 
 	e.regMu.RLock()
 	sites := make([]*site, 0, len(e.sites))
@@ -209,15 +259,10 @@ func (e *Engine) snapshot() error {
 	}
 	e.regMu.RUnlock()
 
-	sn := &snapshot.Snapshot{Trim: trim}
+	sn := &snapshot.Snapshot{}
 	var pend []pendingDay
-	type strsMark struct {
-		st   *siteState
-		from uint32
-	}
-	var marks []strsMark
-	var periodsDirty []*period
-	inUse := make(map[buckets.Date]bool) // salt periods with visitor state
+	var chunks []pendingChunks
+	var cuts []retentionCut
 	for _, s := range sites {
 		cfg := s.cfg.Load()
 		sh := e.shardOf(cfg.id)
@@ -227,8 +272,15 @@ func (e *Engine) snapshot() error {
 			sh.mu.Unlock()
 			continue
 		}
+		if len(st.pending) > 0 {
+			trim = min(trim, st.pending[0].seq-1)
+		}
 		today := buckets.DateFromTime(now.In(cfg.loc))
-		e.maintainLocked(st, today, sn)
+		sn.DropPeriods = append(sn.DropPeriods, st.dropped...)
+		st.dropped = nil
+		if cut, ok := e.maintainLocked(st, today, sn); ok {
+			cuts = append(cuts, retentionCut{st.id, cut})
+		}
 		for date, ent := range st.days {
 			if !ent.dirty {
 				continue
@@ -247,17 +299,14 @@ func (e *Engine) snapshot() error {
 			}
 			pend = append(pend, p)
 		}
-		if n := uint32(st.strs.Len()); n > st.strsSaved {
-			sn.Strings = append(sn.Strings, snapshot.StringsChunk{Website: st.id, From: st.strsSaved, Data: st.strs.AppendBinary(nil, st.strsSaved)})
-			marks = append(marks, strsMark{st, st.strsSaved})
-			st.strsSaved = n
-		}
 		for first, p := range st.periods {
-			inUse[first] = true
-			if p.dirty {
-				p.dirty, p.idle = false, 0
-				periodsDirty = append(periodsDirty, p)
-				sn.States = append(sn.States, snapshot.StateRecord{Website: st.id, Period: int32(first), Data: p.appendBinary(nil)})
+			if p.used > e.lastSnapTick {
+				p.idle = 0
+			} else {
+				p.idle++
+			}
+			if c := p.takeDirty(); len(c) > 0 {
+				chunks = append(chunks, pendingChunks{st, first, p, c})
 			}
 		}
 		if st.metaDirt {
@@ -266,6 +315,7 @@ func (e *Engine) snapshot() error {
 		}
 		sh.mu.Unlock()
 	}
+	sn.Trim = trim
 	for i := range pend {
 		p := &pend[i]
 		if p.day != nil {
@@ -277,38 +327,39 @@ func (e *Engine) snapshot() error {
 		}
 		sn.Days = append(sn.Days, snapshot.DayRecord{Website: p.st.id, Date: int32(p.date), Data: p.data})
 	}
+	for _, pc := range chunks {
+		for i := range pc.chunks {
+			c := &pc.chunks[i]
+			sn.Chunks = append(sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.chunk, Data: c.appendBinary(nil)})
+		}
+	}
+	// Retention's deletions first: a crash before the snapshot leaves
+	// dates without days, which load drops (it applies retention too).
+	for _, c := range cuts {
+		if err := e.store.DeleteDaysBefore(c.website, int32(c.cut)); err != nil {
+			e.opts.Logger.Error("retention", "website", c.website, "err", err)
+		}
+	}
 	if err := e.store.WriteSnapshot(sn); err != nil {
-		// Nothing was written: mark everything dirty again.
-		for _, p := range pend {
-			sh := e.shardOf(p.st.id)
-			sh.mu.Lock()
-			p.ent.dirty = true
-			p.st.metaDirt = true
-			sh.mu.Unlock()
-		}
-		for _, m := range marks {
-			sh := e.shardOf(m.st.id)
-			sh.mu.Lock()
-			m.st.strsSaved = min(m.st.strsSaved, m.from)
-			m.st.metaDirt = true
-			sh.mu.Unlock()
-		}
-		for _, s := range sites {
-			sh := e.shardOf(s.state.id)
-			sh.mu.Lock()
-			for _, p := range s.state.periods {
-				p.dirty = true
-			}
-			s.state.metaDirt = true
-			sh.mu.Unlock()
-		}
+		e.unsaved(sites, pend, chunks)
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
-	e.dropOldSalts(now, inUse)
+	for _, pc := range chunks {
+		sh := e.shardOf(pc.st.id)
+		sh.mu.Lock()
+		pc.p.isStored = true
+		if !pc.st.deleted {
+			pc.st.stored[pc.first] = struct{}{}
+		}
+		sh.mu.Unlock()
+	}
+
+	e.lastSnapTick = snapTick
+	e.dropOldSalts(now)
 	// The trimmed log's space comes back only when Pebble compacts it: every
 	// compactLogEvery snapshots, or sooner after many hits.
 	e.trimmedSince += trim - min(trim, e.lastTrim)
-	e.lastTrim = trim
+	e.lastTrim = max(trim, e.lastTrim)
 	if n := e.counters.snapshots.Add(1); n%compactLogEvery == 0 || e.trimmedSince >= compactLogHits {
 		e.trimmedSince = 0
 		if err := e.store.CompactLog(); err != nil {
@@ -316,14 +367,45 @@ func (e *Engine) snapshot() error {
 		}
 	}
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
-	e.evict()
+	e.evictLocked(now)
 	return nil
 }
 
-// maintainLocked freezes the days before today (compacting them), drops the
-// visitor state of salt periods older than the previous one, and applies
-// retention. Deletions go into sn.
-func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
+// unsaved marks what a failed snapshot collected as changed again.
+func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunks) {
+	for _, p := range pend {
+		sh := e.shardOf(p.st.id)
+		sh.mu.Lock()
+		p.ent.dirty = true
+		sh.mu.Unlock()
+	}
+	for _, pc := range chunks {
+		sh := e.shardOf(pc.st.id)
+		sh.mu.Lock()
+		for _, c := range pc.chunks {
+			pc.p.markDirty(pc.p.first + c.chunk*chunkVisitors)
+		}
+		sh.mu.Unlock()
+	}
+	for _, s := range sites {
+		sh := e.shardOf(s.state.id)
+		sh.mu.Lock()
+		s.state.metaDirt = true
+		sh.mu.Unlock()
+	}
+}
+
+// retentionCut is a website's first day kept by retention.
+type retentionCut struct {
+	website uint32
+	cut     buckets.Date
+}
+
+// maintainLocked freezes the days before today (compacting them) and
+// applies retention in memory: it returns the first day kept when days
+// were dropped, for the caller to delete them from the store once the lock
+// is released. Dropped visitor state goes into sn.
+func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) (buckets.Date, bool) {
 	for date, ent := range st.days {
 		if !ent.frozen && date < today {
 			ent.day.Compact()
@@ -332,55 +414,75 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			e.counters.resident.Add(int64(ent.size))
 		}
 	}
-	cur := periodStart(today, e.opts.SaltPeriod)
-	prev := periodStart(cur-1, e.opts.SaltPeriod)
+	if e.opts.Retention <= 0 {
+		return 0, false
+	}
+	cut := today - buckets.Date(e.opts.Retention)
+	dropped := false
+	for date := range st.dates {
+		if date < cut {
+			delete(st.dates, date)
+			st.invalidateMonthLocked(date)
+			dropped = true
+		}
+	}
+	for date, ent := range st.days {
+		if date < cut && ent.pins == 0 {
+			if ent.frozen {
+				e.counters.resident.Add(-int64(ent.size))
+			}
+			delete(st.days, date)
+		}
+	}
+	// Visitor state of periods that ended before the cut.
+	for first := range st.stored {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
+			delete(st.stored, first)
+			sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
+		}
+	}
 	for first, p := range st.periods {
-		if !p.dirty {
-			p.idle++
-		}
-		if first < prev && p.idle >= 2 {
-			st.clearCacheLocked()
+		if periodEnd(first, e.opts.SaltPeriod) < cut && p.pins == 0 {
+			e.counters.state.Add(-int64(p.size))
 			delete(st.periods, first)
-			sn.States = append(sn.States, snapshot.StateRecord{Website: st.id, Period: int32(first)})
-		}
-	}
-	if e.opts.Retention > 0 {
-		cut := today - buckets.Date(e.opts.Retention)
-		dropped := false
-		for date := range st.dates {
-			if date < cut {
-				delete(st.dates, date)
-				st.invalidateMonthLocked(date)
-				if ent, ok := st.days[date]; ok {
-					if ent.frozen {
-						e.counters.resident.Add(-int64(ent.size))
-					}
-					st.clearCacheLocked()
-					delete(st.days, date)
-				}
-				dropped = true
-			}
-		}
-		if dropped {
-			st.metaDirt = true
-			if err := e.store.DeleteDaysBefore(st.id, int32(cut)); err != nil {
-				e.opts.Logger.Error("retention", "website", st.id, "err", err)
+			if !p.isStored {
+				sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
 			}
 		}
 	}
+	if dropped {
+		st.metaDirt = true
+	}
+	return cut, dropped
 }
 
-// dropOldSalts forgets the salts no open period needs: salts are kept for
-// the current and the previous period of every time zone, and for the
-// periods that still have visitor state.
-func (e *Engine) dropOldSalts(now time.Time, inUse map[buckets.Date]bool) {
+// periodEnd returns the last day of the salt period starting on first.
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date {
+	switch p {
+	case SaltWeek:
+		return first + 6
+	case SaltMonth:
+		_, last := monthOf(first)
+		return last
+	}
+	return first
+}
+
+// dropOldSalts forgets the salts of salt periods that retention dropped.
+// Salts of older periods are kept as long as their data is: an import into
+// a past period must give a returning visitor the same id (SPEC §2.2), and
+// the salt is what makes them the same visitor. Without retention they are
+// kept (16 bytes a period), on disk only, never exposed.
+func (e *Engine) dropOldSalts(now time.Time) {
+	if e.opts.Retention <= 0 {
+		return
+	}
 	// The earliest local day anywhere is a day before UTC's.
-	today := buckets.DateFromTime(now.UTC()) - 1
-	keep := periodStart(periodStart(today, e.opts.SaltPeriod)-1, e.opts.SaltPeriod)
+	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
 	e.salts.mu.Lock()
 	defer e.salts.mu.Unlock()
 	for first := range e.salts.m {
-		if first < keep && !inUse[first] {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
 			delete(e.salts.m, first)
 			if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
 				e.opts.Logger.Error("drop salt", "err", err)
@@ -389,17 +491,28 @@ func (e *Engine) dropOldSalts(now time.Time, inUse map[buckets.Date]bool) {
 	}
 }
 
-// evict drops the least recently used frozen, clean days until the resident
-// frozen days fit in the memory budget.
-func (e *Engine) evict() {
-	budget := e.opts.MemoryBudget
-	if budget <= 0 || e.counters.resident.Load() <= budget {
-		return
+// maybeEvict evicts unless a snapshot is running (which evicts when done).
+func (e *Engine) maybeEvict() {
+	if e.opts.MemoryBudget > 0 && e.snapMu.TryLock() {
+		e.evictLocked(e.now())
+		e.snapMu.Unlock()
 	}
+}
+
+// evictLocked drops from memory what the store holds and nothing waits
+// for: the visitor state of past salt periods idle for two snapshots, and,
+// while the resident days and visitor state exceed the memory budget, the
+// least recently used frozen clean days and stored visitor state of
+// periods other than the current one. e.snapMu must be held: a snapshot
+// marks what it writes clean before the write is done, and nothing may
+// leave memory before it is.
+func (e *Engine) evictLocked(now time.Time) {
+	budget := e.opts.MemoryBudget
 	type cand struct {
-		s    *site
-		date buckets.Date
-		used int64
+		s     *site
+		date  buckets.Date
+		state bool // the visitor state of period date, else a day
+		used  int64
 	}
 	var cands []cand
 	e.regMu.RLock()
@@ -408,26 +521,55 @@ func (e *Engine) evict() {
 		sites = append(sites, s)
 	}
 	e.regMu.RUnlock()
+	over := func() bool { return budget > 0 && e.counters.resident.Load()+e.counters.state.Load() > budget }
 	for _, s := range sites {
 		sh := e.shardOf(s.state.id)
 		sh.mu.Lock()
-		for date, ent := range s.state.days {
-			if ent.frozen && !ent.dirty {
-				cands = append(cands, cand{s, date, ent.used})
+		st := s.state
+		today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
+		cur := periodStart(today, e.opts.SaltPeriod)
+		prev := periodStart(cur-1, e.opts.SaltPeriod)
+		for first, p := range st.periods {
+			if first == cur || p.nDirty > 0 || p.pins > 0 || !p.isStored {
+				continue
+			}
+			if first < prev && p.idle >= 2 {
+				e.counters.state.Add(-int64(p.size))
+				delete(st.periods, first)
+				continue
+			}
+			if over() {
+				cands = append(cands, cand{s, first, true, p.used})
+			}
+		}
+		if over() {
+			for date, ent := range st.days {
+				if ent.frozen && !ent.dirty && ent.pins == 0 {
+					cands = append(cands, cand{s, date, false, ent.used})
+				}
 			}
 		}
 		sh.mu.Unlock()
 	}
+	if !over() {
+		return
+	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	for _, c := range cands {
-		if e.counters.resident.Load() <= budget {
+		if !over() {
 			return
 		}
 		sh := e.shardOf(c.s.state.id)
 		sh.mu.Lock()
-		if ent, ok := c.s.state.days[c.date]; ok && ent.frozen && !ent.dirty {
-			c.s.state.clearCacheLocked()
-			delete(c.s.state.days, c.date)
+		st := c.s.state
+		if c.state {
+			if p, ok := st.periods[c.date]; ok && p.nDirty == 0 && p.pins == 0 && p.isStored {
+				delete(st.periods, c.date)
+				e.counters.state.Add(-int64(p.size))
+				e.counters.evicted.Add(1)
+			}
+		} else if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
+			delete(st.days, c.date)
 			e.counters.resident.Add(-int64(ent.size))
 			e.counters.evicted.Add(1)
 		}
@@ -440,7 +582,9 @@ type Metrics struct {
 	Tracked       uint64                // hits counted since Open
 	Dropped       map[DropReason]uint64 // hits dropped since Open, by reason
 	ResidentBytes int64                 // bytes of resident closed days
-	Evicted       uint64                // days evicted since Open
+	StateBytes    int64                 // bytes of resident visitor state
+	Evicted       uint64                // days and visitor state evicted since Open
+	Overflow      uint64                // values counted as "(other)" (Options.MaxValues) since Open
 	Snapshots     uint64                // snapshots written since Open
 	LastSnapshot  time.Duration         // how long the last snapshot took
 	Websites      int
@@ -452,7 +596,9 @@ func (e *Engine) Metrics() Metrics {
 		Tracked:       e.counters.tracked.Load(),
 		Dropped:       make(map[DropReason]uint64),
 		ResidentBytes: e.counters.resident.Load(),
+		StateBytes:    e.counters.state.Load(),
 		Evicted:       e.counters.evicted.Load(),
+		Overflow:      e.counters.overflow.Load(),
 		Snapshots:     e.counters.snapshots.Load(),
 		LastSnapshot:  time.Duration(e.counters.lastSnapNs.Load()),
 	}
@@ -464,5 +610,3 @@ func (e *Engine) Metrics() Metrics {
 	e.regMu.RUnlock()
 	return m
 }
-
-var _ = errors.New

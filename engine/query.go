@@ -159,36 +159,46 @@ func sortRows(rows []Row, byValue, desc bool, n int) {
 		}
 		return cmp.Or(c, strings.Compare(a.Value, b.Value))
 	}
-	if n < len(rows)/8 && n > 0 {
+	if n > 0 && n < len(rows)/2 {
 		partialSort(rows, n, cmpRow)
 		return
 	}
 	slices.SortFunc(rows, cmpRow)
 }
 
-// partialSort puts the n smallest rows, sorted, at the front of rows.
-func partialSort(rows []Row, n int, less func(a, b Row) int) {
-	// A bounded max-heap of the n best rows seen.
+// partialSort puts the n smallest rows, sorted, at the front of rows, in
+// O(len(rows)·log n): a bounded max-heap of the n best rows seen so far,
+// whose root is the worst of them.
+func partialSort(rows []Row, n int, cmpRow func(a, b Row) int) {
 	h := rows[:n]
-	slices.SortFunc(h, func(a, b Row) int { return -less(a, b) })
-	// h sorted descending: h[0] is the worst kept. Keep it a heap by
-	// re-sifting; n is small (a page), so insertion into a sorted slice is
-	// enough.
-	for i := n; i < len(rows); i++ {
-		r := rows[i]
-		if less(r, h[0]) >= 0 {
-			continue
+	worse := func(i, j int) bool { return cmpRow(h[i], h[j]) > 0 }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			c := l
+			if r := l + 1; r < n && worse(r, l) {
+				c = r
+			}
+			if !worse(c, i) {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
 		}
-		// Replace the worst, then move it into place (descending order).
-		rows[i] = h[0]
-		j := 0
-		for j+1 < n && less(r, h[j+1]) < 0 {
-			h[j] = h[j+1]
-			j++
-		}
-		h[j] = r
 	}
-	slices.Reverse(h)
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for i := n; i < len(rows); i++ {
+		if cmpRow(rows[i], h[0]) < 0 {
+			rows[i], h[0] = h[0], rows[i]
+			down(0)
+		}
+	}
+	slices.SortFunc(h, cmpRow)
 }
 
 // rows computes every row of statistic name over [from, to].
@@ -226,14 +236,14 @@ func (e *Engine) rows(ctx context.Context, s *site, name string, from, to bucket
 		return rows, err
 	}
 	dim, _ := buckets.ParseDim(name)
-	acc, values, err := e.sumDim(ctx, s, dim, from, to)
+	sums, err := e.sumDim(ctx, s, dim, from, to)
 	if err != nil {
 		return nil, err
 	}
-	var rows []Row
-	for id, n := range acc {
-		if n > 0 && id < len(values) {
-			rows = append(rows, Row{Value: values[id], Count: n})
+	rows := make([]Row, 0, len(sums))
+	for _, r := range sums {
+		if r.Count > 0 {
+			rows = append(rows, Row{Value: r.Value, Count: r.Count})
 		}
 	}
 	return rows, nil
@@ -260,7 +270,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 	if err != nil {
 		return err
 	}
-	defer e.evict() // after the query: it holds the days it loaded
+	defer e.maybeEvict() // after the query: it holds the days it loaded
 	type ref struct {
 		date buckets.Date
 		day  *buckets.Day

@@ -526,7 +526,7 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 	sh := e.shardOf(id)
 	sh.mu.Lock()
 	s.state.deleted = true
-	s.state.release()
+	e.releaseLocked(s.state)
 	sh.mu.Unlock()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()

@@ -66,7 +66,7 @@ func TestWebsiteInputValidation(t *testing.T) {
 			if tt.password != nil {
 				in.Privacy = ptr("2")
 			}
-			w, err := e.CreateWebsite(ctx, acc.ID, in)
+			w, err := e.Owner(acc.ID).CreateWebsite(ctx, in)
 			if tt.wantErr != nil {
 				var ve *engine.ValidationError
 				if !errors.As(err, &ve) {
@@ -92,7 +92,7 @@ func TestWebsiteInputValidation(t *testing.T) {
 	}
 	// An update is validated the same way, and a refused one changes nothing.
 	w := newSiteFor(t, e, acc.ID, "upd.example", "2", "first pass")
-	_, err = e.UpdateWebsite(ctx, acc.ID, w.ID, engine.WebsiteInput{Password: ptr("\x00")})
+	_, err = e.Owner(acc.ID).UpdateWebsite(ctx, w.ID, engine.WebsiteInput{Password: ptr("\x00")})
 	var ve *engine.ValidationError
 	if !errors.As(err, &ve) || cmp.Diff(controlPassword, ve.Fields) != "" {
 		t.Errorf("update with a NUL password: %v", err)
@@ -115,7 +115,7 @@ func newSiteFor(t *testing.T, e *engine.Engine, account uint32, domain, privacy,
 	if password != "" {
 		in.Password = &password
 	}
-	w, err := e.CreateWebsite(context.Background(), account, in)
+	w, err := e.Owner(account).CreateWebsite(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,31 +101,27 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 	return r, nil
 }
 
-// sumDim sums dimension dim of website s over [from, to] into a slice
-// indexed by value id, and returns it with the values by id.
-func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to buckets.Date) ([]uint64, []string, error) {
+// sumDim sums dimension dim of website s over [from, to]: its rows, by
+// value. The work is proportional to the rows of the range (a month rollup
+// for each closed month, days around them).
+func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to buckets.Date) ([]buckets.Row, error) {
 	today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
-	var acc []uint64
-	add := func(_ buckets.Date, d *buckets.Day) { acc = buckets.SumCounts(acc, dim, d) }
+	var sum buckets.Sum
+	add := func(_ buckets.Date, d *buckets.Day) { sum.Add(dim, d) }
 	for _, seg := range segments(from, to, today) {
 		if seg.month {
 			r, err := e.monthRollup(ctx, s, seg.from, seg.to)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if r != nil {
-				acc = buckets.SumCounts(acc, dim, r)
+				sum.Add(dim, r)
 				continue
 			}
 		}
 		if err := e.scan(ctx, s, seg.from, seg.to, nil, add); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	// Ids only grow: the values read now cover every id summed above.
-	sh := e.shardOf(s.state.id)
-	sh.mu.Lock()
-	values := s.state.strs.Values()
-	sh.mu.Unlock()
-	return acc, values, nil
+	return sum.Rows(), nil
 }

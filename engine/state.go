@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // visitGap is how long a visitor may stay without a pageview before the
@@ -20,29 +18,28 @@ type siteState struct {
 	id      uint32
 	deleted bool
 
-	strs      buckets.Strings // interned values of every dimension
-	strsSaved uint32          // strs.Len() at the last snapshot
-
 	// days holds the resident day buckets; dates every date that has data,
 	// resident or only in the store.
 	days  map[buckets.Date]*dayEntry
 	dates map[buckets.Date]struct{}
 
-	// periods holds the visitor state of open salt periods, by first day.
+	// periods holds the resident visitor state of salt periods, by first
+	// day; stored lists the periods whose state is in the store (resident
+	// or not).
 	periods map[buckets.Date]*period
+	stored  map[buckets.Date]struct{}
+	// dropped lists visitor state that retention dropped at Open, for the
+	// next snapshot to delete.
+	dropped []snapshot.PeriodRef
+
+	// pending holds the hits that are in the log but not yet applied, in
+	// sequence order (see ingest).
+	pending []pendingHit
 
 	// months holds rollups of closed months, by first day (rollup.go);
 	// rollGen counts the changes to frozen days that invalidate them.
 	months  map[buckets.Date]*buckets.Day
 	rollGen uint64
-
-	// The period and day the last hit went to: most hits go where the
-	// previous one did, so applyLocked skips two map lookups. Cleared
-	// whenever an entry leaves days or periods (clearCacheLocked).
-	hotFirst  buckets.Date
-	hotPeriod *period
-	hotDate   buckets.Date
-	hotDay    *dayEntry
 
 	lastSeq  uint64 // last log sequence applied
 	metaDirt bool   // lastSeq or dates changed since the last snapshot
@@ -59,6 +56,16 @@ type dayEntry struct {
 	dirty  bool  // changed since the last snapshot
 	size   int   // SizeBytes when frozen
 	used   int64 // LRU clock of the last use
+	pins   int   // logged hits waiting to be applied to this day
+}
+
+// pendingHit is a logged hit waiting to be applied, with the day and
+// visitor state it pins resident (per is nil for events).
+type pendingHit struct {
+	seq uint64
+	rec *record
+	day *dayEntry
+	per *period
 }
 
 func newSiteState(id uint32) *siteState {
@@ -67,17 +74,24 @@ func newSiteState(id uint32) *siteState {
 		days:    make(map[buckets.Date]*dayEntry),
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
+		stored:  make(map[buckets.Date]struct{}),
 		months:  make(map[buckets.Date]*buckets.Day),
 	}
 }
 
-// clearCacheLocked forgets the hot period and day.
-func (st *siteState) clearCacheLocked() { st.hotPeriod, st.hotDay = nil, nil }
-
-// release drops the state's memory (the website was deleted).
-func (st *siteState) release() {
-	st.clearCacheLocked()
-	st.strs = buckets.Strings{}
+// releaseLocked drops the state's memory (the website was deleted), and
+// takes what it held out of the engine's resident counts.
+func (e *Engine) releaseLocked(st *siteState) {
+	for _, ent := range st.days {
+		if ent.frozen {
+			e.counters.resident.Add(-int64(ent.size))
+		}
+	}
+	for _, p := range st.periods {
+		e.counters.state.Add(-int64(p.size))
+	}
+	st.pending = nil
+	st.stored = make(map[buckets.Date]struct{})
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
@@ -85,144 +99,55 @@ func (st *siteState) release() {
 	st.rt = realtime{}
 }
 
-// period is the visitor state of one salt period of one website: the dense
-// numbering of visitor hashes and each visitor's visit.
-type period struct {
-	first  uint32            // id of the first visitor numbered here
-	index  map[uint64]uint32 // visitor hash → dense id
-	hashes []uint64          // dense id → visitor hash
-	visits []visit           // dense id → current visit
-	dirty  bool
-	// idle counts the snapshots since the period last changed; the state
-	// of a past period is dropped only once it is idle, so an import
-	// running through old days keeps the periods it is still writing.
-	idle int
-}
-
-// visit is a visitor's current visit.
-type visit struct {
-	last int64  // Unix ms of the last pageview; 0 with no pageview yet
-	host uint32 // 1 + interned id of the (www-less) host that started it; 0: direct or internal
-}
-
-func newPeriod(first uint32) *period {
-	return &period{index: make(map[uint64]uint32), hashes: make([]uint64, 0, 16), first: first}
-}
-
-// errVisitorIDs: a salt period numbered 2^32 visitors.
-var errVisitorIDs = errors.New("engine: visitor ids of the salt period exhausted")
-
-// visitor returns the dense id of hash, numbering it if new.
-func (p *period) visitor(hash uint64) (uint32, error) {
-	if id, ok := p.index[hash]; ok {
-		return id, nil
-	}
-	if uint64(p.first)+uint64(len(p.hashes)) >= 1<<32-1 {
-		return 0, errVisitorIDs
-	}
-	id := p.first + uint32(len(p.hashes))
-	p.index[hash] = id
-	p.hashes = append(p.hashes, hash)
-	p.visits = append(p.visits, visit{})
-	return id, nil
-}
-
-const periodVersion = 1
-
-// appendBinary encodes the period: version, first id, count, then for each
-// visitor its hash, last pageview and visit host.
-func (p *period) appendBinary(b []byte) []byte {
-	b = append(b, periodVersion)
-	b = binary.AppendUvarint(b, uint64(p.first))
-	b = binary.AppendUvarint(b, uint64(len(p.hashes)))
-	for i, h := range p.hashes {
-		b = binary.LittleEndian.AppendUint64(b, h)
-		b = binary.AppendVarint(b, p.visits[i].last)
-		b = binary.AppendUvarint(b, uint64(p.visits[i].host))
-	}
-	return b
-}
-
-func decodePeriod(b []byte) (*period, error) {
-	d := decoder{b: b}
-	if v := d.byte(); v != periodVersion {
-		return nil, fmt.Errorf("engine: visitor state: unknown version %d", v)
-	}
-	first, n := d.uvarint(), d.uvarint()
-	if d.bad || first > 1<<32-1 || n > uint64(len(d.b))/10+1 || first+n > 1<<32 {
-		return nil, fmt.Errorf("engine: visitor state: bad header")
-	}
-	p := &period{index: make(map[uint64]uint32, n), hashes: make([]uint64, n), visits: make([]visit, n), first: uint32(first)}
-	for i := range p.hashes {
-		p.hashes[i] = d.uint64()
-		p.visits[i].last = d.varint()
-		host := d.uvarint()
-		if d.bad || host > 1<<32-1 {
-			return nil, fmt.Errorf("engine: visitor state: truncated at visitor %d", i)
-		}
-		p.visits[i].host = uint32(host)
-		p.index[p.hashes[i]] = p.first + uint32(i)
-	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))
-	}
-	return p, nil
-}
-
 // applyLocked counts r: steps 3–5 of the pipeline (visitor id, visit, day
-// bucket). The shard lock must be held. domain is the website's domain.
-func (e *Engine) applyLocked(st *siteState, r *record, domain string) error {
-	p := st.hotPeriod
-	if p == nil || st.hotFirst != r.period {
-		var err error
-		if p, err = e.periodLocked(st, r.period); err != nil {
-			return err
-		}
-		st.hotFirst, st.hotPeriod = r.period, p
-	}
-	id, err := p.visitor(r.hash)
-	if err != nil {
-		return err
-	}
-	p.dirty = true
-	ent := st.hotDay
-	if ent == nil || st.hotDate != r.date || ent.frozen {
-		if ent, err = e.dayForWriteLocked(st, r.date, r.period); err != nil {
-			return err
-		}
-		st.hotDate, st.hotDay = r.date, ent
-	}
+// bucket). The shard lock must be held. domain is the website's domain; ent
+// is the resident entry of r's day if there is one, and p the resident
+// visitor state of r's salt period (nil for an event, which numbers no
+// visitor). It cannot fail: ingest makes what it needs resident, and pins
+// it, before r is logged, so the state never falls behind the log.
+func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEntry, p *period) {
+	ent = e.writableDayLocked(st, r.date, r.period, ent)
 	d := ent.day
 	ent.dirty = true
 	st.metaDirt = true
 	if r.event {
 		d.Events++
-		d.Add(buckets.Event, st.strs.Intern(r.eventRow), 1)
-		return nil
+		e.addLocked(d, buckets.Event, r.eventRow)
+		return
 	}
 	hour := int(r.hour)
 	d.AddPageview(hour)
-	page := st.strs.Intern(r.page)
-	d.Add(buckets.Page, page, 1)
+	e.addLocked(d, buckets.Page, r.page)
 
+	id, added, ok := p.visitor(r.hash)
+	if !ok {
+		// 2^32 visitors in one salt period: the pageview counts, the
+		// visitor cannot.
+		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
+		return
+	}
+	if added {
+		e.setSizeLocked(p)
+	}
+	p.markDirty(id)
 	v := &p.visits[id-p.first]
 	refSite := norm.SiteHost(r.refHost)
 	external := refSite != "" && refSite != domain
-	var host uint32
+	var host uint64
 	if external {
-		host = st.strs.Intern(refSite) + 1
+		host = hostKey(refSite)
 	}
 	if v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host) {
 		v.host = host
 		d.Visits++
-		d.Add(buckets.LandingPage, page, 1)
+		e.addLocked(d, buckets.LandingPage, r.page)
 		ref := ""
 		if external {
 			ref = r.refHost
 		}
-		d.Add(buckets.Referrer, st.strs.Intern(ref), 1)
+		e.addLocked(d, buckets.Referrer, ref)
 		if r.campaign != "" {
-			d.Add(buckets.Campaign, st.strs.Intern(r.campaign), 1)
+			e.addLocked(d, buckets.Campaign, r.campaign)
 		}
 	}
 	if r.ms > v.last {
@@ -237,71 +162,36 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string) error {
 			{buckets.Resolution, r.resolution}, {buckets.Language, r.language},
 			{buckets.Country, r.country}, {buckets.Continent, r.continent}, {buckets.City, r.city},
 		} {
-			d.Add(dv.dim, st.strs.Intern(dv.v), 1)
+			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
 	st.rt.add(r.ms, r.hash)
-	return nil
 }
 
-// periodLocked returns the visitor state of the salt period starting on
-// first, creating it if needed. A period whose state was dropped (older than
-// the previous period) continues its numbering after the largest id its days
-// hold, so new visitors never take the id of a counted one.
-func (e *Engine) periodLocked(st *siteState, first buckets.Date) (*period, error) {
-	if p, ok := st.periods[first]; ok {
-		return p, nil
+// addLocked counts one more of value in dim of day d, under the limit of
+// distinct values a day keeps (Options.MaxValues; the rest count as
+// buckets.Other, SPEC §13).
+func (e *Engine) addLocked(d *buckets.Day, dim buckets.Dim, value string) {
+	if d.Add(dim, value, 1, e.opts.MaxValues) {
+		e.counters.overflow.Add(1)
 	}
-	var next uint32
-	for date := range st.dates {
-		if date < first || date > first+31 {
-			continue
-		}
-		ent, err := e.dayLocked(st, date)
-		if err != nil {
-			return nil, err
-		}
-		if ent != nil && ent.day.Period == first {
-			if m, ok := ent.day.MaxVisitor(); ok {
-				next = max(next, uint32(min(uint64(m)+1, 1<<32-1)))
-			}
-		}
-	}
-	p := newPeriod(next)
-	st.periods[first] = p
-	return p, nil
 }
 
-// dayLocked returns the resident entry of date, reading it from the store if
-// it has data there, or nil when the date has no data.
-func (e *Engine) dayLocked(st *siteState, date buckets.Date) (*dayEntry, error) {
-	if ent, ok := st.days[date]; ok {
-		return ent, nil
-	}
-	if _, ok := st.dates[date]; !ok {
-		return nil, nil
-	}
-	d, err := e.readDay(st.id, date)
-	if err != nil {
-		return nil, err
-	}
-	ent := e.residentLocked(st, date, d)
-	return ent, nil
-}
-
-// dayForWriteLocked returns a day entry that may be modified, creating the
-// day (in salt period first) or copying a frozen one.
-func (e *Engine) dayForWriteLocked(st *siteState, date, first buckets.Date) (*dayEntry, error) {
-	ent, err := e.dayLocked(st, date)
-	if err != nil {
-		return nil, err
-	}
-	if ent == nil {
+// writableDayLocked returns the entry of date ready to be modified: ent
+// (or the entry now resident for date), copied first if it is frozen (copy
+// on write), or a new day of salt period first. The day must not be only
+// in the store: callers pin it resident first.
+func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent *dayEntry) *dayEntry {
+	if cur, ok := st.days[date]; ok {
+		ent = cur
+	} else {
+		// New, or dropped by retention since it was pinned: a new day.
 		ent = &dayEntry{day: buckets.NewDay(first)}
 		st.days[date] = ent
+	}
+	if _, ok := st.dates[date]; !ok {
 		st.dates[date] = struct{}{}
 		st.invalidateMonthLocked(date)
-		return ent, nil
 	}
 	if ent.frozen {
 		st.invalidateMonthLocked(date)
@@ -309,7 +199,7 @@ func (e *Engine) dayForWriteLocked(st *siteState, date, first buckets.Date) (*da
 		ent.day = ent.day.Clone()
 		ent.frozen, ent.size = false, 0
 	}
-	return ent, nil
+	return ent
 }
 
 // residentLocked adds a day read from the store to the resident days, frozen.
@@ -318,6 +208,14 @@ func (e *Engine) residentLocked(st *siteState, date buckets.Date, d *buckets.Day
 	st.days[date] = ent
 	e.counters.resident.Add(int64(ent.size))
 	return ent
+}
+
+// residentPeriodLocked adds visitor state read from the store (or new) to
+// the resident periods.
+func (e *Engine) residentPeriodLocked(st *siteState, first buckets.Date, p *period) {
+	p.used = e.counters.tick.Add(1)
+	st.periods[first] = p
+	e.setSizeLocked(p)
 }
 
 // realtime keeps the pageviews and visitors of the last 30 minutes, a slot a
@@ -354,8 +252,10 @@ func (rt *realtime) add(ms int64, hash uint64) {
 type counters struct {
 	tracked    atomic.Uint64
 	dropped    [numDropReasons]atomic.Uint64
-	resident   atomic.Int64 // bytes of frozen resident days
-	tick       atomic.Int64 // LRU clock
+	resident   atomic.Int64  // bytes of frozen resident days
+	state      atomic.Int64  // bytes of resident visitor state (periods)
+	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
+	tick       atomic.Int64  // LRU clock
 	snapshots  atomic.Uint64
 	lastSnapNs atomic.Int64
 	evicted    atomic.Uint64

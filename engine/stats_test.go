@@ -235,7 +235,8 @@ func TestDrops(t *testing.T) {
 		pv(when, "https://example.com/", func(h *engine.Hit) { h.IP = ip("2001:db8::1") }),
 		pv(when, "https://example.com/", func(h *engine.Hit) { h.IP = ip("::ffff:192.0.2.7") }),
 		pv(when, "https://example.com/", func(h *engine.Hit) { h.UserAgent = googlebot }),
-		pv(when, "https://example.com/", func(h *engine.Hit) { h.Language = "" }),
+		// A live hit without Accept-Language is no bot (SPEC §2.4).
+		pv(when, "https://example.com/nolang", func(h *engine.Hit) { h.Language = "" }),
 		pv(when, "https://example.com/", func(h *engine.Hit) { h.SecCHUA = `"HeadlessChrome";v="131"` }),
 		pv(when, "https://example.com/", func(h *engine.Hit) { h.Prefetch = true }),
 		pv(when, "https://example.com/p?fbclid=1&a=2&session=3"),
@@ -245,22 +246,22 @@ func TestDrops(t *testing.T) {
 	}
 	res := track(t, e, hits...)
 	want := []engine.DropReason{engine.DropUnknownSite, engine.DropExcludedIP, engine.DropExcludedIP, engine.DropExcludedIP,
-		engine.DropBot, engine.DropBot, engine.DropBot, engine.DropPrefetch, engine.DropNone, engine.DropNone, engine.DropNone}
+		engine.DropBot, engine.DropNone, engine.DropBot, engine.DropPrefetch, engine.DropNone, engine.DropNone, engine.DropNone}
 	if diff := cmp.Diff(want, res.Reasons); diff != "" {
 		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
 	}
-	if res.Accepted != 3 || res.Dropped[engine.DropBot] != 3 {
+	if res.Accepted != 4 || res.Dropped[engine.DropBot] != 2 {
 		t.Errorf("result = %+v", res)
 	}
 	day := "2026-11-21"
-	if diff := cmp.Diff(map[string]uint64{"/p?a=2": 1, "/imported": 1}, rows(t, e, w.ID, "page", day, day)); diff != "" {
+	if diff := cmp.Diff(map[string]uint64{"/p?a=2": 1, "/imported": 1, "/nolang": 1}, rows(t, e, w.ID, "page", day, day)); diff != "" {
 		t.Errorf("page mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]uint64{"/": 1}, rows(t, e, open.ID, "page", day, day)); diff != "" {
 		t.Errorf("bots-welcome page mismatch (-want +got):\n%s", diff)
 	}
 	m := e.Metrics()
-	if m.Dropped[engine.DropBot] != 3 || m.Dropped[engine.DropExcludedIP] != 3 || m.Dropped[engine.DropUnknownSite] != 1 || m.Dropped[engine.DropPrefetch] != 1 {
+	if m.Dropped[engine.DropBot] != 2 || m.Dropped[engine.DropExcludedIP] != 3 || m.Dropped[engine.DropUnknownSite] != 1 || m.Dropped[engine.DropPrefetch] != 1 {
 		t.Errorf("metrics dropped = %v", m.Dropped)
 	}
 }

@@ -18,12 +18,16 @@ import (
 
 // Track counts hits: each goes through the drops, the enrichment, the visitor
 // numbering and visit detection, and is applied to its day bucket, in the
-// order given. Track returns once the counted hits are durable in the log
-// (unless Options.NoSync); a hit of a website deleted meanwhile is dropped as
-// unknown.
+// order given. The hits of one website are logged as one atomic batch, and
+// applied only once that batch is durable in the log (unless
+// Options.NoSync), so what a query or a snapshot sees is always in the log:
+// an acknowledged hit is never lost and a failed call counted nothing of
+// that website. A hit of a website deleted meanwhile is dropped as unknown.
 //
-// An error means the hits may or may not have been counted: they were not
-// acknowledged as durable.
+// On an error (ErrDiskFull, a log write error) the hits of the website
+// whose batch failed, and of the websites after it, are not counted; those
+// of websites before it are (Track is atomic per website; imports are for
+// one website).
 func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	if err := ctx.Err(); err != nil {
@@ -36,92 +40,284 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	now := e.now()
 	recs := make([]record, len(hits))
 	cfgs := make([]*siteConfig, len(hits))
+	var groups []uint32           // websites in the order of their first hit
+	idx := make(map[uint32][]int) // website → its hits
 	for i := range hits {
-		cfgs[i], res.Reasons[i] = e.enrich(&hits[i], now, &recs[i])
+		var err error
+		if cfgs[i], res.Reasons[i], err = e.enrich(&hits[i], now, &recs[i]); err != nil {
+			return TrackResult{Reasons: make([]DropReason, len(hits))}, err
+		}
+		if res.Reasons[i] == DropNone {
+			w := recs[i].website
+			if _, ok := idx[w]; !ok {
+				groups = append(groups, w)
+			}
+			idx[w] = append(idx[w], i)
+		}
 	}
-	buf := make([]byte, 0, 256*len(hits))
-	entries := make([]snapshot.LogEntry, 0, len(hits))
-	for i := range recs {
-		if res.Reasons[i] != DropNone {
-			continue
+	var err error
+	for gi, website := range groups {
+		var ok bool
+		if ok, err = e.ingest(website, cfgs[idx[website][0]].domain, recs, idx[website]); err != nil {
+			// This website and the later ones are not counted.
+			for _, w := range groups[gi:] {
+				for _, i := range idx[w] {
+					res.Reasons[i] = dropFailed
+				}
+			}
+			break
 		}
-		r := &recs[i]
-		start := len(buf)
-		buf = r.appendBinary(buf)
-		seq, err := e.apply(r, cfgs[i].domain)
-		if err != nil {
-			return res, err
+		if !ok {
+			for _, i := range idx[website] {
+				res.Reasons[i] = DropUnknownSite
+			}
 		}
-		if seq == 0 {
-			res.Reasons[i] = DropUnknownSite
-			continue
-		}
-		entries = append(entries, snapshot.LogEntry{Seq: seq, Data: buf[start:len(buf):len(buf)]})
 	}
-	for _, r := range res.Reasons {
-		if r == DropNone {
+	for i, r := range res.Reasons {
+		switch r {
+		case DropNone:
 			res.Accepted++
-		} else {
+		case dropFailed:
+			res.Reasons[i] = DropNone // not dropped: not counted, and the error says so
+		default:
 			res.Dropped[r]++
 			e.counters.dropped[r].Add(1)
 		}
 	}
-	if len(entries) > 0 {
-		if err := e.store.Append(entries...); err != nil {
-			return res, fmt.Errorf("engine: write log: %w", err)
-		}
-	}
 	e.counters.tracked.Add(uint64(res.Accepted))
+	if err != nil {
+		return res, fmt.Errorf("engine: write log: %w", err)
+	}
 	return res, nil
 }
 
-// apply counts r under its website's shard lock and returns its sequence
-// number, or 0 when the website is gone.
-func (e *Engine) apply(r *record, domain string) (uint64, error) {
+// dropFailed marks, inside Track, a hit whose batch failed.
+const dropFailed = numDropReasons
+
+// ingest logs the records recs[i] (i in idx) of one website as one batch and
+// applies them once the batch is durable. ok is false when the website is
+// gone.
+//
+// The order of the log is the order of application: sequence numbers are
+// taken and the batch enters the log under the shard lock, and the records
+// wait in the website's pending queue until a caller whose batch is durable
+// applies the queue up to its own records (the log syncs a prefix, so every
+// record before a durable one is durable). Applying cannot fail: the days
+// and visitor state the records need are read from the store and pinned
+// resident before they are logged.
+func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int) (ok bool, err error) {
 	e.regMu.RLock()
-	s := e.sites[r.website]
+	s := e.sites[website]
 	e.regMu.RUnlock()
 	if s == nil {
-		return 0, nil
+		return false, nil
 	}
-	sh := e.shardOf(r.website)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	st := s.state
-	if st.deleted {
-		return 0, nil
+	sh := e.shardOf(website)
+	sh.mu.Lock()
+	hits, err := e.pinLocked(sh, st, recs, idx)
+	if err != nil || hits == nil {
+		sh.mu.Unlock()
+		return false, err
 	}
-	seq := e.seq.Add(1)
-	if err := e.applyLocked(st, r, domain); err != nil {
-		return 0, err
+	buf := make([]byte, 0, 256*len(hits))
+	entries := make([]snapshot.LogEntry, len(hits))
+	for i := range hits {
+		hits[i].seq = e.seq.Add(1)
+		start := len(buf)
+		buf = hits[i].rec.appendBinary(buf)
+		entries[i] = snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]}
 	}
-	st.lastSeq = seq
-	return seq, nil
+	pend, err := e.store.AppendAsync(entries...)
+	if err != nil {
+		e.unpinLocked(st, hits)
+		sh.mu.Unlock()
+		return false, err
+	}
+	st.pending = append(st.pending, hits...)
+	last := hits[len(hits)-1].seq
+	sh.mu.Unlock()
+
+	if err := pend.Wait(); err != nil {
+		// Whether the batch is in the log is unknown: its records stay
+		// pending, applied by the next caller whose batch is durable.
+		return false, err
+	}
+	sh.mu.Lock()
+	e.drainLocked(st, last, domain)
+	sh.mu.Unlock()
+	return true, nil
+}
+
+// pinLocked makes the day and visitor state of every record resident,
+// reading what is missing from the store with the shard lock released, and
+// pins them until the records are applied. It returns the records as
+// pending hits, or nil when the website was deleted meanwhile.
+func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) ([]pendingHit, error) {
+	type need struct {
+		date, first buckets.Date
+		day         bool // else the visitor state of period first
+	}
+	var missing []need
+	find := func() {
+		missing = missing[:0]
+		var seen map[need]bool
+		add := func(n need) {
+			if seen == nil {
+				seen = make(map[need]bool)
+			}
+			if !seen[n] {
+				seen[n] = true
+				missing = append(missing, n)
+			}
+		}
+		for _, i := range idx {
+			r := &recs[i]
+			if _, ok := st.days[r.date]; !ok {
+				if _, ok := st.dates[r.date]; ok {
+					add(need{r.date, 0, true})
+				}
+			}
+			if !r.event {
+				if _, ok := st.periods[r.period]; !ok {
+					if _, ok := st.stored[r.period]; ok {
+						add(need{0, r.period, false})
+					}
+				}
+			}
+		}
+	}
+	// Each round reads what was missing; what it reads may be evicted
+	// again before the lock is taken back (eviction runs beside), so
+	// rounds repeat, a bounded number of times.
+	for round := 0; ; round++ {
+		if st.deleted {
+			return nil, nil
+		}
+		find()
+		if len(missing) == 0 {
+			break
+		}
+		if round == 8 {
+			return nil, fmt.Errorf("engine: website %d: state evicted faster than it is read", st.id)
+		}
+		sh.mu.Unlock()
+		days := make([]*buckets.Day, len(missing))
+		pers := make([]*period, len(missing))
+		var err error
+		for j, m := range missing {
+			if m.day {
+				days[j], err = e.readDay(st.id, m.date)
+			} else {
+				pers[j], err = e.loadPeriod(st.id, m.first)
+			}
+			if err != nil {
+				break
+			}
+		}
+		sh.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+		for j, m := range missing {
+			if m.day {
+				if _, ok := st.days[m.date]; !ok {
+					e.residentLocked(st, m.date, days[j])
+				}
+			} else if _, ok := st.periods[m.first]; !ok && pers[j] != nil {
+				e.residentPeriodLocked(st, m.first, pers[j])
+			}
+		}
+	}
+	hits := make([]pendingHit, len(idx))
+	tick := e.counters.tick.Add(1)
+	for k, i := range idx {
+		r := &recs[i]
+		ent, ok := st.days[r.date]
+		if !ok {
+			// A new day: an empty entry to pin (not in dates until a
+			// hit is applied to it).
+			ent = &dayEntry{day: buckets.NewDay(r.period)}
+			st.days[r.date] = ent
+		}
+		ent.pins++
+		ent.used = tick
+		hits[k] = pendingHit{rec: r, day: ent}
+		if !r.event {
+			p, ok := st.periods[r.period]
+			if !ok {
+				p = newPeriod(0)
+				e.residentPeriodLocked(st, r.period, p)
+			}
+			p.pins++
+			p.used = tick
+			hits[k].per = p
+		}
+	}
+	return hits, nil
+}
+
+// unpinLocked releases the pins of hits that were not logged.
+func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
+	for _, h := range hits {
+		h.day.pins--
+		if h.per != nil {
+			h.per.pins--
+		}
+	}
+}
+
+// drainLocked applies the pending hits up to sequence number upTo, in
+// order, and releases their pins.
+func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
+	n := 0
+	for n < len(st.pending) && st.pending[n].seq <= upTo {
+		h := &st.pending[n]
+		if !st.deleted {
+			e.applyLocked(st, h.rec, domain, h.day, h.per)
+			st.lastSeq = h.seq
+		}
+		h.day.pins--
+		if h.per != nil {
+			h.per.pins--
+		}
+		*h = pendingHit{}
+		n++
+	}
+	if n == len(st.pending) {
+		st.pending = st.pending[:0]
+	} else {
+		st.pending = st.pending[n:]
+	}
 }
 
 // enrich runs steps 1 and 2 of the pipeline on h: the drops, then the
-// enrichment into r. It needs no lock of the statistics state.
-func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReason) {
+// enrichment into r. It needs no lock of the statistics state. An error
+// (the salt of a new period could not be stored) fails the whole call: a
+// hit hashed without its period's salt would be another visitor.
+func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReason, error) {
 	cfg := e.lookupSite(h)
 	switch {
 	case cfg == nil:
-		return nil, DropUnknownSite
+		return nil, DropUnknownSite, nil
 	case !cfg.ips.Empty() && cfg.ips.Contains(h.IP.Unmap()):
-		return cfg, DropExcludedIP
+		return cfg, DropExcludedIP, nil
 	}
 	ag := e.ua.Parse(h.UserAgent)
 	// An import without a user agent (a visitor id instead) is not a bot:
 	// like the header heuristics, that rule is for live requests.
 	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
-	if cfg.excludeBots && (uaBot || (h.Live && (strings.TrimSpace(h.Language) == "" || ua.HeadlessHint(h.SecCHUA)))) {
-		return cfg, DropBot
+	// A missing Accept-Language alone is no bot (SPEC §2.4): Plausible's
+	// server-side integrations and proxies rarely forward it.
+	if cfg.excludeBots && (uaBot || (h.Live && ua.HeadlessHint(h.SecCHUA))) {
+		return cfg, DropBot, nil
 	}
 	if h.Prefetch {
-		return cfg, DropPrefetch
+		return cfg, DropPrefetch, nil
 	}
 	pg, ok := norm.ParsePage(h.URL, cfg.rules)
 	if !ok {
-		return cfg, DropInvalid
+		return cfg, DropInvalid, nil
 	}
 	t := h.Time
 	if t.IsZero() {
@@ -136,18 +332,18 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 	if h.Event != nil {
 		name, ok := norm.EventName(h.Event.Name)
 		if !ok {
-			return cfg, DropInvalid
+			return cfg, DropInvalid, nil
 		}
 		r.event = true
 		r.eventRow = norm.EventRow(name, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
 	}
 	salt, err := e.salt(r.period)
 	if err != nil {
-		e.opts.Logger.Error("salt", "err", err)
+		return cfg, DropNone, err
 	}
 	r.hash = visitorHash(salt, cfg.id, h)
 	if r.event {
-		return cfg, DropNone // an event counts only under event
+		return cfg, DropNone, nil // an event counts only under event
 	}
 	r.page = pg.Page
 	r.campaign = pg.Campaign
@@ -157,7 +353,7 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 	r.language = norm.Language(h.Language)
 	loc := e.geo.Lookup(h.IP.Unmap())
 	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
-	return cfg, DropNone
+	return cfg, DropNone, nil
 }
 
 // lookupSite finds the website of h: by id, by the Plausible domain, or by

@@ -313,6 +313,23 @@ func (s *Store) DeleteWebsite(website uint32) error {
 	return wrap(fmt.Sprintf("delete website %d", website), err)
 }
 
+// DeleteStrings removes website's strings chunks, durably: the engine's
+// migration to self-contained days, once they are all rewritten.
+func (s *Store) DeleteStrings(website uint32) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	b := s.db.NewBatch()
+	defer b.Close()
+	p := websiteSubPrefix(website, subStrings)
+	err := b.DeleteRange(p, prefixEnd(p), nil)
+	if err == nil {
+		err = s.commit(b)
+	}
+	return wrap(fmt.Sprintf("delete strings of website %d", website), err)
+}
+
 // DeleteDaysBefore removes the day buckets of website dated before date
 // (retention), durably. Strings and states are not touched.
 func (s *Store) DeleteDaysBefore(website uint32, date int32) error {

@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// period is the visitor state of one salt period of one website: the dense
+// numbering of visitor hashes and each visitor's current visit. Every field
+// is guarded by the shard lock of the website.
+//
+// It is persisted in chunks of chunkVisitors visitors, so a snapshot writes
+// only the chunks that changed since the previous one (a month-long salt
+// period of a large site holds millions of visitors, of whom a snapshot
+// interval touches a few hundred). A period leaves memory only when every
+// chunk is saved and no logged hit waits for it (pins), and it is read back
+// when a hit of the period comes again, so a returning visitor keeps their id
+// however long ago the period was last written (SPEC §2.2).
+type period struct {
+	first  uint32            // id of the first visitor numbered here
+	index  map[uint64]uint32 // visitor hash → dense id
+	hashes []uint64          // dense id - first → visitor hash
+	visits []visit           // dense id - first → current visit
+
+	dirty    []uint64 // bitset of chunks changed since the last snapshot
+	nDirty   int      // chunks set in dirty
+	pins     int      // logged hits waiting to be applied to this period
+	used     int64    // LRU clock of the last use
+	idle     int      // snapshots since the period was last used
+	size     int      // bytes counted in Engine.counters.state
+	isStored bool     // has chunks in the store
+}
+
+// visit is a visitor's current visit.
+type visit struct {
+	last int64  // Unix ms of the last pageview; 0 with no pageview yet
+	host uint64 // hostKey of the (www-less) host that started it; 0: direct or internal
+}
+
+// chunkVisitors is how many visitors a persisted chunk of a period holds.
+const chunkVisitors = 256
+
+// visitorBytes estimates the memory of one visitor of a period: its hash
+// and visit in the slices, and its entry in the index map.
+const visitorBytes = 8 + 16 + 40
+
+func newPeriod(first uint32) *period {
+	return &period{index: make(map[uint64]uint32), first: first}
+}
+
+// hostKey identifies a referring host in a visit without interning it: a
+// 64-bit FNV-1a hash, never 0 (0 means direct).
+func hostKey(host string) uint64 {
+	if host == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(host))
+	return max(h.Sum64(), 1)
+}
+
+// errVisitorIDs: a salt period numbered 2^32 visitors.
+var errVisitorIDs = errors.New("engine: visitor ids of the salt period exhausted")
+
+// visitor returns the dense id of hash, numbering it if new; added reports
+// whether it was new. ok is false when the period has no id left (2^32).
+func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
+	if id, ok := p.index[hash]; ok {
+		return id, false, true
+	}
+	if uint64(p.first)+uint64(len(p.hashes)) >= 1<<32-1 {
+		return 0, false, false
+	}
+	id = p.first + uint32(len(p.hashes))
+	p.index[hash] = id
+	p.hashes = append(p.hashes, hash)
+	p.visits = append(p.visits, visit{})
+	return id, true, true
+}
+
+// markDirty records that the chunk of visitor id changed.
+func (p *period) markDirty(id uint32) {
+	c := int(id-p.first) / chunkVisitors
+	w, b := c/64, uint(c%64)
+	for len(p.dirty) <= w {
+		p.dirty = append(p.dirty, 0)
+	}
+	if p.dirty[w]&(1<<b) == 0 {
+		p.dirty[w] |= 1 << b
+		p.nDirty++
+	}
+}
+
+// markAllDirty marks every chunk changed (a period migrated from the old
+// whole-period format).
+func (p *period) markAllDirty() {
+	for i := 0; i < len(p.hashes); i += chunkVisitors {
+		p.markDirty(p.first + uint32(i))
+	}
+}
+
+// chunkCopy is one changed chunk of a period, copied under the lock and
+// encoded after it is released.
+type chunkCopy struct {
+	chunk  uint32
+	first  uint32
+	hashes []uint64
+	visits []visit
+}
+
+// takeDirty copies the changed chunks and marks them clean.
+func (p *period) takeDirty() []chunkCopy {
+	if p.nDirty == 0 {
+		return nil
+	}
+	out := make([]chunkCopy, 0, p.nDirty)
+	for w, word := range p.dirty {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			c := w*64 + b
+			lo := c * chunkVisitors
+			hi := min(lo+chunkVisitors, len(p.hashes))
+			if lo < hi {
+				out = append(out, chunkCopy{
+					chunk:  uint32(c),
+					first:  p.first,
+					hashes: append([]uint64(nil), p.hashes[lo:hi]...),
+					visits: append([]visit(nil), p.visits[lo:hi]...),
+				})
+			}
+		}
+		p.dirty[w] = 0
+	}
+	p.nDirty = 0
+	return out
+}
+
+// chunkVersion is the version of the encoding of a chunk of visitor state.
+// (Version 1 was the whole period in one value, before chunks.)
+const chunkVersion = 2
+
+// appendBinary encodes a chunk: version, the period's first id, the count,
+// then each visitor's hash, last pageview and visit host.
+func (c *chunkCopy) appendBinary(b []byte) []byte {
+	b = append(b, chunkVersion)
+	b = binary.AppendUvarint(b, uint64(c.first))
+	b = binary.AppendUvarint(b, uint64(len(c.hashes)))
+	for i, h := range c.hashes {
+		b = binary.LittleEndian.AppendUint64(b, h)
+		b = binary.AppendVarint(b, c.visits[i].last)
+		b = binary.LittleEndian.AppendUint64(b, c.visits[i].host)
+	}
+	return b
+}
+
+// addChunk decodes chunk number c into p. Chunks must come in order, each
+// full but the last.
+func (p *period) addChunk(c uint32, b []byte) error {
+	d := decoder{b: b}
+	if v := d.byte(); v != chunkVersion {
+		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
+	}
+	first, n := d.uvarint(), d.uvarint()
+	if d.bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
+		return fmt.Errorf("visitor chunk %d: bad header", c)
+	}
+	if len(p.hashes) == 0 {
+		p.first = uint32(first)
+	}
+	if uint32(first) != p.first || uint64(len(p.hashes)) != uint64(c)*chunkVisitors || first+uint64(c)*chunkVisitors+n > 1<<32 {
+		return fmt.Errorf("visitor chunk %d: out of order", c)
+	}
+	for range n {
+		h := d.uint64()
+		last := d.varint()
+		host := d.uint64()
+		if d.bad {
+			return fmt.Errorf("visitor chunk %d: truncated", c)
+		}
+		if _, dup := p.index[h]; dup {
+			return fmt.Errorf("visitor chunk %d: visitor repeated", c)
+		}
+		p.index[h] = p.first + uint32(len(p.hashes))
+		p.hashes = append(p.hashes, h)
+		p.visits = append(p.visits, visit{last: last, host: host})
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.b))
+	}
+	return nil
+}
+
+// decodeLegacyPeriod decodes a whole period in the format of version 1,
+// whose visit hosts were ids of the website's old string table; host maps
+// such an id (1 + string id) to the host.
+func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) {
+	d := decoder{b: b}
+	if v := d.byte(); v != 1 {
+		return nil, fmt.Errorf("engine: visitor state: unknown version %d", v)
+	}
+	first, n := d.uvarint(), d.uvarint()
+	if d.bad || first > 1<<32-1 || n > uint64(len(d.b))/10+1 || first+n > 1<<32 {
+		return nil, fmt.Errorf("engine: visitor state: bad header")
+	}
+	p := newPeriod(uint32(first))
+	for i := range n {
+		h := d.uint64()
+		last := d.varint()
+		hid := d.uvarint()
+		if d.bad || hid > 1<<32-1 {
+			return nil, fmt.Errorf("engine: visitor state: truncated at visitor %d", i)
+		}
+		var hk uint64
+		if hid != 0 {
+			hk = hostKey(host(uint32(hid - 1)))
+		}
+		p.index[h] = p.first + uint32(len(p.hashes))
+		p.hashes = append(p.hashes, h)
+		p.visits = append(p.visits, visit{last: last, host: hk})
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))
+	}
+	p.markAllDirty()
+	return p, nil
+}
+
+// setSizeLocked recomputes p's memory estimate and moves the difference
+// into the engine's count of resident visitor state.
+func (e *Engine) setSizeLocked(p *period) {
+	n := len(p.hashes)*visitorBytes + len(p.dirty)*8 + 96
+	e.counters.state.Add(int64(n - p.size))
+	p.size = n
+}
+
+// loadPeriod reads the visitor state of the salt period starting on first
+// from the store: nil, nil when it has none there.
+func (e *Engine) loadPeriod(website uint32, first buckets.Date) (*period, error) {
+	var p *period
+	err := e.store.ScanStateChunks(website, int32(first), func(c uint32, data []byte) error {
+		if p == nil {
+			p = newPeriod(0)
+		}
+		return p.addChunk(c, data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: website %d period %v: %w", website, first, err)
+	}
+	if p != nil {
+		p.isStored = true
+	}
+	return p, nil
+}
