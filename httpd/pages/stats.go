@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -692,15 +694,28 @@ func csvFilename(domain, name string, dr dateRange) string {
 }
 
 // csvCell protects a value from formula injection in spreadsheets (OWASP
-// "CSV Injection"): a cell starting with = + - @, a tab or a carriage return
-// gets a leading apostrophe, which spreadsheets show as text. encoding/csv
-// quotes the cell where needed.
+// "CSV Injection"): a cell that starts with a tab or a carriage return, or
+// whose first character after any leading white space (Unicode's, U+00A0
+// and U+3000 included) is = + - @ or one of their full-width (＝ ＋ － ＠)
+// or small (﹦ ﹢ ﹣ ﹫) forms, which spreadsheets also take for formulas, gets
+// a leading apostrophe, which spreadsheets show as text. encoding/csv quotes
+// the cell where needed.
 func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s == "" {
+		return s
+	}
+	if s[0] == '\t' || s[0] == '\r' {
+		return "'" + s
+	}
+	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	if r, _ := utf8.DecodeRuneInString(t); strings.ContainsRune(formulaStarts, r) {
 		return "'" + s
 	}
 	return s
 }
+
+// formulaStarts are the characters that make a spreadsheet cell a formula.
+const formulaStarts = "=+-@＝＋－＠﹦﹢﹣﹫"
 
 // realtimeData is the data of realtime.html and, as JSON, of
 // ?format=json.
