@@ -40,6 +40,10 @@
 // 400. Bodies are limited: 256 KiB for the website routes and any other
 // route (room for exclude_params and exclude_ips at 65,535 characters each), 10 MiB for the import; beyond that the answer is a JSON 413.
 //
+// Absolute links in answers (pagination) are built from [Options.PublicURL]
+// when it is set; else from the Host header only when it is a valid
+// host[:port], else from the address the connection came to.
+//
 // List and statistics parameters outside their lists fall back to their
 // defaults (sort_by=url → count, per_page=7 → 10, page=0 → 1), as the
 // original product did. A statistics range longer than

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -46,6 +47,14 @@ type Options struct {
 	// NoPages leaves out the statistics pages (SPEC §7). Default false:
 	// they are served.
 	NoPages bool
+	// PublicURL is the base URL clients reach the server at
+	// ("https://stats.example.org", or with a path when a proxy serves it
+	// under one): the absolute links of API answers (pagination) are built
+	// from it and the request's path. It must be an absolute http or https
+	// URL without query or fragment; New logs and ignores another. Default
+	// "": the links use the request's Host header when it is a valid
+	// host[:port], else the address the connection came to.
+	PublicURL string
 }
 
 // Body limits, in bytes.
@@ -64,11 +73,12 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // Server is the webstats HTTP handler. It is safe for concurrent use. Create
 // one with New.
 type Server struct {
-	e      *engine.Engine
-	opts   Options
-	log    *slog.Logger
-	now    func() time.Time
-	router *httprouter.Router
+	e         *engine.Engine
+	opts      Options
+	log       *slog.Logger
+	now       func() time.Time
+	router    *httprouter.Router
+	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	keyLimit  *limiter // per account; nil when rate limiting is off
 	authLimit *limiter // failed authentications per client IP
@@ -93,6 +103,13 @@ func New(e *engine.Engine, opts *Options) *Server {
 		o.Now = time.Now
 	}
 	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
+	if o.PublicURL != "" {
+		if err := CheckPublicURL(o.PublicURL); err != nil {
+			s.log.Error("the public URL is ignored", "err", err)
+		} else {
+			s.publicURL = strings.TrimRight(o.PublicURL, "/")
+		}
+	}
 	if o.RateLimit > 0 {
 		s.keyLimit = newLimiter(o.RateLimit, o.Now)
 	}
@@ -109,6 +126,24 @@ func New(e *engine.Engine, opts *Options) *Server {
 	s.router = r
 	s.routes()
 	return s
+}
+
+// CheckPublicURL returns an error when u is not an absolute http or https
+// URL with a valid host[:port] and without query or fragment, as
+// Options.PublicURL must be.
+func CheckPublicURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Errorf("public URL %q: %w", u, err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return fmt.Errorf("public URL %q: want an http:// or https:// URL", u)
+	case !validHost(p.Host) || p.User != nil:
+		return fmt.Errorf("public URL %q: not a valid host[:port]", u)
+	case p.RawQuery != "" || p.ForceQuery || p.Fragment != "" || p.Opaque != "":
+		return fmt.Errorf("public URL %q: want no query or fragment", u)
+	}
+	return nil
 }
 
 // routes registers the API, health and metrics routes.

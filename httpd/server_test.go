@@ -358,10 +358,10 @@ func TestParseQuery(t *testing.T) {
 func TestRequestPath(t *testing.T) {
 	r := httptest.NewRequest("GET", "http://stats.example/api/v1/websites?page=2", nil)
 	r.Header.Set("X-Forwarded-Proto", "https")
-	if got, want := requestPath(r, false), "http://stats.example/api/v1/websites"; got != want {
+	if got, want := requestPath(r, "", false), "http://stats.example/api/v1/websites"; got != want {
 		t.Errorf("untrusted: %q, want %q", got, want)
 	}
-	if got, want := requestPath(r, true), "https://stats.example/api/v1/websites"; got != want {
+	if got, want := requestPath(r, "", true), "https://stats.example/api/v1/websites"; got != want {
 		t.Errorf("trusted: %q, want %q", got, want)
 	}
 }

@@ -87,6 +87,8 @@ func TestServeFlagPrecedence(t *testing.T) {
 			},
 		},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
+		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},
+		{name: "public url with query", args: []string{"-public-url", "https://stats.example.org/?x"}, wantErr: "-public-url"},
 		{name: "memory budget decimal", args: []string{"-memory-budget", "2GB"}, want: func(c *Config) { c.MemoryBudget = 2e9 }},
 		{name: "memory budget plain", args: []string{"-memory-budget", "1048576"}, want: func(c *Config) { c.MemoryBudget = 1 << 20 }},
 		{name: "bad env value", env: map[string]string{"WEBSTATS_RATE_LIMIT": "lots"}, wantErr: `WEBSTATS_RATE_LIMIT="lots"`},

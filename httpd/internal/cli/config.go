@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/httpd/internal/report"
 )
 
@@ -64,7 +65,7 @@ func (m *Mail) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.SMTPUser, "smtp-user", "", "SMTP user (AUTH PLAIN, only over TLS or to loopback)")
 	fs.StringVar(&m.SMTPPass, "smtp-pass", "", "SMTP password")
 	fs.StringVar(&m.SMTPFrom, "smtp-from", "", "From address of the reports (default: -smtp-user, or webstats@<public host>)")
-	fs.StringVar(&m.PublicURL, "public-url", "", "public base `URL` of this server, for the links in reports (e.g. https://stats.example.org)")
+	fs.StringVar(&m.PublicURL, "public-url", "", "public base `URL` of this server (e.g. https://stats.example.org), for the links in reports and API answers")
 }
 
 // options returns the report options of m for period p.
@@ -126,6 +127,11 @@ func (cfg *Config) Validate() error {
 	if cfg.Reports != "off" {
 		if _, err := report.ParsePeriod(cfg.Reports); err != nil {
 			return fmt.Errorf("-reports %q: want weekly, monthly or off", cfg.Reports)
+		}
+	}
+	if cfg.Mail.PublicURL != "" {
+		if err := httpd.CheckPublicURL(cfg.Mail.PublicURL); err != nil {
+			return fmt.Errorf("-public-url: %v", err)
 		}
 	}
 	if _, err := cfg.logLevel(); err != nil {

@@ -101,6 +101,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 			Logger:     log.With("component", "http"),
 			// Behind HTTPS (a public URL says so), page cookies are Secure.
 			SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
+			PublicURL:     cfg.Mail.PublicURL,
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
