@@ -8,8 +8,10 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -183,3 +185,61 @@ func multipartValues(body []byte, boundary string) (map[string]string, error) {
 		}
 	}
 }
+
+// The answers to a body that cannot be read.
+var (
+	errBodyBroken  = &httpError{http.StatusBadRequest, "The request body is incomplete or malformed."}
+	errBodyTimeout = &httpError{http.StatusRequestTimeout, "The request body was not received in time."}
+)
+
+// requestBody is a request body as every handler registered with
+// Server.handle reads it. Its errors are answers: beyond the route's limit
+// *http.MaxBytesError (413; at the first Read when Content-Length says so
+// already, without waiting for the bytes), past the read deadline
+// errBodyTimeout (408), and errBodyBroken (400) for a body cut short or
+// with malformed chunks. The deadline is lifted once the body is read to
+// its end, so that it cannot cut the handler's work short (net/http watches
+// the connection from then on, and a timeout there cancels the request's
+// context).
+type requestBody struct {
+	body     io.ReadCloser            // a MaxBytesReader
+	declared int64                    // Content-Length; -1 when unknown
+	limit    int64                    // the route's body limit
+	rc       *http.ResponseController // set while a read deadline is
+}
+
+// newRequestBody wraps r's body with the limit and, when timeout > 0 and
+// there is a body, a read deadline timeout from now.
+func newRequestBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) *requestBody {
+	b := &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
+	if timeout > 0 && r.ContentLength != 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+			b.rc = rc
+		}
+	}
+	return b
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.declared > b.limit {
+		return 0, &http.MaxBytesError{Limit: b.limit}
+	}
+	n, err := b.body.Read(p)
+	switch {
+	case err == nil:
+	case err == io.EOF:
+		if b.rc != nil {
+			_ = b.rc.SetReadDeadline(time.Time{})
+			b.rc = nil
+		}
+	case errors.As(err, new(*http.MaxBytesError)):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = errBodyTimeout
+	default:
+		err = errBodyBroken
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return b.body.Close() }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -102,5 +103,79 @@ func TestLinksHostileHostHTTP(t *testing.T) {
 	}
 	if diff := cmp.Diff(srv.URL+"/api/v1/websites", body.Meta.Path); diff != "" {
 		t.Errorf("path mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// rawExchange sends head and body on a new connection to addr, then closes
+// the connection's write side when closeWrite, and returns the answer's
+// status code (0 when there is none within 3 s).
+func rawExchange(t *testing.T, addr, head, body string, closeWrite bool) (code int, took time.Duration) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := c.Write([]byte(head + "\r\n" + body)); err != nil {
+		t.Fatal(err)
+	}
+	if closeWrite {
+		c.(*net.TCPConn).CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Logf("no answer: %v", err)
+		return 0, time.Since(start)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start)
+}
+
+// TestBrokenBodies sends truncated, malformed, never-ending and oversized
+// bodies over real connections: 400, 408 or 413, never 5xx (SPEC §13).
+func TestBrokenBodies(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	f := newFixture(t, &Options{RateLimit: -1, BodyTimeout: timeout, ImportBodyTimeout: timeout})
+	srv := httptest.NewServer(f.s)
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+
+	routes := []struct{ method, path string }{
+		{"POST", "/api/v1/websites"},
+		{"PATCH", "/api/v1/websites/1"},
+		{"POST", "/api/v1/websites/1/events"},
+		{"POST", "/api/event"},
+	}
+	bodies := []struct {
+		name       string
+		header     string // framing headers
+		body       string
+		closeWrite bool
+		want       int
+	}{
+		{name: "truncated", header: "Content-Length: 100\r\n", body: `{"domain":"`, closeWrite: true, want: 400},
+		{name: "truncated chunked", header: "Transfer-Encoding: chunked\r\n", body: "b\r\n{\"domain\":\"\r\n", closeWrite: true, want: 400},
+		{name: "malformed chunk", header: "Transfer-Encoding: chunked\r\n", body: "zz\r\n{}\r\n0\r\n\r\n", closeWrite: false, want: 400},
+		{name: "stalled", header: "Content-Length: 100\r\n", body: `{"domain":"`, want: 408},
+		{name: "stalled chunked", header: "Transfer-Encoding: chunked\r\n", body: "b\r\n{\"domain\":\"\r\n", want: 408},
+		{name: "too large", header: "Content-Length: 100000000\r\n", body: `{"domain":"`, want: 413},
+	}
+	for _, rt := range routes {
+		for _, b := range bodies {
+			t.Run(rt.method+" "+rt.path+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				head := rt.method + " " + rt.path + " HTTP/1.1\r\nHost: stats.example\r\nAuthorization: Bearer " + f.alice +
+					"\r\nContent-Type: application/json\r\n" + b.header
+				code, took := rawExchange(t, addr, head, b.body, b.closeWrite)
+				if code != b.want {
+					t.Errorf("status %d, want %d", code, b.want)
+				}
+				if b.want == 408 && took > timeout+time.Second {
+					t.Errorf("408 after %v, want about %v", took, timeout)
+				}
+			})
+		}
 	}
 }

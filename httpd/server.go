@@ -55,7 +55,23 @@ type Options struct {
 	// "": the links use the request's Host header when it is a valid
 	// host[:port], else the address the connection came to.
 	PublicURL string
+	// BodyTimeout bounds the time to read a request body, from the moment
+	// its handler starts (after the headers), on every route of this
+	// package but the import: a body not complete by then answers 408.
+	// Tracking bodies are tiny; a client that trickles one never ends.
+	// Default 0 means 10 s; a negative value sets no deadline here (the
+	// http.Server's ReadTimeout still applies).
+	BodyTimeout time.Duration
+	// ImportBodyTimeout is BodyTimeout for the import (up to 10 MiB, which
+	// a slow link needs time for). Default 0 means 60 s; negative: none.
+	ImportBodyTimeout time.Duration
 }
+
+// The defaults of Options.BodyTimeout and Options.ImportBodyTimeout.
+const (
+	defaultBodyTimeout       = 10 * time.Second
+	defaultImportBodyTimeout = 60 * time.Second
+)
 
 // Body limits, in bytes.
 const (
@@ -101,6 +117,12 @@ func New(e *engine.Engine, opts *Options) *Server {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = defaultBodyTimeout
+	}
+	if o.ImportBodyTimeout == 0 {
+		o.ImportBodyTimeout = defaultImportBodyTimeout
 	}
 	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
 	if o.PublicURL != "" {
@@ -180,14 +202,20 @@ func (s *Server) routes() {
 
 // handle registers h for method and pattern on the router: the body is
 // limited to limit bytes (reading past it fails with *http.MaxBytesError,
-// which writeError answers 413) and the request is counted in the metrics
-// under the pattern. It must be called before the Server serves.
+// which writeError answers 413) and must arrive within
+// Options.BodyTimeout (Options.ImportBodyTimeout for a limit above maxBody,
+// the import's), else reading it fails with errBodyTimeout (408); see
+// requestBody. The request is counted in the metrics under the pattern. It must be called before the Server serves.
 func (s *Server) handle(method, pattern string, limit int64, h httprouter.Handle) {
 	s.router.Handle(method, pattern, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		if st := stateOf(r.Context()); st != nil {
 			st.route = pattern
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		timeout := s.opts.BodyTimeout
+		if limit > maxBody {
+			timeout = s.opts.ImportBodyTimeout
+		}
+		r.Body = newRequestBody(w, r, limit, timeout)
 		h(w, r, p)
 	})
 }

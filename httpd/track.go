@@ -3,7 +3,6 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -227,10 +226,7 @@ func (s *Server) trackEvent(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
-			err = errBadJSON // a broken body (the client went away), not a 5xx
-		}
-		writeError(w, r, err) // 413 for a *http.MaxBytesError
+		writeError(w, r, err) // 400, 408 or 413: see requestBody
 		return
 	}
 	var body trackBody

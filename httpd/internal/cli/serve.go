@@ -28,12 +28,15 @@ const adminEmail = "admin@localhost"
 const adminKeyFile = "admin.key"
 
 // The http.Server limits (see the httpd package documentation). ReadTimeout
-// is 60s rather than 30s: a 10 MiB import must get through a slow link.
+// is 60s rather than 30s: a 10 MiB import must get through a slow link (the
+// other bodies have 10 s, httpd.Options.BodyTimeout). An idle keep-alive
+// connection holds a file descriptor and a place under -max-conns: 30 s is
+// enough for a page's next hits and for API clients.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 60 * time.Second
 	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
+	idleTimeout       = 30 * time.Second
 	maxHeaderBytes    = 64 << 10
 )
 
