@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,5 +180,253 @@ func TestBrokenBodies(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// raiseFileLimit raises the soft RLIMIT_NOFILE to at least n (up to the hard
+// limit), for tests that open many sockets, and restores it afterwards.
+func raiseFileLimit(t *testing.T, n uint64) {
+	t.Helper()
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Skipf("getrlimit: %v", err)
+	}
+	if rl.Cur >= n {
+		return
+	}
+	old := rl
+	rl.Cur = min(n, rl.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	if rl.Cur < n {
+		t.Skipf("RLIMIT_NOFILE is %d, the test needs %d", rl.Cur, n)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+}
+
+// slowClients opens n connections from the local address from to addr, each
+// sending the headers of a chunked POST /api/event and one chunk, then
+// nothing. It returns them once all are open; the caller closes them.
+func slowClients(t *testing.T, addr string, from string, n int) []net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
+	conns := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial from %s: %v", from, err)
+		}
+		conns = append(conns, c)
+		// A refused connection may be closed already: errors do not matter.
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		c.Write([]byte("POST /api/event HTTP/1.1\r\nHost: stats.example\r\nTransfer-Encoding: chunked\r\n" +
+			"Content-Type: text/plain\r\n\r\n1\r\n{\r\n"))
+	}
+	return conns
+}
+
+// metricValue returns the value of the metric line that starts with name
+// (with its labels) in the /metrics answer of srv, -1 when there is none.
+func metricValue(t *testing.T, client *http.Client, base, name string) float64 {
+	t.Helper()
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sc.Text(), err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+// TestConnectionCapPerIP floods the server with slow tracking bodies from
+// one address: beyond MaxConnsPerIP its connections are refused and
+// counted, while /healthz and an API client from another address are
+// served (SPEC §13).
+func TestConnectionCapPerIP(t *testing.T) {
+	const flood, perIP = 2000, 100
+	raiseFileLimit(t, 3*flood)
+	f := newFixture(t, &Options{RateLimit: -1, MaxConns: 1000, MaxConnsPerIP: perIP, BodyTimeout: time.Minute})
+	srv := httptest.NewUnstartedServer(f.s)
+	srv.Listener = f.s.Listener(srv.Listener)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+
+	attack := slowClients(t, addr, "127.0.0.2", flood)
+
+	// One keep-alive connection for every request of the test (a server
+	// holds a connection it closes for another 500 ms).
+	tr := &http.Transport{MaxConnsPerHost: 1}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Timeout: 2 * time.Second, Transport: tr}
+	resp, err := client.Get(srv.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz during the flood: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/websites", nil)
+	req.Header.Set("Authorization", "Bearer "+f.alice)
+	resp, err = client.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("API during the flood: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	refused := `webstats_http_connections_refused_total{reason="max_conns_per_ip"}`
+	// Refusals are counted as the accept loop gets to them.
+	deadline := time.Now().Add(3 * time.Second)
+	for metricValue(t, client, srv.URL, refused) < flood-perIP && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := metricValue(t, client, srv.URL, refused); got != flood-perIP {
+		t.Errorf("%s = %v, want %d", refused, got, flood-perIP)
+	}
+	// perIP slow bodies and the client's.
+	if got := metricValue(t, client, srv.URL, "webstats_http_connections_open"); got != perIP+1 {
+		t.Errorf("open connections = %v, want %d", got, perIP+1)
+	}
+
+	for _, c := range attack {
+		c.Close()
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for metricValue(t, client, srv.URL, "webstats_http_connections_open") != 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := metricValue(t, client, srv.URL, "webstats_http_connections_open"); got != 1 {
+		t.Errorf("open connections after the flood = %v, want 1", got)
+	}
+}
+
+// TestConnectionCapTotal floods the server from many addresses: it never
+// holds more than MaxConns connections, counts the refusals, and serves
+// again once the slow bodies time out.
+func TestConnectionCapTotal(t *testing.T) {
+	const maxConns, timeout = 50, 300 * time.Millisecond
+	raiseFileLimit(t, 2000)
+	f := newFixture(t, &Options{RateLimit: -1, MaxConns: maxConns, MaxConnsPerIP: 1000, BodyTimeout: timeout})
+	srv := httptest.NewUnstartedServer(f.s)
+	srv.Listener = f.s.Listener(srv.Listener)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+
+	start := time.Now()
+	for i := range 4 {
+		slowClients(t, addr, "127.0.1."+strconv.Itoa(i+1), 50)
+	}
+	if time.Since(start) > timeout/2 {
+		t.Skipf("opening the connections took %v: too slow to tell refusals from timeouts", time.Since(start))
+	}
+	if n := f.s.conns.openConns(); n > maxConns {
+		t.Errorf("%d connections open, more than MaxConns %d", n, maxConns)
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var healthy bool
+	deadline := time.Now().Add(3 * time.Second)
+	for !healthy && time.Now().Before(deadline) {
+		resp, err := client.Get(srv.URL + "/healthz")
+		if err == nil {
+			healthy = resp.StatusCode == 200
+			resp.Body.Close()
+		}
+	}
+	if !healthy {
+		t.Fatal("/healthz does not answer after the slow bodies timed out")
+	}
+	refused := `webstats_http_connections_refused_total{reason="max_conns"}`
+	if got := metricValue(t, client, srv.URL, refused); got < 200-maxConns {
+		t.Errorf("%s = %v, want at least %d", refused, got, 200-maxConns)
+	}
+	if got := metricValue(t, client, srv.URL, "webstats_http_connections_max"); got != maxConns {
+		t.Errorf("webstats_http_connections_max = %v, want %d", got, maxConns)
+	}
+}
+
+// TestConnLimiter checks the caps' arithmetic: IPv6 clients count per /64,
+// behind a trusted proxy private peers are not capped per address, and a
+// released connection frees its place.
+func TestConnLimiter(t *testing.T) {
+	type op struct {
+		peer    string
+		release bool   // release the peer's oldest connection instead
+		want    string // refusal reason ("" accepted) of an acquire
+	}
+	tests := []struct {
+		name          string
+		maxConns      int
+		maxPerIP      int
+		exemptProxies bool
+		ops           []op
+	}{
+		{name: "per ip", maxConns: 10, maxPerIP: 2, ops: []op{
+			{peer: "8.8.8.8"}, {peer: "8.8.8.8"}, {peer: "8.8.8.8", want: refusedMaxConnsPerIP},
+			{peer: "8.8.4.4"}, {peer: "8.8.8.8", release: true}, {peer: "8.8.8.8"},
+		}},
+		{name: "ipv6 per /64", maxConns: 10, maxPerIP: 2, ops: []op{
+			{peer: "2001:db8::1"}, {peer: "2001:db8::2"}, {peer: "2001:db8::ffff:1", want: refusedMaxConnsPerIP},
+			{peer: "2001:db8:0:1::1"}, {peer: "::ffff:8.8.8.8"}, {peer: "8.8.8.8"}, {peer: "8.8.8.8", want: refusedMaxConnsPerIP},
+		}},
+		{name: "total", maxConns: 3, maxPerIP: 2, ops: []op{
+			{peer: "8.8.8.8"}, {peer: "8.8.4.4"}, {peer: "1.1.1.1"}, {peer: "9.9.9.9", want: refusedMaxConns},
+			{peer: "8.8.8.8", want: refusedMaxConns}, {peer: "1.1.1.1", release: true}, {peer: "9.9.9.9"},
+		}},
+		{name: "trusted proxy", maxConns: 10, maxPerIP: 1, exemptProxies: true, ops: []op{
+			{peer: "10.0.0.1"}, {peer: "10.0.0.1"}, {peer: "127.0.0.1"}, {peer: "127.0.0.1"},
+			{peer: "8.8.8.8"}, {peer: "8.8.8.8", want: refusedMaxConnsPerIP},
+		}},
+		{name: "no caps", maxConns: -1, maxPerIP: -1, ops: []op{{peer: "8.8.8.8"}, {peer: "8.8.8.8"}, {peer: "8.8.8.8"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &connLimiter{maxConns: tt.maxConns, maxPerIP: tt.maxPerIP, exemptProxies: tt.exemptProxies,
+				perIP: make(map[netip.Addr]int), log: func(string, netip.Addr) {}}
+			var held []netip.Addr
+			for i, o := range tt.ops {
+				a := netip.MustParseAddr(o.peer)
+				if o.release {
+					for j, k := range held {
+						if k == clientKey(a) {
+							l.release(k)
+							held = append(held[:j], held[j+1:]...)
+							break
+						}
+					}
+					continue
+				}
+				key, refused := l.acquire(a)
+				if refused != o.want {
+					t.Fatalf("op %d: acquire(%s) refused %q, want %q", i, a, refused, o.want)
+				}
+				if refused == "" {
+					held = append(held, key)
+				}
+			}
+			if got := l.openConns(); got != len(held) {
+				t.Errorf("%d open, want %d", got, len(held))
+			}
+			for _, k := range held {
+				l.release(k)
+			}
+			if l.openConns() != 0 || len(l.perIP) != 0 {
+				t.Errorf("after releasing all: %d open, per IP %v", l.openConns(), l.perIP)
+			}
+		})
 	}
 }

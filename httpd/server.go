@@ -65,6 +65,17 @@ type Options struct {
 	// ImportBodyTimeout is BodyTimeout for the import (up to 10 MiB, which
 	// a slow link needs time for). Default 0 means 60 s; negative: none.
 	ImportBodyTimeout time.Duration
+	// MaxConns bounds the connections open at once on the listeners that
+	// Server.Listener wraps; further ones are refused (accepted and closed
+	// at once) and counted. Default 0 means three quarters of the
+	// process's file descriptor limit (RLIMIT_NOFILE), at least 64 and at
+	// most 16,384; negative: no cap.
+	MaxConns int
+	// MaxConnsPerIP bounds the open connections of one client address (an
+	// IPv6 client's /64) likewise, so that one client cannot take them
+	// all. With TrustProxy, loopback, private and link-local peers (the
+	// proxies) are not capped. Default 0 means 1,000; negative: no cap.
+	MaxConnsPerIP int
 }
 
 // The defaults of Options.BodyTimeout and Options.ImportBodyTimeout.
@@ -99,6 +110,8 @@ type Server struct {
 	keyLimit  *limiter // per account; nil when rate limiting is off
 	authLimit *limiter // failed authentications per client IP
 
+	conns *connLimiter // the caps of Listener
+
 	metrics *metrics
 }
 
@@ -124,6 +137,12 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.ImportBodyTimeout == 0 {
 		o.ImportBodyTimeout = defaultImportBodyTimeout
 	}
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultMaxConns()
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = defaultMaxConnsPerIP
+	}
 	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
 	if o.PublicURL != "" {
 		if err := CheckPublicURL(o.PublicURL); err != nil {
@@ -147,6 +166,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	r.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
 	s.router = r
 	s.routes()
+	s.conns = s.newConnLimiter()
 	return s
 }
 

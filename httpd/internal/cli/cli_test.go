@@ -86,6 +86,12 @@ func TestServeFlagPrecedence(t *testing.T) {
 				c.Reports, c.Mail = "monthly", Mail{SMTPAddr: "mail:587", SMTPUser: "u", SMTPPass: "p", SMTPFrom: "f@x", PublicURL: "https://s"}
 			},
 		},
+		{
+			name: "connection caps",
+			args: []string{"-max-conns", "5000"},
+			env:  map[string]string{"WEBSTATS_MAX_CONNS": "100", "WEBSTATS_MAX_CONNS_PER_IP": "-1"},
+			want: func(c *Config) { c.MaxConns, c.MaxConnsPerIP = 5000, -1 },
+		},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
 		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},
 		{name: "public url with query", args: []string{"-public-url", "https://stats.example.org/?x"}, wantErr: "-public-url"},

@@ -97,15 +97,18 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	if rateLimit == 0 {
 		rateLimit = -1 // httpd's "off"; its 0 means the default
 	}
+	h := httpd.New(e, &httpd.Options{
+		RateLimit:  rateLimit,
+		TrustProxy: cfg.TrustProxy,
+		Logger:     log.With("component", "http"),
+		// Behind HTTPS (a public URL says so), page cookies are Secure.
+		SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
+		PublicURL:     cfg.Mail.PublicURL,
+		MaxConns:      cfg.MaxConns,
+		MaxConnsPerIP: cfg.MaxConnsPerIP,
+	})
 	srv := &http.Server{
-		Handler: httpd.New(e, &httpd.Options{
-			RateLimit:  rateLimit,
-			TrustProxy: cfg.TrustProxy,
-			Logger:     log.With("component", "http"),
-			// Behind HTTPS (a public URL says so), page cookies are Secure.
-			SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
-			PublicURL:     cfg.Mail.PublicURL,
-		}),
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -114,7 +117,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(h.Listener(ln)) }()
 	log.Info("webstatsd listening", "addr", ln.Addr().String(), "data", cfg.Data)
 
 	var bg sync.WaitGroup
