@@ -51,15 +51,17 @@ func (c *cli) serveCmd(fs *flag.FlagSet) func(context.Context) error {
 	}
 }
 
-// newLogger returns the logger cfg asks for, writing to stderr. cfg must be
+// newLogger returns the logger cfg asks for, writing to stderr, with
+// repeated warnings and errors limited (defaultFloodLimits). cfg must be
 // valid.
 func (c *cli) newLogger(cfg *Config) *slog.Logger {
 	level, _ := cfg.logLevel()
 	ho := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(c.stderr, ho)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(c.stderr, ho))
+		h = slog.NewJSONHandler(c.stderr, ho)
 	}
-	return slog.New(slog.NewTextHandler(c.stderr, ho))
+	return slog.New(newFloodHandler(h, defaultFloodLimits))
 }
 
 // run serves webstats as cfg says until ctx is cancelled, then stops
