@@ -78,8 +78,8 @@ func TestFloodHandler(t *testing.T) {
 			{slog.LevelError, "http: Accept error: too many open files; retrying in 5ms", 2},
 			{slog.LevelError, "http: Accept error: too many open files; retrying in 10ms", 2},
 		}, want: map[string]int{
-			"http: Accept error: too many open files; retrying in 5ms":  2,
-			"http: Accept error: too many open files; retrying in 10ms": 1,
+			"http: Accept error: too many open files; retrying in 5ms":               2,
+			"http: Accept error: too many open files; retrying in 10ms":              1,
 			"suppressed http: Accept error: too many open files; retrying in 10ms 1": 1,
 		}},
 		{name: "more messages than keys", recs: []rec{
