@@ -1,6 +1,10 @@
 package pages
 
 import (
+	"encoding/csv"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,4 +89,56 @@ func TestSafeNext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPublicRowCaps checks that visitors who are not the owner read at most
+// publicRows rows of a statistic, on its pages and in its CSV, while the
+// owner reads everything (SPEC §13: a 26 MB page.csv went to an anonymous
+// client).
+func TestPublicRowCaps(t *testing.T) {
+	const pagesTracked = publicRows + 500
+	f := newFixture(t)
+	hits := make([]hit, pagesTracked)
+	for i := range hits {
+		hits[i] = hit{url: fmt.Sprintf("https://public.example/p%04d", i)}
+	}
+	f.track(hits...)
+	anon := f.client()
+	owner := f.client()
+	owner.signIn(f.ownerKey)
+
+	csvRows := func(c *client) (int, string) {
+		t.Helper()
+		res := c.get("/stats/public.example/page.csv?range=7d")
+		if res.status != 200 {
+			t.Fatalf("csv: status %d", res.status)
+		}
+		rows, err := csv.NewReader(strings.NewReader(res.body)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows) - 1, res.header.Get("X-Webstats-Row-Cap")
+	}
+	if n, capped := csvRows(anon); n != publicRows || capped != strconv.Itoa(publicRows) {
+		t.Errorf("anonymous csv: %d rows, X-Webstats-Row-Cap %q; want %d, %q", n, capped, publicRows, strconv.Itoa(publicRows))
+	}
+	if n, capped := csvRows(owner); n != pagesTracked || capped != "" {
+		t.Errorf("owner's csv: %d rows, X-Webstats-Row-Cap %q; want %d, none", n, capped, pagesTracked)
+	}
+
+	// Rows are by count (all 1), then by value: row 1,001 is /p1000.
+	beyond := fmt.Sprintf("/p%04d", publicRows)
+	last := fmt.Sprintf("/p%04d", publicRows-1)
+	res := anon.get("/stats/public.example/page?range=7d&page=11")
+	if res.status != 200 || strings.Contains(res.body, beyond) || !strings.Contains(res.body, last) {
+		t.Errorf("anonymous page 11: status %d, shows %s: %v, %s: %v; want the last public page",
+			res.status, beyond, strings.Contains(res.body, beyond), last, strings.Contains(res.body, last))
+	}
+	mustContain(t, "anonymous page 10", mainText(anon.get("/stats/public.example/page?range=7d&page=10").body),
+		"Page 10 of 10", "the first 1,000 rows are public")
+	res = owner.get("/stats/public.example/page?range=7d&page=11")
+	if res.status != 200 || !strings.Contains(res.body, beyond) {
+		t.Errorf("owner's page 11: status %d, shows %s: %v", res.status, beyond, strings.Contains(res.body, beyond))
+	}
+	mustContain(t, "owner's page 11", mainText(res.body), "Page 11 of 15")
 }

@@ -263,7 +263,7 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*over
 		fns = append(fns, func() error {
 			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", Desc: true, PerPage: 10}
 			if t.Name == "referrer" {
-				sq.PerPage = 1 << 30 // every row, for the groups
+				sq.PerPage = groupRowsFor(v) // for the groups
 			}
 			pg, err := p.e.Stat(ctx, sq)
 			if err != nil {
@@ -522,6 +522,9 @@ type statData struct {
 	// address without the search ("" when there is none).
 	SearchKeep map[string]string
 	Clear      string
+	// Capped is publicRows when the pages stop there for a visitor who is
+	// not the owner, else 0.
+	Capped int
 }
 
 // statPage serves one statistic in full: search, sort and 100 rows a page.
@@ -531,6 +534,11 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 		return err
 	}
 	ctx := r.Context()
+	maxPage := 0 // none
+	if !v.owner {
+		maxPage = publicRows / perPage
+		sp.Page = min(sp.Page, maxPage)
+	}
 	sq := engine.StatQuery{
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
 		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: sp.Page, PerPage: perPage,
@@ -539,10 +547,14 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	if err != nil {
 		return err
 	}
+	capped := 0
+	if maxPage > 0 && pg.LastPage > maxPage {
+		pg.LastPage, capped = maxPage, publicRows
+	}
 	tt := topTable{table: t, Total: pg.Total, Rows: rowsOf(t.Name, pg.Rows)}
 	if t.Name == "referrer" {
 		all := sq
-		all.Page, all.PerPage = 1, 1<<30
+		all.Page, all.PerPage = 1, groupRowsFor(v)
 		apg, err := p.e.Stat(ctx, all)
 		if err != nil {
 			return err
@@ -560,7 +572,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	d := &statData{
 		Domain: v.web.Domain, Base: v.base(), Table: tt, Params: sp, Page: pg.Page, LastPage: pg.LastPage,
 		First: (pg.Page-1)*pg.PerPage + 1, Last: (pg.Page-1)*pg.PerPage + len(pg.Rows),
-		Overview: v.base(),
+		Overview: v.base(), Capped: capped,
 	}
 	if len(pg.Rows) == 0 {
 		d.First = 0
@@ -642,8 +654,31 @@ func cloneValues(q url.Values) url.Values {
 // csvPage is how many rows one Stat call of the export reads.
 const csvPage = 50_000
 
-// exportCSV serves a statistic as CSV: every row, with the page's range,
-// search and sort.
+// The cost of the pages for visitors who are not the website's owner
+// (SPEC §13): anyone may ask for a public website's statistics, so what
+// they read is bounded, while the owner reads everything.
+const (
+	// publicRows bounds the rows of one statistic such a visitor reads:
+	// the first publicRows/perPage pages of its page, the first publicRows
+	// rows of its CSV (the answer then says X-Webstats-Row-Cap: 1000).
+	publicRows = 1_000
+	// publicGroupRows bounds the referrers (the largest) the search-engine
+	// and social-network groups are summed from for such a visitor.
+	publicGroupRows = 1_000
+	// allRows asks Stat for every row.
+	allRows = 1 << 30
+)
+
+// groupRowsFor returns how many referrers the groups of v are summed from.
+func groupRowsFor(v *visit) int {
+	if v.owner {
+		return allRows
+	}
+	return publicGroupRows
+}
+
+// exportCSV serves a statistic as CSV: every row (publicRows for a visitor
+// who is not the owner), with the page's range, search and sort.
 func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t table) error {
 	dr, sp, err := p.statRequest(r, v)
 	if err != nil {
@@ -653,11 +688,18 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
 		SortBy: sp.SortBy, Desc: sp.Sort == "desc", Page: 1, PerPage: csvPage,
 	}
+	if !v.owner {
+		sq.PerPage = publicRows
+	}
 	pg, err := p.e.Stat(r.Context(), sq)
 	if err != nil {
 		return err
 	}
 	h := w.Header()
+	if !v.owner && pg.LastPage > 1 {
+		h.Set("X-Webstats-Row-Cap", strconv.Itoa(publicRows))
+		pg.LastPage = 1 // stop after the first page
+	}
 	h.Set("Content-Type", "text/csv; charset=utf-8")
 	h.Set("Content-Disposition", `attachment; filename="`+csvFilename(v.web.Domain, t.Name, dr)+`"`)
 	h.Del("Content-Security-Policy")
