@@ -197,28 +197,24 @@ var (
 // *http.MaxBytesError (413; at the first Read when Content-Length says so
 // already, without waiting for the bytes), past the read deadline
 // errBodyTimeout (408), and errBodyBroken (400) for a body cut short or
-// with malformed chunks. The deadline is lifted once the body is read to
-// its end, so that it cannot cut the handler's work short (net/http watches
-// the connection from then on, and a timeout there cancels the request's
-// context).
+// with malformed chunks. Once the body is read to its end, net/http lifts
+// the deadline itself (it then watches the connection, where a timeout
+// would cancel the request's context), so the deadline cannot cut the
+// handler's work short; TestBodyDeadlineLifted checks it.
 type requestBody struct {
-	body     io.ReadCloser            // a MaxBytesReader
-	declared int64                    // Content-Length; -1 when unknown
-	limit    int64                    // the route's body limit
-	rc       *http.ResponseController // set while a read deadline is
+	body     io.ReadCloser // a MaxBytesReader
+	declared int64         // Content-Length; -1 when unknown
+	limit    int64         // the route's body limit
 }
 
 // newRequestBody wraps r's body with the limit and, when timeout > 0 and
-// there is a body, a read deadline timeout from now.
+// there is a body, sets a read deadline timeout from now.
 func newRequestBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) *requestBody {
-	b := &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
 	if timeout > 0 && r.ContentLength != 0 {
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
-			b.rc = rc
-		}
+		// Not supported by every ResponseWriter (httptest's): no deadline.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	}
-	return b
+	return &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -227,13 +223,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	switch {
-	case err == nil:
-	case err == io.EOF:
-		if b.rc != nil {
-			_ = b.rc.SetReadDeadline(time.Time{})
-			b.rc = nil
-		}
-	case errors.As(err, new(*http.MaxBytesError)):
+	case err == nil, err == io.EOF, errors.As(err, new(*http.MaxBytesError)):
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = errBodyTimeout
 	default:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // TestLinksHostileHost checks that pagination links never carry a Host
@@ -428,5 +430,36 @@ func TestConnLimiter(t *testing.T) {
 				t.Errorf("after releasing all: %d open, per IP %v", l.openConns(), l.perIP)
 			}
 		})
+	}
+}
+
+// TestBodyDeadlineLifted checks that a body's read deadline ends with the
+// body: a handler slower than BodyTimeout after reading it keeps its
+// request's context (net/http watches the connection once the body is read,
+// and a read timeout there would cancel it).
+func TestBodyDeadlineLifted(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	f := newFixture(t, &Options{RateLimit: -1, BodyTimeout: timeout})
+	f.s.handle("POST", "/slow", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		time.Sleep(3 * timeout) // the engine, slow for once
+		if err := r.Context().Err(); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeAccepted(w)
+	})
+	srv := httptest.NewServer(f.s)
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/slow", "text/plain", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Errorf("status %d, want 202", resp.StatusCode)
 	}
 }
