@@ -8,8 +8,10 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -192,3 +194,51 @@ func multipartValues(body []byte, boundary string) (map[string]string, error) {
 		}
 	}
 }
+
+// The answers to a body that cannot be read.
+var (
+	errBodyBroken  = &httpError{http.StatusBadRequest, "The request body is incomplete or malformed."}
+	errBodyTimeout = &httpError{http.StatusRequestTimeout, "The request body was not received in time."}
+)
+
+// requestBody is a request body as every handler registered with
+// Server.handle reads it. Its errors are answers: beyond the route's limit
+// *http.MaxBytesError (413; at the first Read when Content-Length says so
+// already, without waiting for the bytes), past the read deadline
+// errBodyTimeout (408), and errBodyBroken (400) for a body cut short or
+// with malformed chunks. Once the body is read to its end, net/http lifts
+// the deadline itself (it then watches the connection, where a timeout
+// would cancel the request's context), so the deadline cannot cut the
+// handler's work short; TestBodyDeadlineLifted checks it.
+type requestBody struct {
+	body     io.ReadCloser // a MaxBytesReader
+	declared int64         // Content-Length; -1 when unknown
+	limit    int64         // the route's body limit
+}
+
+// newRequestBody wraps r's body with the limit and, when timeout > 0 and
+// there is a body, sets a read deadline timeout from now.
+func newRequestBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) *requestBody {
+	if timeout > 0 && r.ContentLength != 0 {
+		// Not supported by every ResponseWriter (httptest's): no deadline.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	}
+	return &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.declared > b.limit {
+		return 0, &http.MaxBytesError{Limit: b.limit}
+	}
+	n, err := b.body.Read(p)
+	switch {
+	case err == nil, err == io.EOF, errors.As(err, new(*http.MaxBytesError)):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = errBodyTimeout
+	default:
+		err = errBodyBroken
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return b.body.Close() }

@@ -40,6 +40,10 @@
 // 400. Bodies are limited: 256 KiB for the website routes and any other
 // route (room for exclude_params and exclude_ips at 65,535 characters each), 10 MiB for the import; beyond that the answer is a JSON 413.
 //
+// Absolute links in answers (pagination) are built from [Options.PublicURL]
+// when it is set; else from the Host header only when it is a valid
+// host[:port], else from the address the connection came to.
+//
 // List and statistics parameters outside their lists fall back to their
 // defaults (sort_by=url → count, per_page=7 → 10, page=0 → 1), as the
 // original product did. A statistics range longer than
@@ -82,15 +86,23 @@
 // one; it is echoed in the X-Request-Id answer header and attached to every
 // log line of the request (key "request_id").
 //
-// # Timeouts
+// # Timeouts and broken bodies
 //
-// A Server sets no timeouts itself; the http.Server that serves it should. The
-// recommended values, used by webstatsd:
+// Every route of this package reads its body under a deadline that starts
+// when its handler does: [Options.BodyTimeout] (10 s), or
+// [Options.ImportBodyTimeout] (60 s) for the import. A body not complete by
+// then answers 408; a body cut short (the client closed the connection
+// before Content-Length bytes, or within a chunk) or with malformed chunks
+// answers 400; a body over the route's limit 413, at once when its
+// Content-Length says so. None of them is a 5xx.
+//
+// The http.Server that serves a Server should set its own timeouts; the
+// values webstatsd uses:
 //
 //	ReadHeaderTimeout: 5 * time.Second
 //	ReadTimeout:       60 * time.Second  // a 10 MiB import on a slow link
 //	WriteTimeout:      60 * time.Second
-//	IdleTimeout:       120 * time.Second
+//	IdleTimeout:       30 * time.Second
 //	MaxHeaderBytes:    64 << 10
 //
 // # Adding routes

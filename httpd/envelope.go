@@ -1,7 +1,9 @@
 package httpd
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -80,19 +82,67 @@ type pager struct {
 }
 
 func (s *Server) newPager(r *http.Request, q *queryParams, page, perPage, lastPage, total, count int) *pager {
-	return &pager{path: requestPath(r, s.opts.TrustProxy), query: q, page: page, perPage: perPage,
+	return &pager{path: requestPath(r, s.publicURL, s.opts.TrustProxy), query: q, page: page, perPage: perPage,
 		lastPage: max(lastPage, 1), total: total, count: count}
 }
 
 // requestPath is the absolute URL of r without its query, as Laravel's
-// paginator path. Behind a trusted proxy, X-Forwarded-Proto: https makes it
-// https.
-func requestPath(r *http.Request, trustProxy bool) string {
+// paginator path: publicURL (without a trailing '/') and the request's path
+// when publicURL is not "". Else the scheme is http, or https over TLS or
+// (behind a trusted proxy) with X-Forwarded-Proto: https, and the host is
+// the Host header when it is a valid host[:port] (validHost), else the
+// address the connection came to, else "localhost": the Host header is
+// the client's to choose, and must not put markup, credentials or another
+// path into the links.
+func requestPath(r *http.Request, publicURL string, trustProxy bool) string {
+	if publicURL != "" {
+		return publicURL + r.URL.EscapedPath()
+	}
 	scheme := "http"
 	if r.TLS != nil || (trustProxy && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")) {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + r.URL.EscapedPath()
+	host := r.Host
+	if !validHost(host) {
+		host = "localhost"
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			host = a.String()
+		}
+	}
+	return scheme + "://" + host + r.URL.EscapedPath()
+}
+
+// validHost reports whether s is host[:port]: a DNS name (labels of
+// letters, digits, '-' and '_', at most 253 characters), an IPv4 address or
+// an IPv6 address in brackets, then optionally ':' and a port from 1 to
+// 65535.
+func validHost(s string) bool {
+	host, port := s, ""
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.HasSuffix(s, "]") {
+		host, port = s[:i], s[i+1:]
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' || port[0] == '+' {
+			return false
+		}
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		a, err := netip.ParseAddr(host[1 : len(host)-1])
+		return err == nil && a.Is6() && a.Zone() == ""
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // url returns the URL of page: every query parameter of the request but

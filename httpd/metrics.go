@@ -21,7 +21,9 @@ type metrics struct {
 	requests  *prometheus.CounterVec   // by method, route pattern and status code
 	durations *prometheus.HistogramVec // by route pattern
 	imports   prometheus.Histogram     // import latency
-	handler   http.Handler             // serves /metrics
+	refused   *prometheus.CounterVec   // connections refused, by reason
+	reg       prometheus.Registerer
+	handler   http.Handler // serves /metrics
 }
 
 func newMetrics(e *engine.Engine, reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -49,7 +51,16 @@ func newMetrics(e *engine.Engine, reg prometheus.Registerer, log *slog.Logger) *
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webstats_http_connections_refused_total",
+		Help: "Connections refused at accept, by reason: max_conns (-max-conns) or max_conns_per_ip (-max-conns-per-ip).",
+	}, []string{"reason"})
+	m.reg = reg
 	m.requests = register(reg, m.requests, log)
+	m.refused = register(reg, m.refused, log)
+	for _, r := range []string{refusedMaxConns, refusedMaxConnsPerIP} {
+		m.refused.WithLabelValues(r) // present from the start, at 0
+	}
 	m.durations = register(reg, m.durations, log)
 	m.imports = register(reg, m.imports, log)
 	if e != nil {
@@ -74,6 +85,19 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.
 	}
 	log.Warn("metrics not registered", "err", err)
 	return c
+}
+
+// connGauges registers the gauges of the open connections and of their cap
+// (0: none).
+func (m *metrics) connGauges(l *connLimiter, maxConns int, log *slog.Logger) {
+	register[prometheus.Collector](m.reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "webstats_http_connections_open",
+		Help: "Connections open on the listeners of Server.Listener.",
+	}, func() float64 { return float64(l.openConns()) }), log)
+	register[prometheus.Collector](m.reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "webstats_http_connections_max",
+		Help: "The cap on open connections (-max-conns); 0: none.",
+	}, func() float64 { return float64(max(maxConns, 0)) }), log)
 }
 
 // observe counts one request.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -46,7 +47,42 @@ type Options struct {
 	// NoPages leaves out the statistics pages (SPEC §7). Default false:
 	// they are served.
 	NoPages bool
+	// PublicURL is the base URL clients reach the server at
+	// ("https://stats.example.org", or with a path when a proxy serves it
+	// under one): the absolute links of API answers (pagination) are built
+	// from it and the request's path. It must be an absolute http or https
+	// URL without query or fragment; New logs and ignores another. Default
+	// "": the links use the request's Host header when it is a valid
+	// host[:port], else the address the connection came to.
+	PublicURL string
+	// BodyTimeout bounds the time to read a request body, from the moment
+	// its handler starts (after the headers), on every route of this
+	// package but the import: a body not complete by then answers 408.
+	// Tracking bodies are tiny; a client that trickles one never ends.
+	// Default 0 means 10 s; a negative value sets no deadline here (the
+	// http.Server's ReadTimeout still applies).
+	BodyTimeout time.Duration
+	// ImportBodyTimeout is BodyTimeout for the import (up to 10 MiB, which
+	// a slow link needs time for). Default 0 means 60 s; negative: none.
+	ImportBodyTimeout time.Duration
+	// MaxConns bounds the connections open at once on the listeners that
+	// Server.Listener wraps; further ones are refused (accepted and closed
+	// at once) and counted. Default 0 means three quarters of the
+	// process's file descriptor limit (RLIMIT_NOFILE), at least 64 and at
+	// most 16,384; negative: no cap.
+	MaxConns int
+	// MaxConnsPerIP bounds the open connections of one client address (an
+	// IPv6 client's /64) likewise, so that one client cannot take them
+	// all. With TrustProxy, loopback, private and link-local peers (the
+	// proxies) are not capped. Default 0 means 1,000; negative: no cap.
+	MaxConnsPerIP int
 }
+
+// The defaults of Options.BodyTimeout and Options.ImportBodyTimeout.
+const (
+	defaultBodyTimeout       = 10 * time.Second
+	defaultImportBodyTimeout = 60 * time.Second
+)
 
 // Body limits, in bytes.
 const (
@@ -64,14 +100,17 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // Server is the webstats HTTP handler. It is safe for concurrent use. Create
 // one with New.
 type Server struct {
-	e      *engine.Engine
-	opts   Options
-	log    *slog.Logger
-	now    func() time.Time
-	router *httprouter.Router
+	e         *engine.Engine
+	opts      Options
+	log       *slog.Logger
+	now       func() time.Time
+	router    *httprouter.Router
+	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	keyLimit  *limiter // per account; nil when rate limiting is off
 	authLimit *limiter // failed authentications per client IP
+
+	conns *connLimiter // the caps of Listener
 
 	metrics *metrics
 }
@@ -92,7 +131,26 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = defaultBodyTimeout
+	}
+	if o.ImportBodyTimeout == 0 {
+		o.ImportBodyTimeout = defaultImportBodyTimeout
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = defaultMaxConns()
+	}
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = defaultMaxConnsPerIP
+	}
 	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
+	if o.PublicURL != "" {
+		if err := CheckPublicURL(o.PublicURL); err != nil {
+			s.log.Error("the public URL is ignored", "err", err)
+		} else {
+			s.publicURL = strings.TrimRight(o.PublicURL, "/")
+		}
+	}
 	if o.RateLimit > 0 {
 		s.keyLimit = newLimiter(o.RateLimit, o.Now)
 	}
@@ -108,7 +166,26 @@ func New(e *engine.Engine, opts *Options) *Server {
 	r.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
 	s.router = r
 	s.routes()
+	s.conns = s.newConnLimiter()
 	return s
+}
+
+// CheckPublicURL returns an error when u is not an absolute http or https
+// URL with a valid host[:port] and without query or fragment, as
+// Options.PublicURL must be.
+func CheckPublicURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Errorf("public URL %q: %w", u, err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return fmt.Errorf("public URL %q: want an http:// or https:// URL", u)
+	case !validHost(p.Host) || p.User != nil:
+		return fmt.Errorf("public URL %q: not a valid host[:port]", u)
+	case p.RawQuery != "" || p.ForceQuery || p.Fragment != "" || p.Opaque != "":
+		return fmt.Errorf("public URL %q: want no query or fragment", u)
+	}
+	return nil
 }
 
 // routes registers the API, health and metrics routes.
@@ -145,14 +222,20 @@ func (s *Server) routes() {
 
 // handle registers h for method and pattern on the router: the body is
 // limited to limit bytes (reading past it fails with *http.MaxBytesError,
-// which writeError answers 413) and the request is counted in the metrics
-// under the pattern. It must be called before the Server serves.
+// which writeError answers 413) and must arrive within
+// Options.BodyTimeout (Options.ImportBodyTimeout for a limit above maxBody,
+// the import's), else reading it fails with errBodyTimeout (408); see
+// requestBody. The request is counted in the metrics under the pattern. It must be called before the Server serves.
 func (s *Server) handle(method, pattern string, limit int64, h httprouter.Handle) {
 	s.router.Handle(method, pattern, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		if st := stateOf(r.Context()); st != nil {
 			st.route = pattern
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		timeout := s.opts.BodyTimeout
+		if limit > maxBody {
+			timeout = s.opts.ImportBodyTimeout
+		}
+		r.Body = newRequestBody(w, r, limit, timeout)
 		h(w, r, p)
 	})
 }

@@ -2,18 +2,24 @@ package httpd
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webstats/webstats/engine"
 )
 
 func TestHeaders(t *testing.T) {
@@ -363,35 +369,68 @@ func TestParseQuery(t *testing.T) {
 func TestRequestPath(t *testing.T) {
 	r := httptest.NewRequest("GET", "http://stats.example/api/v1/websites?page=2", nil)
 	r.Header.Set("X-Forwarded-Proto", "https")
-	if got, want := requestPath(r, false), "http://stats.example/api/v1/websites"; got != want {
+	if got, want := requestPath(r, "", false), "http://stats.example/api/v1/websites"; got != want {
 		t.Errorf("untrusted: %q, want %q", got, want)
 	}
-	if got, want := requestPath(r, true), "https://stats.example/api/v1/websites"; got != want {
+	if got, want := requestPath(r, "", true), "https://stats.example/api/v1/websites"; got != want {
 		t.Errorf("trusted: %q, want %q", got, want)
 	}
 }
 
-// TestConcurrent serves requests of both accounts at once (run with -race).
+// TestConcurrent serves requests of both accounts at once (run with -race)
+// and checks that every acknowledged hit is counted: the pageviews of each
+// website equal its imports' accepted events plus its 202s.
 func TestConcurrent(t *testing.T) {
 	f := newFixture(t, &Options{RateLimit: 1000})
-	done := make(chan bool)
-	for i := range 4 {
-		go func() {
-			key := f.alice
-			if i%2 == 1 {
-				key = f.bob
-			}
-			for range 20 {
-				f.do(request{method: "GET", path: "/api/v1/websites", key: key})
-				f.do(request{method: "POST", path: "/api/v1/websites/1/events", key: key,
-					body: `{"time":"2026-11-20T10:00:00Z","page":"/","ip":"8.8.8.8"}`})
-				f.do(request{method: "GET", path: "/api/v1/stats/1?name=page&from=2026-11-20&to=2026-11-20", key: key})
+	type client struct {
+		key    string
+		site   uint32
+		domain string
+	}
+	clients := []client{{f.alice, 1, "example.com"}, {f.bob, 3, "other.net"}}
+	const workers, rounds = 4, 20
+	var mu sync.Mutex
+	acked := map[uint32]int{} // by website: events accepted and hits answered 202
+	var wg sync.WaitGroup
+	for i := range workers {
+		c := clients[i%2]
+		wg.Go(func() {
+			for j := range rounds {
+				if w := f.do(request{method: "GET", path: "/api/v1/websites", key: c.key}); w.Code != 200 {
+					t.Errorf("list: %d %s", w.Code, w.Body)
+				}
+				w := f.do(request{method: "POST", path: fmt.Sprintf("/api/v1/websites/%d/events", c.site), key: c.key,
+					body: `{"time":"2026-11-21T09:00:00Z","page":"/i","ip":"8.8.8.8","user_agent":"` + chromeUA + `"}`})
+				var imp struct {
+					Data struct{ Accepted int }
+				}
+				if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &imp) != nil {
+					t.Errorf("import: %d %s", w.Code, w.Body)
+				}
+				w = f.do(trackRequest("text/plain", `{"page":"https://`+c.domain+`/t?`+strconv.Itoa(j)+`"}`, nil))
+				tracked := 0
+				switch {
+				case w.Code != 202:
+					t.Errorf("track: %d %s", w.Code, w.Body)
+				case w.Header().Get("X-Webstats-Dropped") == "":
+					tracked = 1
+				}
+				mu.Lock()
+				acked[c.site] += imp.Data.Accepted + tracked
+				mu.Unlock()
+				f.do(request{method: "GET", path: fmt.Sprintf("/api/v1/stats/%d?name=page&from=2026-11-21&to=2026-11-21", c.site), key: c.key})
 				f.do(request{method: "GET", path: "/metrics"})
 			}
-			done <- true
-		}()
+		})
 	}
-	for range 4 {
-		<-done
+	wg.Wait()
+	for _, c := range clients {
+		want := []engine.Row{{Value: "2026-11-21", Count: uint64(acked[c.site])}}
+		if diff := cmp.Diff(want, statRows(t, f.e, c.site, "pageviews")); diff != "" {
+			t.Errorf("website %d: pageviews mismatch (-want +got):\n%s", c.site, diff)
+		}
+		if got, want := acked[c.site], workers/2*rounds*2; got != want {
+			t.Errorf("website %d: %d hits acknowledged, want %d", c.site, got, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -72,9 +71,10 @@ type revenue struct {
 	Currency string          `json:"currency"`
 }
 
-// hit turns the body into an engine hit (without the request's headers). ignore
-// is true for a Plausible "engagement" event, which webstats does not count.
-func (b *trackBody) hit() (h engine.Hit, ignore bool, err error) {
+// hit turns the body into an engine hit (without the request's headers).
+// ignored names a Plausible event that webstats does not count ("engagement"
+// or the legacy "pageleave", SPEC §2.4), else it is "".
+func (b *trackBody) hit() (h engine.Hit, ignored string, err error) {
 	if b.Page != nil || (b.U == nil && b.URL == nil) {
 		// phpAnalytics form.
 		h.URL = deref(b.Page)
@@ -90,10 +90,11 @@ func (b *trackBody) hit() (h engine.Hit, ignore bool, err error) {
 		h.Domain = first(b.D, b.Domain)
 		switch name := first(b.N, b.Name); name {
 		case "pageview":
-		case "engagement":
-			// Plausible's tracker (v2) sends it when a page is left: time on
-			// page and scroll depth, not a hit.
-			ignore = true
+		case "engagement", "pageleave":
+			// Plausible's tracker (v2) sends engagement when a page is left
+			// (time on page and scroll depth), its older versions
+			// pageleave: not hits.
+			ignored = name
 		default:
 			h.Event = &engine.Event{Name: name}
 			if rev, ok := parseRevenue(firstRaw(b.Dollar, b.Revenue)); ok {
@@ -103,15 +104,15 @@ func (b *trackBody) hit() (h engine.Hit, ignore bool, err error) {
 	}
 	switch {
 	case h.URL == "":
-		return h, ignore, errTrackNoPage
+		return h, ignored, errTrackNoPage
 	case len(h.URL) > maxTrackURL:
-		return h, ignore, errTrackLong
+		return h, ignored, errTrackLong
 	case !httpURL(h.URL):
-		return h, ignore, errTrackBadHit
+		return h, ignored, errTrackBadHit
 	case h.Event != nil && strings.TrimSpace(h.Event.Name) == "":
-		return h, ignore, errTrackBadHit
+		return h, ignored, errTrackBadHit
 	}
-	return h, ignore, nil
+	return h, ignored, nil
 }
 
 // parseRevenue reads Plausible's revenue: an object, or an object encoded as
@@ -214,8 +215,9 @@ func trackPreflight(w http.ResponseWriter, _ *http.Request, _ httprouter.Params)
 // Plausible does). 400 for malformed JSON, a missing page, a page over 2 KiB,
 // a page that is not an http(s) URL and an event without a name (the last two
 // also when the engine drops the hit as invalid, with X-Webstats-Dropped:
-// invalid); 413 for a body over 16 KiB. A Plausible "engagement" event is
-// answered 202 with X-Webstats-Ignored: engagement and not tracked.
+// invalid); 413 for a body over 16 KiB. A Plausible "engagement" or
+// "pageleave" event is answered 202 with X-Webstats-Ignored naming it and is
+// not tracked.
 func (s *Server) trackEvent(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	trackCORS(w.Header())
 	if r.ContentLength > maxTrackBody {
@@ -224,10 +226,7 @@ func (s *Server) trackEvent(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
-			err = errBadJSON // a broken body (the client went away), not a 5xx
-		}
-		writeError(w, r, err) // 413 for a *http.MaxBytesError
+		writeError(w, r, err) // 400, 408 or 413: see requestBody
 		return
 	}
 	var body trackBody
@@ -235,13 +234,13 @@ func (s *Server) trackEvent(w http.ResponseWriter, r *http.Request, _ httprouter
 		writeError(w, r, errBadJSON)
 		return
 	}
-	hit, ignore, err := body.hit()
+	hit, ignored, err := body.hit()
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if ignore {
-		w.Header().Set("X-Webstats-Ignored", "engagement")
+	if ignored != "" {
+		w.Header().Set("X-Webstats-Ignored", ignored)
 		writeAccepted(w)
 		return
 	}

@@ -453,12 +453,21 @@ func TestTrackEvent(t *testing.T) {
 	}
 }
 
-// TestTrackEventIgnored checks the header of an ignored Plausible event.
+// TestTrackEventIgnored checks that Plausible's engagement and legacy
+// pageleave events answer 202 with X-Webstats-Ignored and count nothing
+// (SPEC §2.4).
 func TestTrackEventIgnored(t *testing.T) {
-	f := newFixture(t, nil)
-	w := f.do(trackRequest("text/plain", `{"n":"engagement","u":"https://example.com/","d":"example.com","e":100}`, nil))
-	if w.Code != 202 || w.Header().Get("X-Webstats-Ignored") != "engagement" {
-		t.Fatalf("status %d, X-Webstats-Ignored %q", w.Code, w.Header().Get("X-Webstats-Ignored"))
+	for _, name := range []string{"engagement", "pageleave"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			w := f.do(trackRequest("text/plain", `{"n":"`+name+`","u":"https://example.com/","d":"example.com","e":100}`, nil))
+			if w.Code != 202 || w.Header().Get("X-Webstats-Ignored") != name {
+				t.Fatalf("status %d, X-Webstats-Ignored %q, want 202, %q", w.Code, w.Header().Get("X-Webstats-Ignored"), name)
+			}
+			if diff := cmp.Diff(map[string][]engine.Row{}, rowsOf(t, f.e, 1)); diff != "" {
+				t.Errorf("stats mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -243,15 +243,6 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// safeNext returns next when it is a path on this site, else def.
-func safeNext(next, def string) string {
-	if len(next) > 2048 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
-		strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n\t\\") {
-		return def
-	}
-	return next
-}
-
 // loginData is the data of login.html.
 type loginData struct {
 	Next  string

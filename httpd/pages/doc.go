@@ -17,7 +17,11 @@
 // /stats/:domain/:name, nor a ".csv" suffix, so one handler serves the three:
 // "realtime" is the realtime page (with ?format=json the numbers its script
 // refreshes every 10 s), "<name>.csv" a statistic as CSV (every row), and any
-// other name the statistic's page (100 rows a page).
+// other name the statistic's page (100 rows a page). A visitor who is not the
+// website's owner reads at most the first 1,000 rows of a statistic (ten
+// pages; a CSV of 1,000 rows says X-Webstats-Row-Cap: 1000), and its
+// referrer groups are summed from the 1,000 largest referrers: anyone may
+// ask for a public website's statistics, so their cost is bounded.
 //
 // # Ranges
 //

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -289,7 +291,7 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*over
 		fns = append(fns, func() error {
 			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", PerPage: 10}
 			if t.Name == "referrer" {
-				sq.PerPage = 1 << 30 // every row, for the groups
+				sq.PerPage = groupRowsFor(v) // for the groups
 			}
 			pg, err := p.e.Unscoped().Stat(ctx, sq)
 			if err != nil {
@@ -548,6 +550,9 @@ type statData struct {
 	// address without the search ("" when there is none).
 	SearchKeep map[string]string
 	Clear      string
+	// Capped is publicRows when the pages stop there for a visitor who is
+	// not the owner, else 0.
+	Capped int
 }
 
 // statPage serves one statistic in full: search, sort and 100 rows a page.
@@ -557,6 +562,11 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 		return err
 	}
 	ctx := r.Context()
+	maxPage := 0 // none
+	if !v.owner {
+		maxPage = publicRows / perPage
+		sp.Page = min(sp.Page, maxPage)
+	}
 	sq := engine.StatQuery{
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
 		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: sp.Page, PerPage: perPage,
@@ -565,10 +575,14 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	if err != nil {
 		return err
 	}
+	capped := 0
+	if maxPage > 0 && pg.LastPage > maxPage {
+		pg.LastPage, capped = maxPage, publicRows
+	}
 	tt := topTable{table: t, Total: pg.Total, Rows: rowsOf(t.Name, pg.Rows)}
 	if t.Name == "referrer" {
 		all := sq
-		all.Page, all.PerPage = 1, 1<<30
+		all.Page, all.PerPage = 1, groupRowsFor(v)
 		apg, err := p.e.Unscoped().Stat(ctx, all)
 		if err != nil {
 			return err
@@ -586,7 +600,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	d := &statData{
 		Domain: v.web.Domain, Base: v.base(), Table: tt, Params: sp, Page: pg.Page, LastPage: pg.LastPage,
 		First: (pg.Page-1)*pg.PerPage + 1, Last: (pg.Page-1)*pg.PerPage + len(pg.Rows),
-		Overview: v.base(),
+		Overview: v.base(), Capped: capped,
 	}
 	if len(pg.Rows) == 0 {
 		d.First = 0
@@ -668,8 +682,31 @@ func cloneValues(q url.Values) url.Values {
 // csvPage is how many rows one Stat call of the export reads.
 const csvPage = 50_000
 
-// exportCSV serves a statistic as CSV: every row, with the page's range,
-// search and sort.
+// The cost of the pages for visitors who are not the website's owner
+// (SPEC §13): anyone may ask for a public website's statistics, so what
+// they read is bounded, while the owner reads everything.
+const (
+	// publicRows bounds the rows of one statistic such a visitor reads:
+	// the first publicRows/perPage pages of its page, the first publicRows
+	// rows of its CSV (the answer then says X-Webstats-Row-Cap: 1000).
+	publicRows = 1_000
+	// publicGroupRows bounds the referrers (the largest) the search-engine
+	// and social-network groups are summed from for such a visitor.
+	publicGroupRows = 1_000
+	// allRows asks Stat for every row.
+	allRows = 1 << 30
+)
+
+// groupRowsFor returns how many referrers the groups of v are summed from.
+func groupRowsFor(v *visit) int {
+	if v.owner {
+		return allRows
+	}
+	return publicGroupRows
+}
+
+// exportCSV serves a statistic as CSV: every row (publicRows for a visitor
+// who is not the owner), with the page's range, search and sort.
 func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t table) error {
 	dr, sp, err := p.statRequest(r, v)
 	if err != nil {
@@ -679,11 +716,18 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
 		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: 1, PerPage: csvPage,
 	}
+	if !v.owner {
+		sq.PerPage = publicRows
+	}
 	pg, err := p.e.Unscoped().Stat(r.Context(), sq)
 	if err != nil {
 		return err
 	}
 	h := w.Header()
+	if !v.owner && pg.LastPage > 1 {
+		h.Set("X-Webstats-Row-Cap", strconv.Itoa(publicRows))
+		pg.LastPage = 1 // stop after the first page
+	}
 	h.Set("Content-Type", "text/csv; charset=utf-8")
 	h.Set("Content-Disposition", `attachment; filename="`+csvFilename(v.web.Domain, t.Name, dr)+`"`)
 	h.Del("Content-Security-Policy")
@@ -720,15 +764,28 @@ func csvFilename(domain, name string, dr dateRange) string {
 }
 
 // csvCell protects a value from formula injection in spreadsheets (OWASP
-// "CSV Injection"): a cell starting with = + - @, a tab or a carriage return
-// gets a leading apostrophe, which spreadsheets show as text. encoding/csv
-// quotes the cell where needed.
+// "CSV Injection"): a cell that starts with a tab or a carriage return, or
+// whose first character after any leading white space (Unicode's, U+00A0
+// and U+3000 included) is = + - @ or one of their full-width (＝ ＋ － ＠)
+// or small (﹦ ﹢ ﹣ ﹫) forms, which spreadsheets also take for formulas, gets
+// a leading apostrophe, which spreadsheets show as text. encoding/csv quotes
+// the cell where needed.
 func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s == "" {
+		return s
+	}
+	if s[0] == '\t' || s[0] == '\r' {
+		return "'" + s
+	}
+	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	if r, _ := utf8.DecodeRuneInString(t); strings.ContainsRune(formulaStarts, r) {
 		return "'" + s
 	}
 	return s
 }
+
+// formulaStarts are the characters that make a spreadsheet cell a formula.
+const formulaStarts = "=+-@＝＋－＠﹦﹢﹣﹫"
 
 // realtimeData is the data of realtime.html and, as JSON, of
 // ?format=json.

@@ -19,10 +19,13 @@ const (
 	MaxEventUnitLen = 32
 )
 
-// EventName normalises an event name (SPEC §2.4): every ':' becomes a space,
-// surrounding white space is trimmed, invalid UTF-8 is replaced by U+FFFD and
-// the name is cut at MaxEventNameLen characters. ok is false when nothing is
-// left: the name is required.
+// EventName normalises an event name (SPEC §2.4): every ':' and every
+// control character (C0, DEL, C1: tab, newline, NUL…) becomes a space, the
+// bidirectional formatting characters (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069, which can make a name read backwards in a
+// page or a spreadsheet) are removed, surrounding white space is trimmed,
+// invalid UTF-8 is replaced by U+FFFD and the name is cut at MaxEventNameLen
+// characters. ok is false when nothing is left: the name is required.
 func EventName(s string) (name string, ok bool) {
 	s = eventText(s)
 	if s == "" {
@@ -41,14 +44,33 @@ func EventUnit(s string) string {
 	return s
 }
 
+// eventText does the work of EventName but the cut.
 func eventText(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+	plain := true // printable ASCII without ':', the common case
+	for i := 0; i < len(s) && plain; i++ {
+		plain = 0x20 <= s[i] && s[i] < 0x7f && s[i] != ':'
 	}
-	if strings.IndexByte(s, ':') >= 0 {
-		s = strings.ReplaceAll(s, ":", " ")
+	if plain {
+		return strings.TrimSpace(s)
 	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == ':' || r < 0x20 || 0x7f <= r && r <= 0x9f:
+			return ' '
+		case bidiControl(r):
+			return -1
+		}
+		return r
+	}, s)
 	return strings.TrimSpace(s)
+}
+
+// bidiControl reports whether r is one of Unicode's bidirectional formatting
+// characters (UAX #9): ALM, LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI,
+// PDI.
+func bidiControl(r rune) bool {
+	return r == 0x061C || r == 0x200E || r == 0x200F || 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
 }
 
 // EventValue normalises an event value given as its raw JSON token (SPEC

@@ -26,6 +26,13 @@ func TestEventName(t *testing.T) {
 		{in: "   ", wantOK: false},
 		{in: ":", wantOK: false},
 		{in: " : : ", wantOK: false},
+		// Control characters become spaces; bidi controls are removed.
+		{in: "Sign\x00up", want: "Sign up", wantOK: true},
+		{in: "a\tb\nc\rd\ve\ff\bg\x1fh\x7fi", want: "a b c d e f g h i", wantOK: true},
+		{in: "C1\u0085x\u009b", want: "C1 x", wantOK: true},
+		{in: "\u202Egnp.exe\u202C", want: "gnp.exe", wantOK: true},
+		{in: "a\u200Eb\u200Fc\u061Cd\u2066e\u2067f\u2068g\u2069h\u202Ai\u202Bj\u202Dk", want: "abcdefghijk", wantOK: true},
+		{in: "\x00\x01\u202E", wantOK: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -145,6 +152,9 @@ func TestEventUnit(t *testing.T) {
 		{in: "", want: ""},
 		{in: " EUR ", want: "EUR"},
 		{in: "m:s", want: "m s"},
+		{in: "US\x00D", want: "US D"},
+		{in: "\u202EDSU", want: "DSU"},
+		{in: "\x7f", want: ""},
 		{in: strings.Repeat("u", 32), want: strings.Repeat("u", 32)},
 		{in: strings.Repeat("€", 32), want: strings.Repeat("€", 32)},
 		{in: strings.Repeat("u", 33), want: ""},

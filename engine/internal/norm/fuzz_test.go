@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -207,6 +208,36 @@ func FuzzEventValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEventText checks that event names and units never keep a control
+// character (C0, DEL, C1) or a bidi control, which would reach CSV exports
+// and pages raw.
+func FuzzEventText(f *testing.F) {
+	for _, seed := range []string{"Signup", "Sign\x00up", "a\tb\r\n", "\u202Egnp.exe", "\u0085", "bad\xffutf8", "x\u2066y"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, ok := EventName(s)
+		unit := EventUnit(s)
+		for _, out := range []string{name, unit} {
+			if !utf8.ValidString(out) {
+				t.Fatalf("EventName/EventUnit(%q) = %q: invalid UTF-8", s, out)
+			}
+			for _, r := range out {
+				if unicode.Is(unicode.Cc, r) || strings.ContainsRune(bidiControls, r) {
+					t.Fatalf("EventName/EventUnit(%q) = %q: keeps %U", s, out, r)
+				}
+			}
+		}
+		if ok != (name != "") {
+			t.Fatalf("EventName(%q) = %q, %v", s, name, ok)
+		}
+	})
+}
+
+// bidiControls are Unicode's bidirectional formatting characters (UAX #9):
+// ALM, LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI.
+const bidiControls = "\u061C\u200E\u200F\u202A\u202B\u202C\u202D\u202E\u2066\u2067\u2068\u2069"
 
 // validTextSlow is the obvious definition of validText.
 func validTextSlow(s string) bool {

@@ -86,7 +86,15 @@ func TestServeFlagPrecedence(t *testing.T) {
 				c.Reports, c.Mail = "monthly", Mail{SMTPAddr: "mail:587", SMTPUser: "u", SMTPPass: "p", SMTPFrom: "f@x", PublicURL: "https://s"}
 			},
 		},
+		{
+			name: "connection caps",
+			args: []string{"-max-conns", "5000"},
+			env:  map[string]string{"WEBSTATS_MAX_CONNS": "100", "WEBSTATS_MAX_CONNS_PER_IP": "-1"},
+			want: func(c *Config) { c.MaxConns, c.MaxConnsPerIP = 5000, -1 },
+		},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
+		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},
+		{name: "public url with query", args: []string{"-public-url", "https://stats.example.org/?x"}, wantErr: "-public-url"},
 		{name: "memory budget decimal", args: []string{"-memory-budget", "2GB"}, want: func(c *Config) { c.MemoryBudget = 2e9 }},
 		{name: "memory budget plain", args: []string{"-memory-budget", "1048576"}, want: func(c *Config) { c.MemoryBudget = 1 << 20 }},
 		{name: "bad env value", env: map[string]string{"WEBSTATS_RATE_LIMIT": "lots"}, wantErr: `WEBSTATS_RATE_LIMIT="lots"`},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/httpd/internal/report"
 )
 
@@ -30,8 +31,12 @@ type Config struct {
 	Data       string // -data: data directory
 	RateLimit  int    // -rate-limit: API requests per minute per key; 0 = off
 	TrustProxy bool   // -trust-proxy: client IP from X-Forwarded-For
+
 	SaltPeriod string // -salt-period: day, week or month
 	GeoIP      string // -geoip: path of an .mmdb; "" = embedded countries
+
+	MaxConns      int // -max-conns: open connections; 0 = from the file limit, < 0 = no cap
+	MaxConnsPerIP int // -max-conns-per-ip: open connections per client address; 0 = 1,000, < 0 = no cap
 
 	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
 	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days kept resident; 0 = no cap
@@ -64,7 +69,7 @@ func (m *Mail) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.SMTPUser, "smtp-user", "", "SMTP user (AUTH PLAIN, only over TLS or to loopback)")
 	fs.StringVar(&m.SMTPPass, "smtp-pass", "", "SMTP password")
 	fs.StringVar(&m.SMTPFrom, "smtp-from", "", "From address of the reports (default: -smtp-user, or webstats@<public host>)")
-	fs.StringVar(&m.PublicURL, "public-url", "", "public base `URL` of this server, for the links in reports (e.g. https://stats.example.org)")
+	fs.StringVar(&m.PublicURL, "public-url", "", "public base `URL` of this server (e.g. https://stats.example.org), for the links in reports and API answers")
 }
 
 // options returns the report options of m for period p.
@@ -84,6 +89,8 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Data, "data", defaultData, "data `directory` (a Pebble store, created if missing)")
 	fs.IntVar(&cfg.RateLimit, "rate-limit", 60, "API requests per minute per API key; 0 turns the limit off")
 	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client IP from X-Forwarded-For (behind a reverse proxy)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "open connections at most; more are refused (closed at once); 0: three quarters of the open-file limit (at least 64, at most 16384); -1: no cap")
+	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (IPv6: per /64) at most; 0: 1000; -1: no cap (with -trust-proxy, private and loopback peers are not capped)")
 	fs.StringVar(&cfg.SaltPeriod, "salt-period", "day", "how long a visitor stays the same visitor: day, week or month")
 	fs.StringVar(&cfg.GeoIP, "geoip", "", "`path` of a MaxMind or DB-IP .mmdb (City or Country); default: embedded countries, no cities")
 	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
@@ -126,6 +133,11 @@ func (cfg *Config) Validate() error {
 	if cfg.Reports != "off" {
 		if _, err := report.ParsePeriod(cfg.Reports); err != nil {
 			return fmt.Errorf("-reports %q: want weekly, monthly or off", cfg.Reports)
+		}
+	}
+	if cfg.Mail.PublicURL != "" {
+		if err := httpd.CheckPublicURL(cfg.Mail.PublicURL); err != nil {
+			return fmt.Errorf("-public-url: %v", err)
 		}
 	}
 	if _, err := cfg.logLevel(); err != nil {

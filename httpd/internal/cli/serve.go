@@ -28,12 +28,15 @@ const adminEmail = "admin@localhost"
 const adminKeyFile = "admin.key"
 
 // The http.Server limits (see the httpd package documentation). ReadTimeout
-// is 60s rather than 30s: a 10 MiB import must get through a slow link.
+// is 60s rather than 30s: a 10 MiB import must get through a slow link (the
+// other bodies have 10 s, httpd.Options.BodyTimeout). An idle keep-alive
+// connection holds a file descriptor and a place under -max-conns: 30 s is
+// enough for a page's next hits and for API clients.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 60 * time.Second
 	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
+	idleTimeout       = 30 * time.Second
 	maxHeaderBytes    = 64 << 10
 )
 
@@ -48,15 +51,17 @@ func (c *cli) serveCmd(fs *flag.FlagSet) func(context.Context) error {
 	}
 }
 
-// newLogger returns the logger cfg asks for, writing to stderr. cfg must be
+// newLogger returns the logger cfg asks for, writing to stderr, with
+// repeated warnings and errors limited (defaultFloodLimits). cfg must be
 // valid.
 func (c *cli) newLogger(cfg *Config) *slog.Logger {
 	level, _ := cfg.logLevel()
 	ho := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(c.stderr, ho)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(c.stderr, ho))
+		h = slog.NewJSONHandler(c.stderr, ho)
 	}
-	return slog.New(slog.NewTextHandler(c.stderr, ho))
+	return slog.New(newFloodHandler(h, defaultFloodLimits))
 }
 
 // run serves webstats as cfg says until ctx is cancelled, then stops
@@ -94,14 +99,18 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	if rateLimit == 0 {
 		rateLimit = -1 // httpd's "off"; its 0 means the default
 	}
+	h := httpd.New(e, &httpd.Options{
+		RateLimit:  rateLimit,
+		TrustProxy: cfg.TrustProxy,
+		Logger:     log.With("component", "http"),
+		// Behind HTTPS (a public URL says so), page cookies are Secure.
+		SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
+		PublicURL:     cfg.Mail.PublicURL,
+		MaxConns:      cfg.MaxConns,
+		MaxConnsPerIP: cfg.MaxConnsPerIP,
+	})
 	srv := &http.Server{
-		Handler: httpd.New(e, &httpd.Options{
-			RateLimit:  rateLimit,
-			TrustProxy: cfg.TrustProxy,
-			Logger:     log.With("component", "http"),
-			// Behind HTTPS (a public URL says so), page cookies are Secure.
-			SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
-		}),
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -110,7 +119,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(h.Listener(ln)) }()
 	log.Info("webstatsd listening", "addr", ln.Addr().String(), "data", cfg.Data)
 
 	var bg sync.WaitGroup
