@@ -13,7 +13,6 @@ import (
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/internal/geo"
-	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/ua"
 )
 
@@ -25,7 +24,10 @@ type refSite struct {
 }
 
 // reference recomputes every statistic from the list of hits by scanning it,
-// the slow and obvious way.
+// the slow and obvious way. It shares only the user-agent parser and the geo
+// database with the engine: URLs, referrers, visits and events are handled
+// by the test's own code (refnorm_test.go), so a bug in the engine's
+// normalisers or visit rule cannot hide in both.
 type reference struct {
 	period engine.SaltPeriod
 	sites  map[uint32]refSite
@@ -93,16 +95,16 @@ func (r *reference) compute() (refStats, map[refDay]map[refVisitor]bool) {
 		}
 		v := refVisitor{s.id, r.periodStart(d), key}
 		if h.Event != nil {
-			name, _ := norm.EventName(h.Event.Name)
-			add(s.id, "event", d, norm.EventRow(name, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit)))
+			row, _ := refEventRow(h.Event.Name, h.Event.Value, h.Event.Unit)
+			add(s.id, "event", d, row)
 			continue
 		}
-		pg, _ := norm.ParsePage(h.URL, norm.PageRules{})
+		page, campaign, _ := refPage(h.URL, refRules{})
 		add(s.id, "pageviews", d, d.String())
 		add(s.id, "pageviews_hours", d, hour)
-		add(s.id, "page", d, pg.Page)
-		refHost := norm.ReferrerHost(h.Referrer)
-		refSite := norm.SiteHost(refHost)
+		add(s.id, "page", d, page)
+		refHost := refReferrerHost(h.Referrer)
+		refSite := refSiteHost(refHost)
 		external := refSite != "" && refSite != s.domain
 		st := visits[v]
 		if st == nil || h.Time.Sub(st.last) > 30*time.Minute || st.last.Sub(h.Time) > 30*time.Minute || (external && refSite != st.host) {
@@ -115,10 +117,10 @@ func (r *reference) compute() (refStats, map[refDay]map[refVisitor]bool) {
 			if external {
 				st.host, ref = refSite, refHost
 			}
-			add(s.id, "landing_page", d, pg.Page)
+			add(s.id, "landing_page", d, page)
 			add(s.id, "referrer", d, ref)
-			if pg.Campaign != "" {
-				add(s.id, "campaign", d, pg.Campaign)
+			if campaign != "" {
+				add(s.id, "campaign", d, campaign)
 			}
 		}
 		if h.Time.After(st.last) {
@@ -140,7 +142,7 @@ func (r *reference) compute() (refStats, map[refDay]map[refVisitor]bool) {
 		ag := parser.Parse(h.UserAgent)
 		l := loc.Lookup(h.IP)
 		for name, val := range map[string]string{"browser": ag.Browser, "os": ag.OS, "device": ag.Device,
-			"resolution": norm.Resolution(h.Resolution), "language": norm.Language(h.Language),
+			"resolution": refResolution(h.Resolution), "language": refLanguage(h.Language),
 			"country": l.Country, "continent": l.Continent, "city": l.City} {
 			add(s.id, name, d, val)
 		}
