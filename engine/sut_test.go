@@ -43,18 +43,18 @@ func (s *sut) open() error {
 }
 
 func (s *sut) createSite(domain, tz string) (uint32, error) {
-	w, err := s.e.CreateWebsite(context.Background(), s.account, engine.WebsiteInput{Domain: &domain, Timezone: &tz})
+	w, err := s.e.Owner(s.account).CreateWebsite(context.Background(), engine.WebsiteInput{Domain: &domain, Timezone: &tz})
 	return w.ID, err
 }
 
 func (s *sut) updateSite(id uint32, set siteSettings) error {
-	_, err := s.e.UpdateWebsite(context.Background(), s.account, id, engine.WebsiteInput{
+	_, err := s.e.Owner(s.account).UpdateWebsite(context.Background(), id, engine.WebsiteInput{
 		Timezone: set.tz, ExcludeParams: set.excludeParams, ExcludeIPs: set.excludeIPs})
 	return err
 }
 
 func (s *sut) deleteSite(id uint32) error {
-	return s.e.DeleteWebsite(context.Background(), s.account, id)
+	return s.e.Owner(s.account).DeleteWebsite(context.Background(), id)
 }
 
 func (s *sut) track(hits []engine.Hit) ([]engine.DropReason, error) {
@@ -67,9 +67,9 @@ func (s *sut) stat(q modelQuery) (statPage, error) {
 	if q.byValue {
 		sortBy = "value"
 	}
-	p, err := s.e.Stat(context.Background(), engine.StatQuery{
-		Website: q.site, Account: s.account, Name: q.name, From: engineDate(q.from), To: engineDate(q.to),
-		Search: q.search, SortBy: sortBy, Desc: q.desc, Page: q.page, PerPage: q.perPage})
+	p, err := s.e.Owner(s.account).Stat(context.Background(), engine.StatQuery{
+		Website: q.site, Name: q.name, From: engineDate(q.from), To: engineDate(q.to),
+		Search: q.search, SortBy: sortBy, Asc: !q.desc, Page: q.page, PerPage: q.perPage})
 	return statPage{Rows: p.Rows, Total: p.Total, Page: p.Page, PerPage: p.PerPage, LastPage: p.LastPage}, err
 }
 
@@ -87,7 +87,7 @@ func (s *sut) rows(site uint32, name string, from, to civil) (map[string]uint64,
 }
 
 func (s *sut) totals(site uint32, from, to civil) (engine.Totals, error) {
-	return s.e.Totals(context.Background(), s.account, site, engineDate(from), engineDate(to))
+	return s.e.Owner(s.account).Totals(context.Background(), site, engineDate(from), engineDate(to))
 }
 
 func (s *sut) snapshot() error { return s.e.Snapshot(context.Background()) }
