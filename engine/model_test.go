@@ -214,7 +214,8 @@ func (m *model) trackOne(now time.Time, h *engine.Hit) engine.DropReason {
 		return engine.DropExcludedIP
 	}
 	ag := m.agent(h.UserAgent)
-	if (ag.Bot && (h.Live || h.UserAgent != "")) || (h.Live && strings.TrimSpace(h.Language) == "") {
+	// SPEC §2.4: a missing Accept-Language alone is no bot.
+	if ag.Bot && (h.Live || h.UserAgent != "") {
 		return engine.DropBot // every website of these tests excludes bots
 	}
 	page, campaign, ok := refPage(h.URL, s.rules)
@@ -284,7 +285,26 @@ func (m *model) applyRetention(now time.Time) {
 				}
 			}
 		}
+		// The visitor state of a salt period that ended before the cut
+		// goes with its days (README: retention): a later hit of that
+		// period is a new visitor with a new visit.
+		for k := range m.visits {
+			if k.site == s.id && (k.period.periodStart(m.period) == k.period) && periodLast(k.period, m.period) < cut {
+				delete(m.visits, k)
+			}
+		}
 	}
+}
+
+// periodLast is the last day of the salt period starting on first.
+func periodLast(first civil, period string) civil {
+	switch period {
+	case "week":
+		return first + 6
+	case "month":
+		return (first + 31).periodStart("month") - 1
+	}
+	return first
 }
 
 // modelStats are every statistic's rows of one website over a range, and its
