@@ -20,6 +20,10 @@ var (
 	ErrLocked = snapshot.ErrLocked
 	// ErrVersion: the data directory was written by a newer version.
 	ErrVersion = snapshot.ErrVersion
+	// ErrDiskFull: the data directory's disk has less free space than the
+	// store keeps in reserve; nothing was written (Track counted nothing).
+	// Writes succeed again once space is freed.
+	ErrDiskFull = snapshot.ErrDiskFull
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

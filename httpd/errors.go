@@ -27,6 +27,7 @@ var (
 	errTooManyAttempts = &httpError{http.StatusTooManyRequests, "Too Many Attempts."}
 	errBadJSON         = &httpError{http.StatusBadRequest, "The request body must be a JSON object."}
 	errUnavailable     = &httpError{http.StatusServiceUnavailable, "Service Unavailable."}
+	errDiskFull        = &httpError{http.StatusServiceUnavailable, "Service Unavailable: the server's disk is full."}
 )
 
 // fieldErrors is a 422 answer built here (not by the engine): messages by
@@ -113,6 +114,9 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errUnauthenticated.code, errUnauthenticated.msg, false
 	case errors.As(err, &jerr):
 		return errBadJSON.code, errBadJSON.msg, false
+	case errors.Is(err, engine.ErrDiskFull):
+		// Not stored: a 503, never a false 202; the client may retry.
+		return errDiskFull.code, errDiskFull.msg, false
 	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
 	}
@@ -123,8 +127,11 @@ func errorStatus(err error) (code int, message any, internal bool) {
 // request id.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, internal := errorStatus(err)
-	if errors.Is(err, engine.ErrBusy) {
+	switch {
+	case errors.Is(err, engine.ErrBusy):
 		w.Header().Set("Retry-After", "2") // too many password hashes at once
+	case errors.Is(err, engine.ErrDiskFull):
+		w.Header().Set("Retry-After", "30")
 	}
 	if internal {
 		if st := stateOf(r.Context()); st != nil && st.log != nil {

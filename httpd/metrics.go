@@ -110,7 +110,7 @@ func (m *metrics) observe(method, route string, code int, d time.Duration) {
 type engineCollector struct {
 	e                                          *engine.Engine
 	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
-	evicted, websites                          *prometheus.Desc
+	evicted, websites, state, overflow         *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
@@ -123,12 +123,14 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		snaps:    prometheus.NewDesc("webstats_snapshots_total", "Snapshots written since the engine opened.", nil, nil),
 		evicted:  prometheus.NewDesc("webstats_evicted_days_total", "Day buckets evicted from memory since the engine opened.", nil, nil),
 		websites: prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
+		state:    prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
+		overflow: prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites} {
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow} {
 		ch <- d
 	}
 }
@@ -145,4 +147,6 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(m.Snapshots))
 	ch <- prometheus.MustNewConstMetric(c.evicted, prometheus.CounterValue, float64(m.Evicted))
 	ch <- prometheus.MustNewConstMetric(c.websites, prometheus.GaugeValue, float64(m.Websites))
+	ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(m.StateBytes))
+	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(m.Overflow))
 }

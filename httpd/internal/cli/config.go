@@ -41,6 +41,7 @@ type Config struct {
 	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
 	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days kept resident; 0 = no cap
 	Retention     int           // -retention: days kept; 0 = all
+	MaxValues     int           // -max-values: distinct values per dimension and day; further ones count as "(other)"
 
 	BackupEvery time.Duration // -backup-every: 0 = no periodic backups
 	BackupDir   string        // -backup-dir: where periodic backups go
@@ -96,6 +97,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
 	fs.IntVar(&cfg.Retention, "retention", 0, "keep this many `days` of statistics; 0 keeps everything")
+	fs.IntVar(&cfg.MaxValues, "max-values", engine.DefaultMaxValues, "distinct values a website keeps per dimension and day (pages, referrers, ...); further new values count as \"(other)\"; -1: no limit")
 	fs.DurationVar(&cfg.BackupEvery, "backup-every", 0, "write a backup into a timestamped subdirectory of -backup-dir this often; 0 = never")
 	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "`directory` of the periodic backups")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests in flight finish")

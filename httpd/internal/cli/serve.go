@@ -82,6 +82,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		SnapshotEvery: snapEvery,
 		MemoryBudget:  int64(cfg.MemoryBudget),
 		Retention:     cfg.Retention,
+		MaxValues:     cfg.MaxValues,
 		Logger:        log.With("component", "engine"),
 	})
 	if err != nil {
