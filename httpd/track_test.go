@@ -240,10 +240,14 @@ func TestTrackEvent(t *testing.T) {
 			want: map[string][]engine.Row{},
 		},
 		{
-			name: "drop/bot without Accept-Language",
+			// SPEC §2.4: server-side integrations rarely forward it.
+			name: "counted without Accept-Language",
 			req:  trackRequest("text/plain", `{"page":"https://example.com/"}`, map[string]string{"Accept-Language": ""}),
-			code: 202, dropped: "bot", body: "ok",
-			want: map[string][]engine.Row{},
+			code: 202, body: "ok",
+			want: map[string][]engine.Row{
+				"landing_page": {{Value: "/", Count: 1}}, "language": {{Count: 1}}, "page": {{Value: "/", Count: 1}},
+				"pageviews": {{Value: "2026-11-21", Count: 1}}, "referrer": {{Count: 1}}, "resolution": {{Count: 1}},
+			},
 		},
 		{
 			name: "drop/bot headless Sec-CH-UA",

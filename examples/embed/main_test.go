@@ -37,7 +37,7 @@ func TestEmbed(t *testing.T) {
 		{body: `{"url":"https://example.com/?utm_campaign=launch"}`, ua: firefox, lang: "fr"},
 		{body: `{"url":"https://example.com/pricing"}`, ua: firefox, lang: "fr"},
 		{body: `{"url":"https://example.com/docs"}`, ua: firefox, lang: "fr"},
-		{body: `{"url":"https://example.com/"}`, ua: firefox, lang: "", wantDropped: "bot"}, // no Accept-Language
+		{body: `{"url":"https://example.com/"}`, ua: firefox, lang: "", wantDropped: ""}, // no Accept-Language is no bot (SPEC §2.4)
 		{body: `{"url":"https://example.com/"}`, ua: "Mozilla/5.0 (compatible; bingbot/2.0)", lang: "en", wantDropped: "bot"},
 		{body: `{"url":"https://other.example/"}`, ua: firefox, lang: "en", wantDropped: "unknown-site"},
 	}
@@ -72,7 +72,7 @@ func TestEmbed(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 		t.Fatal(err)
 	}
-	want := []engine.Row{{Value: "/", Count: 2}, {Value: "/pricing", Count: 2}, {Value: "/?utm_campaign=launch", Count: 1}, {Value: "/docs", Count: 1}}
+	want := []engine.Row{{Value: "/", Count: 3}, {Value: "/pricing", Count: 2}, {Value: "/?utm_campaign=launch", Count: 1}, {Value: "/docs", Count: 1}}
 	if diff := cmp.Diff(want, got.Pages); diff != "" {
 		t.Errorf("top pages mismatch (-want +got):\n%s", diff)
 	}
