@@ -52,9 +52,11 @@ Each Hit goes through, in order:
     host than the website and the visit's own, starts a visit;
  5. the day bucket of the hit's local day in the website's time zone.
 
-Steps 1 and 2 need no lock. Steps 3–5 run under the lock of the website's
-shard, and the enriched hit is what the log keeps, so replaying it reproduces
-visitor numbers and visits exactly.
+Steps 1 and 2 need no lock. The enriched hits of a website are then logged
+as one batch, and steps 3–5 run, under the lock of the website's shard, only
+once that batch is durable: the statistics never hold a hit the log does
+not, so an error means nothing of that website was counted, and replaying
+the log reproduces visitor numbers and visits exactly.
 
 # Queries
 
@@ -66,10 +68,13 @@ holding the shard lock, so a long query never holds up tracking.
 
 # Memory
 
-Days before today are compacted. With Options.MemoryBudget, the least
-recently used closed days are evicted and read back from the store on
-demand. The visitor state of a salt period is kept while it is current or
-the previous one, or still being written to (imports of old days).
+Days before today are compacted. Each day keeps at most Options.MaxValues
+distinct values per dimension (more count as "(other)") and its own
+strings, freed with it. With Options.MemoryBudget, the least recently used
+closed days and past visitor state are evicted and read back from the store
+on demand. The visitor state of a past salt period leaves memory once idle
+and is read back when an import writes into the period, so numbers never
+depend on when snapshots or evictions happened.
 
 # Ownership
 

@@ -73,9 +73,11 @@ type Options struct {
 	// a negative value turns the background loop off (snapshots are then taken
 	// only by Snapshot and Close).
 	SnapshotEvery time.Duration
-	// MemoryBudget caps the bytes of resident day buckets of closed days;
-	// older days are evicted (least recently used first) and read back from
-	// the store on demand. Default 0: no cap.
+	// MemoryBudget caps the bytes of resident day buckets of closed days
+	// and of resident visitor state of past salt periods: the least
+	// recently used are evicted (they are in the store) and read back on
+	// demand. Today's days and the current period's state are not evicted.
+	// Default 0: no cap.
 	MemoryBudget int64
 	// MaxValues bounds the distinct values a day keeps per dimension (pages,
 	// referrers, ...): further new values count as "(other)" (SPEC §13),

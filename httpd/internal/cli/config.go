@@ -39,7 +39,7 @@ type Config struct {
 	MaxConnsPerIP int // -max-conns-per-ip: open connections per client address; 0 = 1,000, < 0 = no cap
 
 	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
-	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days kept resident; 0 = no cap
+	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days and visitor state kept resident; 0 = no cap
 	Retention     int           // -retention: days kept; 0 = all
 	MaxValues     int           // -max-values: distinct values per dimension and day; further ones count as "(other)"
 
@@ -95,7 +95,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.SaltPeriod, "salt-period", "day", "how long a visitor stays the same visitor: day, week or month")
 	fs.StringVar(&cfg.GeoIP, "geoip", "", "`path` of a MaxMind or DB-IP .mmdb (City or Country); default: embedded countries, no cities")
 	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
-	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
+	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days and visitor state kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
 	fs.IntVar(&cfg.Retention, "retention", 0, "keep this many `days` of statistics; 0 keeps everything")
 	fs.IntVar(&cfg.MaxValues, "max-values", engine.DefaultMaxValues, "distinct values a website keeps per dimension and day (pages, referrers, ...); further new values count as \"(other)\"; -1: no limit")
 	fs.DurationVar(&cfg.BackupEvery, "backup-every", 0, "write a backup into a timestamped subdirectory of -backup-dir this often; 0 = never")
