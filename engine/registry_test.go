@@ -107,7 +107,6 @@ var (
 	controlPassword = []engine.FieldError{{Field: "password", Msg: "The password must not contain control characters."}}
 )
 
-
 func newSiteFor(t *testing.T, e *engine.Engine, account uint32, domain, privacy, password string) engine.Website {
 	t.Helper()
 	in := engine.WebsiteInput{Domain: &domain, Privacy: &privacy}
