@@ -26,7 +26,7 @@ import (
 var detSeeds = flag.Int("determinism.seeds", 50, "TestDeterminism: number of seeds")
 
 func TestDeterminism(t *testing.T) {
-	for seed := range uint64(*detSeeds) {
+	for seed := range seedCount(*detSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			st := detStream(seed)

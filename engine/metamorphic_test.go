@@ -33,7 +33,7 @@ import (
 // and add -metamorphic.minimize to shrink its operations to a short failing
 // sequence. Long local runs: -metamorphic.seeds 5000 -metamorphic.ops 3000.
 func TestMetamorphic(t *testing.T) {
-	for seed := range uint64(*metaSeeds) {
+	for seed := range seedCount(*metaSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			cfg, ops := generate(seed, *metaOps)
@@ -317,6 +317,15 @@ func (g *generator) update() opUpdate {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// seedCount is n, or a tenth of it (at least 10) under the race detector in
+// short mode (CI runs the full count without it too).
+func seedCount(n int) uint64 {
+	if raceEnabled && testing.Short() {
+		return uint64(max(10, n/10))
+	}
+	return uint64(n)
+}
 
 // hit makes a hit for slot. Its URL is the page alone; withHost makes it a
 // full URL.
