@@ -56,6 +56,10 @@ type Engine struct {
 
 	counters counters
 
+	// logFailed holds the error of a failed log sync: every later write
+	// is refused (ErrLogFailed) until the engine is opened again.
+	logFailed atomic.Pointer[error]
+
 	// life guards closed: every operation that touches the store holds it
 	// for reading (enter/exit), and Close takes it for writing, so the store
 	// is never used after it is closed.

@@ -24,6 +24,11 @@ var (
 	// store keeps in reserve; nothing was written (Track counted nothing).
 	// Writes succeed again once space is freed.
 	ErrDiskFull = snapshot.ErrDiskFull
+	// ErrLogFailed: a write of the log failed after it was handed to the
+	// disk (a failed fsync). Whether the hits of that call were stored is
+	// unknown (a restart replays what was); no hit is accepted until the
+	// engine is opened again.
+	ErrLogFailed = errors.New("engine: write-ahead log failed; restart needed")
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

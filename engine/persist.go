@@ -292,7 +292,9 @@ func (e *Engine) snapshot() error {
 			} else {
 				data, err := ent.day.MarshalBinary()
 				if err != nil {
+					ent.dirty = true
 					sh.mu.Unlock()
+					e.unsaved(sites, pend, chunks, sn)
 					return fmt.Errorf("engine: encode day: %w", err)
 				}
 				p.data = data
@@ -321,6 +323,7 @@ func (e *Engine) snapshot() error {
 		if p.day != nil {
 			data, err := p.day.MarshalBinary()
 			if err != nil {
+				e.unsaved(sites, pend, chunks, sn)
 				return fmt.Errorf("engine: encode day: %w", err)
 			}
 			p.data = data
@@ -341,7 +344,7 @@ func (e *Engine) snapshot() error {
 		}
 	}
 	if err := e.store.WriteSnapshot(sn); err != nil {
-		e.unsaved(sites, pend, chunks)
+		e.unsaved(sites, pend, chunks, sn)
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
 	for _, pc := range chunks {
@@ -371,8 +374,23 @@ func (e *Engine) snapshot() error {
 	return nil
 }
 
-// unsaved marks what a failed snapshot collected as changed again.
-func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunks) {
+// unsaved marks what a failed snapshot collected as changed again, and
+// keeps the visitor state it was to delete for the next one.
+func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunks, sn *snapshot.Snapshot) {
+	for _, ref := range sn.DropPeriods {
+		e.regMu.RLock()
+		s := e.sites[ref.Website]
+		e.regMu.RUnlock()
+		if s == nil {
+			continue
+		}
+		sh := e.shardOf(ref.Website)
+		sh.mu.Lock()
+		if !s.state.deleted {
+			s.state.dropped = append(s.state.dropped, ref)
+		}
+		sh.mu.Unlock()
+	}
 	for _, p := range pend {
 		sh := e.shardOf(p.st.id)
 		sh.mu.Lock()
@@ -422,7 +440,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	for date := range st.dates {
 		if date < cut {
 			delete(st.dates, date)
-			st.invalidateMonthLocked(date)
+			e.invalidateMonthLocked(st, date)
 			dropped = true
 		}
 	}
@@ -432,6 +450,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 				e.counters.resident.Add(-int64(ent.size))
 			}
 			delete(st.days, date)
+			st.evictGen++
 		}
 	}
 	// Visitor state of periods that ended before the cut.
@@ -445,6 +464,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		if periodEnd(first, e.opts.SaltPeriod) < cut && p.pins == 0 {
 			e.counters.state.Add(-int64(p.size))
 			delete(st.periods, first)
+			st.evictGen++
 			if !p.isStored {
 				sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
 			}
@@ -491,9 +511,16 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	}
 }
 
+// The kinds of eviction candidates.
+const (
+	candDay = iota
+	candState
+	candMonth
+)
+
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
 func (e *Engine) maybeEvict() {
-	if e.opts.MemoryBudget > 0 && e.snapMu.TryLock() {
+	if b := e.opts.MemoryBudget; b > 0 && e.counters.resident.Load()+e.counters.state.Load() > b && e.snapMu.TryLock() {
 		e.evictLocked(e.now())
 		e.snapMu.Unlock()
 	}
@@ -509,10 +536,10 @@ func (e *Engine) maybeEvict() {
 func (e *Engine) evictLocked(now time.Time) {
 	budget := e.opts.MemoryBudget
 	type cand struct {
-		s     *site
-		date  buckets.Date
-		state bool // the visitor state of period date, else a day
-		used  int64
+		s    *site
+		date buckets.Date
+		kind int // candDay, candState (period date) or candMonth (first day)
+		used int64
 	}
 	var cands []cand
 	e.regMu.RLock()
@@ -536,17 +563,21 @@ func (e *Engine) evictLocked(now time.Time) {
 			if first < prev && p.idle >= 2 {
 				e.counters.state.Add(-int64(p.size))
 				delete(st.periods, first)
+				st.evictGen++
 				continue
 			}
 			if over() {
-				cands = append(cands, cand{s, first, true, p.used})
+				cands = append(cands, cand{s, first, candState, p.used})
 			}
 		}
 		if over() {
 			for date, ent := range st.days {
 				if ent.frozen && !ent.dirty && ent.pins == 0 {
-					cands = append(cands, cand{s, date, false, ent.used})
+					cands = append(cands, cand{s, date, candDay, ent.used})
 				}
+			}
+			for first, m := range st.months {
+				cands = append(cands, cand{s, first, candMonth, m.used})
 			}
 		}
 		sh.mu.Unlock()
@@ -554,24 +585,37 @@ func (e *Engine) evictLocked(now time.Time) {
 	if !over() {
 		return
 	}
+	// Evict down to 90% of the budget, so that queries just over it do
+	// not each pay for a pass.
+	low := budget - budget/10
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	for _, c := range cands {
-		if !over() {
+		if e.counters.resident.Load()+e.counters.state.Load() <= low {
 			return
 		}
 		sh := e.shardOf(c.s.state.id)
 		sh.mu.Lock()
 		st := c.s.state
-		if c.state {
+		switch c.kind {
+		case candMonth:
+			if m, ok := st.months[c.date]; ok {
+				delete(st.months, c.date)
+				e.counters.resident.Add(-int64(m.size))
+			}
+		case candState:
 			if p, ok := st.periods[c.date]; ok && p.nDirty == 0 && p.pins == 0 && p.isStored {
 				delete(st.periods, c.date)
+				st.evictGen++
 				e.counters.state.Add(-int64(p.size))
 				e.counters.evicted.Add(1)
 			}
-		} else if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
-			delete(st.days, c.date)
-			e.counters.resident.Add(-int64(ent.size))
-			e.counters.evicted.Add(1)
+		default:
+			if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
+				delete(st.days, c.date)
+				st.evictGen++
+				e.counters.resident.Add(-int64(ent.size))
+				e.counters.evicted.Add(1)
+			}
 		}
 		sh.mu.Unlock()
 	}

@@ -327,60 +327,78 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 // the days it read: eviction may drop them from the resident days before the
 // caller uses them.
 func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]*buckets.Day, error) {
-	sh.mu.Lock()
 	st := s.state
-	var missing []buckets.Date
-	if int(to-from)+1 > len(st.dates) {
-		for date := range st.dates {
-			if date >= from && date <= to {
-				if _, ok := st.days[date]; !ok {
-					missing = append(missing, date)
+	for round := 0; ; round++ {
+		sh.mu.Lock()
+		var missing []buckets.Date
+		if int(to-from)+1 > len(st.dates) {
+			for date := range st.dates {
+				if date >= from && date <= to {
+					if _, ok := st.days[date]; !ok {
+						missing = append(missing, date)
+					}
+				}
+			}
+		} else {
+			for date := from; date <= to; date++ {
+				if _, ok := st.dates[date]; ok {
+					if _, ok := st.days[date]; !ok {
+						missing = append(missing, date)
+					}
 				}
 			}
 		}
-	} else {
-		for date := from; date <= to; date++ {
-			if _, ok := st.dates[date]; ok {
-				if _, ok := st.days[date]; !ok {
-					missing = append(missing, date)
-				}
+		gen := st.evictGen
+		sh.mu.Unlock()
+		if len(missing) == 0 {
+			return nil, nil
+		}
+		slices.Sort(missing)
+		loaded := make(map[buckets.Date]*buckets.Day, len(missing))
+		err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
+			if _, ok := slices.BinarySearch(missing, buckets.Date(date)); !ok {
+				return nil // resident: not needed
+			}
+			d := buckets.NewDay(0)
+			if err := d.UnmarshalBinary(data); err != nil {
+				return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
+			}
+			loaded[buckets.Date(date)] = d
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sh.mu.Lock()
+		if st.evictGen != gen && round < 8 {
+			// A day left memory meanwhile (written first): what was read
+			// may be older than it. Read again.
+			sh.mu.Unlock()
+			continue
+		}
+		for _, date := range missing {
+			_, listed := st.dates[date]
+			_, resident := st.days[date]
+			if _, ok := loaded[date]; !ok && listed && !resident && !st.deleted {
+				sh.mu.Unlock()
+				return nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
 			}
 		}
-	}
-	sh.mu.Unlock()
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	slices.Sort(missing)
-	loaded := make(map[buckets.Date]*buckets.Day, len(missing))
-	err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
-		d := buckets.NewDay(0)
-		if err := d.UnmarshalBinary(data); err != nil {
-			return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
-		}
-		loaded[buckets.Date(date)] = d
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, date := range missing {
-		if _, ok := loaded[date]; !ok {
-			return nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
-		}
-	}
-	sh.mu.Lock()
-	for date, d := range loaded {
-		if _, ok := st.days[date]; !ok && !st.deleted {
-			if _, ok := st.dates[date]; ok {
+		for date, d := range loaded {
+			_, resident := st.days[date]
+			_, listed := st.dates[date]
+			switch {
+			case resident || !listed || st.deleted:
+				delete(loaded, date) // resident already (perhaps changed), or gone
+			case st.evictGen == gen:
 				e.residentLocked(st, date, d)
-				continue
 			}
+			// Else (still evicting after many rounds) the copy serves this
+			// query only.
 		}
-		delete(loaded, date) // resident already (perhaps changed), or gone
+		sh.mu.Unlock()
+		return loaded, nil
 	}
-	sh.mu.Unlock()
-	return loaded, nil
 }
 
 // Totals are a website's totals over a range.

@@ -519,6 +519,13 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 		e.regMu.Unlock()
 		return ErrNotFound
 	}
+	// The record goes first: if the store refuses (a full disk), nothing
+	// changed, in memory or on disk. Once it is gone, Open ignores the
+	// website's other keys, removed below.
+	if err := e.store.Delete(snapshot.KindWebsite, uint64(id)); err != nil {
+		e.regMu.Unlock()
+		return fmt.Errorf("engine: delete website %d: %w", id, err)
+	}
 	delete(e.sites, id)
 	delete(e.domains, s.web.Domain)
 	e.regMu.Unlock()
@@ -530,9 +537,6 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 	sh.mu.Unlock()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
-	if err := e.store.Delete(snapshot.KindWebsite, uint64(id)); err != nil {
-		return fmt.Errorf("engine: delete website %d: %w", id, err)
-	}
 	if err := e.store.DeleteWebsite(id); err != nil {
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}

@@ -18,11 +18,20 @@ func monthOf(date buckets.Date) (first, last buckets.Date) {
 	return first, buckets.DateOf(y, m+1, 1) - 1
 }
 
+// monthEntry is a cached rollup of a closed month, counted in the
+// resident bytes and evicted like a frozen day.
+type monthEntry struct {
+	day  *buckets.Day
+	size int
+	used int64 // LRU clock
+}
+
 // invalidateMonthLocked drops the rollup of date's month. The shard lock
 // must be held.
-func (st *siteState) invalidateMonthLocked(date buckets.Date) {
+func (e *Engine) invalidateMonthLocked(st *siteState, date buckets.Date) {
 	first, _ := monthOf(date)
-	if _, ok := st.months[first]; ok {
+	if m, ok := st.months[first]; ok {
+		e.counters.resident.Add(-int64(m.size))
 		delete(st.months, first)
 	}
 	st.rollGen++
@@ -62,11 +71,12 @@ func segments(from, to, today buckets.Date) []segment {
 func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.Date) (*buckets.Day, error) {
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
-	r, ok := s.state.months[first]
-	sh.mu.Unlock()
-	if ok {
-		return r, nil
+	if m, ok := s.state.months[first]; ok {
+		m.used = e.counters.tick.Add(1)
+		sh.mu.Unlock()
+		return m.day, nil
 	}
+	sh.mu.Unlock()
 	loaded, err := e.loadRange(s, sh, first, last)
 	if err != nil {
 		return nil, err
@@ -92,10 +102,17 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 	}
 	gen := st.rollGen
 	sh.mu.Unlock()
-	r = buckets.Rollup(days...)
+	if len(days) == 0 {
+		return nil, nil // no data: nothing to sum, nothing to cache
+	}
+	r := buckets.Rollup(days...)
 	sh.mu.Lock()
 	if st.rollGen == gen && !st.deleted {
-		st.months[first] = r
+		if _, ok := st.months[first]; !ok {
+			m := &monthEntry{day: r, size: r.SizeBytes(), used: e.counters.tick.Add(1)}
+			st.months[first] = m
+			e.counters.resident.Add(int64(m.size))
+		}
 	}
 	sh.mu.Unlock()
 	return r, nil

@@ -32,13 +32,18 @@ type siteState struct {
 	// next snapshot to delete.
 	dropped []snapshot.PeriodRef
 
+	// evictGen counts the days and visitor state that left memory
+	// (eviction, retention): a store read made with the lock released is
+	// used only if it did not change meanwhile (it may be stale otherwise).
+	evictGen uint64
+
 	// pending holds the hits that are in the log but not yet applied, in
 	// sequence order (see ingest).
 	pending []pendingHit
 
 	// months holds rollups of closed months, by first day (rollup.go);
 	// rollGen counts the changes to frozen days that invalidate them.
-	months  map[buckets.Date]*buckets.Day
+	months  map[buckets.Date]*monthEntry
 	rollGen uint64
 
 	lastSeq  uint64 // last log sequence applied
@@ -75,7 +80,7 @@ func newSiteState(id uint32) *siteState {
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
 		stored:  make(map[buckets.Date]struct{}),
-		months:  make(map[buckets.Date]*buckets.Day),
+		months:  make(map[buckets.Date]*monthEntry),
 	}
 }
 
@@ -95,7 +100,10 @@ func (e *Engine) releaseLocked(st *siteState) {
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
-	st.months = make(map[buckets.Date]*buckets.Day)
+	for _, m := range st.months {
+		e.counters.resident.Add(-int64(m.size))
+	}
+	st.months = make(map[buckets.Date]*monthEntry)
 	st.rt = realtime{}
 }
 
@@ -191,10 +199,10 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 	}
 	if _, ok := st.dates[date]; !ok {
 		st.dates[date] = struct{}{}
-		st.invalidateMonthLocked(date)
+		e.invalidateMonthLocked(st, date)
 	}
 	if ent.frozen {
-		st.invalidateMonthLocked(date)
+		e.invalidateMonthLocked(st, date)
 		e.counters.resident.Add(-int64(ent.size))
 		ent.day = ent.day.Clone()
 		ent.frozen, ent.size = false, 0

@@ -128,7 +128,12 @@ func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int)
 		buf = hits[i].rec.appendBinary(buf)
 		entries[i] = snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]}
 	}
-	pend, err := e.store.AppendAsync(entries...)
+	var pend *snapshot.Pending
+	if p := e.logFailed.Load(); p != nil {
+		err = fmt.Errorf("%w: %w", ErrLogFailed, *p)
+	} else {
+		pend, err = e.store.AppendAsync(entries...)
+	}
 	if err != nil {
 		e.unpinLocked(st, hits)
 		sh.mu.Unlock()
@@ -139,14 +144,31 @@ func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int)
 	sh.mu.Unlock()
 
 	if err := pend.Wait(); err != nil {
-		// Whether the batch is in the log is unknown: its records stay
-		// pending, applied by the next caller whose batch is durable.
-		return false, err
+		// The log could not be synced. Pebble's sync errors are sticky:
+		// no later batch becomes durable, so nothing pending can ever be
+		// applied. Refuse every later write (ErrLogFailed), and drop this
+		// website's pending records: whether they reached the disk is
+		// unknown (a restart replays what did), as after a crash. Records
+		// before this batch may still be durable: their own callers apply
+		// them.
+		e.logFailed.CompareAndSwap(nil, &err)
+		sh.mu.Lock()
+		first := hits[0].seq
+		k := len(st.pending)
+		for k > 0 && st.pending[k-1].seq >= first {
+			k--
+		}
+		e.unpinLocked(st, st.pending[k:])
+		clear(st.pending[k:])
+		st.pending = st.pending[:k]
+		sh.mu.Unlock()
+		return false, fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	sh.mu.Lock()
 	e.drainLocked(st, last, domain)
+	deleted := st.deleted
 	sh.mu.Unlock()
-	return true, nil
+	return !deleted, nil
 }
 
 // pinLocked makes the day and visitor state of every record resident,
@@ -201,6 +223,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		if round == 8 {
 			return nil, fmt.Errorf("engine: website %d: state evicted faster than it is read", st.id)
 		}
+		gen := st.evictGen
 		sh.mu.Unlock()
 		days := make([]*buckets.Day, len(missing))
 		pers := make([]*period, len(missing))
@@ -218,6 +241,14 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		sh.mu.Lock()
 		if err != nil {
 			return nil, err
+		}
+		if st.deleted {
+			return nil, nil
+		}
+		if st.evictGen != gen {
+			// Something left memory meanwhile: it was written first, so
+			// what was read may be older than it. Read again.
+			continue
 		}
 		for j, m := range missing {
 			if m.day {
@@ -257,12 +288,25 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 	return hits, nil
 }
 
-// unpinLocked releases the pins of hits that were not logged.
+// unpinLocked releases the pins of hits that were not logged, and drops
+// the empty day and visitor state pinLocked made for them.
 func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 	for _, h := range hits {
 		h.day.pins--
 		if h.per != nil {
 			h.per.pins--
+		}
+	}
+	for _, h := range hits {
+		r := h.rec
+		if ent, ok := st.days[r.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+			if _, listed := st.dates[r.date]; !listed {
+				delete(st.days, r.date)
+			}
+		}
+		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && len(p.hashes) == 0 {
+			e.counters.state.Add(-int64(p.size))
+			delete(st.periods, r.period)
 		}
 	}
 }
