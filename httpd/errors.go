@@ -117,7 +117,7 @@ func errorStatus(err error) (code int, message any, internal bool) {
 	case errors.Is(err, engine.ErrDiskFull):
 		// Not stored: a 503, never a false 202; the client may retry.
 		return errDiskFull.code, errDiskFull.msg, false
-	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrLogFailed), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
 	}
 	return http.StatusInternalServerError, "Server Error.", true
