@@ -43,9 +43,17 @@ func Path(t testing.TB) string {
 // extra options come after the defaults.
 func New(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
+	// The profile is not a t.TempDir: Chromium's helper processes may still
+	// write to it for a moment after the browser quit, which made
+	// TempDir's cleanup fail ("directory not empty") about once in twenty
+	// runs. It is removed below, once they are gone.
+	profile, err := os.MkdirTemp("", "webstats-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Path(t)),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -61,12 +69,27 @@ func New(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, extra...)...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	t.Cleanup(func() {
+		_ = chromedp.Cancel(ctx) // close the browser and wait for it
 		cancelCtx()
 		cancelAlloc()
 		stop()
+		removeProfile(t, profile)
 	})
-	if err := chromedp.Do(ctx); err != nil { // start the browser
+	if err = chromedp.Do(ctx); err != nil { // start the browser
 		t.Fatalf("start Chromium: %v", err)
 	}
 	return ctx
+}
+
+// removeProfile removes a Chromium profile, retrying for up to two seconds
+// while helper processes that outlived the browser finish writing to it.
+func removeProfile(t testing.TB, dir string) {
+	var err error
+	for range 20 {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("remove Chromium profile %s: %v", dir, err)
 }
