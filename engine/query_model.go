@@ -1622,6 +1622,43 @@ func (r *ResolvedQuery) Echo() QueryEcho {
 	return e
 }
 
+// hostnameDimensions maps the dimensions an event:hostname filter also
+// applies to, to the session hostname it applies as (plausible-api.md §4).
+var hostnameDimensions = map[string]string{
+	"visit:source": "visit:entry_page_hostname", "visit:referrer": "visit:entry_page_hostname",
+	"visit:entry_page": "visit:entry_page_hostname", "visit:utm_medium": "visit:entry_page_hostname",
+	"visit:utm_source": "visit:entry_page_hostname", "visit:utm_campaign": "visit:entry_page_hostname",
+	"visit:utm_content": "visit:entry_page_hostname", "visit:utm_term": "visit:entry_page_hostname",
+	"visit:exit_page": "visit:exit_page_hostname",
+}
+
+// EffectiveFilters returns the filters to evaluate: Filters plus, for each
+// top-level event:hostname filter and each dimension among source,
+// referrer, the UTM fields and the entry page, the same filter on
+// visit:entry_page_hostname (visit:exit_page_hostname for the exit page),
+// so that one host does not show sources that arrived on another. The echo
+// keeps Filters as asked. The slice is the caller's.
+func (r *ResolvedQuery) EffectiveFilters() []Filter {
+	out := cloneFilters(r.Filters)
+	for _, d := range r.Dimensions {
+		target, ok := hostnameDimensions[d]
+		if !ok {
+			continue
+		}
+		for _, f := range r.Filters {
+			if isLeafOp(f.Op) && f.Dimension == "event:hostname" {
+				f.Dimension = target
+				f.Clauses = slices.Clone(f.Clauses)
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// MarshalJSON writes the echo (Echo), not the embedded Query's request form.
+func (r ResolvedQuery) MarshalJSON() ([]byte, error) { return json.Marshal(r.Echo()) }
+
 // ---------------------------------------------------------------------------
 // Elixir's inspect, for the values Plausible's messages quote
 

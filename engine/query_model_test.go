@@ -698,6 +698,9 @@ func TestEcho(t *testing.T) {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 			checkEchoRoundTrip(t, r, site)
+			if whole, _ := json.Marshal(r); string(whole) != string(got) {
+				t.Errorf("json.Marshal(ResolvedQuery) = %s, want the echo", whole)
+			}
 		})
 	}
 }
@@ -739,6 +742,32 @@ func checkEchoRoundTrip(t *testing.T, r ResolvedQuery, site QuerySite) {
 	echo2, _ := json.Marshal(r2.Echo())
 	if string(echo) != string(echo2) {
 		t.Errorf("echo is not stable:\n%s\n%s", echo, echo2)
+	}
+}
+
+// TestEffectiveFilters checks the hostname special case of
+// plausible-api.md §4 (§9.20).
+func TestEffectiveFilters(t *testing.T) {
+	qq, err := ParseQuery([]byte(q(`"dimensions":["visit:utm_campaign","visit:exit_page","visit:device"],"filters":[["is","event:hostname",["one.example.com"]],["not",["is","event:page",["/"]]]]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := qq.Resolve(testQuerySite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := []string{"one.example.com"}
+	want := []Filter{
+		{Op: "is", Dimension: "event:hostname", Clauses: host},
+		{Op: "not", Children: []Filter{{Op: "is", Dimension: "event:page", Clauses: []string{"/"}}}},
+		{Op: "is", Dimension: "visit:entry_page_hostname", Clauses: host},
+		{Op: "is", Dimension: "visit:exit_page_hostname", Clauses: host},
+	}
+	if diff := cmp.Diff(want, r.EffectiveFilters()); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if len(r.Filters) != 2 {
+		t.Errorf("EffectiveFilters changed Filters: %v", r.Filters)
 	}
 }
 
