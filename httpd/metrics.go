@@ -110,7 +110,7 @@ func (m *metrics) observe(method, route string, code int, d time.Duration) {
 type engineCollector struct {
 	e                                          *engine.Engine
 	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
-	evicted, websites                          *prometheus.Desc
+	evicted, websites, overflow                *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
@@ -123,12 +123,13 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		snaps:    prometheus.NewDesc("webstats_snapshots_total", "Snapshots written since the engine opened.", nil, nil),
 		evicted:  prometheus.NewDesc("webstats_evicted_days_total", "Day buckets evicted from memory since the engine opened.", nil, nil),
 		websites: prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
+		overflow: prometheus.NewDesc("webstats_values_overflow_total", "Values counted as (other) since the engine opened: new values of a website's day beyond -max-values per statistic.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites} {
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.overflow} {
 		ch <- d
 	}
 }
@@ -145,4 +146,5 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.snaps, prometheus.CounterValue, float64(m.Snapshots))
 	ch <- prometheus.MustNewConstMetric(c.evicted, prometheus.CounterValue, float64(m.Evicted))
 	ch <- prometheus.MustNewConstMetric(c.websites, prometheus.GaugeValue, float64(m.Websites))
+	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(m.Overflow))
 }

@@ -41,7 +41,7 @@ func parseServe(args []string, env map[string]string) (Config, error) {
 func defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day",
-		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second,
+		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second, MaxValues: 50000,
 		LogLevel: "info", LogFormat: "text", Reports: "weekly",
 	}
 }
@@ -92,6 +92,9 @@ func TestServeFlagPrecedence(t *testing.T) {
 			env:  map[string]string{"WEBSTATS_MAX_CONNS": "100", "WEBSTATS_MAX_CONNS_PER_IP": "-1"},
 			want: func(c *Config) { c.MaxConns, c.MaxConnsPerIP = 5000, -1 },
 		},
+		{name: "max values", args: []string{"-max-values", "1000"}, want: func(c *Config) { c.MaxValues = 1000 }},
+		{name: "max values off", env: map[string]string{"WEBSTATS_MAX_VALUES": "-1"}, want: func(c *Config) { c.MaxValues = -1 }},
+		{name: "max values zero", args: []string{"-max-values", "0"}, wantErr: "-max-values"},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
 		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},
 		{name: "public url with query", args: []string{"-public-url", "https://stats.example.org/?x"}, wantErr: "-public-url"},

@@ -40,6 +40,7 @@ type Config struct {
 
 	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
 	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days kept resident; 0 = no cap
+	MaxValues     int           // -max-values: distinct values per dimension, website and day; -1 = no cap
 	Retention     int           // -retention: days kept; 0 = all
 
 	BackupEvery time.Duration // -backup-every: 0 = no periodic backups
@@ -95,6 +96,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.GeoIP, "geoip", "", "`path` of a MaxMind or DB-IP .mmdb (City or Country); default: embedded countries, no cities")
 	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
+	fs.IntVar(&cfg.MaxValues, "max-values", engine.DefaultMaxValues, "distinct values a website keeps per statistic and day (pages, referrers, ...); further new values count as (other); -1: no cap")
 	fs.IntVar(&cfg.Retention, "retention", 0, "keep this many `days` of statistics; 0 keeps everything")
 	fs.DurationVar(&cfg.BackupEvery, "backup-every", 0, "write a backup into a timestamped subdirectory of -backup-dir this often; 0 = never")
 	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "`directory` of the periodic backups")
@@ -116,6 +118,8 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-rate-limit %d: want 0 (off) or more", cfg.RateLimit)
 	case cfg.SnapshotEvery < 0:
 		return fmt.Errorf("-snapshot-every %v: want 0 (off) or more", cfg.SnapshotEvery)
+	case cfg.MaxValues == 0 || cfg.MaxValues < -1:
+		return fmt.Errorf("-max-values %d: want 1 or more, or -1 (no cap)", cfg.MaxValues)
 	case cfg.Retention < 0:
 		return fmt.Errorf("-retention %d: want 0 (keep) or more days", cfg.Retention)
 	case cfg.BackupEvery < 0:

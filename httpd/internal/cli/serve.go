@@ -81,6 +81,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		GeoIP:         cfg.GeoIP,
 		SnapshotEvery: snapEvery,
 		MemoryBudget:  int64(cfg.MemoryBudget),
+		MaxValues:     cfg.MaxValues,
 		Retention:     cfg.Retention,
 		Logger:        log.With("component", "engine"),
 	})
