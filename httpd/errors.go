@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // httpError is an error answered with a fixed status code and message.
@@ -27,6 +28,14 @@ var (
 	errTooManyAttempts = &httpError{http.StatusTooManyRequests, "Too Many Attempts."}
 	errBadJSON         = &httpError{http.StatusBadRequest, "The request body must be a JSON object."}
 	errUnavailable     = &httpError{http.StatusServiceUnavailable, "Service Unavailable."}
+	errDiskFull        = &httpError{http.StatusServiceUnavailable, "Service Unavailable: the server's disk is full."}
+)
+
+// Retry-After, in seconds, of the 503 answers: a few password hashes finish
+// within seconds; a full disk needs an operator.
+const (
+	busyRetryAfter     = "2"
+	diskFullRetryAfter = "10"
 )
 
 // fieldErrors is a 422 answer built here (not by the engine): messages by
@@ -88,8 +97,9 @@ type errorBody struct {
 }
 
 // errorStatus maps err to the status code and message of its answer. It is
-// the only place errors become status codes. internal reports an
-// unexpected error (a 500), which the caller logs.
+// the only place errors become status codes. internal reports an error the
+// caller logs: an unexpected one (a 500), or a full disk (a 503 the
+// operator must act on).
 func errorStatus(err error) (code int, message any, internal bool) {
 	var (
 		he   *httpError
@@ -115,6 +125,11 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errBadJSON.code, errBadJSON.msg, false
 	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
+	case errors.Is(err, snapshot.ErrDiskFull):
+		// The store refused the write before anything was logged or
+		// counted (SPEC §13). Logged: the operator must free space (the
+		// binary's log handler holds back repeated lines).
+		return errDiskFull.code, errDiskFull.msg, true
 	}
 	return http.StatusInternalServerError, "Server Error.", true
 }
@@ -123,8 +138,11 @@ func errorStatus(err error) (code int, message any, internal bool) {
 // request id.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, internal := errorStatus(err)
-	if errors.Is(err, engine.ErrBusy) {
-		w.Header().Set("Retry-After", "2") // too many password hashes at once
+	switch {
+	case errors.Is(err, engine.ErrBusy):
+		w.Header().Set("Retry-After", busyRetryAfter) // too many password hashes at once
+	case errors.Is(err, snapshot.ErrDiskFull):
+		w.Header().Set("Retry-After", diskFullRetryAfter)
 	}
 	if internal {
 		if st := stateOf(r.Context()); st != nil && st.log != nil {
