@@ -138,12 +138,14 @@ type server struct {
 	done   chan error
 }
 
-// startServer starts bin serve on data and a free port, and waits until it
-// answers /healthz.
-func startServer(t *testing.T, bin, data string) *server {
+// startServer starts bin serve on data and a free port, with the extra
+// flags (which override the defaults here), and waits until it answers
+// /healthz.
+func startServer(t *testing.T, bin, data string, extra ...string) *server {
 	t.Helper()
 	s := &server{stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h")
+	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h"}, extra...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout = s.stdout
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -243,20 +245,56 @@ func (c *client) do(method, path, contentType, body string, want int, v any) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+// syncBuffer collects a process's output, safe for one writer and
+// concurrent readers. It keeps the first headMax and the last tailMax bytes
+// (a flood logs a line per request) and counts the writes that mention a
+// panic.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	head   []byte
+	tail   []byte
+	cut    int64 // bytes dropped between head and tail
+	panics int
 }
+
+const (
+	headMax = 64 << 10
+	tailMax = 256 << 10
+)
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Write(p)
+	if bytes.Contains(p, []byte("panic")) {
+		b.panics++
+	}
+	q := p
+	if n := min(len(q), headMax-len(b.head)); n > 0 {
+		b.head = append(b.head, q[:n]...)
+		q = q[n:]
+	}
+	b.tail = append(b.tail, q...)
+	if over := len(b.tail) - tailMax; over > 0 {
+		b.cut += int64(over)
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+	}
+	return len(p), nil
 }
 
+// String returns what was kept: everything, or the head and the tail with
+// a line saying how much was left out.
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.String()
+	if b.cut == 0 {
+		return string(b.head) + string(b.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", b.head, b.cut, b.tail)
+}
+
+// Panics returns the number of writes that mentioned "panic".
+func (b *syncBuffer) Panics() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.panics
 }
