@@ -24,17 +24,9 @@ import (
 // SIGTERM, start it again on the same data, and find the same statistics.
 func TestEndToEnd(t *testing.T) {
 	// Not skipped under -short: it takes a few seconds (the build reuses
-	// the test's own compiled packages).
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the binary with")
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "webstatsd")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(tmp, "data")
+	// the test's own compiled packages, and the package's tests share it).
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
 
 	// The key is created before the first start: serve then creates no
 	// admin account and prints nothing on stdout.
