@@ -805,7 +805,10 @@ func TestHostileSlowConnections(t *testing.T) {
 	// per connection of its own.
 	limit := raiseFiles(t, 65536)
 	if need := uint64(others*each) + 100; limit < need {
-		t.Fatalf("RLIMIT_NOFILE is %d, an attacking process needs %d", limit, need)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("RLIMIT_NOFILE is %d, an attacking process needs %d", limit, need)
+		}
+		t.Skipf("RLIMIT_NOFILE is %d, an attacking process needs %d", limit, need)
 	}
 	bin := buildBinary(t)
 	srv := startServer(t, bin, filepath.Join(t.TempDir(), "data"), extra...)
