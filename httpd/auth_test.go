@@ -6,14 +6,28 @@ import (
 	"testing"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/snapshot"
 )
 
-// TestBusyAnswer checks that engine.ErrBusy (too many password hashes at
-// once) answers 503 with Retry-After, not 500.
-func TestBusyAnswer(t *testing.T) {
-	w := httptest.NewRecorder()
-	writeError(w, httptest.NewRequest("POST", "/api/v1/websites", nil), fmt.Errorf("create: %w", engine.ErrBusy))
-	if w.Code != 503 || w.Header().Get("Retry-After") == "" {
-		t.Errorf("status %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+// TestUnavailableAnswers checks that the engine's passing failures answer
+// 503 with Retry-After, not 500: engine.ErrBusy (too many password hashes
+// at once) and a full disk (SPEC §13: tracking answers 503 while the log
+// cannot be written).
+func TestUnavailableAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		err   error
+		retry string
+	}{
+		{"busy", fmt.Errorf("create: %w", engine.ErrBusy), "2"},
+		{"disk full", fmt.Errorf("engine: log: %w", snapshot.ErrDiskFull), "10"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeError(w, httptest.NewRequest("POST", "/api/event", nil), tt.err)
+			if w.Code != 503 || w.Header().Get("Retry-After") != tt.retry {
+				t.Errorf("status %d, Retry-After %q; want 503 with Retry-After %s", w.Code, w.Header().Get("Retry-After"), tt.retry)
+			}
+		})
 	}
 }

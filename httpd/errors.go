@@ -30,6 +30,13 @@ var (
 	errDiskFull        = &httpError{http.StatusServiceUnavailable, "Service Unavailable: the server's disk is full."}
 )
 
+// Retry-After, in seconds, of the 503 answers: a few password hashes finish
+// within seconds; a full disk needs an operator.
+const (
+	busyRetryAfter     = "2"
+	diskFullRetryAfter = "10"
+)
+
 // fieldErrors is a 422 answer built here (not by the engine): messages by
 // field, in the order the fields were checked.
 type fieldErrors []engine.FieldError
@@ -89,8 +96,9 @@ type errorBody struct {
 }
 
 // errorStatus maps err to the status code and message of its answer. It is
-// the only place errors become status codes. internal reports an
-// unexpected error (a 500), which the caller logs.
+// the only place errors become status codes. internal reports an error the
+// caller logs: an unexpected one (a 500), or a full disk (a 503 the
+// operator must act on).
 func errorStatus(err error) (code int, message any, internal bool) {
 	var (
 		he   *httpError
@@ -114,11 +122,13 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errUnauthenticated.code, errUnauthenticated.msg, false
 	case errors.As(err, &jerr):
 		return errBadJSON.code, errBadJSON.msg, false
-	case errors.Is(err, engine.ErrDiskFull):
-		// Not stored: a 503, never a false 202; the client may retry.
-		return errDiskFull.code, errDiskFull.msg, false
 	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrLogFailed), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
+	case errors.Is(err, engine.ErrDiskFull):
+		// Not stored: a 503, never a false 202. The store refused the write before anything was logged or
+		// counted (SPEC §13). Logged: the operator must free space (the
+		// binary's log handler holds back repeated lines).
+		return errDiskFull.code, errDiskFull.msg, true
 	}
 	return http.StatusInternalServerError, "Server Error.", true
 }
@@ -129,9 +139,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg, internal := errorStatus(err)
 	switch {
 	case errors.Is(err, engine.ErrBusy):
-		w.Header().Set("Retry-After", "2") // too many password hashes at once
+		w.Header().Set("Retry-After", busyRetryAfter) // too many password hashes at once
 	case errors.Is(err, engine.ErrDiskFull):
-		w.Header().Set("Retry-After", "30")
+		w.Header().Set("Retry-After", diskFullRetryAfter)
 	}
 	if internal {
 		if st := stateOf(r.Context()); st != nil && st.log != nil {

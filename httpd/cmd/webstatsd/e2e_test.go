@@ -24,17 +24,9 @@ import (
 // SIGTERM, start it again on the same data, and find the same statistics.
 func TestEndToEnd(t *testing.T) {
 	// Not skipped under -short: it takes a few seconds (the build reuses
-	// the test's own compiled packages).
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the binary with")
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "webstatsd")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(tmp, "data")
+	// the test's own compiled packages, and the package's tests share it).
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
 
 	// The key is created before the first start: serve then creates no
 	// admin account and prints nothing on stdout.
@@ -138,12 +130,14 @@ type server struct {
 	done   chan error
 }
 
-// startServer starts bin serve on data and a free port, and waits until it
-// answers /healthz.
-func startServer(t *testing.T, bin, data string) *server {
+// startServer starts bin serve on data and a free port, with the extra
+// flags (which override the defaults here), and waits until it answers
+// /healthz.
+func startServer(t *testing.T, bin, data string, extra ...string) *server {
 	t.Helper()
 	s := &server{stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h")
+	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h"}, extra...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout = s.stdout
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -243,20 +237,56 @@ func (c *client) do(method, path, contentType, body string, want int, v any) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+// syncBuffer collects a process's output, safe for one writer and
+// concurrent readers. It keeps the first headMax and the last tailMax bytes
+// (a flood logs a line per request) and counts the writes that mention a
+// panic.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	head   []byte
+	tail   []byte
+	cut    int64 // bytes dropped between head and tail
+	panics int
 }
+
+const (
+	headMax = 64 << 10
+	tailMax = 256 << 10
+)
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Write(p)
+	if bytes.Contains(p, []byte("panic")) {
+		b.panics++
+	}
+	q := p
+	if n := min(len(q), headMax-len(b.head)); n > 0 {
+		b.head = append(b.head, q[:n]...)
+		q = q[n:]
+	}
+	b.tail = append(b.tail, q...)
+	if over := len(b.tail) - tailMax; over > 0 {
+		b.cut += int64(over)
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+	}
+	return len(p), nil
 }
 
+// String returns what was kept: everything, or the head and the tail with
+// a line saying how much was left out.
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.String()
+	if b.cut == 0 {
+		return string(b.head) + string(b.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", b.head, b.cut, b.tail)
+}
+
+// Panics returns the number of writes that mentioned "panic".
+func (b *syncBuffer) Panics() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.panics
 }

@@ -118,6 +118,8 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-rate-limit %d: want 0 (off) or more", cfg.RateLimit)
 	case cfg.SnapshotEvery < 0:
 		return fmt.Errorf("-snapshot-every %v: want 0 (off) or more", cfg.SnapshotEvery)
+	case cfg.MaxValues == 0 || cfg.MaxValues < -1:
+		return fmt.Errorf("-max-values %d: want 1 or more, or -1 (no cap)", cfg.MaxValues)
 	case cfg.Retention < 0:
 		return fmt.Errorf("-retention %d: want 0 (keep) or more days", cfg.Retention)
 	case cfg.BackupEvery < 0:
