@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -200,5 +201,44 @@ func TestUniqueVisitors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSumUnordered: Unordered gives the rows Rows gives (as a set), for one
+// open day (left unsorted) and for several days; Rows after Unordered, and
+// an Add after it, are still right.
+func TestSumUnordered(t *testing.T) {
+	day := func(vals ...string) *Day {
+		d := NewDay(0)
+		for i, v := range vals {
+			d.Add(Page, v, uint64(i+1), 0)
+		}
+		return d
+	}
+	a, b := day("/z", "/a", "/m", "/b"), day("/a", "/q")
+	sorted := func(r []Row) []Row {
+		r = slices.Clone(r)
+		slices.SortFunc(r, func(x, y Row) int { return strings.Compare(x.Value, y.Value) })
+		return r
+	}
+	var s1 Sum
+	s1.Add(Page, a)
+	want1 := []Row{{"/a", 2}, {"/b", 4}, {"/m", 3}, {"/z", 1}}
+	if diff := gocmp.Diff(want1, sorted(s1.Unordered())); diff != "" {
+		t.Errorf("one day: mismatch (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff(want1, s1.Rows()); diff != "" {
+		t.Errorf("Rows after Unordered: mismatch (-want +got):\n%s", diff)
+	}
+	s1.Unordered()
+	s1.Add(Page, b)
+	want2 := []Row{{"/a", 3}, {"/b", 4}, {"/m", 3}, {"/q", 2}, {"/z", 1}}
+	if diff := gocmp.Diff(want2, s1.Rows()); diff != "" {
+		t.Errorf("Add after Unordered: mismatch (-want +got):\n%s", diff)
+	}
+	var s2 Sum
+	s2.Add(Page, a, b)
+	if diff := gocmp.Diff(want2, sorted(s2.Unordered())); diff != "" {
+		t.Errorf("two days: mismatch (-want +got):\n%s", diff)
 	}
 }

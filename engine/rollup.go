@@ -140,5 +140,5 @@ func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to 
 			return nil, err
 		}
 	}
-	return sum.Rows(), nil
+	return sum.Unordered(), nil
 }
