@@ -287,18 +287,15 @@ func (e *Engine) snapshot() error {
 			}
 			ent.dirty = false
 			p := pendingDay{st: st, date: date, ent: ent}
-			if ent.frozen {
-				p.day = ent.day
-			} else {
-				data, err := ent.day.MarshalBinary()
-				if err != nil {
-					ent.dirty = true
-					sh.mu.Unlock()
-					e.unsaved(sites, pend, chunks, sn)
-					return fmt.Errorf("engine: encode day: %w", err)
-				}
-				p.data = data
+			// Encoded after the lock is released: a frozen day never
+			// changes, and an open one is marked shared, so the next
+			// write copies it first (copy on write) instead of every
+			// snapshot encoding today's day under the lock (48–207 ms
+			// with 50,000 values a dimension, stalling tracking).
+			if !ent.frozen {
+				ent.shared = true
 			}
+			p.day = ent.day
 			pend = append(pend, p)
 		}
 		for first, p := range st.periods {
@@ -426,6 +423,9 @@ type retentionCut struct {
 func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) (buckets.Date, bool) {
 	for date, ent := range st.days {
 		if !ent.frozen && date < today {
+			// No encoder reads it now (snapshots are serialised, and
+			// this one encodes after maintenance).
+			ent.shared = false
 			ent.day.Compact()
 			ent.frozen, ent.size = true, ent.day.SizeBytes()
 			ent.used = e.counters.tick.Add(1)

@@ -58,7 +58,10 @@ type dayEntry struct {
 	// frozen days are never modified: queries read them without the lock,
 	// and a write replaces day with a modified clone (copy on write).
 	frozen bool
-	dirty  bool  // changed since the last snapshot
+	dirty  bool // changed since the last snapshot
+	// shared marks an open day a snapshot encodes without the lock: it is
+	// not modified in place; the next write replaces it with a clone.
+	shared bool
 	size   int   // SizeBytes when frozen
 	used   int64 // LRU clock of the last use
 	pins   int   // logged hits waiting to be applied to this day
@@ -206,6 +209,9 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		e.counters.resident.Add(-int64(ent.size))
 		ent.day = ent.day.Clone()
 		ent.frozen, ent.size = false, 0
+	} else if ent.shared {
+		ent.day = ent.day.Clone() // a snapshot may be encoding it
+		ent.shared = false
 	}
 	return ent
 }
