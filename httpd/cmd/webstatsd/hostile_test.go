@@ -535,8 +535,36 @@ func TestHostilePasswordGuesses(t *testing.T) {
 	if resp := unlock("pw2.example", "198.51.100.8"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("right password from a fresh client on pw2.example: status %d, want 303", resp.StatusCode)
 	}
-	if resp := unlock("pw2.example", "198.51.100.7"); resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("right password from the limited address on pw2.example: status %d, want 429", resp.StatusCode)
+	// The limited address, even with the right password, is refused until
+	// its Retry-After has passed. (Guesses that met a busy hasher, 503,
+	// gave their tokens back, so first spend wrong guesses until a 429.)
+	lim := newPageClient("198.51.100.7", tr)
+	var retryAfter time.Duration
+	var limitedAt time.Time
+	for range 30 {
+		tok, err := lim.passwordToken(base, "pw2.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := lim.guess(base, "pw2.example", tok, "one more wrong guess")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			limitedAt = time.Now()
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			retryAfter = time.Duration(secs) * time.Second
+			break
+		}
+	}
+	if limitedAt.IsZero() {
+		t.Fatal("the limited address on pw2.example never got 429 in 30 wrong guesses")
+	}
+	resp := unlock("pw2.example", "198.51.100.7")
+	if resp.StatusCode != http.StatusTooManyRequests && time.Since(limitedAt) < retryAfter {
+		t.Errorf("right password from the limited address on pw2.example %v after a 429 with Retry-After %v: status %d, want 429",
+			time.Since(limitedAt).Round(time.Millisecond), retryAfter, resp.StatusCode)
 	}
 	// The website whose own limit was hit: the guesses that met a busy
 	// hasher (503) gave their tokens back; spend them from fresh addresses
@@ -550,19 +578,50 @@ func TestHostilePasswordGuesses(t *testing.T) {
 		t.Fatalf("pw1.example: the per-website limit never refused every guess")
 	}
 	// Now the form is closed to everyone, the right password included, until
-	// a token is back (Retry-After); then the right password works.
-	resp := unlock("pw1.example", "192.0.2.1")
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("right password from a fresh client on pw1.example while its limit is exhausted: status %d, want 429", resp.StatusCode)
+	// a token is back (Retry-After); then the right password works. A token
+	// may come back while the flood ends (one every 2 s), so first spend
+	// single wrong guesses from fresh addresses until one is refused.
+	limitedAt = time.Time{}
+	for i := range 30 {
+		c := newPageClient(fmt.Sprintf("192.0.2.%d", 220+i), tr)
+		tok, err := c.passwordToken(base, "pw1.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.guess(base, "pw1.example", tok, "a last wrong guess")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode == http.StatusTooManyRequests {
+			limitedAt = time.Now()
+			secs, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+			retryAfter = time.Duration(secs) * time.Second
+			break
+		}
 	}
-	wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if err != nil || wait < 1 || wait > 5 {
-		t.Fatalf("right password on pw1.example: 429 with Retry-After %q, want 1 to 5 s", resp.Header.Get("Retry-After"))
+	if limitedAt.IsZero() {
+		t.Fatal("pw1.example: no wrong guess refused after the floods")
 	}
-	t.Logf("right password on pw1.example while its limit is exhausted: 429, Retry-After %d", wait)
-	time.Sleep(time.Duration(wait) * time.Second)
-	if resp = unlock("pw1.example", "192.0.2.1"); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("right password on pw1.example after Retry-After: status %d, want 303", resp.StatusCode)
+	resp = unlock("pw1.example", "192.0.2.1")
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || wait < 1 || wait > 5 {
+			t.Fatalf("right password on pw1.example: 429 with Retry-After %q, want 1 to 5 s", resp.Header.Get("Retry-After"))
+		}
+		t.Logf("right password on pw1.example while its limit is exhausted: 429, Retry-After %d", wait)
+		time.Sleep(time.Duration(wait) * time.Second)
+		if resp = unlock("pw1.example", "192.0.2.1"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("right password on pw1.example after Retry-After: status %d, want 303", resp.StatusCode)
+		}
+	case time.Since(limitedAt) < retryAfter:
+		t.Errorf("right password from a fresh client on pw1.example %v after a 429 with Retry-After %v: status %d, want 429",
+			time.Since(limitedAt).Round(time.Millisecond), retryAfter, resp.StatusCode)
+	default: // a token came back in between: the form is open again
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("right password on pw1.example after Retry-After: status %d, want 303", resp.StatusCode)
+		}
 	}
 
 	peak, _, samples := stats.peaks()
