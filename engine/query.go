@@ -266,7 +266,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 	}
 	defer e.exit()
 	sh := e.shardOf(s.cfg.Load().id)
-	loaded, err := e.loadRange(s, sh, from, to)
+	loaded, pinned, err := e.loadRange(s, sh, from, to)
 	if err != nil {
 		return err
 	}
@@ -278,6 +278,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 	var frozen []ref
 	tick := e.counters.tick.Add(1)
 	sh.mu.Lock()
+	unpinDaysLocked(pinned)
 	st := s.state
 	if st.deleted {
 		sh.mu.Unlock()
@@ -326,7 +327,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 // the missing ones from the store without holding the shard lock. It returns
 // the days it read: eviction may drop them from the resident days before the
 // caller uses them.
-func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]*buckets.Day, error) {
+func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]*buckets.Day, []*dayEntry, error) {
 	st := s.state
 	for round := 0; ; round++ {
 		sh.mu.Lock()
@@ -349,10 +350,12 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			}
 		}
 		gen := st.evictGen
-		sh.mu.Unlock()
 		if len(missing) == 0 {
-			return nil, nil
+			pinned := pinRangeLocked(st, from, to)
+			sh.mu.Unlock()
+			return nil, pinned, nil
 		}
+		sh.mu.Unlock()
 		slices.Sort(missing)
 		loaded := make(map[buckets.Date]*buckets.Day, len(missing))
 		err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
@@ -367,7 +370,7 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sh.mu.Lock()
 		if st.evictGen != gen && round < 8 {
@@ -381,7 +384,7 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			_, resident := st.days[date]
 			if _, ok := loaded[date]; !ok && listed && !resident && !st.deleted {
 				sh.mu.Unlock()
-				return nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
+				return nil, nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
 			}
 		}
 		for date, d := range loaded {
@@ -396,8 +399,40 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			// Else (still evicting after many rounds) the copy serves this
 			// query only.
 		}
+		pinned := pinRangeLocked(st, from, to)
 		sh.mu.Unlock()
-		return loaded, nil
+		return loaded, pinned, nil
+	}
+}
+
+// pinRangeLocked pins the resident days of [from, to], so that eviction
+// keeps them until the caller has taken what it needs under the lock
+// (unpinDaysLocked): a day resident when the range was read and evicted
+// before the query took the lock again was missed.
+func pinRangeLocked(st *siteState, from, to buckets.Date) []*dayEntry {
+	var pinned []*dayEntry
+	if int64(to)-int64(from)+1 > int64(len(st.days)) {
+		for date, ent := range st.days {
+			if date >= from && date <= to {
+				ent.pins++
+				pinned = append(pinned, ent)
+			}
+		}
+	} else {
+		for date := from; date <= to; date++ {
+			if ent, ok := st.days[date]; ok {
+				ent.pins++
+				pinned = append(pinned, ent)
+			}
+		}
+	}
+	return pinned
+}
+
+// unpinDaysLocked releases the pins of pinRangeLocked.
+func unpinDaysLocked(pinned []*dayEntry) {
+	for _, ent := range pinned {
+		ent.pins--
 	}
 }
 

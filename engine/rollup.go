@@ -77,12 +77,13 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 		return m.day, nil
 	}
 	sh.mu.Unlock()
-	loaded, err := e.loadRange(s, sh, first, last)
+	loaded, pinned, err := e.loadRange(s, sh, first, last)
 	if err != nil {
 		return nil, err
 	}
 	var days []*buckets.Day
 	sh.mu.Lock()
+	unpinDaysLocked(pinned)
 	st := s.state
 	for date := first; date <= last; date++ {
 		if ent, ok := st.days[date]; ok {
