@@ -220,11 +220,14 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		if len(missing) == 0 {
 			break
 		}
-		if round == 8 {
-			return nil, fmt.Errorf("engine: website %d: state evicted faster than it is read", st.id)
-		}
+		// After a few rounds that eviction kept invalidating (a tiny
+		// MemoryBudget under load), read with the lock held: slower for
+		// this website, but nothing can be evicted meanwhile.
+		locked := round >= 4
 		gen := st.evictGen
-		sh.mu.Unlock()
+		if !locked {
+			sh.mu.Unlock()
+		}
 		days := make([]*buckets.Day, len(missing))
 		pers := make([]*period, len(missing))
 		var err error
@@ -238,7 +241,9 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 				break
 			}
 		}
-		sh.mu.Lock()
+		if !locked {
+			sh.mu.Lock()
+		}
 		if err != nil {
 			return nil, err
 		}
