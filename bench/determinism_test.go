@@ -233,22 +233,32 @@ func (a *importAnswers) diff(got *importAnswers) string {
 			}
 			return n
 		}
-		first := ""
-		for i := range max(len(w), len(g)) {
-			var wr, gr engine.Row
-			if i < len(w) {
-				wr = w[i]
+		counts := func(rows []engine.Row) map[string]uint64 {
+			m := make(map[string]uint64, len(rows))
+			for _, r := range rows {
+				m[r.Value] += r.Count
 			}
-			if i < len(g) {
-				gr = g[i]
-			}
-			if wr != gr {
-				first = fmt.Sprintf("row %d: %q %d vs %q %d", i, wr.Value, wr.Count, gr.Value, gr.Count)
-				break
+			return m
+		}
+		wm, gm := counts(w), counts(g)
+		var values []string
+		for v := range wm {
+			if gm[v] != wm[v] {
+				values = append(values, v)
 			}
 		}
-		out = append(out, fmt.Sprintf("%s: %d rows summing to %d vs %d rows summing to %d; first difference %s",
-			name, len(w), sum(w), len(g), sum(g), first))
+		for v := range gm {
+			if _, ok := wm[v]; !ok {
+				values = append(values, v)
+			}
+		}
+		slices.Sort(values)
+		var ex []string
+		for _, v := range values[:min(len(values), 8)] {
+			ex = append(ex, fmt.Sprintf("%q %d vs %d", v, wm[v], gm[v]))
+		}
+		out = append(out, fmt.Sprintf("%s: %d rows summing to %d vs %d rows summing to %d; %d values differ: %s",
+			name, len(w), sum(w), len(g), sum(g), len(values), strings.Join(ex, ", ")))
 	}
 	if d := cmp.Diff(a.Totals, got.Totals); d != "" {
 		out = append(out, "Totals mismatch (-want +got):\n"+d)
@@ -337,10 +347,31 @@ func runImport(t *testing.T, st *importStream, c importConfig) importRun {
 	}
 	run.took = time.Since(start)
 
-	from, to := st.first.Format(time.DateOnly), st.last.Format(time.DateOnly)
-	run.answers.Stats = make(map[string][]engine.Row)
+	// Read twice: the same data must give the same answers each time too.
+	stats := readStats(api, id, st.first, st.last)
+	if again := readStats(api, id, st.first, st.last); !cmp.Equal(stats, again) {
+		a, b := importAnswers{Stats: stats}, importAnswers{Stats: again}
+		t.Errorf("%s: two reads of the same statistics after the import differ:\n%s", c.name, a.diff(&b))
+	}
+	run.answers.Stats = stats
+	from, _ := engine.ParseDate(st.first.Format(time.DateOnly))
+	to, _ := engine.ParseDate(st.last.Format(time.DateOnly))
+	if run.answers.Totals, err = e.Owner(acct.ID).Totals(ctx, id, from, to); err != nil {
+		t.Fatal(err)
+	}
+	run.metrics = e.Metrics()
+	return run
+}
+
+// readStats reads every row of every statistic over [first, last] through
+// the API, 100 rows a page. A value on two pages is an error.
+func readStats(api *apiClient, id uint32, first, last time.Time) map[string][]engine.Row {
+	api.t.Helper()
+	from, to := first.Format(time.DateOnly), last.Format(time.DateOnly)
+	stats := make(map[string][]engine.Row)
 	for _, name := range engine.StatNames() {
 		rows := []engine.Row{}
+		seen := make(map[string]bool)
 		for page := 1; ; page++ {
 			var pg struct {
 				Data        []engine.Row `json:"data"`
@@ -350,23 +381,23 @@ func runImport(t *testing.T, st *importStream, c importConfig) importRun {
 			}
 			q := url.Values{"name": {name}, "from": {from}, "to": {to}, "per_page": {"100"}, "page": {strconv.Itoa(page)}}
 			api.do(http.MethodGet, fmt.Sprintf("/api/v1/stats/%d?%s", id, q.Encode()), "", nil, http.StatusOK, &pg)
+			for _, r := range pg.Data {
+				if seen[r.Value] {
+					api.t.Errorf("%s: value %q on two pages (page %d)", name, r.Value, page)
+				}
+				seen[r.Value] = true
+			}
 			rows = append(rows, pg.Data...)
 			if pg.CurrentPage >= pg.LastPage {
 				if len(rows) != pg.Total {
-					t.Fatalf("%s: %d rows over %d pages, total says %d", name, len(rows), pg.LastPage, pg.Total)
+					api.t.Fatalf("%s: %d rows over %d pages, total says %d", name, len(rows), pg.LastPage, pg.Total)
 				}
 				break
 			}
 		}
-		run.answers.Stats[name] = rows
+		stats[name] = rows
 	}
-	fromD, _ := engine.ParseDate(from)
-	toD, _ := engine.ParseDate(to)
-	if run.answers.Totals, err = e.Owner(acct.ID).Totals(ctx, id, fromD, toD); err != nil {
-		t.Fatal(err)
-	}
-	run.metrics = e.Metrics()
-	return run
+	return stats
 }
 
 // apiClient calls the API with a key and decodes the answers.
