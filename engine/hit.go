@@ -37,6 +37,12 @@ type Hit struct {
 
 	// Event, when not nil, makes the hit a custom event instead of a pageview.
 	Event *Event
+	// Props are the hit's custom properties (pageviews and events alike),
+	// kept for the segments store within the bounds of SPEC §2.4.
+	Props []Prop
+	// Engagement, when not nil, makes the hit a Plausible engagement report
+	// of the page URL: counted only in time_on_page and scroll_depth.
+	Engagement *Engagement
 
 	// Live marks a hit from a live tracking request: the header heuristics for
 	// bots (no Accept-Language, headless markers) apply only to live hits.
@@ -54,6 +60,9 @@ type Event struct {
 	// Value is the raw JSON token of the value (a number or a string), or nil.
 	Value []byte
 	Unit  string
+	// NonInteractive marks an event sent with interactive: false: it does
+	// not stop its visit from being a bounce.
+	NonInteractive bool
 }
 
 // DropReason says why a hit was not counted.

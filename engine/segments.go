@@ -1,0 +1,126 @@
+package engine
+
+// The segments API (SPEC §10): goals, the extra hit fields the segments
+// store keeps, and the one query call answering Plausible's v2 query model.
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Prop is one custom property of a hit (SPEC §2.4: at most MaxProps per
+// hit, keys at most MaxPropKey and values at most MaxPropValue characters;
+// Track drops the others).
+type Prop struct {
+	Key, Value string
+}
+
+// Bounds of a hit's custom properties (SPEC §2.4).
+const (
+	MaxProps     = 30
+	MaxPropKey   = 300
+	MaxPropValue = 2000
+)
+
+// Engagement is what a Plausible "engagement" event reports of the page it
+// was sent from: time engaged and how far the page was scrolled. A hit with
+// one counts nowhere but in the time_on_page and scroll_depth metrics: never
+// as a pageview, an event, a visit or a visitor, and it never starts or
+// extends a visit.
+type Engagement struct {
+	// EngagedMs is the time engaged with the page, in milliseconds.
+	EngagedMs int64
+	// ScrollDepth is the deepest scroll in percent (0–100), or -1 when unknown.
+	ScrollDepth int
+}
+
+// Goal is a conversion goal of a website (SPEC §10.1): a custom-event goal
+// (EventName, optionally with a revenue Currency) or a pageview goal
+// (PagePath, where "*" and "**" match any run of characters).
+type Goal struct {
+	ID uint64 `json:"id"`
+	// DisplayName is how queries name the goal (event:goal). Default: the
+	// event name, or "Visit " + PagePath.
+	DisplayName string `json:"display_name"`
+	EventName   string `json:"event_name,omitempty"`
+	PagePath    string `json:"page_path,omitempty"`
+	// Currency is the ISO 4217 code of a revenue goal; only events whose
+	// unit is this currency add to its revenue.
+	Currency string `json:"currency,omitempty"`
+}
+
+// MaxGoals bounds the goals of one website.
+const MaxGoals = 1000
+
+// QueryResult is the answer to a Query: Plausible's response body.
+type QueryResult struct {
+	Results []QueryRow `json:"results"`
+	Meta    QueryMeta  `json:"meta"`
+	Query   QueryEcho  `json:"query"`
+}
+
+// QueryRow is one row: dimension values in the order of the query's
+// dimensions (strings; visit:city is an int64 GeoNames id), metric values
+// in the order of its metrics (int64, float64, nil or *Revenue).
+type QueryRow struct {
+	Dimensions []any `json:"dimensions"`
+	Metrics    []any `json:"metrics"`
+}
+
+// QueryMeta is a response's meta: empty unless the query asked for extras.
+type QueryMeta struct {
+	ImportsIncluded   *bool                    `json:"imports_included,omitempty"`
+	ImportsSkipReason string                   `json:"imports_skip_reason,omitempty"`
+	MetricWarnings    map[string]MetricWarning `json:"metric_warnings,omitempty"`
+	TimeLabels        []string                 `json:"time_labels,omitempty"`
+	TotalRows         *int                     `json:"total_rows,omitempty"`
+}
+
+// MetricWarning says why a metric is null (revenue metrics).
+type MetricWarning struct {
+	Code    string `json:"code"`
+	Warning string `json:"warning"`
+}
+
+// Revenue is a revenue metric's value.
+type Revenue struct {
+	Value    float64 `json:"value"`
+	Currency string  `json:"currency"`
+	Short    string  `json:"short"`
+	Long     string  `json:"long"`
+}
+
+var _ json.Marshaler = QueryResult{}
+
+// MarshalJSON writes Plausible's key order: results, meta, query.
+func (r QueryResult) MarshalJSON() ([]byte, error) {
+	type plain QueryResult
+	return json.Marshal(plain(r))
+}
+
+// Query answers q for one website of the handle (SPEC §10.2): q is
+// validated and resolved against the website (its domain, time zone, goals
+// and first day), then answered exactly from the segments store, or from the
+// day buckets when they can answer it.
+func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
+	return o.query(ctx, website, q)
+}
+
+// Goals lists the goals of a website, by id.
+func (o Owner) Goals(ctx context.Context, website uint32) ([]Goal, error) {
+	return o.goals(ctx, website)
+}
+
+// AddGoal finds or creates a goal of a website: a goal with the same event
+// name (or page path) is returned as it is; otherwise g is created, with
+// DisplayName defaulted. Exactly one of EventName and PagePath must be set;
+// Currency only with EventName.
+func (o Owner) AddGoal(ctx context.Context, website uint32, g Goal) (Goal, error) {
+	return o.addGoal(ctx, website, g)
+}
+
+// DeleteGoal deletes a goal of a website: ErrNotFound if it has none of
+// that id.
+func (o Owner) DeleteGoal(ctx context.Context, website uint32, id uint64) error {
+	return o.deleteGoal(ctx, website, id)
+}
