@@ -30,6 +30,13 @@ type Location struct {
 	Country   string // "US:United States"; "" when unknown
 	Continent string // "NA:North America"; "" when unknown
 	City      string // "US:Chicago, IL" (CC:City name[, SUBDIVISION iso code]); "" without a .mmdb or when unknown
+
+	// The segments store's finer fields (SPEC §10), all "" or 0 without a
+	// City .mmdb or when unknown.
+	Region     string // ISO 3166-2 code of the first subdivision: "US-IL"
+	RegionName string // its English name: "Illinois"
+	CityName   string // the city's English name: "Chicago"
+	CityID     uint32 // its GeoNames id: 4887398
 }
 
 // Locator looks up IP addresses. It is safe for concurrent use, except that
@@ -46,7 +53,8 @@ type Locator struct {
 // package reads.
 type record struct {
 	City struct {
-		Names struct {
+		GeoNameID uint32 `maxminddb:"geoname_id"`
+		Names     struct {
 			En string `maxminddb:"en"`
 		} `maxminddb:"names"`
 	} `maxminddb:"city"`
@@ -61,6 +69,9 @@ type record struct {
 	} `maxminddb:"registered_country"`
 	Subdivisions []struct {
 		ISOCode string `maxminddb:"iso_code"`
+		Names   struct {
+			En string `maxminddb:"en"`
+		} `maxminddb:"names"`
 	} `maxminddb:"subdivisions"`
 }
 
@@ -160,7 +171,12 @@ func (l *Locator) lookupDB(ip netip.Addr) Location {
 		return Location{Continent: continentLabels[r.Continent.Code]}
 	}
 	loc := Location{Country: c.label, Continent: c.contLabel}
+	if len(r.Subdivisions) > 0 && r.Subdivisions[0].ISOCode != "" && code == r.Country.ISOCode {
+		loc.Region = code + "-" + r.Subdivisions[0].ISOCode
+		loc.RegionName = r.Subdivisions[0].Names.En
+	}
 	if city := r.City.Names.En; city != "" && code == r.Country.ISOCode {
+		loc.CityName, loc.CityID = city, r.City.GeoNameID
 		if len(r.Subdivisions) > 0 && r.Subdivisions[0].ISOCode != "" {
 			loc.City = code + ":" + city + ", " + r.Subdivisions[0].ISOCode
 		} else {

@@ -116,13 +116,13 @@ func TestLookupMMDB(t *testing.T) {
 		ip   string
 		want Location
 	}{
-		{ip: "81.2.69.142", want: Location{Country: "GB:United Kingdom", Continent: "EU:Europe", City: "GB:London, ENG"}},
-		{ip: "::ffff:81.2.69.142", want: Location{Country: "GB:United Kingdom", Continent: "EU:Europe", City: "GB:London, ENG"}},
-		{ip: "216.160.83.56", want: Location{Country: "US:United States", Continent: "NA:North America", City: "US:Chicago, IL"}},
-		{ip: "202.196.224.1", want: Location{Country: "SG:Singapore", Continent: "AS:Asia", City: "SG:Singapore"}},
+		{ip: "81.2.69.142", want: Location{Country: "GB:United Kingdom", Continent: "EU:Europe", City: "GB:London, ENG", Region: "GB-ENG", RegionName: "England", CityName: "London", CityID: 3}},
+		{ip: "::ffff:81.2.69.142", want: Location{Country: "GB:United Kingdom", Continent: "EU:Europe", City: "GB:London, ENG", Region: "GB-ENG", RegionName: "England", CityName: "London", CityID: 3}},
+		{ip: "216.160.83.56", want: Location{Country: "US:United States", Continent: "NA:North America", City: "US:Chicago, IL", Region: "US-IL", RegionName: "Illinois", CityName: "Chicago", CityID: 3}},
+		{ip: "202.196.224.1", want: Location{Country: "SG:Singapore", Continent: "AS:Asia", City: "SG:Singapore", CityName: "Singapore", CityID: 3}},
 		{ip: "89.160.20.112", want: Location{Country: "SE:Sweden", Continent: "EU:Europe"}},
 		{ip: "67.43.156.1", want: Location{Country: "BT:Bhutan", Continent: "AS:Asia"}},
-		{ip: "2001:218::1", want: Location{Country: "JP:Japan", Continent: "AS:Asia", City: "JP:Tokyo, 13"}},
+		{ip: "2001:218::1", want: Location{Country: "JP:Japan", Continent: "AS:Asia", City: "JP:Tokyo, 13", Region: "JP-13", RegionName: "Tokyo", CityName: "Tokyo", CityID: 3}},
 		// Not in the file, or no country in it: the embedded data.
 		{ip: "8.8.8.8", want: Location{Country: "US:United States", Continent: "NA:North America"}},
 		{ip: "8.8.4.4", want: Location{Country: "US:United States", Continent: "NA:North America"}},

@@ -63,6 +63,10 @@ type Agent struct {
 	OS      string // "Windows", "macOS", "Linux", "Android", "iOS", "ChromeOS", ... ; "" when unknown
 	Device  string // "desktop", "mobile", "tablet"; "" when unknown
 	Bot     bool
+
+	// BrowserVersion and OSVersion are "major.minor" ("120.0", "10.15"),
+	// "" when unknown or when Browser (OS) is "".
+	BrowserVersion, OSVersion string
 }
 
 // Device values.
@@ -141,6 +145,12 @@ func parse(s string) Agent {
 		// Edge on Windows 10 Mobile also claims Android.
 		a.OS = "Windows Phone"
 	}
+	if a.Browser != "" {
+		a.BrowserVersion = majorMinor(u.Version)
+	}
+	if a.OS != "" {
+		a.OSVersion = majorMinor(u.OSVersion)
+	}
 	switch {
 	case u.Tablet:
 		a.Device = Tablet
@@ -153,6 +163,34 @@ func parse(s string) Agent {
 	}
 	a.Bot = u.Bot || isBot(s) || (a.Browser == "" && a.OS == "")
 	return a
+}
+
+// majorMinor cuts a dotted version to "major.minor" ("88" → "88.0"); ""
+// when v does not start with a number. Only digits and one dot reach
+// storage.
+func majorMinor(v string) string {
+	v = strings.ReplaceAll(v, "_", ".")
+	major, rest, _ := strings.Cut(v, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	if !allDigits(major) || len(major) > 6 {
+		return ""
+	}
+	if !allDigits(minor) || len(minor) > 6 {
+		minor = "0"
+	}
+	return major + "." + minor
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // engineBrowser names the browser of an agent the parser named after an

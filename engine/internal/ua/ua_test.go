@@ -181,7 +181,7 @@ func TestParse(t *testing.T) {
 	for _, tt := range parseTests {
 		t.Run(tt.name, func(t *testing.T) {
 			for range 2 { // miss, then hit
-				if diff := cmp.Diff(tt.want, p.Parse(tt.ua)); diff != "" {
+				if diff := cmp.Diff(tt.want, withoutVersions(p.Parse(tt.ua))); diff != "" {
 					t.Fatalf("Parse(%q) mismatch (-want +got):\n%s", tt.ua, diff)
 				}
 			}
@@ -295,4 +295,31 @@ func knownOS(name string) bool {
 		}
 	}
 	return false
+}
+
+// withoutVersions drops the versions, which TestVersions checks on their own.
+func withoutVersions(a Agent) Agent {
+	a.BrowserVersion, a.OSVersion = "", ""
+	return a
+}
+
+func TestVersions(t *testing.T) {
+	p := New(0)
+	for _, tt := range []struct{ ua, browser, os string }{
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "131.0", "10.0"},
+		{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Safari/605.1.15", "17.4", "10.15"},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_7 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Mobile/15E148 Safari/604.1", "131.0", "17.7"},
+		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", "133.0", ""},
+		{"curl/8.0", "", ""},
+	} {
+		a := p.Parse(tt.ua)
+		if a.BrowserVersion != tt.browser || a.OSVersion != tt.os {
+			t.Errorf("Parse(%q) versions = %q, %q; want %q, %q", tt.ua, a.BrowserVersion, a.OSVersion, tt.browser, tt.os)
+		}
+	}
+	for in, want := range map[string]string{"88": "88.0", "10_15_7": "10.15", "x1": "", "": "", "1.x": "1.0", "1234567": ""} {
+		if got := majorMinor(in); got != want {
+			t.Errorf("majorMinor(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
