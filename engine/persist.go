@@ -126,10 +126,14 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 		}
 		ent = e.residentLocked(st, r.date, d)
 	}
-	if r.event {
-		return ent, nil, nil
-	}
 	p, ok := st.periods[r.period]
+	if !ok && (r.event || r.seg.engagement) {
+		// An event or engagement report needs the state only to find a
+		// visit; it never makes a period.
+		if _, stored := st.stored[r.period]; !stored {
+			return ent, nil, nil
+		}
+	}
 	if !ok {
 		if _, stored := st.stored[r.period]; stored {
 			var err error
@@ -141,6 +145,19 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 			p = newPeriod(0)
 		}
 		e.residentPeriodLocked(st, r.period, p)
+	}
+	// The day of the visit r may continue, when another.
+	if id, ok := p.index[r.hash]; ok {
+		v := &p.visits[id-p.first]
+		if _, res := st.days[v.day]; !res && v.row != noVisit && v.day != r.date {
+			if _, listed := st.dates[v.day]; listed {
+				d, err := e.readDay(st.id, v.day)
+				if err != nil {
+					return nil, nil, err
+				}
+				e.residentLocked(st, v.day, d)
+			}
+		}
 	}
 	return ent, p, nil
 }
@@ -190,15 +207,65 @@ func (st *siteState) decodeMeta(b []byte) error {
 	return nil
 }
 
+// storedDay is a day as the store holds it: its buckets and its segments.
+type storedDay struct {
+	day *buckets.Day
+	seg *segDay
+}
+
+// dayEnvelope is the first byte of a day value holding buckets and
+// segments: [dayEnvelope][uvarint length][buckets day][segments]. A value
+// starting with another byte is a buckets day alone (stores written before
+// the segments store; buckets days start with their version, 1 or 2), read
+// with empty segments.
+const dayEnvelope = 0xd5
+
+// encodeDay encodes a day for the store.
+func encodeDay(d *buckets.Day, seg *segDay) ([]byte, error) {
+	bd, err := d.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(bd)+16+seg.hits()*4)
+	b = append(b, dayEnvelope)
+	b = binary.AppendUvarint(b, uint64(len(bd)))
+	b = append(b, bd...)
+	return seg.appendBinary(b), nil
+}
+
+// decodeDay decodes a day value of the store.
+func decodeDay(data []byte) (storedDay, error) {
+	d := buckets.NewDay(0)
+	if len(data) > 0 && data[0] != dayEnvelope {
+		if err := d.UnmarshalBinary(data); err != nil {
+			return storedDay{}, err
+		}
+		return storedDay{day: d, seg: newSegDay()}, nil
+	}
+	n, k := binary.Uvarint(data[min(1, len(data)):])
+	if k <= 0 || n > uint64(len(data)-1-k) {
+		return storedDay{}, fmt.Errorf("day envelope: %w", snapshot.ErrCorrupt)
+	}
+	body := data[1+k:]
+	if err := d.UnmarshalBinary(body[:n]); err != nil {
+		return storedDay{}, err
+	}
+	seg, err := decodeSegDay(body[n:])
+	if err != nil {
+		return storedDay{}, fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
+	}
+	return storedDay{day: d, seg: seg}, nil
+}
+
 // readDay reads one day from the store.
-func (e *Engine) readDay(website uint32, date buckets.Date) (*buckets.Day, error) {
+func (e *Engine) readDay(website uint32, date buckets.Date) (storedDay, error) {
 	data, err := e.store.Day(website, int32(date))
 	if err != nil {
-		return nil, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
+		return storedDay{}, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
 	}
-	d := buckets.NewDay(0)
-	if err := d.UnmarshalBinary(data); err != nil {
-		return nil, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
+	d, err := decodeDay(data)
+	if err != nil {
+		return storedDay{}, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
 	}
 	return d, nil
 }
@@ -227,6 +294,7 @@ type pendingDay struct {
 	date buckets.Date
 	ent  *dayEntry
 	day  *buckets.Day // frozen: encoded after the lock is released
+	seg  *segDay
 	data []byte
 }
 
@@ -295,7 +363,7 @@ func (e *Engine) snapshot() error {
 			if !ent.frozen {
 				ent.shared = true
 			}
-			p.day = ent.day
+			p.day, p.seg = ent.day, ent.seg
 			pend = append(pend, p)
 		}
 		for first, p := range st.periods {
@@ -318,7 +386,7 @@ func (e *Engine) snapshot() error {
 	for i := range pend {
 		p := &pend[i]
 		if p.day != nil {
-			data, err := p.day.MarshalBinary()
+			data, err := encodeDay(p.day, p.seg)
 			if err != nil {
 				e.unsaved(sites, pend, chunks, sn)
 				return fmt.Errorf("engine: encode day: %w", err)
@@ -427,7 +495,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			// this one encodes after maintenance).
 			ent.shared = false
 			ent.day.Compact()
-			ent.frozen, ent.size = true, ent.day.SizeBytes()
+			ent.frozen, ent.size = true, ent.day.SizeBytes()+ent.seg.size
 			ent.used = e.counters.tick.Add(1)
 			e.counters.resident.Add(int64(ent.size))
 		}

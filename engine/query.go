@@ -261,6 +261,11 @@ var hourNames = func() (h [24]string) {
 // frozen days after it is released, so a long query never holds up tracking.
 // locked, when not nil, is called under the lock first.
 func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locked func(*siteState), fn func(buckets.Date, *buckets.Day)) error {
+	return e.scanDays(ctx, s, from, to, locked, func(date buckets.Date, d storedDay) { fn(date, d.day) })
+}
+
+// scanDays is scan giving each day's segments too.
+func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, locked func(*siteState), fn func(buckets.Date, storedDay)) error {
 	if !e.enter() {
 		return ErrClosed
 	}
@@ -273,7 +278,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 	defer e.maybeEvict() // after the query: it holds the days it loaded
 	type ref struct {
 		date buckets.Date
-		day  *buckets.Day
+		day  storedDay
 	}
 	var frozen []ref
 	tick := e.counters.tick.Add(1)
@@ -290,9 +295,9 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 	visit := func(date buckets.Date, ent *dayEntry) {
 		ent.used = tick
 		if ent.frozen {
-			frozen = append(frozen, ref{date, ent.day})
+			frozen = append(frozen, ref{date, storedDay{ent.day, ent.seg}})
 		} else {
-			fn(date, ent.day)
+			fn(date, storedDay{ent.day, ent.seg})
 		}
 	}
 	for date, d := range loaded {
@@ -327,7 +332,7 @@ func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locke
 // the missing ones from the store without holding the shard lock. It returns
 // the days it read: eviction may drop them from the resident days before the
 // caller uses them.
-func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]*buckets.Day, []*dayEntry, error) {
+func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]storedDay, []*dayEntry, error) {
 	st := s.state
 	for round := 0; ; round++ {
 		sh.mu.Lock()
@@ -357,13 +362,13 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 		}
 		sh.mu.Unlock()
 		slices.Sort(missing)
-		loaded := make(map[buckets.Date]*buckets.Day, len(missing))
+		loaded := make(map[buckets.Date]storedDay, len(missing))
 		err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
 			if _, ok := slices.BinarySearch(missing, buckets.Date(date)); !ok {
 				return nil // resident: not needed
 			}
-			d := buckets.NewDay(0)
-			if err := d.UnmarshalBinary(data); err != nil {
+			d, err := decodeDay(data)
+			if err != nil {
 				return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
 			}
 			loaded[buckets.Date(date)] = d

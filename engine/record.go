@@ -26,9 +26,37 @@ type record struct {
 	browser, os, device, resolution, language string
 	country, continent, city                  string
 	eventRow                                  string // "name:value:unit"
+
+	seg segFields // what the segments store keeps besides (version 2)
 }
 
-const recordVersion = 1
+// segFields are the fields of a record only the segments store reads
+// (SPEC §10.1).
+type segFields struct {
+	engagement     bool // a Plausible engagement report: counted nowhere else
+	nonInteractive bool // an event sent with interactive: false
+
+	path, host string // page path without the query; the URL's host
+	refURL     string // referrer without scheme, www. and query: "news.ycombinator.com/item"
+	// landing holds the landing URL's parameters that decide a visit's
+	// source and channel (utm_*, source, ref, click ids), as a query string.
+	landing                      string
+	browserVer, osVer            string
+	region, regionName, cityName string
+	cityID                       uint32
+	props                        []Prop
+	engagedMs                    int64
+	scroll                       int8 // -1: unknown
+}
+
+func (f *segFields) strs() [9]*string {
+	return [9]*string{&f.path, &f.host, &f.refURL, &f.landing, &f.browserVer, &f.osVer,
+		&f.region, &f.regionName, &f.cityName}
+}
+
+// recordVersion is the version of the record encoding: 2 adds the segment
+// fields; version 1 records (older logs) decode with them empty.
+const recordVersion = 2
 
 // errRecord reports a malformed log record.
 var errRecord = errors.New("engine: malformed log record")
@@ -55,13 +83,37 @@ func (r *record) appendBinary(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(len(*s)))
 		b = append(b, *s...)
 	}
+	f := &r.seg
+	var sf byte
+	if f.engagement {
+		sf |= 1
+	}
+	if f.nonInteractive {
+		sf |= 2
+	}
+	b = append(b, sf)
+	for _, s := range f.strs() {
+		b = binary.AppendUvarint(b, uint64(len(*s)))
+		b = append(b, *s...)
+	}
+	b = binary.AppendUvarint(b, uint64(f.cityID))
+	b = binary.AppendUvarint(b, uint64(len(f.props)))
+	for _, p := range f.props {
+		b = binary.AppendUvarint(b, uint64(len(p.Key)))
+		b = append(b, p.Key...)
+		b = binary.AppendUvarint(b, uint64(len(p.Value)))
+		b = append(b, p.Value...)
+	}
+	b = binary.AppendVarint(b, f.engagedMs)
+	b = append(b, byte(f.scroll))
 	return b
 }
 
 // decode parses b into r. It never panics and copies the strings out of b.
 func (r *record) decode(b []byte) error {
 	d := decoder{b: b}
-	if v := d.byte(); v != recordVersion {
+	v := d.byte()
+	if v != 1 && v != recordVersion {
 		return fmt.Errorf("%w: version %d", errRecord, v)
 	}
 	w, date, back := d.uvarint(), d.varint(), d.varint()
@@ -82,8 +134,40 @@ func (r *record) decode(b []byte) error {
 			return fmt.Errorf("%w: string %d", errRecord, i)
 		}
 	}
+	r.seg = segFields{scroll: -1}
+	if v >= 2 {
+		if err := r.seg.decode(&d); err != nil {
+			return err
+		}
+	}
 	if len(d.b) != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", errRecord, len(d.b))
+	}
+	return nil
+}
+
+func (f *segFields) decode(d *decoder) error {
+	sf := d.byte()
+	f.engagement, f.nonInteractive = sf&1 != 0, sf&2 != 0
+	for _, s := range f.strs() {
+		*s = d.string()
+	}
+	id := d.uvarint()
+	n := d.uvarint()
+	if d.bad || id > 1<<32-1 || n > MaxProps {
+		return fmt.Errorf("%w: segment fields", errRecord)
+	}
+	f.cityID = uint32(id)
+	if n > 0 {
+		f.props = make([]Prop, n)
+		for i := range f.props {
+			f.props[i] = Prop{Key: d.string(), Value: d.string()}
+		}
+	}
+	f.engagedMs = d.varint()
+	f.scroll = int8(d.byte())
+	if d.bad || f.scroll < -1 || f.scroll > 100 {
+		return fmt.Errorf("%w: segment fields", errRecord)
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 				sh.mu.Unlock()
 				return nil, nil // evicted, or changed, meanwhile
 			}
-			days = append(days, d)
+			days = append(days, d.day)
 		}
 	}
 	gen := st.rollGen

@@ -55,6 +55,9 @@ type siteState struct {
 // dayEntry is a resident day bucket.
 type dayEntry struct {
 	day *buckets.Day
+	// seg is the day's segments store (never nil); it follows day's rules
+	// (frozen, shared, copied on write together).
+	seg *segDay
 	// frozen days are never modified: queries read them without the lock,
 	// and a write replaces day with a modified clone (copy on write).
 	frozen bool
@@ -74,6 +77,9 @@ type pendingHit struct {
 	rec *record
 	day *dayEntry
 	per *period
+	// vday is the day of the visit the hit may continue, when another
+	// than its own (weekly and monthly salts).
+	vday *dayEntry
 }
 
 func newSiteState(id uint32) *siteState {
@@ -117,6 +123,10 @@ func (e *Engine) releaseLocked(st *siteState) {
 // visitor). It cannot fail: ingest makes what it needs resident, and pins
 // it, before r is logged, so the state never falls behind the log.
 func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEntry, p *period) {
+	if r.seg.engagement {
+		e.segEventLocked(st, r, nil, p)
+		return
+	}
 	ent = e.writableDayLocked(st, r.date, r.period, ent)
 	d := ent.day
 	ent.dirty = true
@@ -124,6 +134,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 	if r.event {
 		d.Events++
 		e.addLocked(d, buckets.Event, r.eventRow)
+		e.segEventLocked(st, r, ent, p)
 		return
 	}
 	hour := int(r.hour)
@@ -148,7 +159,8 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 	if external {
 		host = hostKey(refSite)
 	}
-	if v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host) {
+	newVisit := v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host)
+	if newVisit {
 		v.host = host
 		d.Visits++
 		e.addLocked(d, buckets.LandingPage, r.page)
@@ -161,6 +173,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 			e.addLocked(d, buckets.Campaign, r.campaign)
 		}
 	}
+	e.segPageviewLocked(st, r, ent, p, id, v, newVisit, external)
 	if r.ms > v.last {
 		v.last = r.ms
 	}
@@ -197,7 +210,7 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		ent = cur
 	} else {
 		// New, or dropped by retention since it was pinned: a new day.
-		ent = &dayEntry{day: buckets.NewDay(first)}
+		ent = &dayEntry{day: buckets.NewDay(first), seg: newSegDay()}
 		st.days[date] = ent
 	}
 	if _, ok := st.dates[date]; !ok {
@@ -208,17 +221,19 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		e.invalidateMonthLocked(st, date)
 		e.counters.resident.Add(-int64(ent.size))
 		ent.day = ent.day.Clone()
+		ent.seg = ent.seg.clone()
 		ent.frozen, ent.size = false, 0
 	} else if ent.shared {
 		ent.day = ent.day.Clone() // a snapshot may be encoding it
+		ent.seg = ent.seg.clone()
 		ent.shared = false
 	}
 	return ent
 }
 
 // residentLocked adds a day read from the store to the resident days, frozen.
-func (e *Engine) residentLocked(st *siteState, date buckets.Date, d *buckets.Day) *dayEntry {
-	ent := &dayEntry{day: d, frozen: true, size: d.SizeBytes(), used: e.counters.tick.Add(1)}
+func (e *Engine) residentLocked(st *siteState, date buckets.Date, d storedDay) *dayEntry {
+	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, size: d.day.SizeBytes() + d.seg.size, used: e.counters.tick.Add(1)}
 	st.days[date] = ent
 	e.counters.resident.Add(int64(ent.size))
 	return ent

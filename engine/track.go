@@ -11,6 +11,7 @@ import (
 
 	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -200,10 +201,22 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 					add(need{r.date, 0, true})
 				}
 			}
-			if !r.event {
-				if _, ok := st.periods[r.period]; !ok {
-					if _, ok := st.stored[r.period]; ok {
-						add(need{0, r.period, false})
+			p, ok := st.periods[r.period]
+			if !ok {
+				if _, ok := st.stored[r.period]; ok {
+					add(need{0, r.period, false})
+				}
+				continue
+			}
+			// The day of the visit r may continue (weekly and monthly
+			// salts: a visit's rows live in the day it started).
+			if id, ok := p.index[r.hash]; ok {
+				v := &p.visits[id-p.first]
+				if v.row != noVisit && v.day != r.date {
+					if _, ok := st.days[v.day]; !ok {
+						if _, ok := st.dates[v.day]; ok {
+							add(need{v.day, 0, true})
+						}
 					}
 				}
 			}
@@ -228,7 +241,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		if !locked {
 			sh.mu.Unlock()
 		}
-		days := make([]*buckets.Day, len(missing))
+		days := make([]storedDay, len(missing))
 		pers := make([]*period, len(missing))
 		var err error
 		for j, m := range missing {
@@ -273,21 +286,32 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		if !ok {
 			// A new day: an empty entry to pin (not in dates until a
 			// hit is applied to it).
-			ent = &dayEntry{day: buckets.NewDay(r.period)}
+			ent = &dayEntry{day: buckets.NewDay(r.period), seg: newSegDay()}
 			st.days[r.date] = ent
 		}
 		ent.pins++
 		ent.used = tick
 		hits[k] = pendingHit{rec: r, day: ent}
-		if !r.event {
-			p, ok := st.periods[r.period]
-			if !ok {
-				p = newPeriod(0)
-				e.residentPeriodLocked(st, r.period, p)
-			}
+		p, ok := st.periods[r.period]
+		if !ok && !r.event && !r.seg.engagement {
+			// Only a pageview numbers visitors: an event or engagement
+			// report of a period without state has no visit.
+			p = newPeriod(0)
+			e.residentPeriodLocked(st, r.period, p)
+			ok = true
+		}
+		if ok {
 			p.pins++
 			p.used = tick
 			hits[k].per = p
+			if id, ok := p.index[r.hash]; ok {
+				v := &p.visits[id-p.first]
+				if vent, ok := st.days[v.day]; ok && v.row != noVisit && v.day != r.date {
+					vent.pins++
+					vent.used = tick
+					hits[k].vday = vent
+				}
+			}
 		}
 	}
 	return hits, nil
@@ -300,6 +324,9 @@ func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 		h.day.pins--
 		if h.per != nil {
 			h.per.pins--
+		}
+		if h.vday != nil {
+			h.vday.pins--
 		}
 	}
 	for _, h := range hits {
@@ -329,6 +356,16 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 		h.day.pins--
 		if h.per != nil {
 			h.per.pins--
+		}
+		if h.vday != nil {
+			h.vday.pins--
+		}
+		if ent, ok := st.days[h.rec.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+			// Pinned for an engagement report that had no visit: never
+			// written.
+			if _, listed := st.dates[h.rec.date]; !listed {
+				delete(st.days, h.rec.date)
+			}
 		}
 		*h = pendingHit{}
 		n++
@@ -378,7 +415,7 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 	r.hour = uint8(lt.Hour())
 	r.period = periodStart(r.date, e.opts.SaltPeriod)
 	r.ms = t.UnixMilli()
-	if h.Event != nil {
+	if h.Event != nil && h.Engagement == nil {
 		name, ok := norm.EventName(h.Event.Name)
 		if !ok {
 			return cfg, DropInvalid, nil
@@ -391,8 +428,11 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 		return cfg, DropNone, err
 	}
 	r.hash = visitorHash(salt, cfg.id, h)
-	if r.event {
-		return cfg, DropNone, nil // an event counts only under event
+	if r.event || h.Engagement != nil {
+		// An event counts only under event in the day buckets; an
+		// engagement report nowhere there.
+		enrichSeg(h, pg, r, ag, geo.Location{})
+		return cfg, DropNone, nil
 	}
 	r.page = pg.Page
 	r.campaign = pg.Campaign
@@ -402,6 +442,7 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 	r.language = norm.Language(h.Language)
 	loc := e.geo.Lookup(h.IP.Unmap())
 	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
+	enrichSeg(h, pg, r, ag, loc)
 	return cfg, DropNone, nil
 }
 

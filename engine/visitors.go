@@ -40,6 +40,11 @@ type period struct {
 type visit struct {
 	last int64  // Unix ms of the last pageview; 0 with no pageview yet
 	host uint64 // hostKey of the (www-less) host that started it; 0: direct or internal
+	// day and row locate the visit's row in the segments store: the local
+	// day it started and its row there; row is noVisit when unknown (state
+	// migrated from before the segments store).
+	day buckets.Date
+	row uint32
 }
 
 // chunkVisitors is how many visitors a persisted chunk of a period holds.
@@ -47,7 +52,7 @@ const chunkVisitors = 256
 
 // visitorBytes estimates the memory of one visitor of a period: its hash
 // and visit in the slices, and its entry in the index map.
-const visitorBytes = 8 + 16 + 40
+const visitorBytes = 8 + 24 + 40
 
 func newPeriod(first uint32) *period {
 	return &period{index: make(map[uint64]uint32), first: first}
@@ -79,7 +84,7 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 	id = p.first + uint32(len(p.hashes))
 	p.index[hash] = id
 	p.hashes = append(p.hashes, hash)
-	p.visits = append(p.visits, visit{})
+	p.visits = append(p.visits, visit{row: noVisit})
 	return id, true, true
 }
 
@@ -142,8 +147,9 @@ func (p *period) takeDirty() []chunkCopy {
 }
 
 // chunkVersion is the version of the encoding of a chunk of visitor state.
-// (Version 1 was the whole period in one value, before chunks.)
-const chunkVersion = 2
+// (Version 1 was the whole period in one value, before chunks; version 2
+// had no segments row.)
+const chunkVersion = 3
 
 // appendBinary encodes a chunk: version, the period's first id, the count,
 // then each visitor's hash, last pageview and visit host.
@@ -155,6 +161,8 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 		b = binary.LittleEndian.AppendUint64(b, h)
 		b = binary.AppendVarint(b, c.visits[i].last)
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].host)
+		b = binary.AppendVarint(b, int64(c.visits[i].day))
+		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // noVisit+1 is 0
 	}
 	return b
 }
@@ -163,7 +171,8 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 // full but the last.
 func (p *period) addChunk(c uint32, b []byte) error {
 	d := decoder{b: b}
-	if v := d.byte(); v != chunkVersion {
+	v := d.byte()
+	if v != 2 && v != chunkVersion {
 		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
 	first, n := d.uvarint(), d.uvarint()
@@ -180,7 +189,11 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		h := d.uint64()
 		last := d.varint()
 		host := d.uint64()
-		if d.bad {
+		day, row := int64(0), uint64(0)
+		if v >= 3 {
+			day, row = d.varint(), d.uvarint()
+		}
+		if d.bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
 			return fmt.Errorf("visitor chunk %d: truncated", c)
 		}
 		if _, dup := p.index[h]; dup {
@@ -188,7 +201,7 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: host})
+		p.visits = append(p.visits, visit{last: last, host: host, day: buckets.Date(day), row: uint32(row) - 1})
 	}
 	if len(d.b) != 0 {
 		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.b))
@@ -222,7 +235,7 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: hk})
+		p.visits = append(p.visits, visit{last: last, host: hk, row: noVisit})
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))

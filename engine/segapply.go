@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"net/url"
+	"strings"
+)
+
+// The segments store's part of applying a record (SPEC §10.1): visit rows
+// and hit rows. Like the day buckets it runs under the shard lock, after
+// the record is durable, and cannot fail: ingest pinned every day it
+// writes.
+
+// segLimit is how many distinct strings a day's segments keep before new
+// ones count as "(other)" (SPEC §13): MaxValues for each of the eight
+// string columns that can take many values (paths, hosts, referrers, UTM
+// values, event names, props...).
+func (e *Engine) segLimit() int { return 8 * e.opts.MaxValues }
+
+// sid interns s in sd, counting an overflow.
+func (e *Engine) sid(sd *segDay, s string) uint32 {
+	id, other := sd.id(s, e.segLimit())
+	if other {
+		e.counters.overflow.Add(1)
+	}
+	return id
+}
+
+// segPageviewLocked records pageview r of visitor id, whose visit v was
+// just updated by the visit rule: newVisit when r started it. ent is r's
+// day, writable. external reports a referrer from another website.
+func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *period, id uint32, v *visit, newVisit, external bool) {
+	sd := ent.seg
+	var vd *segDay
+	row := v.row
+	if !newVisit && row != noVisit {
+		vd = e.visitDayLocked(st, r, v)
+	}
+	if vd == nil {
+		// A new visit, or one whose row is unknown (state from before the
+		// segments store, or a day retention dropped): a row here.
+		vd = sd
+		var attr [numVA]uint32
+		e.visitAttrs(sd, r, external, &attr)
+		row = sd.addVisit(int32(r.period), id, r.ms, &attr, r.seg.cityID, e.sid(sd, r.seg.path), e.sid(sd, r.seg.host))
+		v.day, v.row = r.date, row
+	}
+	page, host := e.sid(vd, r.seg.path), e.sid(vd, r.seg.host)
+	vd.vPageviews[row]++
+	if r.ms < vd.vStart[row] {
+		// An earlier pageview imported later: it is the entry page.
+		vd.vStart[row], vd.vEntry[row], vd.vEntryHost[row] = r.ms, page, host
+	}
+	if r.ms >= vd.vLastPV[row] {
+		vd.vLastPV[row], vd.vExit[row], vd.vExitHost[row] = r.ms, page, host
+	}
+	vd.vEnd[row] = max(vd.vEnd[row], r.ms)
+	vd.addHit(&segHit{visit: row, ms: r.ms, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
+}
+
+// visitDayLocked returns the writable segments of the day holding visit v,
+// or nil when that day is gone (retention).
+func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *segDay {
+	vent, ok := st.days[v.day]
+	if !ok {
+		// Not resident: ingest pins the day of every visit a record
+		// continues, so only retention can have dropped it.
+		return nil
+	}
+	if int(v.row) >= vent.seg.visits() {
+		return nil
+	}
+	vent = e.writableDayLocked(st, v.day, r.period, vent)
+	vent.dirty = true
+	return vent.seg
+}
+
+// segEventLocked records custom event or engagement report r: in its
+// visitor's current visit if it has one (events never start or extend a
+// visit), else, for an event, as an orphan of r's day; an engagement
+// report without a visit is dropped. ent is r's day, writable for an event
+// (nil for an engagement report).
+func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *period) {
+	var vd *segDay
+	row := noVisit
+	if p != nil {
+		if id, ok := p.index[r.hash]; ok {
+			v := &p.visits[id-p.first]
+			if v.row != noVisit && v.last != 0 && r.ms <= v.last+visitGap && r.ms >= v.last-visitGap {
+				if vd = e.visitDayLocked(st, r, v); vd != nil {
+					row = v.row
+				}
+			}
+		}
+	}
+	h := segHit{visit: row, ms: r.ms, scroll: -1}
+	if r.seg.engagement {
+		if vd == nil {
+			return
+		}
+		h.kind, h.engaged, h.scroll = hkEngagement, uint32(r.seg.engagedMs), r.seg.scroll
+	} else {
+		if vd == nil {
+			vd = ent.seg
+		}
+		h.kind = hkEvent
+		name, rest, _ := strings.Cut(r.eventRow, ":")
+		value, unit, _ := strings.Cut(rest, ":")
+		h.name, h.value, h.unit = e.sid(vd, name), e.sid(vd, value), e.sid(vd, unit)
+		if row != noVisit {
+			vd.vEnd[row] = max(vd.vEnd[row], r.ms)
+			if !r.seg.nonInteractive {
+				vd.vFlags[row] |= vfInteractive
+			}
+		}
+	}
+	h.page, h.host = e.sid(vd, r.seg.path), e.sid(vd, r.seg.host)
+	h.props = e.propIDs(vd, r.seg.props)
+	vd.addHit(&h)
+}
+
+// propIDs interns a hit's props as key, value id pairs.
+func (e *Engine) propIDs(sd *segDay, props []Prop) []uint32 {
+	if len(props) == 0 {
+		return nil
+	}
+	out := make([]uint32, 0, 2*len(props))
+	for _, p := range props {
+		out = append(out, e.sid(sd, p.Key), e.sid(sd, p.Value))
+	}
+	return out
+}
+
+// visitAttrs fills the visit attributes of a visit started by pageview r.
+func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]uint32) {
+	refHost, refURL := "", ""
+	if external {
+		refHost, refURL = r.refHost, r.seg.refURL
+	}
+	q, _ := url.ParseQuery(r.seg.landing)
+	src, channel, medium := classifySource(r.seg.landing, refHost)
+	country, _, _ := strings.Cut(r.country, ":")
+	vals := [numVA]string{
+		vaSource:      src,
+		vaReferrer:    refURL,
+		vaChannel:     channel,
+		vaUTMMedium:   medium,
+		vaUTMSource:   q.Get("utm_source"),
+		vaUTMCampaign: q.Get("utm_campaign"),
+		vaUTMContent:  q.Get("utm_content"),
+		vaUTMTerm:     q.Get("utm_term"),
+		vaDevice:      r.device,
+		vaBrowser:     r.browser,
+		vaBrowserVer:  r.seg.browserVer,
+		vaOS:          r.os,
+		vaOSVer:       r.seg.osVer,
+		vaCountry:     country,
+		vaRegion:      r.seg.region,
+		vaCity:        r.seg.cityName,
+		vaRegionName:  r.seg.regionName,
+		vaLanguage:    r.language,
+		vaScreen:      r.resolution,
+	}
+	for i, s := range vals {
+		attr[i] = e.sid(sd, s)
+	}
+}

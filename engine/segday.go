@@ -1,0 +1,454 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// segDay is the segments store of one website for one local day (SPEC
+// §10.1): a row per visit that started that day and a row per hit of those
+// visits (and per orphan event of the day), in columns of dictionary ids
+// into the day's own strings. A visit's hits live with it in the day it
+// started, even when (weekly or monthly salts) they come after midnight;
+// queries read back from the first day of the salt period for that.
+//
+// A segDay belongs to its dayEntry and follows its rules: written under the
+// shard lock, frozen (never modified, read without the lock) once its day is
+// closed, copied on write.
+type segDay struct {
+	strs []string          // id → string; strs[0] is ""
+	ids  map[string]uint32 // string → id; nil until the day is written
+
+	// Visits, by row.
+	vPeriod    []int32 // first day of the visitor's salt period
+	vVisitor   []uint32
+	vStart     []int64 // Unix ms of the first pageview
+	vEnd       []int64 // Unix ms of the last hit (pageview or event)
+	vLastPV    []int64 // Unix ms of the last pageview (the exit page's)
+	vPageviews []uint32
+	vFlags     []uint8 // vfInteractive
+	vEntry     []uint32
+	vExit      []uint32
+	vEntryHost []uint32
+	vExitHost  []uint32
+	vCityID    []uint32
+	vAttr      []uint32 // numVA ids a visit
+
+	// Hits, by row, in the order they were applied.
+	hVisit   []uint32 // visit row, or noVisit
+	hMs      []int64
+	hKind    []uint8 // hkPageview, hkEvent, hkEngagement
+	hName    []uint32
+	hPage    []uint32
+	hHost    []uint32
+	hValue   []uint32 // event value ("5.5"), for revenue
+	hUnit    []uint32 // event unit ("USD")
+	hEngaged []uint32 // engaged ms of an engagement report
+	hScroll  []int8   // scroll depth of an engagement report; -1 unknown
+	hPropEnd []uint32 // hit i's props are props[2*hPropEnd[i-1] : 2*hPropEnd[i]]
+	props    []uint32 // key id, value id pairs
+
+	size int // memory estimate, bytes
+}
+
+// Visit attribute columns, in vAttr order.
+const (
+	vaSource = iota
+	vaReferrer
+	vaChannel
+	vaUTMMedium
+	vaUTMSource
+	vaUTMCampaign
+	vaUTMContent
+	vaUTMTerm
+	vaDevice
+	vaBrowser
+	vaBrowserVer
+	vaOS
+	vaOSVer
+	vaCountry // ISO code
+	vaRegion  // ISO 3166-2
+	vaCity    // English name
+	vaRegionName
+	vaLanguage
+	vaScreen
+	numVA
+)
+
+const (
+	hkPageview uint8 = iota
+	hkEvent
+	hkEngagement
+)
+
+const vfInteractive uint8 = 1
+
+// noVisit is the visit of an orphan event.
+const noVisit = ^uint32(0)
+
+// segOther is the value a string becomes once the day's dictionary is full.
+const segOther = "(other)"
+
+func newSegDay() *segDay {
+	return &segDay{strs: []string{""}, ids: map[string]uint32{"": 0}}
+}
+
+// id returns the id of s, adding it; beyond limit distinct strings a new
+// string is counted as segOther (SPEC §13). other reports that.
+func (d *segDay) id(s string, limit int) (id uint32, other bool) {
+	if d.ids == nil {
+		d.ids = make(map[string]uint32, len(d.strs))
+		for i, s := range d.strs {
+			d.ids[s] = uint32(i)
+		}
+	}
+	if id, ok := d.ids[s]; ok {
+		return id, false
+	}
+	if limit > 0 && len(d.strs) >= limit {
+		s, other = segOther, true
+		if id, ok := d.ids[s]; ok {
+			return id, true
+		}
+	}
+	id = uint32(len(d.strs))
+	d.strs = append(d.strs, s)
+	d.ids[s] = id
+	d.size += len(s) + 16 + 40
+	return id, other
+}
+
+// addVisit appends a visit row and returns its number.
+func (d *segDay) addVisit(period int32, visitor uint32, ms int64, attr *[numVA]uint32, cityID, entry, host uint32) uint32 {
+	n := uint32(len(d.vStart))
+	d.vPeriod = append(d.vPeriod, period)
+	d.vVisitor = append(d.vVisitor, visitor)
+	d.vStart = append(d.vStart, ms)
+	d.vEnd = append(d.vEnd, ms)
+	d.vLastPV = append(d.vLastPV, ms)
+	d.vPageviews = append(d.vPageviews, 0)
+	d.vFlags = append(d.vFlags, 0)
+	d.vEntry = append(d.vEntry, entry)
+	d.vExit = append(d.vExit, entry)
+	d.vEntryHost = append(d.vEntryHost, host)
+	d.vExitHost = append(d.vExitHost, host)
+	d.vCityID = append(d.vCityID, cityID)
+	d.vAttr = append(d.vAttr, attr[:]...)
+	d.size += segVisitBytes
+	return n
+}
+
+// segHit is one hit row to append.
+type segHit struct {
+	visit                   uint32
+	ms                      int64
+	kind                    uint8
+	name, page, host        uint32
+	value, unit             uint32
+	engaged                 uint32
+	scroll                  int8
+	props                   []uint32
+}
+
+func (d *segDay) addHit(h *segHit) {
+	d.hVisit = append(d.hVisit, h.visit)
+	d.hMs = append(d.hMs, h.ms)
+	d.hKind = append(d.hKind, h.kind)
+	d.hName = append(d.hName, h.name)
+	d.hPage = append(d.hPage, h.page)
+	d.hHost = append(d.hHost, h.host)
+	d.hValue = append(d.hValue, h.value)
+	d.hUnit = append(d.hUnit, h.unit)
+	d.hEngaged = append(d.hEngaged, h.engaged)
+	d.hScroll = append(d.hScroll, h.scroll)
+	d.props = append(d.props, h.props...)
+	d.hPropEnd = append(d.hPropEnd, uint32(len(d.props)/2))
+	d.size += segHitBytes + 4*len(h.props)
+}
+
+// Memory estimates of a row, bytes.
+const (
+	segVisitBytes = 4 + 4 + 8 + 8 + 8 + 4 + 1 + 4*4 + 4 + 4*numVA
+	segHitBytes   = 4 + 8 + 1 + 4*7 + 1
+)
+
+// propsOf returns hit i's key/value id pairs.
+func (d *segDay) propsOf(i int) []uint32 {
+	lo := uint32(0)
+	if i > 0 {
+		lo = d.hPropEnd[i-1]
+	}
+	return d.props[2*lo : 2*d.hPropEnd[i]]
+}
+
+func (d *segDay) visits() int { return len(d.vStart) }
+func (d *segDay) hits() int   { return len(d.hMs) }
+
+// clone copies d for a write (copy on write of a frozen day).
+func (d *segDay) clone() *segDay {
+	c := *d
+	c.strs = slices.Clone(d.strs)
+	c.ids = nil
+	c.vPeriod, c.vVisitor = slices.Clone(d.vPeriod), slices.Clone(d.vVisitor)
+	c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
+	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews), slices.Clone(d.vFlags)
+	c.vEntry, c.vExit = slices.Clone(d.vEntry), slices.Clone(d.vExit)
+	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost), slices.Clone(d.vExitHost)
+	c.vCityID, c.vAttr = slices.Clone(d.vCityID), slices.Clone(d.vAttr)
+	c.hVisit, c.hMs, c.hKind = slices.Clone(d.hVisit), slices.Clone(d.hMs), slices.Clone(d.hKind)
+	c.hName, c.hPage, c.hHost = slices.Clone(d.hName), slices.Clone(d.hPage), slices.Clone(d.hHost)
+	c.hValue, c.hUnit = slices.Clone(d.hValue), slices.Clone(d.hUnit)
+	c.hEngaged, c.hScroll = slices.Clone(d.hEngaged), slices.Clone(d.hScroll)
+	c.hPropEnd, c.props = slices.Clone(d.hPropEnd), slices.Clone(d.props)
+	return &c
+}
+
+// segVersion is the version of the encoding of a segDay.
+const segVersion = 1
+
+var (
+	zEnc     *zstd.Encoder
+	zDec     *zstd.Decoder
+	zOnce    sync.Once
+	segBufs  = sync.Pool{New: func() any { return new([]byte) }}
+)
+
+func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
+	zOnce.Do(func() {
+		zEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+		zDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	})
+	return zEnc, zDec
+}
+
+// appendBinary appends the encoding of d to b: a version byte, then the
+// columns, zstd-compressed. Columns of times and rows are delta-encoded.
+func (d *segDay) appendBinary(b []byte) []byte {
+	bp := segBufs.Get().(*[]byte)
+	c := (*bp)[:0]
+	u := func(v uint64) { c = binary.AppendUvarint(c, v) }
+	s := func(v int64) { c = binary.AppendVarint(c, v) }
+	u(uint64(len(d.strs)))
+	for _, x := range d.strs[1:] {
+		u(uint64(len(x)))
+		c = append(c, x...)
+	}
+	nv := len(d.vStart)
+	u(uint64(nv))
+	var prev int64
+	for _, v := range d.vPeriod {
+		s(int64(v) - prev)
+		prev = int64(v)
+	}
+	for _, v := range d.vVisitor {
+		u(uint64(v))
+	}
+	prev = 0
+	for i, v := range d.vStart {
+		s(v - prev)
+		prev = v
+		u(uint64(d.vEnd[i] - v))
+		u(uint64(d.vLastPV[i] - v))
+	}
+	for _, col := range [][]uint32{d.vPageviews, d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vCityID} {
+		for _, v := range col {
+			u(uint64(v))
+		}
+	}
+	c = append(c, d.vFlags...)
+	for a := range numVA {
+		for i := range nv {
+			u(uint64(d.vAttr[i*numVA+a]))
+		}
+	}
+	nh := len(d.hMs)
+	u(uint64(nh))
+	prev = 0
+	for _, v := range d.hVisit {
+		s(int64(v+1) - prev) // noVisit+1 is 0
+		prev = int64(v + 1)
+	}
+	prev = 0
+	for _, v := range d.hMs {
+		s(v - prev)
+		prev = v
+	}
+	c = append(c, d.hKind...)
+	for _, col := range [][]uint32{d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.hEngaged} {
+		for _, v := range col {
+			u(uint64(v))
+		}
+	}
+	for _, v := range d.hScroll {
+		c = append(c, byte(v))
+	}
+	var pe uint32
+	for _, v := range d.hPropEnd {
+		u(uint64(v - pe))
+		pe = v
+	}
+	for _, v := range d.props {
+		u(uint64(v))
+	}
+	enc, _ := zstdCodecs()
+	b = append(b, segVersion)
+	b = binary.AppendUvarint(b, uint64(len(c)))
+	b = enc.EncodeAll(c, b)
+	*bp = c
+	segBufs.Put(bp)
+	return b
+}
+
+// decodeSegDay decodes an encoding of appendBinary. It never panics, and
+// bounds what it allocates by the size of the data.
+func decodeSegDay(b []byte) (*segDay, error) {
+	bad := func(what string) (*segDay, error) {
+		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
+	}
+	if len(b) == 0 || b[0] != segVersion {
+		return bad("version")
+	}
+	raw, n := binary.Uvarint(b[1:])
+	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
+		return bad("length")
+	}
+	_, dec := zstdCodecs()
+	c, err := dec.DecodeAll(b[1+n:], make([]byte, 0, raw))
+	if err != nil || uint64(len(c)) != raw {
+		return bad("compressed columns")
+	}
+	dd := decoder{b: c}
+	count := func() int {
+		v := dd.uvarint()
+		if dd.bad || v > uint64(len(dd.b)) {
+			dd.bad = true
+			return 0
+		}
+		return int(v)
+	}
+	d := &segDay{}
+	ns := count()
+	if ns == 0 {
+		return bad("strings")
+	}
+	d.strs = make([]string, ns)
+	for i := 1; i < ns; i++ {
+		d.strs[i] = dd.string()
+	}
+	nv := count()
+	u32s := func(n int) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			v := dd.uvarint()
+			if v > 1<<32-1 {
+				dd.bad = true
+			}
+			out[i] = uint32(v)
+		}
+		return out
+	}
+	d.vPeriod = make([]int32, nv)
+	var prev int64
+	for i := range d.vPeriod {
+		prev += dd.varint()
+		d.vPeriod[i] = int32(prev)
+	}
+	d.vVisitor = u32s(nv)
+	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
+	prev = 0
+	for i := range nv {
+		prev += dd.varint()
+		d.vStart[i] = prev
+		d.vEnd[i] = prev + int64(dd.uvarint())
+		d.vLastPV[i] = prev + int64(dd.uvarint())
+	}
+	d.vPageviews, d.vEntry, d.vExit = u32s(nv), u32s(nv), u32s(nv)
+	d.vEntryHost, d.vExitHost, d.vCityID = u32s(nv), u32s(nv), u32s(nv)
+	d.vFlags = make([]uint8, nv)
+	for i := range d.vFlags {
+		d.vFlags[i] = dd.byte()
+	}
+	d.vAttr = make([]uint32, nv*numVA)
+	for a := range numVA {
+		for i := range nv {
+			v := dd.uvarint()
+			if v > 1<<32-1 {
+				dd.bad = true
+			}
+			d.vAttr[i*numVA+a] = uint32(v)
+		}
+	}
+	nh := count()
+	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
+	prev = 0
+	for i := range nh {
+		prev += dd.varint()
+		d.hVisit[i] = uint32(prev - 1)
+	}
+	prev = 0
+	for i := range nh {
+		prev += dd.varint()
+		d.hMs[i] = prev
+	}
+	d.hKind = make([]uint8, nh)
+	for i := range d.hKind {
+		d.hKind[i] = dd.byte()
+	}
+	d.hName, d.hPage, d.hHost = u32s(nh), u32s(nh), u32s(nh)
+	d.hValue, d.hUnit, d.hEngaged = u32s(nh), u32s(nh), u32s(nh)
+	d.hScroll = make([]int8, nh)
+	for i := range d.hScroll {
+		d.hScroll[i] = int8(dd.byte())
+	}
+	d.hPropEnd = make([]uint32, nh)
+	var pe uint64
+	for i := range nh {
+		pe += dd.uvarint()
+		if pe > uint64(len(dd.b)) {
+			dd.bad = true
+			break
+		}
+		d.hPropEnd[i] = uint32(pe)
+	}
+	if dd.bad {
+		return bad("columns")
+	}
+	d.props = u32s(int(2 * pe))
+	if dd.bad || len(dd.b) != 0 {
+		return bad("columns")
+	}
+	// Every reference must be in range, so that queries index without checks.
+	ok := func(ids []uint32) bool {
+		for _, v := range ids {
+			if int(v) >= ns {
+				return false
+			}
+		}
+		return true
+	}
+	for _, col := range [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vAttr, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props} {
+		if !ok(col) {
+			return bad("string id")
+		}
+	}
+	for i, v := range d.hVisit {
+		if v != noVisit && int(v) >= nv || d.hKind[i] > hkEngagement || i > 0 && d.hPropEnd[i] < d.hPropEnd[i-1] {
+			return bad("hit row")
+		}
+	}
+	d.size = d.estimate()
+	return d, nil
+}
+
+// estimate recomputes the memory estimate of d.
+func (d *segDay) estimate() int {
+	n := 64 + len(d.vStart)*segVisitBytes + len(d.hMs)*segHitBytes + 4*len(d.props)
+	for _, s := range d.strs {
+		n += len(s) + 16
+	}
+	return n
+}
