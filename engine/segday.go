@@ -144,14 +144,14 @@ func (d *segDay) addVisit(period int32, visitor uint32, ms int64, attr *[numVA]u
 
 // segHit is one hit row to append.
 type segHit struct {
-	visit                   uint32
-	ms                      int64
-	kind                    uint8
-	name, page, host        uint32
-	value, unit             uint32
-	engaged                 uint32
-	scroll                  int8
-	props                   []uint32
+	visit            uint32
+	ms               int64
+	kind             uint8
+	name, page, host uint32
+	value, unit      uint32
+	engaged          uint32
+	scroll           int8
+	props            []uint32
 }
 
 func (d *segDay) addHit(h *segHit) {
@@ -211,10 +211,10 @@ func (d *segDay) clone() *segDay {
 const segVersion = 1
 
 var (
-	zEnc     *zstd.Encoder
-	zDec     *zstd.Decoder
-	zOnce    sync.Once
-	segBufs  = sync.Pool{New: func() any { return new([]byte) }}
+	zEnc    *zstd.Encoder
+	zDec    *zstd.Decoder
+	zOnce   sync.Once
+	segBufs = sync.Pool{New: func() any { return new([]byte) }}
 )
 
 func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
