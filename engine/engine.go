@@ -92,6 +92,7 @@ type shard struct {
 // without locks, and its statistics state.
 type site struct {
 	web   *Website                   // guarded by Engine.regMu
+	goals *goalSet                   // guarded by Engine.regMu; nil: none
 	cfg   atomic.Pointer[siteConfig] // replaced on update; read without locks
 	state *siteState                 // guarded by the shard's mu
 }

@@ -526,6 +526,12 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 		e.regMu.Unlock()
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}
+	if s.goals != nil {
+		if err := e.store.Delete(snapshot.KindGoals, uint64(id)); err != nil {
+			// The website is gone; Open drops goals of no website.
+			e.opts.Logger.Error("delete goals", "website", id, "err", err)
+		}
+	}
 	delete(e.sites, id)
 	delete(e.domains, s.web.Domain)
 	e.regMu.Unlock()
@@ -631,6 +637,9 @@ func (e *Engine) loadRegistry() error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := e.loadGoals(); err != nil {
 		return err
 	}
 	return e.loadSessions()

@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"net/url"
 	"strings"
+
+	"github.com/webstats/webstats/engine/internal/source"
 )
 
 // The segments store's part of applying a record (SPEC §10.1): visit rows
@@ -136,18 +137,18 @@ func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]u
 	if external {
 		refHost, refURL = r.refHost, r.seg.refURL
 	}
-	q, _ := url.ParseQuery(r.seg.landing)
-	src, channel, medium := classifySource(r.seg.landing, refHost)
+	l := source.ParseLanding(r.seg.landing, refHost)
+	src, channel, medium := source.Classify(l)
 	country, _, _ := strings.Cut(r.country, ":")
 	vals := [numVA]string{
 		vaSource:      src,
 		vaReferrer:    refURL,
 		vaChannel:     channel,
 		vaUTMMedium:   medium,
-		vaUTMSource:   q.Get("utm_source"),
-		vaUTMCampaign: q.Get("utm_campaign"),
-		vaUTMContent:  q.Get("utm_content"),
-		vaUTMTerm:     q.Get("utm_term"),
+		vaUTMSource:   l.UTMSource,
+		vaUTMCampaign: l.UTMCampaign,
+		vaUTMContent:  l.UTMContent,
+		vaUTMTerm:     l.UTMTerm,
 		vaDevice:      r.device,
 		vaBrowser:     r.browser,
 		vaBrowserVer:  r.seg.browserVer,

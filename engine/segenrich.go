@@ -156,27 +156,3 @@ func cutRunes(s string, n int) string {
 	}
 	return s
 }
-
-// classifySource returns a visit's source, channel and utm_medium from its
-// landing parameters and external referrer host.
-// TODO(lead): replaced by engine/internal/source when it lands.
-func classifySource(landing, refHost string) (src, channel, medium string) {
-	q, _ := url.ParseQuery(landing)
-	medium = q.Get("utm_medium")
-	for _, k := range []string{"utm_source", "source", "ref"} {
-		if v := q.Get(k); v != "" {
-			src = v
-			break
-		}
-	}
-	if src == "" {
-		src = strings.TrimPrefix(refHost, "www.")
-	}
-	switch {
-	case src == "":
-		channel = "Direct"
-	default:
-		channel = "Referral"
-	}
-	return src, channel, medium
-}

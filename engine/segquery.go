@@ -1,20 +1,1366 @@
 package engine
 
+// The one query call (SPEC §10.2): a resolved Query is compiled into a plan
+// that scans the segments store of the range's days once, day by day:
+// filters are evaluated on dictionary ids with a memo per day, hits are
+// grouped by their dimension values, and each group keeps what its metrics
+// need (counts, distinct visitors per salt period as roaring bitmaps, the
+// day's visit rows). The rules are /docs/design.md's "Segments".
+
 import (
+	"cmp"
 	"context"
-	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/geo"
 )
 
-var errNotYet = errors.New("engine: segments: not implemented yet")
+// MaxQueryGroups bounds the groups (distinct dimension values) one query
+// may build: beyond it the query fails with a *QueryError (Limit
+// "MaxQueryGroups") instead of growing without bound.
+const MaxQueryGroups = 1_000_000
 
 func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
-	return QueryResult{}, errNotYet
+	e := o.e
+	s, err := o.site(website)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	e.regMu.RLock()
+	goals := s.goals
+	e.regMu.RUnlock()
+	if goals == nil {
+		goals = &goalSet{}
+	}
+	cfg := s.cfg.Load()
+	sh := e.shardOf(cfg.id)
+	sh.mu.Lock()
+	start := Date(math.MaxInt32)
+	for d := range s.state.dates {
+		start = min(start, d)
+	}
+	sh.mu.Unlock()
+	if start == math.MaxInt32 {
+		start = 0
+	}
+	site := QuerySite{Domain: cfg.domain, Location: cfg.loc, Now: e.now(), StatsStart: start}
+	for _, g := range goals.Goals {
+		site.Goals = append(site.Goals, g.DisplayName)
+	}
+	r, err := q.Resolve(site)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	res, err := e.runQuery(ctx, s, &r, goals)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	return res, nil
 }
 
-func (o Owner) goals(ctx context.Context, website uint32) ([]Goal, error) { return nil, errNotYet }
-
-func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error) {
-	return Goal{}, errNotYet
+// runQuery answers a resolved query.
+func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet) (QueryResult, error) {
+	p, err := newPlan(r, goals)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	lo := r.FirstDay
+	if e.opts.SaltPeriod != SaltDay {
+		// A visit's rows live in the day it started, which may be any day
+		// of its salt period before the range.
+		lo = periodStart(r.FirstDay, e.opts.SaltPeriod)
+	}
+	err = e.scanDays(ctx, s, lo, r.LastDay, nil, func(date buckets.Date, d storedDay) {
+		if p.err == nil {
+			p.scanDay(d.seg)
+		}
+	})
+	if err == nil {
+		err = p.err
+	}
+	if err != nil {
+		return QueryResult{}, err
+	}
+	rows := p.rows()
+	// Metrics that need the answer of a related query.
+	if slices.Contains(r.Metrics, "percentage") {
+		total, err := e.relatedVisitors(ctx, s, r, goals, false, nil)
+		if err != nil {
+			return QueryResult{}, err
+		}
+		i := slices.Index(r.Metrics, "percentage")
+		for _, row := range rows {
+			row.metrics[i] = percent(row.visitors, total[""], 1, true)
+		}
+	}
+	for _, m := range []string{"conversion_rate", "group_conversion_rate"} {
+		i := slices.Index(r.Metrics, m)
+		if i < 0 {
+			continue
+		}
+		var keep []int
+		if m == "group_conversion_rate" {
+			for j, d := range r.Dimensions {
+				if d != "event:goal" {
+					keep = append(keep, j)
+				}
+			}
+		}
+		denom, err := e.relatedVisitors(ctx, s, r, goals, true, keep)
+		if err != nil {
+			return QueryResult{}, err
+		}
+		for _, row := range rows {
+			row.metrics[i] = percent(row.visitors, denom[row.keyOf(keep)], 2, false)
+		}
+	}
+	p.sortRows(rows)
+	res := QueryResult{Query: r.Echo(), Results: []QueryRow{}}
+	if r.Include.TotalRows {
+		n := len(rows)
+		res.Meta.TotalRows = &n
+	}
+	if r.Include.TimeLabels {
+		res.Meta.TimeLabels = r.TimeLabels()
+	}
+	if r.Include.Imports {
+		f := false
+		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
+	}
+	if len(p.warnings) > 0 {
+		res.Meta.MetricWarnings = p.warnings
+	}
+	off := min(r.Pagination.Offset, len(rows))
+	end := min(off+r.Pagination.Limit, len(rows))
+	for _, row := range rows[off:end] {
+		res.Results = append(res.Results, QueryRow{Dimensions: row.dims, Metrics: row.metrics})
+	}
+	if len(r.Dimensions) == 0 && len(res.Results) == 0 && off == 0 {
+		res.Results = append(res.Results, p.emptyRow())
+	}
+	return res, nil
 }
 
-func (o Owner) deleteGoal(ctx context.Context, website uint32, id uint64) error { return errNotYet }
+// relatedVisitors answers the visitors of r with its dimensions reduced to
+// keep (none when nil) and, when noGoals, without its top-level event:goal
+// and event:props filters: the denominators of percentage and conversion
+// rates, by the row key of the kept dimensions.
+func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet, noGoals bool, keep []int) (map[string]int64, error) {
+	rq := *r
+	rq.Metrics = []string{"visitors"}
+	rq.Dimensions = nil
+	for _, j := range keep {
+		rq.Dimensions = append(rq.Dimensions, r.Dimensions[j])
+	}
+	rq.OrderBy = nil
+	rq.Include = Include{}
+	rq.Pagination = Pagination{Limit: math.MaxInt}
+	if noGoals {
+		rq.Filters = nil
+		for _, f := range r.Filters {
+			if f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
+				continue
+			}
+			rq.Filters = append(rq.Filters, f)
+		}
+	}
+	p, err := newPlan(&rq, goals)
+	if err != nil {
+		return nil, err
+	}
+	lo := rq.FirstDay
+	if e.opts.SaltPeriod != SaltDay {
+		lo = periodStart(rq.FirstDay, e.opts.SaltPeriod)
+	}
+	err = e.scanDays(ctx, s, lo, rq.LastDay, nil, func(date buckets.Date, d storedDay) {
+		if p.err == nil {
+			p.scanDay(d.seg)
+		}
+	})
+	if err == nil {
+		err = p.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64)
+	all := make([]int, len(keep))
+	for i := range all {
+		all[i] = i
+	}
+	for _, row := range p.rows() {
+		out[row.keyOf(all)] = row.visitors
+	}
+	return out, nil
+}
+
+// percent is 100·n/d rounded to dp decimals; 0 (or nil when nullOnZero)
+// when d is 0.
+func percent(n, d int64, dp int, nullOnZero bool) any {
+	if d == 0 {
+		if nullOnZero {
+			return nil
+		}
+		return 0.0
+	}
+	return round(100*float64(n)/float64(d), dp)
+}
+
+// round rounds half away from zero to dp decimals.
+func round(f float64, dp int) float64 {
+	p := math.Pow10(dp)
+	return math.Round(f*p) / p
+}
+
+// ---------------------------------------------------------------------------
+// The plan
+
+// dimKind says where a dimension's value comes from.
+type dimKind uint8
+
+const (
+	dkHitName dimKind = iota
+	dkHitPage
+	dkHitHost
+	dkGoal
+	dkProp
+	dkTime
+	dkVisitAttr
+	dkEntry
+	dkExit
+	dkEntryHost
+	dkExitHost
+	dkCity
+	dkCountryName
+)
+
+type dimSpec struct {
+	name string
+	kind dimKind
+	attr int    // dkVisitAttr: the vAttr column
+	prop string // dkProp: the key
+}
+
+// Special values of a group key position.
+const (
+	keyNone = ^uint32(0) - 1 // a missing prop: "(none)"
+)
+
+// visitDims maps visit:* dimensions to visit row columns.
+var visitDims = map[string]dimSpec{
+	"visit:source":              {kind: dkVisitAttr, attr: vaSource},
+	"visit:referrer":            {kind: dkVisitAttr, attr: vaReferrer},
+	"visit:channel":             {kind: dkVisitAttr, attr: vaChannel},
+	"visit:utm_medium":          {kind: dkVisitAttr, attr: vaUTMMedium},
+	"visit:utm_source":          {kind: dkVisitAttr, attr: vaUTMSource},
+	"visit:utm_campaign":        {kind: dkVisitAttr, attr: vaUTMCampaign},
+	"visit:utm_content":         {kind: dkVisitAttr, attr: vaUTMContent},
+	"visit:utm_term":            {kind: dkVisitAttr, attr: vaUTMTerm},
+	"visit:screen":              {kind: dkVisitAttr, attr: vaDevice},
+	"visit:device":              {kind: dkVisitAttr, attr: vaDevice},
+	"visit:browser":             {kind: dkVisitAttr, attr: vaBrowser},
+	"visit:browser_version":     {kind: dkVisitAttr, attr: vaBrowserVer},
+	"visit:os":                  {kind: dkVisitAttr, attr: vaOS},
+	"visit:os_version":          {kind: dkVisitAttr, attr: vaOSVer},
+	"visit:country":             {kind: dkVisitAttr, attr: vaCountry},
+	"visit:region":              {kind: dkVisitAttr, attr: vaRegion},
+	"visit:city_name":           {kind: dkVisitAttr, attr: vaCity},
+	"visit:region_name":         {kind: dkVisitAttr, attr: vaRegionName},
+	"visit:country_name":        {kind: dkCountryName, attr: vaCountry},
+	"visit:city":                {kind: dkCity},
+	"visit:entry_page":          {kind: dkEntry},
+	"visit:exit_page":           {kind: dkExit},
+	"visit:entry_page_hostname": {kind: dkEntryHost},
+	"visit:exit_page_hostname":  {kind: dkExitHost},
+}
+
+func specOf(dim string) dimSpec {
+	var s dimSpec
+	switch {
+	case dim == "event:name":
+		s.kind = dkHitName
+	case dim == "event:page":
+		s.kind = dkHitPage
+	case dim == "event:hostname":
+		s.kind = dkHitHost
+	case dim == "event:goal":
+		s.kind = dkGoal
+	case strings.HasPrefix(dim, "event:props:"):
+		s.kind, s.prop = dkProp, strings.TrimPrefix(dim, "event:props:")
+	case strings.HasPrefix(dim, "time"):
+		s.kind = dkTime
+	default:
+		s = visitDims[dim]
+	}
+	s.name = dim
+	return s
+}
+
+// isVisitKind reports whether a dimension's value is the hit's visit's.
+func (s dimSpec) isVisit() bool { return s.kind >= dkVisitAttr }
+
+// display is the value of dimension s as the API shows it, for the stored
+// string v (the empty string when unknown).
+func (s dimSpec) display(v string) string {
+	switch s.kind {
+	case dkHitName:
+		if v == "" {
+			return "pageview"
+		}
+	case dkHitHost:
+		if v == "" {
+			return "(none)"
+		}
+	case dkCountryName:
+		return geo.CountryName(v)
+	case dkVisitAttr:
+		switch s.attr {
+		case vaSource, vaReferrer:
+			if v == "" {
+				return "Direct / None"
+			}
+		case vaChannel:
+			if v == "" {
+				return "Direct"
+			}
+		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm,
+			vaBrowser, vaBrowserVer, vaOS, vaOSVer:
+			if v == "" {
+				return "(not set)"
+			}
+		case vaDevice:
+			if v == "" {
+				return "(not set)"
+			}
+			return strings.ToUpper(v[:1]) + v[1:]
+		}
+	}
+	return v
+}
+
+// plan is a query compiled for scanning.
+type plan struct {
+	r     *ResolvedQuery
+	goals *goalSet
+	dims  []dimSpec
+	page  int // position of the event:page dimension, or -1
+
+	filter *fnode // nil: none
+	// pageFilters are the top-level event:page leaves (bounce rate and
+	// engagement reports are limited to their entry page / page).
+	pageFilters []*fnode
+
+	customRows bool // custom events are visitor rows (name, goal or props queried)
+	needSess   bool // bounce_rate, visit_duration or views_per_visit asked
+	needEng    bool // time_on_page or scroll_depth asked
+	needRev    bool
+
+	from, to int64 // Unix seconds, inclusive
+
+	groups map[string]*group
+	order  []*group
+
+	// Per-day state.
+	sd        *segDay
+	dayGroups map[gkey]*group // the groups of the day's keys
+	slotMemo map[int64]uint32
+	labels   []string
+	labelIDs map[string]uint32
+	key      []uint32
+
+	warnings map[string]MetricWarning
+	revGoals []int // revenue goals in scope
+	err      error
+}
+
+// group is one row under construction.
+type group struct {
+	key  string
+	dims []any
+
+	pageviews, events int64
+	visitors          map[int32]*roaring.Bitmap
+	visits            int64
+	dayVisits         *roaring.Bitmap // visit rows of the current day
+	sessVisits        *roaring.Bitmap // visit rows of the current day, session grouping
+	sess              sessAcc
+	revenue           float64
+	revenueN          int64
+	revCurrency       string
+	engVisits         *roaring.Bitmap // visit rows with engagement, this day
+	engMs             int64
+	engN              int64
+	scroll            map[uint32]int8 // visit row → max scroll, this day
+	scrollSum         int64
+	scrollN           int64
+	hasRows           bool
+}
+
+type sessAcc struct {
+	n, bounceN, bounced int64
+	duration            int64 // seconds, bounces as 0
+	pageviews           int64
+}
+
+// outRow is a finished row.
+type outRow struct {
+	dims     []any
+	metrics  []any
+	visitors int64
+	g        *group
+}
+
+func (o *outRow) keyOf(pos []int) string {
+	var b strings.Builder
+	for _, j := range pos {
+		fmt.Fprintf(&b, "%v\x00", o.dims[j])
+	}
+	return b.String()
+}
+
+func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
+	p := &plan{r: r, goals: goals, page: -1, groups: make(map[string]*group), labelIDs: make(map[string]uint32)}
+	p.from, p.to = r.From.Unix(), r.To.Unix()
+	for i, d := range r.Dimensions {
+		s := specOf(d)
+		p.dims = append(p.dims, s)
+		if s.kind == dkHitPage {
+			p.page = i
+		}
+		if s.kind == dkHitName || s.kind == dkGoal || s.kind == dkProp {
+			p.customRows = true
+		}
+	}
+	p.key = make([]uint32, len(p.dims))
+	filters := r.EffectiveFilters()
+	if len(filters) > 0 {
+		root := Filter{Op: "and", Children: filters}
+		n, err := p.compile(&root)
+		if err != nil {
+			return nil, err
+		}
+		p.filter = n
+		for _, c := range n.kids {
+			if c.leaf && c.spec.kind == dkHitPage {
+				p.pageFilters = append(p.pageFilters, c)
+			}
+		}
+	}
+	leafVisit(filters, func(f *Filter, _, _ int) bool {
+		if f.Dimension == "event:name" || f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
+			p.customRows = true
+		}
+		return true
+	})
+	for _, m := range r.Metrics {
+		switch m {
+		case "bounce_rate", "visit_duration", "views_per_visit":
+			p.needSess = true
+		case "time_on_page", "scroll_depth":
+			p.needEng = true
+		case "total_revenue", "average_revenue":
+			p.needRev = true
+		}
+	}
+	if p.needRev {
+		p.revenueScope()
+	}
+	return p, nil
+}
+
+// revenueScope picks the revenue goals the revenue metrics sum: those the
+// top-level event:goal filters name (all when none), with a currency.
+func (p *plan) revenueScope() {
+	var goalFilters []Filter
+	for _, f := range p.r.Filters {
+		if f.Dimension == "event:goal" {
+			goalFilters = append(goalFilters, f)
+		}
+	}
+	currencies := map[string]bool{}
+	for i, g := range p.goals.Goals {
+		if g.Currency == "" {
+			continue
+		}
+		ok := true
+		for _, f := range goalFilters {
+			if !matchGoalFilter(&f, g.DisplayName) {
+				ok = false
+			}
+		}
+		if ok {
+			p.revGoals = append(p.revGoals, i)
+			currencies[g.Currency] = true
+		}
+	}
+	goalDim := slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkGoal })
+	code := ""
+	switch {
+	case len(p.revGoals) == 0:
+		code = "no_revenue_goals_matching"
+	case len(currencies) > 1 && !goalDim:
+		code = "no_single_revenue_currency"
+	}
+	if code != "" {
+		p.warnings = map[string]MetricWarning{}
+		for _, m := range p.r.Metrics {
+			if m == "total_revenue" || m == "average_revenue" {
+				p.warnings[m] = MetricWarning{Code: code, Warning: revenueWarnings[code]}
+			}
+		}
+		p.revGoals = nil
+	}
+}
+
+var revenueWarnings = map[string]string{
+	"no_revenue_goals_matching":  "Revenue metrics are null as there are no matching revenue goals.",
+	"no_single_revenue_currency": "Revenue metrics are null as there are multiple currencies for the selected event:goals.",
+}
+
+func matchGoalFilter(f *Filter, name string) bool {
+	for _, c := range f.Clauses {
+		switch f.Op {
+		case "is":
+			if name == c {
+				return true
+			}
+		case "contains":
+			if strings.Contains(name, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ---------------------------------------------------------------------------
+// Filters
+
+// fnode is a compiled filter node.
+type fnode struct {
+	op   string
+	leaf bool
+	spec dimSpec
+	kids []*fnode
+	// A leaf's test on the displayed value.
+	test func(string) bool
+	// memo caches a leaf's test by dictionary id for the current day: 0
+	// unknown, 1 true, 2 false.
+	memo []uint8
+	// A has_done/has_not_done node's visits of the current day, and
+	// whether orphans (no visit) match.
+	done *roaring.Bitmap
+	// goal leaves: which goals (indices) the clauses select.
+	goalSet []int
+	// prop leaves: the key id of the current day (noKey if absent).
+	keyID uint32
+}
+
+const noKey = ^uint32(0)
+
+func (p *plan) compile(f *Filter) (*fnode, error) {
+	n := &fnode{op: f.Op}
+	switch f.Op {
+	case "and", "or", "not", "has_done", "has_not_done":
+		for i := range f.Children {
+			k, err := p.compile(&f.Children[i])
+			if err != nil {
+				return nil, err
+			}
+			n.kids = append(n.kids, k)
+		}
+		return n, nil
+	}
+	n.leaf = true
+	n.spec = specOf(f.Dimension)
+	clauses := f.Clauses
+	fold := f.CaseInsensitive
+	if fold {
+		clauses = make([]string, len(f.Clauses))
+		for i, c := range f.Clauses {
+			clauses[i] = strings.ToLower(c)
+		}
+	}
+	var res []*regexp.Regexp
+	if f.Op == "matches" || f.Op == "matches_not" {
+		for _, c := range clauses {
+			re, err := regexp.Compile(c)
+			if err != nil {
+				return nil, &QueryError{Msg: fmt.Sprintf("Invalid filter '%s': invalid regular expression", c)}
+			}
+			res = append(res, re)
+		}
+	}
+	any := func(v string) bool {
+		if fold {
+			v = strings.ToLower(v)
+		}
+		switch f.Op {
+		case "is", "is_not":
+			return slices.Contains(clauses, v)
+		case "contains", "contains_not":
+			for _, c := range clauses {
+				if strings.Contains(v, c) {
+					return true
+				}
+			}
+		default:
+			for _, re := range res {
+				if re.MatchString(v) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	neg := strings.HasSuffix(f.Op, "_not")
+	n.test = func(v string) bool { return any(v) != neg }
+	if n.spec.kind == dkGoal {
+		for i, g := range p.goals.Goals {
+			if matchGoalFilter(f, g.DisplayName) {
+				n.goalSet = append(n.goalSet, i)
+			}
+		}
+	}
+	if n.spec.kind == dkProp {
+		// A missing key is "(none)": is/is_not test it; contains and
+		// matches need the key (plausible-api.md §4).
+		needKey := f.Op != "is" && f.Op != "is_not"
+		inner := n.test
+		n.test = func(v string) bool {
+			if v == "\x00none" {
+				if needKey {
+					return false
+				}
+				return inner("(none)")
+			}
+			return inner(v)
+		}
+	}
+	return n, nil
+}
+
+// startDay resets the per-day memos of the filter tree.
+func (n *fnode) startDay(p *plan, sd *segDay) {
+	if n == nil {
+		return
+	}
+	if n.leaf {
+		n.memo = make([]uint8, len(sd.strs))
+		if n.spec.kind == dkProp {
+			n.keyID = noKey
+			for i, s := range sd.strs {
+				if s == n.spec.prop {
+					n.keyID = uint32(i)
+					break
+				}
+			}
+		}
+		return
+	}
+	for _, k := range n.kids {
+		k.startDay(p, sd)
+	}
+	if n.op == "has_done" || n.op == "has_not_done" {
+		n.done = roaring.New()
+		for i := range sd.hits() {
+			if sd.hKind[i] == hkEngagement || sd.hVisit[i] == noVisit || !p.inRange(sd, i) {
+				continue
+			}
+			if n.kids[0].match(p, sd, i) {
+				n.done.Add(sd.hVisit[i])
+			}
+		}
+	}
+}
+
+// memoTest tests a string id with the leaf's memo.
+func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) bool {
+	if int(id) < len(n.memo) {
+		switch n.memo[id] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		ok := n.test(display(sd.strs[id]))
+		n.memo[id] = 2
+		if ok {
+			n.memo[id] = 1
+		}
+		return ok
+	}
+	return n.test(display(""))
+}
+
+// match evaluates the node on hit i of sd.
+func (n *fnode) match(p *plan, sd *segDay, i int) bool {
+	switch n.op {
+	case "and":
+		for _, k := range n.kids {
+			if !k.match(p, sd, i) {
+				return false
+			}
+		}
+		return true
+	case "or":
+		for _, k := range n.kids {
+			if k.match(p, sd, i) {
+				return true
+			}
+		}
+		return false
+	case "not":
+		return !n.kids[0].match(p, sd, i)
+	case "has_done":
+		v := sd.hVisit[i]
+		return v != noVisit && n.done.Contains(v)
+	case "has_not_done":
+		v := sd.hVisit[i]
+		return v == noVisit || !n.done.Contains(v)
+	}
+	s := n.spec
+	v := sd.hVisit[i]
+	switch s.kind {
+	case dkHitName:
+		return n.memoTest(sd, sd.hName[i], s.display)
+	case dkHitPage:
+		return n.memoTest(sd, sd.hPage[i], s.display)
+	case dkHitHost:
+		return n.memoTest(sd, sd.hHost[i], s.display)
+	case dkGoal:
+		for _, g := range n.goalSet {
+			if p.hitMatchesGoal(sd, i, g) {
+				return true
+			}
+		}
+		return false
+	case dkProp:
+		return n.test(p.propValue(sd, i, n.keyID))
+	case dkCity:
+		city := uint32(0)
+		if v != noVisit {
+			city = sd.vCityID[v]
+		}
+		return n.test(strconv.FormatUint(uint64(city), 10))
+	}
+	if v == noVisit {
+		return n.test(s.display(""))
+	}
+	return n.memoTest(sd, p.visitValue(sd, v, s), s.display)
+}
+
+// propValue is the value of a hit's prop of key id, or "\x00none".
+func (p *plan) propValue(sd *segDay, i int, key uint32) string {
+	if key != noKey {
+		kv := sd.propsOf(i)
+		for j := 0; j < len(kv); j += 2 {
+			if kv[j] == key {
+				return sd.strs[kv[j+1]]
+			}
+		}
+	}
+	return "\x00none"
+}
+
+// visitValue is the string id of a visit dimension of visit row v.
+func (p *plan) visitValue(sd *segDay, v uint32, s dimSpec) uint32 {
+	switch s.kind {
+	case dkEntry:
+		return sd.vEntry[v]
+	case dkExit:
+		return sd.vExit[v]
+	case dkEntryHost:
+		return sd.vEntryHost[v]
+	case dkExitHost:
+		return sd.vExitHost[v]
+	}
+	return sd.vAttr[int(v)*numVA+s.attr]
+}
+
+// hitMatchesGoal reports whether hit i converts goal g.
+func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
+	goal := &p.goals.Goals[g]
+	switch sd.hKind[i] {
+	case hkEvent:
+		return goal.EventName != "" && sd.strs[sd.hName[i]] == goal.EventName
+	case hkPageview:
+		re := p.goals.pages[g]
+		return re != nil && re.MatchString(sd.strs[sd.hPage[i]])
+	}
+	return false
+}
+
+func (p *plan) inRange(sd *segDay, i int) bool {
+	sec := floorDiv(sd.hMs[i], 1000)
+	return sec >= p.from && sec <= p.to
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// ---------------------------------------------------------------------------
+// Scanning
+
+// scanDay adds one day's segments to the groups.
+func (p *plan) scanDay(sd *segDay) {
+	if sd.hits() == 0 {
+		return
+	}
+	p.sd = sd
+	p.dayGroups = make(map[gkey]*group)
+	p.filter.startDay(p, sd)
+	var touched []*group
+	for i := range sd.hits() {
+		kind := sd.hKind[i]
+		if !p.inRange(sd, i) {
+			continue
+		}
+		if kind == hkEngagement {
+			if p.needEng {
+				p.engagement(sd, i, &touched)
+			}
+			continue
+		}
+		if p.filter != nil && !p.filter.match(p, sd, i) {
+			continue
+		}
+		visitorRow := kind == hkPageview || p.customRows
+		p.eachKey(sd, i, func(g *group) {
+			if !g.hasRows {
+				g.hasRows = true
+			}
+			if g.dayVisits == nil {
+				g.dayVisits = roaring.New()
+				touched = append(touched, g)
+			}
+			g.events++
+			if kind == hkPageview {
+				g.pageviews++
+			}
+			if p.needRev && kind == hkEvent {
+				p.addRevenue(g, sd, i)
+			}
+			v := sd.hVisit[i]
+			if !visitorRow || v == noVisit {
+				return
+			}
+			if g.visitors == nil {
+				g.visitors = make(map[int32]*roaring.Bitmap)
+			}
+			per := sd.vPeriod[v]
+			bm := g.visitors[per]
+			if bm == nil {
+				bm = roaring.New()
+				g.visitors[per] = bm
+			}
+			bm.Add(sd.vVisitor[v])
+			g.dayVisits.Add(v)
+		})
+		if p.needSess && (sd.hVisit[i] != noVisit) && (kind == hkPageview || p.customRows) {
+			p.eachSessKey(sd, i, &touched)
+		}
+		if p.err != nil {
+			return
+		}
+	}
+	for _, g := range touched {
+		p.finishDay(sd, g)
+	}
+}
+
+// eachKey calls fn with each group hit i belongs to (several for a hit
+// converting several goals; none for a hit converting no goal when
+// grouping by goal).
+func (p *plan) eachKey(sd *segDay, i int, fn func(*group)) {
+	p.keysOf(sd, i, false, 0, fn)
+}
+
+func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
+	if pos == len(p.dims) {
+		if g := p.group(sd); g != nil {
+			fn(g)
+		}
+		return
+	}
+	s := p.dims[pos]
+	v := sd.hVisit[i]
+	switch s.kind {
+	case dkHitName:
+		p.key[pos] = sd.hName[i]
+	case dkHitPage:
+		p.key[pos] = sd.hPage[i]
+		if sess {
+			p.key[pos] = sd.vEntry[v]
+		}
+	case dkHitHost:
+		p.key[pos] = sd.hHost[i]
+	case dkProp:
+		p.key[pos] = keyNone
+		kv := sd.propsOf(i)
+		for j := 0; j < len(kv); j += 2 {
+			if sd.strs[kv[j]] == s.prop {
+				p.key[pos] = kv[j+1]
+				break
+			}
+		}
+	case dkTime:
+		p.key[pos] = p.timeLabel(sd.hMs[i])
+	case dkGoal:
+		for g := range p.goals.Goals {
+			if p.hitMatchesGoal(sd, i, g) {
+				p.key[pos] = uint32(g)
+				p.keysOf(sd, i, sess, pos+1, fn)
+			}
+		}
+		return
+	case dkCity:
+		p.key[pos] = 0
+		if v != noVisit {
+			p.key[pos] = sd.vCityID[v]
+		}
+	default:
+		p.key[pos] = 0
+		if v != noVisit {
+			p.key[pos] = p.visitValue(sd, v, s)
+		}
+	}
+	p.keysOf(sd, i, sess, pos+1, fn)
+}
+
+// timeLabel returns the id of the time label of a hit at ms, memoised by
+// 15-minute slot (every time zone offset is a multiple of 15 minutes, so
+// a slot never spans two local hours).
+func (p *plan) timeLabel(ms int64) uint32 {
+	slot := floorDiv(ms, 15*60*1000)
+	if id, ok := p.slotMemo[slot]; ok {
+		return id
+	}
+	if p.slotMemo == nil || len(p.slotMemo) > 1<<16 {
+		p.slotMemo = make(map[int64]uint32)
+	}
+	label := p.r.TimeBucket(time.UnixMilli(ms))
+	id, ok := p.labelIDs[label]
+	if !ok {
+		id = uint32(len(p.labels))
+		p.labels = append(p.labels, label)
+		p.labelIDs[label] = id
+	}
+	p.slotMemo[slot] = id
+	return id
+}
+
+// gkey is a group key of day-local ids (MaxQueryDimensions at most).
+type gkey [MaxQueryDimensions]uint32
+
+// group returns the group of the current key, creating it.
+func (p *plan) group(sd *segDay) *group {
+	var k gkey
+	copy(k[:], p.key)
+	if g, ok := p.dayGroups[k]; ok {
+		return g
+	}
+	g := p.globalGroup(sd)
+	if g != nil {
+		p.dayGroups[k] = g
+	}
+	return g
+}
+
+// globalGroup returns the group of the current key's values, creating it.
+func (p *plan) globalGroup(sd *segDay) *group {
+	var b strings.Builder
+	dims := make([]any, len(p.dims))
+	for j, s := range p.dims {
+		id := p.key[j]
+		var v any
+		switch s.kind {
+		case dkTime:
+			v = p.labels[id]
+		case dkGoal:
+			v = p.goals.Goals[id].DisplayName
+		case dkCity:
+			v = int64(id)
+		case dkProp:
+			if id == keyNone {
+				v = "(none)"
+			} else {
+				v = sd.strs[id]
+			}
+		default:
+			v = s.display(sd.strs[id])
+		}
+		dims[j] = v
+		fmt.Fprintf(&b, "%v\x00", v)
+	}
+	k := b.String()
+	g, ok := p.groups[k]
+	if !ok {
+		if len(p.groups) >= MaxQueryGroups {
+			p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
+			return nil
+		}
+		g = &group{key: k, dims: dims}
+		p.groups[k] = g
+		p.order = append(p.order, g)
+	}
+	return g
+}
+
+// eachSessKey adds hit i's visit to the session grouping: its groups with
+// event:page replaced by the visit's entry page.
+func (p *plan) eachSessKey(sd *segDay, i int, touched *[]*group) {
+	p.keysOf(sd, i, p.page >= 0, 0, func(g *group) {
+		if g.sessVisits == nil {
+			g.sessVisits = roaring.New()
+		}
+		if g.dayVisits == nil {
+			g.dayVisits = roaring.New()
+			*touched = append(*touched, g)
+		}
+		g.sessVisits.Add(sd.hVisit[i])
+	})
+}
+
+// engagement adds engagement report i to its groups.
+func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
+	v := sd.hVisit[i]
+	if v == noVisit {
+		return
+	}
+	for _, n := range p.pageFilters {
+		if !n.match(p, sd, i) {
+			return
+		}
+	}
+	if p.filter != nil && !p.visitFiltersMatch(p.filter, sd, i) {
+		return
+	}
+	for _, s := range p.dims {
+		if s.kind == dkHitName || s.kind == dkGoal || s.kind == dkProp || s.kind == dkHitHost {
+			return
+		}
+	}
+	p.eachKey(sd, i, func(g *group) {
+		if g.dayVisits == nil {
+			g.dayVisits = roaring.New()
+			*touched = append(*touched, g)
+		}
+		if g.engVisits == nil {
+			g.engVisits = roaring.New()
+			g.scroll = make(map[uint32]int8)
+		}
+		g.hasRows = true
+		g.engMs += int64(sd.hEngaged[i])
+		g.engVisits.Add(v)
+		if sc := sd.hScroll[i]; sc >= 0 {
+			if old, ok := g.scroll[v]; !ok || sc > old {
+				g.scroll[v] = sc
+			}
+		}
+	})
+}
+
+// visitFiltersMatch evaluates only the visit-level leaves of the tree on
+// hit i (event-level leaves count as true): the filters an engagement
+// report is subject to.
+func (p *plan) visitFiltersMatch(n *fnode, sd *segDay, i int) bool {
+	switch n.op {
+	case "and", "or":
+		for _, k := range n.kids {
+			ok := p.visitFiltersMatch(k, sd, i)
+			if n.op == "and" && !ok {
+				return false
+			}
+			if n.op == "or" && ok {
+				return true
+			}
+		}
+		return n.op == "and"
+	case "not":
+		if !n.kids[0].leaf || !n.kids[0].spec.isVisit() {
+			return true
+		}
+		return !n.kids[0].match(p, sd, i)
+	case "has_done", "has_not_done":
+		return n.match(p, sd, i)
+	}
+	if !n.spec.isVisit() {
+		return true
+	}
+	return n.match(p, sd, i)
+}
+
+// addRevenue adds custom event i's revenue to g for the goals in scope it
+// converts (one goal per group when grouping by goal).
+func (p *plan) addRevenue(g *group, sd *segDay, i int) {
+	unit := sd.strs[sd.hUnit[i]]
+	amount, err := strconv.ParseFloat(sd.strs[sd.hValue[i]], 64)
+	if err != nil {
+		return
+	}
+	for _, gi := range p.revGoals {
+		goal := &p.goals.Goals[gi]
+		if goal.Currency != unit || !p.hitMatchesGoal(sd, i, gi) {
+			continue
+		}
+		if slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkGoal }) && !slices.Contains(g.dims, any(goal.DisplayName)) {
+			continue
+		}
+		g.revenue += amount
+		g.revenueN++
+		g.revCurrency = goal.Currency
+		return
+	}
+}
+
+// finishDay folds the current day's visit rows of g into its totals.
+func (p *plan) finishDay(sd *segDay, g *group) {
+	g.visits += int64(g.dayVisits.GetCardinality())
+	g.dayVisits = nil
+	if g.sessVisits != nil {
+		it := g.sessVisits.Iterator()
+		for it.HasNext() {
+			v := it.Next()
+			g.sess.n++
+			pv := int64(sd.vPageviews[v])
+			bounce := pv == 1 && sd.vFlags[v]&vfInteractive == 0
+			if !bounce {
+				g.sess.duration += floorDiv(sd.vEnd[v]-sd.vStart[v], 1000)
+			}
+			g.sess.pageviews += pv
+			entryOK := true
+			for _, n := range p.pageFilters {
+				if !n.test(sd.strs[sd.vEntry[v]]) {
+					entryOK = false
+				}
+			}
+			if entryOK {
+				g.sess.bounceN++
+				if bounce {
+					g.sess.bounced++
+				}
+			}
+		}
+		g.sessVisits = nil
+	}
+	if g.engVisits != nil {
+		g.engN += int64(g.engVisits.GetCardinality())
+		for _, sc := range g.scroll {
+			g.scrollSum += int64(sc)
+			g.scrollN++
+		}
+		g.engVisits, g.scroll = nil, nil
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Rows
+
+func (p *plan) rows() []*outRow {
+	out := make([]*outRow, 0, len(p.order))
+	for _, g := range p.order {
+		if !g.hasRows {
+			continue
+		}
+		out = append(out, p.row(g))
+	}
+	return out
+}
+
+func (p *plan) row(g *group) *outRow {
+	var visitors int64
+	for _, bm := range g.visitors {
+		visitors += int64(bm.GetCardinality())
+	}
+	o := &outRow{dims: g.dims, visitors: visitors, g: g, metrics: make([]any, len(p.r.Metrics))}
+	for i, m := range p.r.Metrics {
+		o.metrics[i] = p.metric(m, g, visitors)
+	}
+	return o
+}
+
+// emptyRow is the one row of an aggregate query over no data.
+func (p *plan) emptyRow() QueryRow {
+	return QueryRow{Dimensions: []any{}, Metrics: p.row(&group{}).metrics}
+}
+
+func (p *plan) metric(m string, g *group, visitors int64) any {
+	switch m {
+	case "visitors":
+		return visitors
+	case "visits":
+		return g.visits
+	case "pageviews":
+		return g.pageviews
+	case "events":
+		return g.events
+	case "views_per_visit":
+		if g.sess.n == 0 {
+			return 0.0
+		}
+		return round(float64(g.sess.pageviews)/float64(g.sess.n), 2)
+	case "bounce_rate":
+		if g.sess.bounceN == 0 {
+			return int64(0)
+		}
+		return int64(math.Round(100 * float64(g.sess.bounced) / float64(g.sess.bounceN)))
+	case "visit_duration":
+		if g.sess.n == 0 {
+			return nil
+		}
+		return int64(math.Round(float64(g.sess.duration) / float64(g.sess.n)))
+	case "time_on_page":
+		if g.engN == 0 {
+			return nil
+		}
+		return int64(math.Round(float64(g.engMs) / 1000 / float64(g.engN)))
+	case "scroll_depth":
+		if g.scrollN == 0 {
+			return nil
+		}
+		return int64(math.Round(float64(g.scrollSum) / float64(g.scrollN)))
+	case "total_revenue", "average_revenue":
+		if _, warned := p.warnings[m]; warned {
+			return nil
+		}
+		cur := g.revCurrency
+		if cur == "" && len(p.revGoals) > 0 {
+			cur = p.goals.Goals[p.revGoals[0]].Currency
+		}
+		v := g.revenue
+		if m == "average_revenue" {
+			v = 0
+			if g.revenueN > 0 {
+				v = g.revenue / float64(g.revenueN)
+			}
+		}
+		return formatRevenue(round(v, 3), cur)
+	}
+	return nil // percentage and conversion rates: filled in by runQuery
+}
+
+// sortRows orders rows by the query's order_by, then by the dimension
+// values ascending.
+func (p *plan) sortRows(rows []*outRow) {
+	type key struct {
+		metric int // index in metrics, or -1
+		dim    int
+		desc   bool
+	}
+	var keys []key
+	for _, o := range p.r.OrderBy {
+		k := key{metric: slices.Index(p.r.Metrics, o.Key), dim: slices.Index(p.r.Dimensions, o.Key), desc: o.Desc}
+		keys = append(keys, k)
+	}
+	for j := range p.r.Dimensions {
+		keys = append(keys, key{metric: -1, dim: j})
+	}
+	slices.SortStableFunc(rows, func(a, b *outRow) int {
+		for _, k := range keys {
+			var c int
+			if k.metric >= 0 {
+				c = compareValues(a.metrics[k.metric], b.metrics[k.metric])
+			} else if k.dim >= 0 {
+				c = compareValues(a.dims[k.dim], b.dims[k.dim])
+			}
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}
+
+// compareValues orders row values: nil first, numbers numerically,
+// strings bytewise, revenue by value.
+func compareValues(a, b any) int {
+	if a == nil || b == nil {
+		switch {
+		case a == nil && b == nil:
+			return 0
+		case a == nil:
+			return -1
+		}
+		return 1
+	}
+	num := func(v any) (float64, bool) {
+		switch x := v.(type) {
+		case int64:
+			return float64(x), true
+		case float64:
+			return x, true
+		case *Revenue:
+			return x.Value, true
+		}
+		return 0, false
+	}
+	if x, ok := num(a); ok {
+		if y, ok := num(b); ok {
+			return cmp.Compare(x, y)
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+// formatRevenue is a revenue metric's value: the amount with Plausible's
+// short ("$96.3M") and long ("$96,336,315.00") forms.
+func formatRevenue(v float64, currency string) *Revenue {
+	sym, ok := currencySymbols[currency]
+	if !ok {
+		sym = currency + " "
+	}
+	long := sym + groupThousands(strconv.FormatFloat(v, 'f', 2, 64))
+	short := long
+	abs := math.Abs(v)
+	for _, u := range []struct {
+		n float64
+		s string
+	}{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}} {
+		if abs >= u.n {
+			short = sym + strconv.FormatFloat(round(v/u.n, 1), 'f', -1, 64) + u.s
+			break
+		}
+	}
+	return &Revenue{Value: v, Currency: currency, Short: short, Long: long}
+}
+
+var currencySymbols = map[string]string{"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "CNY": "CN¥", "CAD": "CA$", "AUD": "A$", "BRL": "R$", "KRW": "₩", "CHF": "CHF "}
+
+// groupThousands puts commas in the integer part of a decimal string.
+func groupThousands(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	if frac != "" {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// segFixture is an engine with one website and a helper to track
+// pageviews of distinct visitors (by IP) at given times.
+type segFixture struct {
+	t    *testing.T
+	e    *engine.Engine
+	me   engine.Owner
+	site uint32
+}
+
+func newSegFixture(t *testing.T, now time.Time) *segFixture {
+	t.Helper()
+	e, err := engine.Open(&engine.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	acc, _, err := e.CreateAccount(ctx, "Me", "me@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := e.Owner(acc.ID)
+	domain := "example.com"
+	w, err := me.CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &segFixture{t: t, e: e, me: me, site: w.ID}
+}
+
+const segUA = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
+func (f *segFixture) pageview(visitor int, at string, url, ref string) {
+	f.t.Helper()
+	ts, err := time.Parse("2006-01-02 15:04", at)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ip := netip.AddrFrom4([4]byte{8, 8, byte(visitor >> 8), byte(visitor)})
+	if _, err := f.e.Track(context.Background(), engine.Hit{Website: f.site, Time: ts, URL: "https://example.com" + url, Referrer: ref, UserAgent: segUA, IP: ip, Language: "en"}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *segFixture) query(body string) string {
+	f.t.Helper()
+	q, err := engine.ParseQuery([]byte(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	res, err := f.me.Query(context.Background(), f.site, q)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.Results)
+	return string(b)
+}
+
+func TestQuerySmoke(t *testing.T) {
+	now := time.Date(2021, 1, 2, 0, 0, 0, 0, time.UTC)
+	// F2: U1 / then /blogpost 25 min later; U2 /; U3 /blogpost.
+	f := newSegFixture(t, now)
+	f.pageview(1, "2021-01-01 00:00", "/", "https://www.google.com/")
+	f.pageview(2, "2021-01-01 00:00", "/", "")
+	f.pageview(3, "2021-01-01 00:00", "/blogpost", "")
+	f.pageview(1, "2021-01-01 00:25", "/blogpost", "")
+	for _, tt := range []struct{ q, want string }{
+		{`{"site_id":"example.com","metrics":["pageviews","visits","views_per_visit","visitors","bounce_rate","visit_duration"],"date_range":"all"}`,
+			`[{"dimensions":[],"metrics":[4,3,1.33,3,67,500]}]`},
+		{`{"site_id":"example.com","metrics":["pageviews","visitors","bounce_rate","visit_duration"],"date_range":"all","filters":[["is","event:page",["/blogpost"]]]}`,
+			`[{"dimensions":[],"metrics":[2,2,100,750]}]`},
+		{`{"site_id":"example.com","metrics":["visitors","visits","pageviews","events","bounce_rate","visit_duration"],"date_range":"all","dimensions":["event:page"]}`,
+			`[{"dimensions":["/"],"metrics":[2,2,2,2,50,750]},{"dimensions":["/blogpost"],"metrics":[2,2,2,2,100,0]}]`},
+		{`{"site_id":"example.com","metrics":["visitors"],"date_range":"all","dimensions":["visit:source"]}`,
+			`[{"dimensions":["Direct / None"],"metrics":[2]},{"dimensions":["Google"],"metrics":[1]}]`},
+		{`{"site_id":"example.com","metrics":["visitors","pageviews"],"date_range":"all","filters":[["is","visit:source",["Google"]]]}`,
+			`[{"dimensions":[],"metrics":[1,2]}]`},
+		{`{"site_id":"example.com","metrics":["visitors"],"date_range":["2021-01-01","2021-01-01"],"dimensions":["time:hour"]}`,
+			`[{"dimensions":["2021-01-01 00:00:00"],"metrics":[3]}]`},
+	} {
+		if got := f.query(tt.q); got != tt.want {
+			t.Errorf("%s\n got %s\nwant %s", tt.q, got, tt.want)
+		}
+	}
+	fmt.Sprint()
+}
