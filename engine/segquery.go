@@ -371,10 +371,10 @@ type plan struct {
 	// Per-day state.
 	sd        *segDay
 	dayGroups map[gkey]*group // the groups of the day's keys
-	slotMemo map[int64]uint32
-	labels   []string
-	labelIDs map[string]uint32
-	key      []uint32
+	slotMemo  map[int64]uint32
+	labels    []string
+	labelIDs  map[string]uint32
+	key       []uint32
 
 	warnings map[string]MetricWarning
 	revGoals []int // revenue goals in scope

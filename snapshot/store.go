@@ -296,6 +296,7 @@ const (
 	KindReport
 	KindSecret  // server secrets (cookie signing keys), by name hash
 	KindSession // sign-in sessions, by the first 8 bytes of the token's hash
+	KindGoals   // a website's goals, by website id
 )
 
 var kindNames = [...]string{
@@ -306,6 +307,7 @@ var kindNames = [...]string{
 	KindReport:  "report",
 	KindSecret:  "secret",
 	KindSession: "session",
+	KindGoals:   "goals",
 }
 
 // String returns the kind's name, or "kind(N)" for an unnamed one.
