@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -56,6 +57,18 @@ type trackBody struct {
 	// string}, or that object JSON-encoded in a string, as Plausible accepts.
 	Dollar  json.RawMessage `json:"$"`
 	Revenue json.RawMessage `json:"revenue"`
+	// Props ("p" or "props") are custom properties: an object of strings,
+	// numbers or booleans, or that object JSON-encoded in a string.
+	P     json.RawMessage `json:"p"`
+	Props json.RawMessage `json:"props"`
+	// Interactive ("i" or "interactive") false keeps an event from
+	// ending a bounce.
+	I           *bool `json:"i"`
+	Interactive *bool `json:"interactive"`
+	// Engagement of an "engagement" event: scroll depth in percent and
+	// engaged time in milliseconds.
+	SD *int64 `json:"sd"`
+	E  *int64 `json:"e"`
 }
 
 // eventBody is the event of the phpAnalytics form.
@@ -90,17 +103,34 @@ func (b *trackBody) hit() (h engine.Hit, ignored string, err error) {
 		h.Domain = first(b.D, b.Domain)
 		switch name := first(b.N, b.Name); name {
 		case "pageview":
-		case "engagement", "pageleave":
-			// Plausible's tracker (v2) sends engagement when a page is left
-			// (time on page and scroll depth), its older versions
-			// pageleave: not hits.
+		case "pageleave":
+			// Older trackers' page leave: not a hit, and no engagement.
 			ignored = name
+		case "engagement":
+			// Plausible's tracker (v2) sends engagement when a page is
+			// left: counted only in time_on_page and scroll_depth (SPEC
+			// §2.4, §10.2).
+			ignored = name
+			h.Engagement = &engine.Engagement{ScrollDepth: -1}
+			if b.E != nil {
+				h.Engagement.EngagedMs = *b.E
+			}
+			if b.SD != nil && *b.SD >= 0 && *b.SD <= 100 {
+				h.Engagement.ScrollDepth = int(*b.SD)
+			}
 		default:
 			h.Event = &engine.Event{Name: name}
 			if rev, ok := parseRevenue(firstRaw(b.Dollar, b.Revenue)); ok {
 				h.Event.Value, h.Event.Unit = rev.Amount, rev.Currency
 			}
+			if i := b.I; i != nil || b.Interactive != nil {
+				if i == nil {
+					i = b.Interactive
+				}
+				h.Event.NonInteractive = !*i
+			}
 		}
+		h.Props = parseProps(firstRaw(b.P, b.Props))
 	}
 	switch {
 	case h.URL == "":
@@ -113,6 +143,43 @@ func (b *trackBody) hit() (h engine.Hit, ignored string, err error) {
 		return h, ignored, errTrackBadHit
 	}
 	return h, ignored, nil
+}
+
+// parseProps reads Plausible's props: an object whose values are strings,
+// numbers or booleans (others are dropped, as Plausible does), or that
+// object JSON-encoded in a string. The engine bounds their number and size.
+func parseProps(raw json.RawMessage) []engine.Prop {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil
+		}
+		raw = json.RawMessage(s)
+	}
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	props := make([]engine.Prop, 0, min(len(m), engine.MaxProps))
+	for k, v := range m {
+		var val string
+		switch {
+		case len(v) > 0 && v[0] == '"':
+			if json.Unmarshal(v, &val) != nil {
+				continue
+			}
+		case string(v) == "true" || string(v) == "false" || len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+			val = string(v)
+		default:
+			continue
+		}
+		props = append(props, engine.Prop{Key: k, Value: val})
+	}
+	// Map order is random: sorted, so that which props are kept over the
+	// bound does not depend on it.
+	slices.SortFunc(props, func(a, b engine.Prop) int { return strings.Compare(a.Key, b.Key) })
+	return props
 }
 
 // parseRevenue reads Plausible's revenue: an object, or an object encoded as
@@ -241,8 +308,10 @@ func (s *Server) trackEvent(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	if ignored != "" {
 		w.Header().Set("X-Webstats-Ignored", ignored)
-		writeAccepted(w)
-		return
+		if hit.Engagement == nil {
+			writeAccepted(w)
+			return
+		}
 	}
 	hit.IP = s.clientIP(r)
 	hit.UserAgent = r.Header.Get("User-Agent")
