@@ -262,6 +262,11 @@ func runDeterminism(st *detStreamT, c detConfig) (detAnswers, error) {
 			}
 			out[fmt.Sprintf("%s/totals/%v..%v", domainOf(i), rg[0], rg[1])] = map[string]uint64{
 				"visitors": t.Visitors, "pageviews": t.Pageviews, "visits": t.Visits, "events": t.Events}
+			seg, err := s.segAnswers(id, domainOf(i), rg[0], rg[1])
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprintf("%s/segments/%v..%v", domainOf(i), rg[0], rg[1])] = seg
 		}
 	}
 	return out, nil

@@ -358,7 +358,6 @@ type plan struct {
 	// engagement reports are limited to their entry page / page).
 	pageFilters []*fnode
 
-	customRows bool // custom events are visitor rows (name, goal or props queried)
 	needSess   bool // bounce_rate, visit_duration or views_per_visit asked
 	needEng    bool // time_on_page or scroll_depth asked
 	needRev    bool
@@ -435,9 +434,6 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 		if s.kind == dkHitPage {
 			p.page = i
 		}
-		if s.kind == dkHitName || s.kind == dkGoal || s.kind == dkProp {
-			p.customRows = true
-		}
 	}
 	p.key = make([]uint32, len(p.dims))
 	filters := r.EffectiveFilters()
@@ -454,12 +450,6 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 			}
 		}
 	}
-	leafVisit(filters, func(f *Filter, _, _ int) bool {
-		if f.Dimension == "event:name" || f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
-			p.customRows = true
-		}
-		return true
-	})
 	for _, m := range r.Metrics {
 		switch m {
 		case "bounce_rate", "visit_duration", "views_per_visit":
@@ -838,7 +828,6 @@ func (p *plan) scanDay(sd *segDay) {
 		if p.filter != nil && !p.filter.match(p, sd, i) {
 			continue
 		}
-		visitorRow := kind == hkPageview || p.customRows
 		p.eachKey(sd, i, func(g *group) {
 			if !g.hasRows {
 				g.hasRows = true
@@ -855,8 +844,8 @@ func (p *plan) scanDay(sd *segDay) {
 				p.addRevenue(g, sd, i)
 			}
 			v := sd.hVisit[i]
-			if !visitorRow || v == noVisit {
-				return
+			if v == noVisit {
+				return // an orphan event: no visitor, no visit
 			}
 			if g.visitors == nil {
 				g.visitors = make(map[int32]*roaring.Bitmap)
@@ -870,7 +859,7 @@ func (p *plan) scanDay(sd *segDay) {
 			bm.Add(sd.vVisitor[v])
 			g.dayVisits.Add(v)
 		})
-		if p.needSess && (sd.hVisit[i] != noVisit) && (kind == hkPageview || p.customRows) {
+		if p.needSess && sd.hVisit[i] != noVisit {
 			p.eachSessKey(sd, i, &touched)
 		}
 		if p.err != nil {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -119,4 +120,38 @@ func engineDate(c civil) buckets.Date {
 		panic(err)
 	}
 	return d
+}
+
+// segQueries are segment queries (SPEC §10.2) whose answers a run of the
+// determinism and metamorphic tests compares: filters, visit and event
+// dimensions, session metrics and time buckets.
+var segQueries = []string{
+	`{"metrics":["visitors","visits","pageviews","events","views_per_visit","bounce_rate","visit_duration"]}`,
+	`{"metrics":["visitors","visits","bounce_rate"],"dimensions":["visit:source","visit:country"]}`,
+	`{"metrics":["visitors","pageviews","bounce_rate","visit_duration"],"dimensions":["event:page"],"filters":[["is_not","visit:device",["Mobile"]]]}`,
+	`{"metrics":["visitors","events"],"dimensions":["time:day","event:name"]}`,
+	`{"metrics":["visits","visit_duration"],"dimensions":["visit:entry_page","visit:exit_page"],"filters":[["has_done",["contains","event:page",["a"]]]]}`,
+	`{"metrics":["visitors","percentage"],"dimensions":["visit:browser"],"filters":[["or",[["is","visit:os",["Windows"]],["not",["matches","event:page",["^/b"]]]]]]}`,
+}
+
+// segAnswers runs segQueries over [from, to] of site, as JSON rows.
+func (s *sut) segAnswers(site uint32, domain string, from, to civil) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for i, body := range segQueries {
+		body = fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s`, domain, from.String(), to.String(), body[1:])
+		q, err := engine.ParseQuery([]byte(body))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", body, err)
+		}
+		res, err := s.e.Owner(s.account).Query(context.Background(), site, q)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", body, err)
+		}
+		b, err := json.Marshal(res.Results)
+		if err != nil {
+			return nil, err
+		}
+		out[fmt.Sprintf("q%d %s", i, b)] = 1
+	}
+	return out, nil
 }
