@@ -45,6 +45,17 @@ func fuzzExercise(t *testing.T, c *corruptStore, e *engine.Engine, dir string) {
 		e.Unscoped().Stat(ctx, engine.StatQuery{Website: c.site, Name: name, From: c.day2 - engine.MaxRangeDays + 2, To: c.day2 + 1})
 	}
 	e.Unscoped().Totals(ctx, c.site, c.day1-400, c.day2)
+	for _, body := range []string{
+		`{"site_id":"x","metrics":["visitors","visits","bounce_rate","visit_duration","events"],"date_range":"all"}`,
+		`{"site_id":"x","metrics":["visitors","pageviews"],"date_range":"all","dimensions":["visit:source","event:page"],"filters":[["has_done",["contains","event:page",["/"]]]]}`,
+		`{"site_id":"x","metrics":["visitors","events"],"date_range":"all","dimensions":["time:day","event:props:k","visit:city"]}`,
+	} {
+		q, err := engine.ParseQuery([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Unscoped().Query(ctx, c.site, q)
+	}
 	for i := range 5 {
 		e.Track(ctx, engine.Hit{
 			Website:   c.site,
@@ -391,4 +402,32 @@ func checkDaySums(t *testing.T, e *engine.Engine, site uint32, day buckets.Date)
 	if n := sum("event"); n != tot.Events {
 		t.Errorf("%v: Σevent = %d, want the events %d", day, n, tot.Events)
 	}
+}
+
+// FuzzDayValue stores the input as the value of a day with data (its
+// buckets and its segments store, SPEC §10.1), then opens the engine,
+// queries the day with both kinds of query and writes into it.
+func FuzzDayValue(f *testing.F) {
+	c := newCorruptStore(f)
+	dir := c.copy(f)
+	c.edit(f, dir, func(s *snapshot.Store) error {
+		return s.Days(c.site, int32(c.day1), int32(c.day2), func(_ int32, data []byte) error {
+			f.Add(append([]byte(nil), data...))
+			f.Add(append([]byte(nil), data[:len(data)-1]...))
+			f.Add(append([]byte(nil), data[:len(data)/2]...))
+			return nil
+		})
+	})
+	c.fs.RemoveAll(dir)
+	for _, seed := range [][]byte{nil, {0xd5}, {0xd5, 0}, {0xd5, 1, 2, 1}, {0xd5, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, dir := fuzzOpen(t, c, func(s *snapshot.Store) error {
+			return s.WriteSnapshot(&snapshot.Snapshot{Days: []snapshot.DayRecord{{Website: c.site, Date: int32(c.day2), Data: data}}})
+		})
+		if e != nil {
+			fuzzExercise(t, c, e, dir)
+		}
+	})
 }

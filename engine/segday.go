@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -212,17 +215,39 @@ const segVersion = 1
 
 var (
 	zEnc    *zstd.Encoder
-	zDec    *zstd.Decoder
 	zOnce   sync.Once
 	segBufs = sync.Pool{New: func() any { return new([]byte) }}
+	// zDecs holds stream decoders: read through one, a value cannot
+	// expand past the length it announces (no decompression bomb).
+	zDecs = sync.Pool{New: func() any {
+		d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		return d
+	}}
 )
 
-func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
+func zstdEncoder() *zstd.Encoder {
 	zOnce.Do(func() {
 		zEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
-		zDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 	})
-	return zEnc, zDec
+	return zEnc
+}
+
+// unzstd decompresses b, which must expand to exactly n bytes.
+func unzstd(b []byte, n int) ([]byte, error) {
+	d := zDecs.Get().(*zstd.Decoder)
+	defer zDecs.Put(d)
+	if err := d.Reset(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if _, err := io.ReadFull(d, out); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if k, _ := d.Read(one[:]); k != 0 {
+		return nil, errors.New("longer than announced")
+	}
+	return out, nil
 }
 
 // appendBinary appends the encoding of d to b: a version byte, then the
@@ -294,7 +319,7 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	for _, v := range d.props {
 		u(uint64(v))
 	}
-	enc, _ := zstdCodecs()
+	enc := zstdEncoder()
 	b = append(b, segVersion)
 	b = binary.AppendUvarint(b, uint64(len(c)))
 	b = enc.EncodeAll(c, b)
@@ -316,9 +341,8 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
 		return bad("length")
 	}
-	_, dec := zstdCodecs()
-	c, err := dec.DecodeAll(b[1+n:], make([]byte, 0, raw))
-	if err != nil || uint64(len(c)) != raw {
+	c, err := unzstd(b[1+n:], int(raw))
+	if err != nil {
 		return bad("compressed columns")
 	}
 	dd := decoder{b: c}

@@ -420,9 +420,9 @@ type plan struct {
 	// engagement reports are limited to their entry page / page).
 	pageFilters []*fnode
 
-	needSess   bool // bounce_rate, visit_duration or views_per_visit asked
-	needEng    bool // time_on_page or scroll_depth asked
-	needRev    bool
+	needSess bool // bounce_rate, visit_duration or views_per_visit asked
+	needEng  bool // time_on_page or scroll_depth asked
+	needRev  bool
 
 	from, to int64 // Unix seconds, inclusive
 

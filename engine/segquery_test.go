@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -95,5 +94,4 @@ func TestQuerySmoke(t *testing.T) {
 			t.Errorf("%s\n got %s\nwant %s", tt.q, got, tt.want)
 		}
 	}
-	fmt.Sprint()
 }
