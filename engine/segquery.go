@@ -439,6 +439,9 @@ type plan struct {
 
 	warnings map[string]MetricWarning
 	revGoals []int // revenue goals in scope
+	// dimGoals are the goals an event:goal dimension lists: those every
+	// top-level event:goal filter selects (all goals without one).
+	dimGoals []int
 	err      error
 }
 
@@ -524,6 +527,17 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 	}
 	if p.needRev {
 		p.revenueScope()
+	}
+	for i, g := range goals.Goals {
+		ok := true
+		for _, f := range r.Filters {
+			if f.Dimension == "event:goal" && !matchGoalFilter(&f, g.DisplayName) {
+				ok = false
+			}
+		}
+		if ok {
+			p.dimGoals = append(p.dimGoals, i)
+		}
 	}
 	return p, nil
 }
@@ -971,7 +985,7 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 	case dkTime:
 		p.key[pos] = p.timeLabel(sd.hMs[i])
 	case dkGoal:
-		for g := range p.goals.Goals {
+		for _, g := range p.dimGoals {
 			if p.hitMatchesGoal(sd, i, g) {
 				p.key[pos] = uint32(g)
 				p.keysOf(sd, i, sess, pos+1, fn)
