@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 	"unicode/utf8"
 
@@ -336,19 +337,11 @@ func (s *segSite) build() *refData {
 // goalPattern turns a pageview goal's path into an anchored regexp where
 // "*" and "**" both mean ".*" (plausible-api.md §6.5).
 func goalPattern(p string) *regexp.Regexp {
-	var b strings.Builder
-	b.WriteString("^")
-	for _, part := range strings.Split(strings.ReplaceAll(p, "**", "*"), "*") {
-		if b.Len() > 1 {
-			b.WriteString(".*")
-		}
-		b.WriteString(regexp.QuoteMeta(part))
+	parts := strings.Split(strings.ReplaceAll(p, "**", "*"), "*")
+	for i, part := range parts {
+		parts[i] = regexp.QuoteMeta(part)
 	}
-	if strings.HasPrefix(p, "*") && b.String() == "^" {
-		b.WriteString(".*")
-	}
-	b.WriteString("$")
-	return regexp.MustCompile(b.String())
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
 }
 
 func goalName(g engine.Goal) string {
@@ -405,8 +398,11 @@ func (h *refHit) storedValue(dim string) string {
 	}
 	v := h.visit
 	if v == nil {
-		if dim == "visit:city" {
+		switch dim {
+		case "visit:city":
 			return "0"
+		case "visit:channel":
+			return "Direct" // ref: the blank channel is "Direct", stored and shown
 		}
 		return ""
 	}
@@ -626,11 +622,6 @@ func (e *refEval) dimValues(dim string, h *refHit) []any {
 			return []any{int64(0)}
 		}
 		return []any{h.visit.city}
-	case dim == "visit:channel":
-		if v := h.storedValue(dim); v != "" {
-			return []any{v}
-		}
-		return []any{"Direct"}
 	}
 	v := h.storedValue(dim)
 	if v == "" {
@@ -1236,4 +1227,36 @@ var refCmpOpts = []cmp.Option{
 		return a.Value == b.Value && a.Currency == b.Currency
 	}),
 	cmp.Comparer(func(a, b engine.MetricWarning) bool { return a.Code == b.Code }),
+}
+
+// TestSegRefHelpers pins the reference's own parsing rules to the documents.
+func TestSegRefHelpers(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/blog**", "/blog", true}, {"/blog**", "/blog/a/b", true}, {"/blog**", "/blo", false},
+		{"/docs/*", "/docs/a", true}, {"/docs/*", "/docs/", true}, {"/docs/*", "/doc", false},
+		{"*/b", "/a/b", true}, {"*/b", "/a/c", false}, {"/a.b", "/axb", false},
+	} {
+		if got := goalPattern(tt.pattern).MatchString(tt.path); got != tt.want {
+			t.Errorf("goal %q on %q = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		query, referrer         string
+		source, refURL, channel string
+	}{
+		{"", "", "", "", "Direct"},
+		{"", "https://example.com/a", "", "", "Direct"},
+		{"", "https://www.google.com/", "Google", "google.com", "Organic Search"},
+		{"", "https://blog.example.net/post/1", "blog.example.net", "blog.example.net/post/1", "Referral"},
+		{"utm_source=newsletter&utm_medium=email", "https://www.google.com/", "newsletter", "google.com", "Email"},
+		{"utm_campaign=ad", "", "", "", "Direct"},
+	} {
+		src, ref, ch := refSource(segDomain, tt.query, tt.referrer)
+		if src != tt.source || ref != tt.refURL || ch != tt.channel {
+			t.Errorf("refSource(%q, %q) = %q, %q, %q, want %q, %q, %q", tt.query, tt.referrer, src, ref, ch, tt.source, tt.refURL, tt.channel)
+		}
+	}
 }
