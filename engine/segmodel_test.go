@@ -11,6 +11,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -30,6 +31,7 @@ var (
 	segModelSeeds   = flag.Int("segmodel.seeds", 0, "seeds of TestSegModel (default 20 with -short or $CI, else 100)")
 	segModelQueries = flag.Int("segmodel.queries", 500, "random queries per seed of TestSegModel")
 	segModelSeed    = flag.Int64("segmodel.seed", -1, "run only this seed of TestSegModel")
+	segModelQuery   = flag.String("segmodel.query", "", "with -segmodel.seed: run this query (JSON) on the seed's data and log both answers")
 )
 
 // Pools the generator draws from. Referrers and landing parameters are
@@ -463,6 +465,23 @@ func TestSegModel(t *testing.T) {
 		eng, skip := openSegEngine(t, site, now)
 		gen := newSegQueryGen(rng, site, data, now)
 		qs := site.querySite(now)
+		if *segModelQuery != "" {
+			// Debugging: one given query on this seed's data, both answers.
+			q, err := engine.ParseQuery([]byte(*segModelQuery))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := q.Resolve(qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := data.query(r)
+			got, err := eng.owner.Query(context.Background(), eng.id, q)
+			w, _ := json.Marshal(want.Results)
+			g, _ := json.Marshal(got.Results)
+			t.Logf("reference: %s\nengine:    %s (%v)", w, g, err)
+			return
+		}
 		for range *segModelQueries {
 			total++
 			q := gen.query()

@@ -119,9 +119,6 @@ func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery
 		f := false
 		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
 	}
-	if r.Pagination.Offset > 0 {
-		res.Results = []QueryRow{}
-	}
 	return res, nil
 }
 
@@ -149,6 +146,9 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 		return QueryResult{}, err
 	}
 	rows := p.rows()
+	if len(r.Dimensions) == 0 && len(rows) == 0 {
+		rows = append(rows, p.row(&group{dims: []any{}})) // an aggregate is always one row
+	}
 	// Metrics that need the answer of a related query.
 	if slices.Contains(r.Metrics, "percentage") {
 		total, err := e.relatedVisitors(ctx, s, r, goals, false, nil)
@@ -202,11 +202,11 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 	}
 	off := min(r.Pagination.Offset, len(rows))
 	end := min(off+r.Pagination.Limit, len(rows))
+	if len(r.Dimensions) == 0 {
+		off, end = 0, len(rows) // an aggregate is one row, whatever the page
+	}
 	for _, row := range rows[off:end] {
 		res.Results = append(res.Results, QueryRow{Dimensions: row.dims, Metrics: row.metrics})
-	}
-	if len(r.Dimensions) == 0 && len(res.Results) == 0 && off == 0 {
-		res.Results = append(res.Results, p.emptyRow())
 	}
 	return res, nil
 }
@@ -408,6 +408,36 @@ func (s dimSpec) display(v string) string {
 	return v
 }
 
+// blankLabel is how the API shows a dimension's blank value when it has a
+// label for it ("Direct / None", "(not set)", "(none)"); "" otherwise.
+// Filters test the stored value, so contains and matches never see the
+// label, while an is/is_not clause equal to it matches the blank
+// (plausible-api.md §4).
+func (s dimSpec) blankLabel() string {
+	switch s.kind {
+	case dkHitHost:
+		return "(none)"
+	case dkVisitAttr:
+		switch s.attr {
+		case vaSource, vaReferrer:
+			return "Direct / None"
+		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm,
+			vaDevice, vaBrowser, vaBrowserVer, vaOS, vaOSVer:
+			return "(not set)"
+		}
+	}
+	return ""
+}
+
+// filterValue is the value a filter tests for the stored string v: the
+// shown value, except that a blank with a label stays "".
+func (s dimSpec) filterValue(v string) string {
+	if v == "" && s.blankLabel() != "" {
+		return ""
+	}
+	return s.display(v)
+}
+
 // plan is a query compiled for scanning.
 type plan struct {
 	r     *ResolvedQuery
@@ -592,7 +622,13 @@ var revenueWarnings = map[string]string{
 }
 
 func matchGoalFilter(f *Filter, name string) bool {
+	if f.CaseInsensitive {
+		name = strings.ToLower(name)
+	}
 	for _, c := range f.Clauses {
+		if f.CaseInsensitive {
+			c = strings.ToLower(c)
+		}
 		switch f.Op {
 		case "is":
 			if name == c {
@@ -649,10 +685,17 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 	n.spec = specOf(f.Dimension)
 	clauses := f.Clauses
 	fold := f.CaseInsensitive
-	if fold {
+	label := n.spec.blankLabel()
+	if fold || label != "" {
 		clauses = make([]string, len(f.Clauses))
 		for i, c := range f.Clauses {
-			clauses[i] = strings.ToLower(c)
+			if fold {
+				c = strings.ToLower(c)
+			}
+			if label != "" && (f.Op == "is" || f.Op == "is_not") && (c == label || fold && c == strings.ToLower(label)) {
+				c = "" // the label names the blank
+			}
+			clauses[i] = c
 		}
 	}
 	var res []*regexp.Regexp
@@ -767,6 +810,7 @@ func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) boo
 	return n.test(display(""))
 }
 
+
 // match evaluates the node on hit i of sd.
 func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 	switch n.op {
@@ -797,11 +841,11 @@ func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 	v := sd.hVisit[i]
 	switch s.kind {
 	case dkHitName:
-		return n.memoTest(sd, sd.hName[i], s.display)
+		return n.memoTest(sd, sd.hName[i], s.filterValue)
 	case dkHitPage:
-		return n.memoTest(sd, sd.hPage[i], s.display)
+		return n.memoTest(sd, sd.hPage[i], s.filterValue)
 	case dkHitHost:
-		return n.memoTest(sd, sd.hHost[i], s.display)
+		return n.memoTest(sd, sd.hHost[i], s.filterValue)
 	case dkGoal:
 		for _, g := range n.goalSet {
 			if p.hitMatchesGoal(sd, i, g) {
@@ -819,9 +863,9 @@ func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 		return n.test(strconv.FormatUint(uint64(city), 10))
 	}
 	if v == noVisit {
-		return n.test(s.display(""))
+		return n.test(s.filterValue(""))
 	}
-	return n.memoTest(sd, p.visitValue(sd, v, s), s.display)
+	return n.memoTest(sd, p.visitValue(sd, v, s), s.filterValue)
 }
 
 // propValue is the value of a hit's prop of key id, or "\x00none".
@@ -1106,12 +1150,11 @@ func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
 	if v == noVisit {
 		return
 	}
-	for _, n := range p.pageFilters {
-		if !n.match(p, sd, i) {
-			return
-		}
-	}
-	if p.filter != nil && !p.visitFiltersMatch(p.filter, sd, i) {
+	// Tested like a hit, with its own page and its visit's values (the
+	// query model refuses event:name, goal and props filters beside
+	// these metrics only where Plausible does; such leaves see an
+	// engagement report as a "pageview"-less hit).
+	if p.filter != nil && !p.filter.match(p, sd, i) {
 		return
 	}
 	for _, s := range p.dims {
@@ -1128,7 +1171,6 @@ func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
 			g.engVisits = roaring.New()
 			g.scroll = make(map[uint32]int8)
 		}
-		g.hasRows = true
 		g.engMs += int64(sd.hEngaged[i])
 		g.engVisits.Add(v)
 		if sc := sd.hScroll[i]; sc >= 0 {
@@ -1137,36 +1179,6 @@ func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
 			}
 		}
 	})
-}
-
-// visitFiltersMatch evaluates only the visit-level leaves of the tree on
-// hit i (event-level leaves count as true): the filters an engagement
-// report is subject to.
-func (p *plan) visitFiltersMatch(n *fnode, sd *segDay, i int) bool {
-	switch n.op {
-	case "and", "or":
-		for _, k := range n.kids {
-			ok := p.visitFiltersMatch(k, sd, i)
-			if n.op == "and" && !ok {
-				return false
-			}
-			if n.op == "or" && ok {
-				return true
-			}
-		}
-		return n.op == "and"
-	case "not":
-		if !n.kids[0].leaf || !n.kids[0].spec.isVisit() {
-			return true
-		}
-		return !n.kids[0].match(p, sd, i)
-	case "has_done", "has_not_done":
-		return n.match(p, sd, i)
-	}
-	if !n.spec.isVisit() {
-		return true
-	}
-	return n.match(p, sd, i)
 }
 
 // addRevenue adds custom event i's revenue to g for the goals in scope it
@@ -1258,11 +1270,6 @@ func (p *plan) row(g *group) *outRow {
 	return o
 }
 
-// emptyRow is the one row of an aggregate query over no data.
-func (p *plan) emptyRow() QueryRow {
-	return QueryRow{Dimensions: []any{}, Metrics: p.row(&group{}).metrics}
-}
-
 func (p *plan) metric(m string, g *group, visitors int64) any {
 	switch m {
 	case "visitors":
@@ -1302,7 +1309,17 @@ func (p *plan) metric(m string, g *group, visitors int64) any {
 		if _, warned := p.warnings[m]; warned {
 			return nil
 		}
+		if gi := p.goalDimIndex(); gi >= 0 && g.dims != nil && !p.isRevenueGoal(g.dims[gi]) {
+			return nil // the row's goal has no currency
+		}
 		cur := g.revCurrency
+		if gi := p.goalDimIndex(); gi >= 0 && g.dims != nil {
+			for _, i := range p.revGoals {
+				if p.goals.Goals[i].DisplayName == g.dims[gi] {
+					cur = p.goals.Goals[i].Currency
+				}
+			}
+		}
 		if cur == "" && len(p.revGoals) > 0 {
 			cur = p.goals.Goals[p.revGoals[0]].Currency
 		}
@@ -1316,6 +1333,22 @@ func (p *plan) metric(m string, g *group, visitors int64) any {
 		return formatRevenue(round(v, 3), cur)
 	}
 	return nil // percentage and conversion rates: filled in by runQuery
+}
+
+// goalDimIndex is the position of the event:goal dimension, or -1.
+func (p *plan) goalDimIndex() int {
+	return slices.IndexFunc(p.dims, func(s dimSpec) bool { return s.kind == dkGoal })
+}
+
+// isRevenueGoal reports whether the goal of display name v is in the
+// revenue scope.
+func (p *plan) isRevenueGoal(v any) bool {
+	for _, gi := range p.revGoals {
+		if p.goals.Goals[gi].DisplayName == v {
+			return true
+		}
+	}
+	return false
 }
 
 // sortRows orders rows by the query's order_by, then by the dimension

@@ -40,7 +40,7 @@ func newSegFixture(t *testing.T, now time.Time) *segFixture {
 	return &segFixture{t: t, e: e, me: me, site: w.ID}
 }
 
-const segUA = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+const smokeUA = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
 
 func (f *segFixture) pageview(visitor int, at string, url, ref string) {
 	f.t.Helper()
@@ -49,7 +49,7 @@ func (f *segFixture) pageview(visitor int, at string, url, ref string) {
 		f.t.Fatal(err)
 	}
 	ip := netip.AddrFrom4([4]byte{8, 8, byte(visitor >> 8), byte(visitor)})
-	if _, err := f.e.Track(context.Background(), engine.Hit{Website: f.site, Time: ts, URL: "https://example.com" + url, Referrer: ref, UserAgent: segUA, IP: ip, Language: "en"}); err != nil {
+	if _, err := f.e.Track(context.Background(), engine.Hit{Website: f.site, Time: ts, URL: "https://example.com" + url, Referrer: ref, UserAgent: smokeUA, IP: ip, Language: "en"}); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -376,6 +376,8 @@ func (s *segSite) goalsOf(h *refHit) []string {
 // clause equal to it matches the stored "" (plausible-api.md §4).
 func blankLabel(dim string) string {
 	switch dim {
+	case "event:hostname":
+		return "(none)"
 	case "visit:source", "visit:referrer":
 		return "Direct / None"
 	case "visit:utm_medium", "visit:utm_source", "visit:utm_campaign", "visit:utm_content", "visit:utm_term",
@@ -526,7 +528,7 @@ func (e *refEval) leaf(f *engine.Filter, h *refHit) bool {
 	is := func() bool {
 		for _, c := range f.Clauses {
 			if strings.HasPrefix(f.Dimension, "event:props:") {
-				if c == "(none)" && !present {
+				if fold(c) == "(none)" && !present {
 					return true
 				}
 				if present && fold(values[0]) == fold(c) {
@@ -654,30 +656,10 @@ func tupleKey(t []any) string {
 	return b.String()
 }
 
-// eventRows reports whether custom events are visitor rows: the query
-// filters (outside behavioural filters) or groups by event:name, event:goal
-// or event:props:*. ref: leaves inside has_done/has_not_done do not count.
-func eventRows(filters []engine.Filter, dims []string) bool {
-	isEv := func(d string) bool {
-		return d == "event:name" || d == "event:goal" || strings.HasPrefix(d, "event:props:")
-	}
-	if slices.ContainsFunc(dims, isEv) {
-		return true
-	}
-	var walk func(fs []engine.Filter) bool
-	walk = func(fs []engine.Filter) bool {
-		for _, f := range fs {
-			if f.Op == "has_done" || f.Op == "has_not_done" {
-				continue
-			}
-			if isEv(f.Dimension) || walk(f.Children) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(filters)
-}
+// eventRows reports whether custom events are visitor rows: always (a
+// custom event that belongs to a visit counts its visitor and its visit;
+// orphans have neither), per seg-semantics.md as the lead settled it.
+func eventRows(filters []engine.Filter, dims []string) bool { return true }
 
 // group runs filters and grouping by dims; it returns the groups by key, in
 // first-seen order.
@@ -800,6 +782,7 @@ func (d *refData) query(r engine.ResolvedQuery) (res engine.QueryResult, all []e
 			}
 			crFilters = append(crFilters, f)
 		}
+		e.prepare(crFilters) // has_done sets are kept by node: these are copies
 	}
 	crTotal := int64(0)
 	if has("conversion_rate") {
