@@ -810,7 +810,6 @@ func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) boo
 	return n.test(display(""))
 }
 
-
 // match evaluates the node on hit i of sd.
 func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 	switch n.op {
