@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -513,8 +514,17 @@ func runOps(cfg metaConfig, ops []fmt.Stringer) (err error) {
 			err = fmt.Errorf("final close: %w", cerr)
 		}
 	}()
+	// The shadow is an in-memory engine given the same websites and hits,
+	// and snapshotted (retention) at the same points, but never evicted,
+	// restarted or crashed: the segment queries of SPEC §10, which the model
+	// does not compute, must answer the same on both.
+	shadow, err := openSUT(engine.Options{SaltPeriod: cfg.period, SnapshotEvery: -1, Retention: cfg.retention, Now: clock})
+	if err != nil {
+		return err
+	}
+	defer shadow.close()
 	ids := map[int]uint32{} // slot → the id of its latest website
-	r := &metaRunner{s: s, m: m, ids: ids}
+	r := &metaRunner{s: s, m: m, ids: ids, shadow: shadow}
 	for i, op := range ops {
 		if lv, ok := op.(opLive); ok {
 			now = now.Add(lv.advance)
@@ -522,14 +532,99 @@ func runOps(cfg metaConfig, ops []fmt.Stringer) (err error) {
 		if err := r.run(op, now); err != nil {
 			return fmt.Errorf("op %d (%v): %w", i, op, err)
 		}
+		if err := r.mirror(op, now); err != nil {
+			return fmt.Errorf("op %d (%v): segments: %w", i, op, err)
+		}
 	}
 	return nil
 }
 
 type metaRunner struct {
-	s   *sut
-	m   *model
-	ids map[int]uint32
+	s      *sut
+	m      *model
+	ids    map[int]uint32
+	shadow *sut
+}
+
+// mirror applies op to the shadow after the engine under test ran it, and
+// at a full check compares segment queries of every website on both.
+func (r *metaRunner) mirror(op fmt.Stringer, now time.Time) error {
+	sh := r.shadow
+	switch o := op.(type) {
+	case opCreate:
+		id, ok := r.ids[o.slot]
+		if !ok || !r.m.live(id) {
+			return nil
+		}
+		if _, err := sh.createSite(domainOf(o.slot), o.tz); err != nil && !r.shadowHas(id) {
+			return err
+		}
+		if !r.shadowHas(id) {
+			return fmt.Errorf("shadow did not number website %d alike", id)
+		}
+	case opUpdate:
+		if id := r.ids[o.slot]; r.m.live(id) {
+			return sh.updateSite(id, o.set)
+		}
+	case opDelete:
+		if id, ok := r.ids[o.slot]; ok && r.shadowHas(id) && !r.m.live(id) {
+			return sh.deleteSite(id)
+		}
+	case opLive:
+		_, err := sh.track(o.hits)
+		return err
+	case opImport:
+		hits := slices.Clone(o.hits)
+		id, ok := r.ids[o.slot]
+		if !ok {
+			id = 1 << 30
+		}
+		for i := range hits {
+			hits[i].Website = id
+		}
+		_, err := sh.track(hits)
+		return err
+	case opConcurrent:
+		hits := slices.Clone(o.hits)
+		id, ok := r.ids[o.slot]
+		if !ok {
+			id = 1 << 30
+		}
+		for i := range hits {
+			hits[i].Website = id
+		}
+		if _, err := sh.track(hits); err != nil {
+			return err
+		}
+		return sh.snapshot()
+	case opSnapshot, opReopen, opCrash:
+		return sh.snapshot() // retention, where the engine under test applied it
+	case opCheckAll:
+		for slot, id := range r.ids {
+			if !r.m.live(id) {
+				continue
+			}
+			from, to := civilOf(now)-120, civilOf(now)+2
+			want, err := sh.segAnswers(id, domainOf(slot), from, to)
+			if err != nil {
+				return err
+			}
+			got, err := r.s.segAnswers(id, domainOf(slot), from, to)
+			if err != nil {
+				return err
+			}
+			if diff := diffIfNot(want, got); diff != "" {
+				return fmt.Errorf("%s %v..%v: engine differs from the shadow (-shadow +engine):\n%s", domainOf(slot), from, to, diff)
+			}
+		}
+	}
+	return nil
+}
+
+// shadowHas reports whether the shadow has website id.
+func (r *metaRunner) shadowHas(id uint32) bool {
+	_, err := r.shadow.totals(id, 0, 0)
+	return err == nil
 }
 
 // diffIfNot is cmp.Diff(want, got) with empty and nil alike, computed only
