@@ -459,7 +459,16 @@ type plan struct {
 	groups map[string]*group
 	order  []*group
 
+	// visitOnly: every dimension is the visit's (none of the hit, time
+	// or goal), so a visit's hits fall in one group.
+	visitOnly bool
+
 	// Per-day state.
+	day       int      // counts the days scanned
+	touched   []*group // groups with rows in the current day
+	scratch   []uint32
+	mark      []int32 // by visit row: the id of the group that last counted it
+	dense     []uint64
 	sd        *segDay
 	dayGroups map[gkey]*group // the groups of the day's keys
 	slotMemo  map[int64]uint32
@@ -483,8 +492,11 @@ type group struct {
 	pageviews, events int64
 	visitors          map[int32]*roaring.Bitmap
 	visits            int64
-	dayVisits         *roaring.Bitmap // visit rows of the current day
-	sessVisits        *roaring.Bitmap // visit rows of the current day, session grouping
+	id                int32    // 1 + its index in plan.order
+	day               int      // the plan's day counter when last touched
+	dups              bool     // rows may repeat a visit this day
+	rows              []uint32 // visit rows of the current day's visitor rows (repeats)
+	sessRows          []uint32 // visit rows of the current day, session grouping (repeats)
 	sess              sessAcc
 	revenue           float64
 	revenueN          int64
@@ -531,6 +543,7 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 		}
 	}
 	p.key = make([]uint32, len(p.dims))
+	p.visitOnly = !slices.ContainsFunc(p.dims, func(s dimSpec) bool { return !s.isVisit() })
 	filters := r.EffectiveFilters()
 	if len(filters) > 0 {
 		root := Filter{Op: "and", Children: filters}
@@ -930,65 +943,119 @@ func (p *plan) scanDay(sd *segDay) {
 		return
 	}
 	p.sd = sd
+	p.day++
+	p.touched = p.touched[:0]
 	p.dayGroups = make(map[gkey]*group)
 	p.filter.startDay(p, sd)
-	var touched []*group
+	// When every dimension is the visit's, a visit's hits all fall in one
+	// group: it is found once per visit.
+	var vgroup []*group
+	var orphans *group
+	if p.visitOnly {
+		vgroup = make([]*group, sd.visits())
+	}
+	p.mark = slices.Grow(p.mark[:0], sd.visits())[:sd.visits()]
+	clear(p.mark)
+	whole := p.wholeDay(sd)
 	for i := range sd.hits() {
 		kind := sd.hKind[i]
-		if !p.inRange(sd, i) {
+		if !whole && !p.inRange(sd, i) {
 			continue
 		}
 		if kind == hkEngagement {
 			if p.needEng {
-				p.engagement(sd, i, &touched)
+				p.engagement(sd, i)
 			}
 			continue
 		}
 		if p.filter != nil && !p.filter.match(p, sd, i) {
 			continue
 		}
-		p.eachKey(sd, i, func(g *group) {
-			if !g.hasRows {
-				g.hasRows = true
+		v := sd.hVisit[i]
+		if p.visitOnly {
+			var g *group
+			switch {
+			case v == noVisit && orphans != nil:
+				g = orphans
+			case v != noVisit && vgroup[v] != nil:
+				g = vgroup[v]
+			default:
+				p.keysOf(sd, i, false, 0, func(x *group) { g = x })
+				if g == nil {
+					return // p.err
+				}
+				if v == noVisit {
+					orphans = g
+				} else {
+					vgroup[v] = g
+				}
 			}
-			if g.dayVisits == nil {
-				g.dayVisits = roaring.New()
-				touched = append(touched, g)
+			p.count(g, sd, i, kind, v)
+		} else {
+			p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
+			if p.needSess && p.page >= 0 && v != noVisit {
+				p.keysOf(sd, i, true, 0, func(g *group) {
+					p.touch(g)
+					g.sessRows = append(g.sessRows, v)
+				})
 			}
-			g.events++
-			if kind == hkPageview {
-				g.pageviews++
-			}
-			if p.needRev && kind == hkEvent {
-				p.addRevenue(g, sd, i)
-			}
-			v := sd.hVisit[i]
-			if v == noVisit {
-				return // an orphan event: no visitor, no visit
-			}
-			if g.visitors == nil {
-				g.visitors = make(map[int32]*roaring.Bitmap)
-			}
-			per := sd.vPeriod[v]
-			bm := g.visitors[per]
-			if bm == nil {
-				bm = roaring.New()
-				g.visitors[per] = bm
-			}
-			bm.Add(sd.vVisitor[v])
-			g.dayVisits.Add(v)
-		})
-		if p.needSess && sd.hVisit[i] != noVisit {
-			p.eachSessKey(sd, i, &touched)
 		}
 		if p.err != nil {
 			return
 		}
 	}
-	for _, g := range touched {
+	for _, g := range p.touched {
 		p.finishDay(sd, g)
 	}
 }
+
+// wholeDay reports whether every hit of sd is in the range (most days of
+// a range): no per-hit time check is needed then.
+func (p *plan) wholeDay(sd *segDay) bool {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, ms := range sd.hMs {
+		lo, hi = min(lo, ms), max(hi, ms)
+	}
+	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
+}
+
+// touch marks g as having rows in the current day.
+func (p *plan) touch(g *group) {
+	if g.day != p.day {
+		g.day = p.day
+		p.touched = append(p.touched, g)
+	}
+}
+
+// count adds matching hit i (of visit v) to group g.
+func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
+	p.touch(g)
+	g.hasRows = true
+	g.events++
+	if kind == hkPageview {
+		g.pageviews++
+	}
+	if p.needRev && kind == hkEvent {
+		p.addRevenue(g, sd, i)
+	}
+	if v == noVisit {
+		return // an orphan event has no visitor and no visit
+	}
+	switch m := p.mark[v]; m {
+	case g.id: // counted already (the common case: a visit's next hit)
+	case 0:
+		p.mark[v] = g.id
+		g.rows = append(g.rows, v)
+	default: // counted in another group: may come back here
+		p.mark[v] = g.id
+		g.rows = append(g.rows, v)
+		g.dups = true
+		p.groupByID(m).dups = true
+	}
+}
+
+// groupByID returns the group of id.
+func (p *plan) groupByID(id int32) *group { return p.order[id-1] }
 
 // eachKey calls fn with each group hit i belongs to (several for a hit
 // converting several goals; none for a hit converting no goal when
@@ -1121,30 +1188,15 @@ func (p *plan) globalGroup(sd *segDay) *group {
 			p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
 			return nil
 		}
-		g = &group{key: k, dims: dims}
+		g = &group{key: k, dims: dims, id: int32(len(p.order) + 1)}
 		p.groups[k] = g
 		p.order = append(p.order, g)
 	}
 	return g
 }
 
-// eachSessKey adds hit i's visit to the session grouping: its groups with
-// event:page replaced by the visit's entry page.
-func (p *plan) eachSessKey(sd *segDay, i int, touched *[]*group) {
-	p.keysOf(sd, i, p.page >= 0, 0, func(g *group) {
-		if g.sessVisits == nil {
-			g.sessVisits = roaring.New()
-		}
-		if g.dayVisits == nil {
-			g.dayVisits = roaring.New()
-			*touched = append(*touched, g)
-		}
-		g.sessVisits.Add(sd.hVisit[i])
-	})
-}
-
 // engagement adds engagement report i to its groups.
-func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
+func (p *plan) engagement(sd *segDay, i int) {
 	v := sd.hVisit[i]
 	if v == noVisit {
 		return
@@ -1162,10 +1214,7 @@ func (p *plan) engagement(sd *segDay, i int, touched *[]*group) {
 		}
 	}
 	p.eachKey(sd, i, func(g *group) {
-		if g.dayVisits == nil {
-			g.dayVisits = roaring.New()
-			*touched = append(*touched, g)
-		}
+		p.touch(g)
 		if g.engVisits == nil {
 			g.engVisits = roaring.New()
 			g.scroll = make(map[uint32]int8)
@@ -1203,14 +1252,47 @@ func (p *plan) addRevenue(g *group, sd *segDay, i int) {
 	}
 }
 
-// finishDay folds the current day's visit rows of g into its totals.
+// finishDay folds the current day's visit rows of g into its totals: a
+// visit lives in one day, so the day's distinct rows are exact.
 func (p *plan) finishDay(sd *segDay, g *group) {
-	g.visits += int64(g.dayVisits.GetCardinality())
-	g.dayVisits = nil
-	if g.sessVisits != nil {
-		it := g.sessVisits.Iterator()
-		for it.HasNext() {
-			v := it.Next()
+	rows := g.rows
+	if g.dups {
+		rows = sortedUnique(rows)
+	}
+	g.dups = false
+	g.visits += int64(len(rows))
+	if len(rows) > 0 {
+		if g.visitors == nil {
+			g.visitors = make(map[int32]*roaring.Bitmap)
+		}
+		// Visitors by salt period, added sorted (roaring appends).
+		ids := p.scratch[:0]
+		per := sd.vPeriod[rows[0]]
+		flush := func() {
+			add := p.visitorBitmap(ids)
+			if bm := g.visitors[per]; bm != nil {
+				bm.Or(add)
+			} else {
+				g.visitors[per] = add
+			}
+			ids = ids[:0]
+		}
+		for _, v := range rows {
+			if sd.vPeriod[v] != per {
+				flush()
+				per = sd.vPeriod[v]
+			}
+			ids = append(ids, sd.vVisitor[v])
+		}
+		flush()
+		p.scratch = ids
+	}
+	if p.needSess {
+		sess := rows
+		if p.page >= 0 {
+			sess = sortedUnique(g.sessRows)
+		}
+		for _, v := range sess {
 			g.sess.n++
 			pv := int64(sd.vPageviews[v])
 			bounce := pv == 1 && sd.vFlags[v]&vfInteractive == 0
@@ -1231,8 +1313,8 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 				}
 			}
 		}
-		g.sessVisits = nil
 	}
+	g.rows, g.sessRows = g.rows[:0], g.sessRows[:0]
 	if g.engVisits != nil {
 		g.engN += int64(g.engVisits.GetCardinality())
 		for _, sc := range g.scroll {
@@ -1241,6 +1323,34 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 		}
 		g.engVisits, g.scroll = nil, nil
 	}
+}
+
+// visitorBitmap returns a new bitmap of ids (which may repeat and come in
+// any order). Visitor ids are dense within a salt period, so it usually
+// sets the bits of a plain bitset and converts it; sparse ids are sorted.
+func (p *plan) visitorBitmap(ids []uint32) *roaring.Bitmap {
+	hi := uint32(0)
+	for _, id := range ids {
+		hi = max(hi, id)
+	}
+	words := int(hi/64) + 1
+	if words > 8*len(ids)+64 {
+		slices.Sort(ids)
+		return roaring.BitmapOf(slices.Compact(ids)...)
+	}
+	dense := slices.Grow(p.dense[:0], words)[:words]
+	clear(dense)
+	for _, id := range ids {
+		dense[id/64] |= 1 << (id % 64)
+	}
+	p.dense = dense
+	return roaring.FromDense(dense, true)
+}
+
+// sortedUnique sorts rows and drops repeats, in place.
+func sortedUnique(rows []uint32) []uint32 {
+	slices.Sort(rows)
+	return slices.Compact(rows)
 }
 
 // ---------------------------------------------------------------------------

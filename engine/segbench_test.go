@@ -1,0 +1,126 @@
+package engine_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/engine"
+)
+
+// Benchmarks of the segments store and Owner.Query (issue #12): 30 days of
+// the medium site (about 1M pageviews, built once per process through
+// Track), every day closed and resident. WEBSTATS_SEG_DAYS sets the days
+// (365 for the year target; the build then takes a few minutes and a few
+// GiB):
+//
+//	go test ./engine -run '^$' -bench Segments -benchtime 20x -count 3
+//	WEBSTATS_SEG_DAYS=365 go test ./engine -run '^$' -bench 'Segments/medium' -benchtime 5x -count 3 -timeout 60m
+
+type segStore struct {
+	e     *engine.Engine
+	site  uint32
+	hits  int
+	first engine.Date
+	last  engine.Date
+	build time.Duration
+}
+
+var (
+	segStores  = map[string]*segStore{}
+	segStoreMu sync.Mutex
+)
+
+func segBenchFixture(b *testing.B, site bench.Site, days int) *segStore {
+	segStoreMu.Lock()
+	defer segStoreMu.Unlock()
+	key := fmt.Sprintf("%s/%d", site.Domain, days)
+	if s, ok := segStores[key]; ok {
+		return s
+	}
+	t0 := time.Now()
+	start := bench.DefaultStart
+	now := start
+	e, err := engine.Open(&engine.Options{NoSync: true, SnapshotEvery: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &segStore{e: e, site: benchSites(b, e, site.Domain)[0], first: engine.DateFromTime(start), last: engine.DateFromTime(start) + engine.Date(days) - 1}
+	cfg := bench.Config{Seed: 5, Sites: []bench.Site{site}, Days: days}
+	batch := make([]engine.Hit, 0, 4096)
+	day := 0
+	flush := func() {
+		res, err := e.Track(benchCtx, batch...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.hits += res.Accepted
+		batch = batch[:0]
+	}
+	for h := range bench.NewGenerator(cfg).Hits() {
+		if d := int(h.Time.Sub(start) / (24 * time.Hour)); d != day {
+			flush()
+			day = d
+			now = start.AddDate(0, 0, d)
+			if err := e.Snapshot(benchCtx); err != nil { // closes and freezes the day before
+				b.Fatal(err)
+			}
+		}
+		if batch = append(batch, h); len(batch) == cap(batch) {
+			flush()
+		}
+	}
+	flush()
+	now = start.AddDate(0, 0, days)
+	if err := e.Snapshot(benchCtx); err != nil {
+		b.Fatal(err)
+	}
+	s.build = time.Since(t0)
+	segStores[key] = s
+	return s
+}
+
+func BenchmarkSegments(b *testing.B) {
+	days := 30
+	if v, err := strconv.Atoi(os.Getenv("WEBSTATS_SEG_DAYS")); err == nil && v > 0 {
+		days = v
+	}
+	queries := []struct{ name, body string }{
+		{"filtered", `"metrics":["visitors","visits","bounce_rate"],"dimensions":["visit:source"],"filters":[["is","visit:country",["US"]],["contains","event:page",["/p"]]],"pagination":{"limit":10}`},
+		{"filtered-visit", `"metrics":["visitors","pageviews"],"dimensions":["event:page"],"filters":[["is","visit:device",["Mobile"]]],"pagination":{"limit":10}`},
+		{"unfiltered-source", `"metrics":["visitors","visits","bounce_rate","visit_duration"],"dimensions":["visit:source"],"pagination":{"limit":10}`},
+		{"aggregate-session", `"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","views_per_visit"]`},
+		{"timeseries", `"metrics":["visitors","pageviews"],"dimensions":["time:day"],"filters":[["is","visit:country",["US"]]]`},
+	}
+	for _, site := range []bench.Site{bench.Medium} {
+		s := segBenchFixture(b, site, days)
+		for _, q := range queries {
+			b.Run(fmt.Sprintf("medium/days=%d/%s", days, q.name), func(b *testing.B) {
+				body := fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s}`, site.Domain, s.first.String(), s.last.String(), q.body)
+				eq, err := engine.ParseQuery([]byte(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.e.Unscoped().Query(benchCtx, s.site, eq); err != nil {
+					b.Fatal(err)
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for b.Loop() {
+					t0 := time.Now()
+					if _, err := s.e.Unscoped().Query(benchCtx, s.site, eq); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(s.hits), "hits")
+				percentiles(b, lat)
+			})
+		}
+	}
+}
