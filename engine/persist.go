@@ -495,6 +495,8 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			// this one encodes after maintenance).
 			ent.shared = false
 			ent.day.Compact()
+			ent.seg.compact()
+			ent.seg.size = ent.seg.estimate()
 			ent.frozen, ent.size = true, ent.day.SizeBytes()+ent.seg.size
 			ent.used = e.counters.tick.Add(1)
 			e.counters.resident.Add(int64(ent.size))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ type segDay struct {
 	hScroll  []int8   // scroll depth of an engagement report; -1 unknown
 	hPropEnd []uint32 // hit i's props are props[2*hPropEnd[i-1] : 2*hPropEnd[i]]
 	props    []uint32 // key id, value id pairs
+
+	// grouped reports that the hits are ordered by visit row (orphans
+	// last), each visit's by time, as compact leaves a closed day; hitEnd
+	// then holds, by visit row, the end of its hits (they start at the
+	// previous visit's end).
+	grouped bool
+	hitEnd  []uint32
 
 	size int // memory estimate, bytes
 }
@@ -158,6 +166,7 @@ type segHit struct {
 }
 
 func (d *segDay) addHit(h *segHit) {
+	d.grouped, d.hitEnd = false, nil
 	d.hVisit = append(d.hVisit, h.visit)
 	d.hMs = append(d.hMs, h.ms)
 	d.hKind = append(d.hKind, h.kind)
@@ -178,6 +187,78 @@ const (
 	segVisitBytes = 4 + 4 + 8 + 8 + 8 + 4 + 1 + 4*4 + 4 + 4*numVA
 	segHitBytes   = 4 + 8 + 1 + 4*7 + 1
 )
+
+// compact orders the hits by visit (orphans last), each visit's by time,
+// so that a query can skip the hits of a visit its filters exclude. It is
+// run once, when the day closes (the day is not shared with any reader).
+func (d *segDay) compact() {
+	if d.grouped {
+		return
+	}
+	n := d.hits()
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortStableFunc(order, func(a, b uint32) int {
+		if c := cmp.Compare(d.hVisit[a], d.hVisit[b]); c != 0 { // noVisit is the largest
+			return c
+		}
+		return cmp.Compare(d.hMs[a], d.hMs[b])
+	})
+	d.hVisit = permute(d.hVisit, order)
+	d.hMs = permute(d.hMs, order)
+	d.hKind = permute(d.hKind, order)
+	d.hName = permute(d.hName, order)
+	d.hPage = permute(d.hPage, order)
+	d.hHost = permute(d.hHost, order)
+	d.hValue = permute(d.hValue, order)
+	d.hUnit = permute(d.hUnit, order)
+	d.hEngaged = permute(d.hEngaged, order)
+	d.hScroll = permute(d.hScroll, order)
+	props := make([]uint32, 0, len(d.props))
+	ends := make([]uint32, n)
+	for k, i := range order {
+		props = append(props, d.propsOf(int(i))...)
+		ends[k] = uint32(len(props) / 2)
+	}
+	d.props, d.hPropEnd = props, ends
+	d.index()
+}
+
+// index sets grouped and hitEnd when the hits are ordered by visit.
+func (d *segDay) index() {
+	for i := 1; i < len(d.hVisit); i++ {
+		if d.hVisit[i] < d.hVisit[i-1] {
+			return
+		}
+	}
+	d.grouped = true
+	d.hitEnd = make([]uint32, d.visits())
+	k := 0
+	for v := range d.hitEnd {
+		for k < len(d.hVisit) && d.hVisit[k] <= uint32(v) {
+			k++
+		}
+		d.hitEnd[v] = uint32(k)
+	}
+}
+
+// visitHits returns the range of visit v's hits of a grouped day.
+func (d *segDay) visitHits(v uint32) (lo, hi int) {
+	if v > 0 {
+		lo = int(d.hitEnd[v-1])
+	}
+	return lo, int(d.hitEnd[v])
+}
+
+func permute[T any](col []T, order []uint32) []T {
+	out := make([]T, len(col))
+	for k, i := range order {
+		out[k] = col[i]
+	}
+	return out
+}
 
 // propsOf returns hit i's key/value id pairs.
 func (d *segDay) propsOf(i int) []uint32 {
@@ -207,6 +288,7 @@ func (d *segDay) clone() *segDay {
 	c.hValue, c.hUnit = slices.Clone(d.hValue), slices.Clone(d.hUnit)
 	c.hEngaged, c.hScroll = slices.Clone(d.hEngaged), slices.Clone(d.hScroll)
 	c.hPropEnd, c.props = slices.Clone(d.hPropEnd), slices.Clone(d.props)
+	c.hitEnd = slices.Clone(d.hitEnd)
 	return &c
 }
 
@@ -464,13 +546,14 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			return bad("hit row")
 		}
 	}
+	d.index()
 	d.size = d.estimate()
 	return d, nil
 }
 
 // estimate recomputes the memory estimate of d.
 func (d *segDay) estimate() int {
-	n := 64 + len(d.vStart)*segVisitBytes + len(d.hMs)*segHitBytes + 4*len(d.props)
+	n := 64 + len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
 	for _, s := range d.strs {
 		n += len(s) + 16
 	}

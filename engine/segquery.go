@@ -446,9 +446,15 @@ type plan struct {
 	page  int // position of the event:page dimension, or -1
 
 	filter *fnode // nil: none
-	// pageFilters are the top-level event:page leaves (bounce rate and
-	// engagement reports are limited to their entry page / page).
+	// pageFilters are the top-level event:page leaves (bounce rate is
+	// limited to visits that entered on a matching page).
 	pageFilters []*fnode
+	// The top-level filters split: those that depend only on the hit's
+	// visit (tested once per visit and day, the answer kept in vpass) and
+	// the others (tested per hit).
+	visitConj, hitConj []*fnode
+	vpass              []uint8 // by visit row: 0 unknown, 1 passes, 2 fails
+	orphanPass         uint8
 
 	needSess bool // bounce_rate, visit_duration or views_per_visit asked
 	needEng  bool // time_on_page or scroll_depth asked
@@ -555,6 +561,11 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 		for _, c := range n.kids {
 			if c.leaf && c.spec.kind == dkHitPage {
 				p.pageFilters = append(p.pageFilters, c)
+			}
+			if c.visitLevel() {
+				p.visitConj = append(p.visitConj, c)
+			} else {
+				p.hitConj = append(p.hitConj, c)
 			}
 		}
 	}
@@ -804,6 +815,93 @@ func (n *fnode) startDay(p *plan, sd *segDay) {
 	}
 }
 
+// visitLevel reports whether the node's answer depends only on the hit's
+// visit: every leaf is a visit dimension, or it is a has_done/has_not_done.
+func (n *fnode) visitLevel() bool {
+	switch {
+	case n.op == "has_done" || n.op == "has_not_done":
+		return true
+	case n.leaf:
+		return n.spec.isVisit()
+	}
+	for _, k := range n.kids {
+		if !k.visitLevel() {
+			return false
+		}
+	}
+	return true
+}
+
+// visitLeaves settles vpass for the simple visit-level filters (a leaf on
+// a visit column) in one pass over the day's visits: a tight loop over the
+// column and the leaf's memo, instead of a tree walk per visit.
+func (p *plan) visitLeaves(sd *segDay) {
+	for _, n := range p.visitConj {
+		if !n.leaf || n.spec.kind < dkVisitAttr || n.spec.kind == dkCity || n.spec.kind == dkCountryName {
+			continue
+		}
+		s := n.spec
+		for v := range sd.visits() {
+			if p.vpass[v] == 2 {
+				continue
+			}
+			if !n.memoTest(sd, p.visitValue(sd, uint32(v), s), s.filterValue) {
+				p.vpass[v] = 2
+			}
+		}
+	}
+}
+
+// visitPasses evaluates the visit-level filters for the visit of hit i,
+// once per visit and day.
+func (p *plan) visitPasses(sd *segDay, i int) bool {
+	v := sd.hVisit[i]
+	st := &p.orphanPass
+	if v != noVisit {
+		st = &p.vpass[v]
+	}
+	if *st == 0 {
+		*st = 1
+		for _, n := range p.visitConj {
+			if !n.match(p, sd, i) {
+				*st = 2
+				break
+			}
+		}
+	}
+	return *st == 1
+}
+
+// passes evaluates the plan's filters on hit i: the visit-level ones once
+// per visit and day.
+func (p *plan) passes(sd *segDay, i int) bool {
+	if len(p.visitConj) > 0 {
+		v := sd.hVisit[i]
+		st := &p.orphanPass
+		if v != noVisit {
+			st = &p.vpass[v]
+		}
+		if *st == 0 {
+			*st = 1
+			for _, n := range p.visitConj {
+				if !n.match(p, sd, i) {
+					*st = 2
+					break
+				}
+			}
+		}
+		if *st == 2 {
+			return false
+		}
+	}
+	for _, n := range p.hitConj {
+		if !n.match(p, sd, i) {
+			return false
+		}
+	}
+	return true
+}
+
 // memoTest tests a string id with the leaf's memo.
 func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) bool {
 	if int(id) < len(n.memo) {
@@ -956,20 +1054,33 @@ func (p *plan) scanDay(sd *segDay) {
 	}
 	p.mark = slices.Grow(p.mark[:0], sd.visits())[:sd.visits()]
 	clear(p.mark)
+	p.vpass = slices.Grow(p.vpass[:0], sd.visits())[:sd.visits()]
+	clear(p.vpass)
+	p.orphanPass = 0
 	whole := p.wholeDay(sd)
-	for i := range sd.hits() {
+	p.visitLeaves(sd)
+	visitChecked := false
+	hit := func(i int) {
 		kind := sd.hKind[i]
 		if !whole && !p.inRange(sd, i) {
-			continue
+			return
 		}
 		if kind == hkEngagement {
 			if p.needEng {
 				p.engagement(sd, i)
 			}
-			continue
+			return
 		}
-		if p.filter != nil && !p.filter.match(p, sd, i) {
-			continue
+		if p.filter != nil {
+			if visitChecked {
+				for _, n := range p.hitConj {
+					if !n.match(p, sd, i) {
+						return
+					}
+				}
+			} else if !p.passes(sd, i) {
+				return
+			}
 		}
 		v := sd.hVisit[i]
 		if p.visitOnly {
@@ -991,18 +1102,42 @@ func (p *plan) scanDay(sd *segDay) {
 				}
 			}
 			p.count(g, sd, i, kind, v)
-		} else {
-			p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
-			if p.needSess && p.page >= 0 && v != noVisit {
-				p.keysOf(sd, i, true, 0, func(g *group) {
-					p.touch(g)
-					g.sessRows = append(g.sessRows, v)
-				})
-			}
-		}
-		if p.err != nil {
 			return
 		}
+		p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
+		if p.needSess && p.page >= 0 && v != noVisit {
+			p.keysOf(sd, i, true, 0, func(g *group) {
+				p.touch(g)
+				g.sessRows = append(g.sessRows, v)
+			})
+		}
+	}
+	if sd.grouped && len(p.visitConj) > 0 {
+		// A visit its visit-level filters exclude is skipped whole.
+		lo := 0
+		visitChecked = true
+		for v := range sd.visits() {
+			_, hi := sd.visitHits(uint32(v))
+			if lo < hi && p.visitPasses(sd, lo) {
+				for i := lo; i < hi && p.err == nil; i++ {
+					hit(i)
+				}
+			}
+			lo = hi
+		}
+		visitChecked = false
+		for i := lo; i < sd.hits() && p.err == nil; i++ {
+			hit(i) // orphans
+		}
+	} else {
+		for i := range sd.hits() {
+			if hit(i); p.err != nil {
+				return
+			}
+		}
+	}
+	if p.err != nil {
+		return
 	}
 	for _, g := range p.touched {
 		p.finishDay(sd, g)
