@@ -16,10 +16,11 @@ import (
 // the medium site (about 1M pageviews, built once per process through
 // Track), every day closed and resident. WEBSTATS_SEG_DAYS sets the days
 // (365 for the year target; the build then takes a few minutes and a few
-// GiB):
+// GiB) and WEBSTATS_SEG_SITE=large the large site:
 //
 //	go test ./engine -run '^$' -bench Segments -benchtime 20x -count 3
-//	WEBSTATS_SEG_DAYS=365 go test ./engine -run '^$' -bench 'Segments/medium' -benchtime 5x -count 3 -timeout 60m
+//	WEBSTATS_SEG_DAYS=365 go test ./engine -run '^$' -bench Segments -benchtime 5x -count 3 -timeout 60m
+//	WEBSTATS_SEG_SITE=large go test ./engine -run '^$' -bench Segments -benchtime 5x -count 3 -timeout 60m
 
 type segStore struct {
 	e     *engine.Engine
@@ -96,10 +97,14 @@ func BenchmarkSegments(b *testing.B) {
 		{"aggregate-session", `"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","views_per_visit"]`},
 		{"timeseries", `"metrics":["visitors","pageviews"],"dimensions":["time:day"],"filters":[["is","visit:country",["US"]]]`},
 	}
-	for _, site := range []bench.Site{bench.Medium} {
+	site, name := bench.Medium, "medium"
+	if os.Getenv("WEBSTATS_SEG_SITE") == "large" {
+		site, name = bench.Large, "large"
+	}
+	{
 		s := segBenchFixture(b, site, days)
 		for _, q := range queries {
-			b.Run(fmt.Sprintf("medium/days=%d/%s", days, q.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/days=%d/%s", name, days, q.name), func(b *testing.B) {
 				body := fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s}`, site.Domain, s.first.String(), s.last.String(), q.body)
 				eq, err := engine.ParseQuery([]byte(body))
 				if err != nil {

@@ -129,6 +129,14 @@ func openSegEngine(t testing.TB, s *segSite, now time.Time) (eng *segEngine, ski
 		if _, err := e.Track(ctx, s.Hits[i:min(i+512, len(s.Hits))]...); err != nil {
 			t.Fatalf("Track: %v", err)
 		}
+		if i == len(s.Hits)/2/512*512 {
+			// Halfway, a snapshot closes the days so far: the queries then
+			// read closed days (hits ordered by visit), days written again
+			// since (copied on write) and open ones.
+			if err := e.Snapshot(ctx); err != nil {
+				t.Fatalf("Snapshot: %v", err)
+			}
+		}
 	}
 	return &segEngine{e: e, owner: o, id: w.ID}, ""
 }

@@ -836,17 +836,47 @@ func (n *fnode) visitLevel() bool {
 // a visit column) in one pass over the day's visits: a tight loop over the
 // column and the leaf's memo, instead of a tree walk per visit.
 func (p *plan) visitLeaves(sd *segDay) {
+	all := true
 	for _, n := range p.visitConj {
-		if !n.leaf || n.spec.kind < dkVisitAttr || n.spec.kind == dkCity || n.spec.kind == dkCountryName {
+		s := n.spec
+		if !n.leaf || s.kind < dkVisitAttr || s.kind == dkCity || s.kind == dkCountryName {
+			all = false
 			continue
 		}
-		s := n.spec
+		var col []uint32
+		stride, off := 1, 0
+		switch s.kind {
+		case dkEntry:
+			col = sd.vEntry
+		case dkExit:
+			col = sd.vExit
+		case dkEntryHost:
+			col = sd.vEntryHost
+		case dkExitHost:
+			col = sd.vExitHost
+		default:
+			col, stride, off = sd.vAttr, numVA, s.attr
+		}
+		memo := n.memo
 		for v := range sd.visits() {
 			if p.vpass[v] == 2 {
 				continue
 			}
-			if !n.memoTest(sd, p.visitValue(sd, uint32(v), s), s.filterValue) {
+			id := col[v*stride+off]
+			m := memo[id]
+			if m == 0 {
+				n.memoTest(sd, id, s.filterValue)
+				m = memo[id]
+			}
+			if m == 2 {
 				p.vpass[v] = 2
+			}
+		}
+	}
+	if all {
+		for v, st := range p.vpass {
+			if st == 0 {
+				p.vpass[v] = 1
 			}
 		}
 	}
@@ -1112,7 +1142,25 @@ func (p *plan) scanDay(sd *segDay) {
 			})
 		}
 	}
-	if sd.grouped && len(p.visitConj) > 0 {
+	if sd.grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng {
+		// Every hit of a visit counts in its one group: a visit at a time.
+		lo := 0
+		for v := range sd.visits() {
+			_, hi := sd.visitHits(uint32(v))
+			if lo < hi && (len(p.visitConj) == 0 || p.visitPasses(sd, lo)) {
+				var g *group
+				p.keysOf(sd, lo, false, 0, func(x *group) { g = x })
+				if g == nil {
+					return // p.err
+				}
+				p.countVisit(g, sd, uint32(v), lo, hi)
+			}
+			lo = hi
+		}
+		for i := lo; i < sd.hits() && p.err == nil; i++ {
+			hit(i) // orphans
+		}
+	} else if sd.grouped && len(p.visitConj) > 0 {
 		// A visit its visit-level filters exclude is skipped whole.
 		lo := 0
 		visitChecked = true
@@ -1187,6 +1235,21 @@ func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
 		g.dups = true
 		p.groupByID(m).dups = true
 	}
+}
+
+// countVisit adds the hits [lo, hi) of visit v, all in range and all
+// matching, to g: count for a whole visit.
+func (p *plan) countVisit(g *group, sd *segDay, v uint32, lo, hi int) {
+	p.touch(g)
+	g.hasRows = true
+	g.pageviews += int64(sd.vPageviews[v])
+	for _, k := range sd.hKind[lo:hi] {
+		if k != hkEngagement {
+			g.events++
+		}
+	}
+	p.mark[v] = g.id
+	g.rows = append(g.rows, v)
 }
 
 // groupByID returns the group of id.
