@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"github.com/webstats/webstats/snapshot"
 	"os"
 	"strconv"
 	"sync"
@@ -127,5 +129,70 @@ func BenchmarkSegments(b *testing.B) {
 				percentiles(b, lat)
 			})
 		}
+	}
+}
+
+// BenchmarkSegmentsDisk reports the bytes per hit of the segments store
+// as the store holds them (the segments part of each day value: columns,
+// zstd-compressed), beside the day buckets' part, for 30 days of the
+// medium site. The value layout is persist.go's day envelope:
+// 0xd5, uvarint length of the buckets day, the buckets day, the segments.
+//
+//	go test ./engine -run '^$' -bench SegmentsDisk -benchtime 1x -count 3
+func BenchmarkSegmentsDisk(b *testing.B) {
+	for b.Loop() {
+		fs := snapshot.NewMemFS()
+		start := bench.DefaultStart
+		now := start
+		e, err := engine.Open(&engine.Options{FS: fs, Dir: "disk", NoSync: true, SnapshotEvery: -1, Now: func() time.Time { return now }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		site := benchSites(b, e, bench.Medium.Domain)[0]
+		hits := 0
+		batch := make([]engine.Hit, 0, 4096)
+		flush := func() {
+			res, err := e.Track(benchCtx, batch...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hits += res.Accepted
+			batch = batch[:0]
+		}
+		const days = 30
+		for h := range bench.NewGenerator(bench.Config{Seed: 5, Sites: []bench.Site{bench.Medium}, Days: days}).Hits() {
+			if batch = append(batch, h); len(batch) == cap(batch) {
+				flush()
+			}
+		}
+		flush()
+		now = start.AddDate(0, 0, days+1) // every day closed, compacted
+		if err := e.Snapshot(benchCtx); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+		st, err := snapshot.Open(&snapshot.Options{FS: fs, Dir: "disk"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var segBytes, dayBytes int
+		err = st.Days(site, int32(engine.DateFromTime(start))-1, int32(engine.DateFromTime(now)), func(_ int32, v []byte) error {
+			if len(v) == 0 || v[0] != 0xd5 {
+				return fmt.Errorf("a day value without segments")
+			}
+			n, k := binary.Uvarint(v[1:])
+			dayBytes += int(n)
+			segBytes += len(v) - 1 - k - int(n)
+			return nil
+		})
+		st.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(segBytes)/float64(hits), "seg-B/hit")
+		b.ReportMetric(float64(dayBytes)/float64(hits), "buckets-B/hit")
+		b.ReportMetric(float64(hits), "hits")
 	}
 }

@@ -293,7 +293,7 @@ func (d *segDay) clone() *segDay {
 }
 
 // segVersion is the version of the encoding of a segDay.
-const segVersion = 1
+const segVersion = 2
 
 var (
 	zEnc    *zstd.Encoder
@@ -351,12 +351,22 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		s(int64(v) - prev)
 		prev = int64(v)
 	}
+	prev = 0
 	for _, v := range d.vVisitor {
-		u(uint64(v))
+		s(int64(v) - prev) // new visitors come in order: mostly 1
+		prev = int64(v)
+	}
+	// Times: seconds and milliseconds in separate columns (the second is
+	// mostly zeros, which compress to nothing).
+	var rems []int64
+	ms := func(delta int64) {
+		sec := floorDiv(delta, 1000)
+		s(sec)
+		rems = append(rems, delta-sec*1000)
 	}
 	prev = 0
 	for i, v := range d.vStart {
-		s(v - prev)
+		ms(v - prev)
 		prev = v
 		u(uint64(d.vEnd[i] - v))
 		u(uint64(d.vLastPV[i] - v))
@@ -374,15 +384,47 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	}
 	nh := len(d.hMs)
 	u(uint64(nh))
-	prev = 0
-	for _, v := range d.hVisit {
-		s(int64(v+1) - prev) // noVisit+1 is 0
-		prev = int64(v + 1)
+	if d.grouped {
+		// Hits ordered by visit: the count of each visit's hits stands for
+		// the visit column, and each hit's time is kept from the previous
+		// hit of its visit (the first from the visit's start).
+		c = append(c, 1)
+		lo := 0
+		for v := range nv {
+			_, hi := d.visitHits(uint32(v))
+			u(uint64(hi - lo))
+			lo = hi
+		}
+		lo = 0
+		for v := range nv {
+			_, hi := d.visitHits(uint32(v))
+			prev = d.vStart[v]
+			for _, t := range d.hMs[lo:hi] {
+				ms(t - prev)
+				prev = t
+			}
+			lo = hi
+		}
+		prev = 0
+		for _, t := range d.hMs[lo:] {
+			ms(t - prev)
+			prev = t
+		}
+	} else {
+		c = append(c, 0)
+		prev = 0
+		for _, v := range d.hVisit {
+			s(int64(v+1) - prev) // noVisit+1 is 0
+			prev = int64(v + 1)
+		}
+		prev = 0
+		for _, t := range d.hMs {
+			ms(t - prev)
+			prev = t
+		}
 	}
-	prev = 0
-	for _, v := range d.hMs {
-		s(v - prev)
-		prev = v
+	for _, r := range rems {
+		u(uint64(r))
 	}
 	c = append(c, d.hKind...)
 	for _, col := range [][]uint32{d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.hEngaged} {
@@ -416,9 +458,10 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	bad := func(what string) (*segDay, error) {
 		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
-	if len(b) == 0 || b[0] != segVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > segVersion {
 		return bad("version")
 	}
+	version := b[0]
 	raw, n := binary.Uvarint(b[1:])
 	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
 		return bad("length")
@@ -463,14 +506,38 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		prev += dd.varint()
 		d.vPeriod[i] = int32(prev)
 	}
-	d.vVisitor = u32s(nv)
+	if version == 1 {
+		d.vVisitor = u32s(nv)
+	} else {
+		d.vVisitor = make([]uint32, nv)
+		prev = 0
+		for i := range d.vVisitor {
+			prev += dd.varint()
+			if prev < 0 || prev > 1<<32-1 {
+				dd.bad = true
+			}
+			d.vVisitor[i] = uint32(prev)
+		}
+	}
+	// Times: version 1 has whole deltas; version 2 seconds here and the
+	// milliseconds in a column at the end (fixed up below).
+	var secs []*int64
+	ms := func(base int64, dst *int64) {
+		v := dd.varint()
+		if version == 1 {
+			*dst = base + v
+			return
+		}
+		*dst = base + v*1000
+		secs = append(secs, dst)
+	}
 	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
+	spans := make([]int64, 2*nv)
 	prev = 0
 	for i := range nv {
-		prev += dd.varint()
-		d.vStart[i] = prev
-		d.vEnd[i] = prev + int64(dd.uvarint())
-		d.vLastPV[i] = prev + int64(dd.uvarint())
+		ms(prev, &d.vStart[i])
+		prev = d.vStart[i]
+		spans[2*i], spans[2*i+1] = int64(dd.uvarint()), int64(dd.uvarint())
 	}
 	d.vPageviews, d.vEntry, d.vExit = u32s(nv), u32s(nv), u32s(nv)
 	d.vEntryHost, d.vExitHost, d.vCityID = u32s(nv), u32s(nv), u32s(nv)
@@ -490,15 +557,78 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	}
 	nh := count()
 	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
-	prev = 0
-	for i := range nh {
-		prev += dd.varint()
-		d.hVisit[i] = uint32(prev - 1)
+	grouped := version >= 2 && dd.byte() == 1
+	if grouped {
+		k := 0
+		for v := range nv {
+			n := int(dd.uvarint())
+			if n > nh-k {
+				dd.bad = true
+				break
+			}
+			for range n {
+				d.hVisit[k] = uint32(v)
+				k++
+			}
+		}
+		for ; k < nh; k++ {
+			d.hVisit[k] = noVisit
+		}
+	} else {
+		prev = 0
+		for i := range nh {
+			prev += dd.varint()
+			d.hVisit[i] = uint32(prev - 1)
+		}
 	}
-	prev = 0
-	for i := range nh {
-		prev += dd.varint()
-		d.hMs[i] = prev
+	if dd.bad {
+		return bad("hit rows")
+	}
+	if grouped {
+		// Each visit's times from the previous hit of the visit; the visit
+		// starts are not final until the milliseconds are read, so these
+		// deltas are kept and resolved after.
+		deltas := make([]int64, nh)
+		for i := range nh {
+			ms(0, &deltas[i])
+		}
+		if version >= 2 {
+			for _, p := range secs {
+				*p += int64(dd.uvarint())
+			}
+			secs = nil
+		}
+		for i := range nh {
+			v := d.hVisit[i]
+			switch {
+			case i > 0 && d.hVisit[i-1] == v:
+				d.hMs[i] = d.hMs[i-1] + deltas[i]
+			case v == noVisit:
+				d.hMs[i] = deltas[i]
+			default:
+				d.hMs[i] = d.vStart[v] + deltas[i]
+			}
+		}
+	} else {
+		deltas := make([]int64, nh)
+		for i := range nh {
+			ms(0, &deltas[i])
+		}
+		if version >= 2 {
+			for _, p := range secs {
+				*p += int64(dd.uvarint())
+			}
+			secs = nil
+		}
+		prev = 0
+		for i := range nh {
+			prev += deltas[i]
+			d.hMs[i] = prev
+		}
+	}
+	for i := range nv {
+		d.vEnd[i] = d.vStart[i] + spans[2*i]
+		d.vLastPV[i] = d.vStart[i] + spans[2*i+1]
 	}
 	d.hKind = make([]uint8, nh)
 	for i := range d.hKind {

@@ -42,6 +42,20 @@ func TestSegDayRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(d, got) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, d)
 	}
+	// A closed day: hits ordered by visit, encoded by visit.
+	g := sampleSegDay()
+	g.compact()
+	if !g.grouped {
+		t.Fatal("compact left the hits unordered")
+	}
+	got, err = decodeSegDay(g.appendBinary(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.ids, g.size, got.size = nil, 0, 0
+	if !reflect.DeepEqual(g, got) {
+		t.Errorf("round trip of a closed day:\n got %+v\nwant %+v", got, g)
+	}
 	c := d.clone()
 	c.vPageviews[0]++
 	if d.vPageviews[0] == c.vPageviews[0] {
@@ -56,6 +70,9 @@ func FuzzSegDay(f *testing.F) {
 	f.Add(enc)
 	f.Add(enc[:len(enc)-1])
 	f.Add(newSegDay().appendBinary(nil))
+	g := sampleSegDay()
+	g.compact()
+	f.Add(g.appendBinary(nil))
 	f.Add([]byte{segVersion, 0xff, 0xff, 0xff, 0x7f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := decodeSegDay(b)
