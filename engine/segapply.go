@@ -11,6 +11,12 @@ import (
 // the record is durable, and cannot fail: ingest pinned every day it
 // writes.
 
+// segTime is a hit's time as the segments keep it: Unix milliseconds
+// truncated to the second, as Plausible keeps them (a range is tested and a
+// duration counted in whole seconds), so that the milliseconds column of
+// the encoding is all zeros.
+func segTime(ms int64) int64 { return floorDiv(ms, 1000) * 1000 }
+
 // segLimit is how many distinct strings a day's segments keep before new
 // ones count as "(other)" (SPEC §13): MaxValues for each of the eight
 // string columns that can take many values (paths, hosts, referrers, UTM
@@ -33,6 +39,7 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 	sd := ent.seg
 	var vd *segDay
 	row := v.row
+	at := segTime(r.ms)
 	if !newVisit && row != noVisit {
 		vd = e.visitDayLocked(st, r, v)
 	}
@@ -42,20 +49,20 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		vd = sd
 		var attr [numVA]uint32
 		e.visitAttrs(sd, r, external, &attr)
-		row = sd.addVisit(int32(r.period), id, r.ms, &attr, r.seg.cityID, e.sid(sd, r.seg.path), e.sid(sd, r.seg.host))
+		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, e.sid(sd, r.seg.path), e.sid(sd, r.seg.host))
 		v.day, v.row = r.date, row
 	}
 	page, host := e.sid(vd, r.seg.path), e.sid(vd, r.seg.host)
 	vd.vPageviews[row]++
-	if r.ms < vd.vStart[row] {
+	if at < vd.vStart[row] {
 		// An earlier pageview imported later: it is the entry page.
-		vd.vStart[row], vd.vEntry[row], vd.vEntryHost[row] = r.ms, page, host
+		vd.vStart[row], vd.vEntry[row], vd.vEntryHost[row] = at, page, host
 	}
-	if r.ms >= vd.vLastPV[row] {
-		vd.vLastPV[row], vd.vExit[row], vd.vExitHost[row] = r.ms, page, host
+	if at >= vd.vLastPV[row] {
+		vd.vLastPV[row], vd.vExit[row], vd.vExitHost[row] = at, page, host
 	}
-	vd.vEnd[row] = max(vd.vEnd[row], r.ms)
-	vd.addHit(&segHit{visit: row, ms: r.ms, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
+	vd.vEnd[row] = max(vd.vEnd[row], at)
+	vd.addHit(&segHit{visit: row, ms: at, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
 }
 
 // visitDayLocked returns the writable segments of the day holding visit v,
@@ -93,7 +100,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 			}
 		}
 	}
-	h := segHit{visit: row, ms: r.ms, scroll: -1}
+	h := segHit{visit: row, ms: segTime(r.ms), scroll: -1}
 	if r.seg.engagement {
 		if vd == nil {
 			return
@@ -108,7 +115,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		value, unit, _ := strings.Cut(rest, ":")
 		h.name, h.value, h.unit = e.sid(vd, name), e.sid(vd, value), e.sid(vd, unit)
 		if row != noVisit {
-			vd.vEnd[row] = max(vd.vEnd[row], r.ms)
+			vd.vEnd[row] = max(vd.vEnd[row], h.ms)
 			if !r.seg.nonInteractive {
 				vd.vFlags[row] |= vfInteractive
 			}

@@ -368,8 +368,8 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	for i, v := range d.vStart {
 		ms(v - prev)
 		prev = v
-		u(uint64(d.vEnd[i] - v))
-		u(uint64(d.vLastPV[i] - v))
+		ms(d.vEnd[i] - v)
+		ms(d.vLastPV[i] - v)
 	}
 	for _, col := range [][]uint32{d.vPageviews, d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vCityID} {
 		for _, v := range col {
@@ -533,11 +533,15 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	}
 	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
 	spans := make([]int64, 2*nv)
-	prev = 0
+	starts := make([]int64, nv) // deltas until the milliseconds are read
 	for i := range nv {
-		ms(prev, &d.vStart[i])
-		prev = d.vStart[i]
-		spans[2*i], spans[2*i+1] = int64(dd.uvarint()), int64(dd.uvarint())
+		ms(0, &starts[i])
+		if version == 1 {
+			spans[2*i], spans[2*i+1] = int64(dd.uvarint()), int64(dd.uvarint())
+		} else {
+			ms(0, &spans[2*i])
+			ms(0, &spans[2*i+1])
+		}
 	}
 	d.vPageviews, d.vEntry, d.vExit = u32s(nv), u32s(nv), u32s(nv)
 	d.vEntryHost, d.vExitHost, d.vCityID = u32s(nv), u32s(nv), u32s(nv)
@@ -584,51 +588,42 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	if dd.bad {
 		return bad("hit rows")
 	}
-	if grouped {
-		// Each visit's times from the previous hit of the visit; the visit
-		// starts are not final until the milliseconds are read, so these
-		// deltas are kept and resolved after.
-		deltas := make([]int64, nh)
-		for i := range nh {
-			ms(0, &deltas[i])
-		}
-		if version >= 2 {
-			for _, p := range secs {
-				*p += int64(dd.uvarint())
-			}
-			secs = nil
-		}
-		for i := range nh {
-			v := d.hVisit[i]
-			switch {
-			case i > 0 && d.hVisit[i-1] == v:
-				d.hMs[i] = d.hMs[i-1] + deltas[i]
-			case v == noVisit:
-				d.hMs[i] = deltas[i]
-			default:
-				d.hMs[i] = d.vStart[v] + deltas[i]
-			}
-		}
-	} else {
-		deltas := make([]int64, nh)
-		for i := range nh {
-			ms(0, &deltas[i])
-		}
-		if version >= 2 {
-			for _, p := range secs {
-				*p += int64(dd.uvarint())
-			}
-			secs = nil
-		}
-		prev = 0
-		for i := range nh {
-			prev += deltas[i]
-			d.hMs[i] = prev
+	// Every time is a delta until the milliseconds column is read.
+	deltas := make([]int64, nh)
+	for i := range nh {
+		ms(0, &deltas[i])
+	}
+	if version >= 2 {
+		for _, p := range secs {
+			*p += int64(dd.uvarint())
 		}
 	}
+	prev = 0
 	for i := range nv {
-		d.vEnd[i] = d.vStart[i] + spans[2*i]
-		d.vLastPV[i] = d.vStart[i] + spans[2*i+1]
+		prev += starts[i]
+		d.vStart[i] = prev
+		d.vEnd[i] = prev + spans[2*i]
+		d.vLastPV[i] = prev + spans[2*i+1]
+	}
+	prev = 0
+	for i := range nh {
+		v := d.hVisit[i]
+		switch {
+		case !grouped:
+			prev += deltas[i]
+			d.hMs[i] = prev
+		case i > 0 && d.hVisit[i-1] == v:
+			d.hMs[i] = d.hMs[i-1] + deltas[i]
+		case v == noVisit:
+			d.hMs[i] = deltas[i] // the first orphan, from 0
+		default:
+			// Each visit's times from the previous hit of the visit, the
+			// first from the visit's start.
+			d.hMs[i] = d.vStart[v] + deltas[i]
+		}
+	}
+	if dd.bad {
+		return bad("times")
 	}
 	d.hKind = make([]uint8, nh)
 	for i := range d.hKind {

@@ -92,7 +92,9 @@ func (v *refVisit) duration() int64 {
 	if v.bounce() {
 		return 0
 	}
-	return (v.lastHitMs - v.firstMs) / 1000
+	// Times are kept to the second, as Plausible keeps them: the
+	// duration is the difference of the whole seconds.
+	return v.lastHitMs/1000 - v.firstMs/1000
 }
 
 // refData is a site's hits enriched and stitched into visits.
