@@ -226,10 +226,11 @@ func (d *segDay) compact() {
 	d.index()
 }
 
-// index sets grouped and hitEnd when the hits are ordered by visit.
+// index sets grouped and hitEnd when the hits are ordered by visit, and
+// each visit's by time.
 func (d *segDay) index() {
 	for i := 1; i < len(d.hVisit); i++ {
-		if d.hVisit[i] < d.hVisit[i-1] {
+		if d.hVisit[i] < d.hVisit[i-1] || d.hVisit[i] == d.hVisit[i-1] && d.hMs[i] < d.hMs[i-1] {
 			return
 		}
 	}
@@ -293,7 +294,7 @@ func (d *segDay) clone() *segDay {
 }
 
 // segVersion is the version of the encoding of a segDay.
-const segVersion = 2
+const segVersion = 1
 
 var (
 	zEnc    *zstd.Encoder
@@ -332,13 +333,41 @@ func unzstd(b []byte, n int) ([]byte, error) {
 	return out, nil
 }
 
-// appendBinary appends the encoding of d to b: a version byte, then the
-// columns, zstd-compressed. Columns of times and rows are delta-encoded.
+// appendBinary appends the encoding of d to b: a version byte, the length
+// of the columns, then the columns, zstd-compressed:
+//
+//	strings     count, then each (length, bytes); id 0 ("") is implied
+//	visits      count; period and visitor id deltas; grouped flag;
+//	            [ungrouped: start, end and last-pageview times, pageviews,
+//	            entry, exit, entry host, exit host]; city id; flags;
+//	            the numVA attribute columns
+//	hits        count; [grouped: hits per visit | ungrouped: visit row
+//	            deltas]; times; kind, name, page, host, value, unit,
+//	            engaged ms, scroll; props per hit; the props
+//	milliseconds of every time above, in order
+//
+// Times are varint deltas in seconds, their milliseconds in the last
+// column (all zeros: segments keep whole seconds, but the format does not
+// depend on it). A grouped day (closed: hits ordered by visit) leaves out
+// what its hits determine: a visit's start, end, last pageview, pageviews,
+// entry and exit come from its hits; a hit's time is a delta from the
+// previous hit of its visit, a visit's first from the previous visit's.
 func (d *segDay) appendBinary(b []byte) []byte {
 	bp := segBufs.Get().(*[]byte)
 	c := (*bp)[:0]
 	u := func(v uint64) { c = binary.AppendUvarint(c, v) }
 	s := func(v int64) { c = binary.AppendVarint(c, v) }
+	u32 := func(col []uint32) {
+		for _, v := range col {
+			u(uint64(v))
+		}
+	}
+	var rems []int64
+	ms := func(delta int64) {
+		sec := floorDiv(delta, 1000)
+		s(sec)
+		rems = append(rems, delta-sec*1000)
+	}
 	u(uint64(len(d.strs)))
 	for _, x := range d.strs[1:] {
 		u(uint64(len(x)))
@@ -356,26 +385,22 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		s(int64(v) - prev) // new visitors come in order: mostly 1
 		prev = int64(v)
 	}
-	// Times: seconds and milliseconds in separate columns (the second is
-	// mostly zeros, which compress to nothing).
-	var rems []int64
-	ms := func(delta int64) {
-		sec := floorDiv(delta, 1000)
-		s(sec)
-		rems = append(rems, delta-sec*1000)
-	}
-	prev = 0
-	for i, v := range d.vStart {
-		ms(v - prev)
-		prev = v
-		ms(d.vEnd[i] - v)
-		ms(d.vLastPV[i] - v)
-	}
-	for _, col := range [][]uint32{d.vPageviews, d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vCityID} {
-		for _, v := range col {
-			u(uint64(v))
+	if d.grouped {
+		c = append(c, 1)
+	} else {
+		c = append(c, 0)
+		prev = 0
+		for i, v := range d.vStart {
+			ms(v - prev)
+			prev = v
+			ms(d.vEnd[i] - v)
+			ms(d.vLastPV[i] - v)
+		}
+		for _, col := range [][]uint32{d.vPageviews, d.vEntry, d.vExit, d.vEntryHost, d.vExitHost} {
+			u32(col)
 		}
 	}
+	u32(d.vCityID)
 	c = append(c, d.vFlags...)
 	for a := range numVA {
 		for i := range nv {
@@ -385,33 +410,22 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	nh := len(d.hMs)
 	u(uint64(nh))
 	if d.grouped {
-		// Hits ordered by visit: the count of each visit's hits stands for
-		// the visit column, and each hit's time is kept from the previous
-		// hit of its visit (the first from the visit's start).
-		c = append(c, 1)
 		lo := 0
 		for v := range nv {
 			_, hi := d.visitHits(uint32(v))
 			u(uint64(hi - lo))
 			lo = hi
 		}
-		lo = 0
-		for v := range nv {
-			_, hi := d.visitHits(uint32(v))
-			prev = d.vStart[v]
-			for _, t := range d.hMs[lo:hi] {
-				ms(t - prev)
+		prev = 0
+		for i, t := range d.hMs {
+			if i > 0 && d.hVisit[i-1] == d.hVisit[i] {
+				ms(t - d.hMs[i-1])
+			} else {
+				ms(t - prev) // a visit's first hit (or the first orphan)
 				prev = t
 			}
-			lo = hi
-		}
-		prev = 0
-		for _, t := range d.hMs[lo:] {
-			ms(t - prev)
-			prev = t
 		}
 	} else {
-		c = append(c, 0)
 		prev = 0
 		for _, v := range d.hVisit {
 			s(int64(v+1) - prev) // noVisit+1 is 0
@@ -423,14 +437,9 @@ func (d *segDay) appendBinary(b []byte) []byte {
 			prev = t
 		}
 	}
-	for _, r := range rems {
-		u(uint64(r))
-	}
 	c = append(c, d.hKind...)
 	for _, col := range [][]uint32{d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.hEngaged} {
-		for _, v := range col {
-			u(uint64(v))
-		}
+		u32(col)
 	}
 	for _, v := range d.hScroll {
 		c = append(c, byte(v))
@@ -440,8 +449,9 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		u(uint64(v - pe))
 		pe = v
 	}
-	for _, v := range d.props {
-		u(uint64(v))
+	u32(d.props)
+	for _, r := range rems {
+		u(uint64(r))
 	}
 	enc := zstdEncoder()
 	b = append(b, segVersion)
@@ -458,10 +468,9 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	bad := func(what string) (*segDay, error) {
 		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
-	if len(b) == 0 || b[0] < 1 || b[0] > segVersion {
+	if len(b) == 0 || b[0] != segVersion {
 		return bad("version")
 	}
-	version := b[0]
 	raw, n := binary.Uvarint(b[1:])
 	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
 		return bad("length")
@@ -479,16 +488,6 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		}
 		return int(v)
 	}
-	d := &segDay{}
-	ns := count()
-	if ns == 0 {
-		return bad("strings")
-	}
-	d.strs = make([]string, ns)
-	for i := 1; i < ns; i++ {
-		d.strs[i] = dd.string()
-	}
-	nv := count()
 	u32s := func(n int) []uint32 {
 		out := make([]uint32, n)
 		for i := range out {
@@ -500,51 +499,50 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		}
 		return out
 	}
+	// Times are read as whole-second deltas; their milliseconds come at
+	// the end, added through these pointers.
+	var pending []*int64
+	ms := func(dst *int64) {
+		*dst = dd.varint() * 1000
+		pending = append(pending, dst)
+	}
+	d := &segDay{}
+	ns := count()
+	if ns == 0 {
+		return bad("strings")
+	}
+	d.strs = make([]string, ns)
+	for i := 1; i < ns; i++ {
+		d.strs[i] = dd.string()
+	}
+	nv := count()
 	d.vPeriod = make([]int32, nv)
 	var prev int64
 	for i := range d.vPeriod {
 		prev += dd.varint()
 		d.vPeriod[i] = int32(prev)
 	}
-	if version == 1 {
-		d.vVisitor = u32s(nv)
-	} else {
-		d.vVisitor = make([]uint32, nv)
-		prev = 0
-		for i := range d.vVisitor {
-			prev += dd.varint()
-			if prev < 0 || prev > 1<<32-1 {
-				dd.bad = true
-			}
-			d.vVisitor[i] = uint32(prev)
+	d.vVisitor = make([]uint32, nv)
+	prev = 0
+	for i := range d.vVisitor {
+		prev += dd.varint()
+		if prev < 0 || prev > 1<<32-1 {
+			dd.bad = true
 		}
+		d.vVisitor[i] = uint32(prev)
 	}
-	// Times: version 1 has whole deltas; version 2 seconds here and the
-	// milliseconds in a column at the end (fixed up below).
-	var secs []*int64
-	ms := func(base int64, dst *int64) {
-		v := dd.varint()
-		if version == 1 {
-			*dst = base + v
-			return
-		}
-		*dst = base + v*1000
-		secs = append(secs, dst)
-	}
+	grouped := dd.byte() == 1
 	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
-	spans := make([]int64, 2*nv)
-	starts := make([]int64, nv) // deltas until the milliseconds are read
-	for i := range nv {
-		ms(0, &starts[i])
-		if version == 1 {
-			spans[2*i], spans[2*i+1] = int64(dd.uvarint()), int64(dd.uvarint())
-		} else {
-			ms(0, &spans[2*i])
-			ms(0, &spans[2*i+1])
+	if !grouped {
+		for i := range nv {
+			ms(&d.vStart[i])
+			ms(&d.vEnd[i])
+			ms(&d.vLastPV[i])
 		}
+		d.vPageviews, d.vEntry, d.vExit = u32s(nv), u32s(nv), u32s(nv)
+		d.vEntryHost, d.vExitHost = u32s(nv), u32s(nv)
 	}
-	d.vPageviews, d.vEntry, d.vExit = u32s(nv), u32s(nv), u32s(nv)
-	d.vEntryHost, d.vExitHost, d.vCityID = u32s(nv), u32s(nv), u32s(nv)
+	d.vCityID = u32s(nv)
 	d.vFlags = make([]uint8, nv)
 	for i := range d.vFlags {
 		d.vFlags[i] = dd.byte()
@@ -561,13 +559,12 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	}
 	nh := count()
 	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
-	grouped := version >= 2 && dd.byte() == 1
 	if grouped {
 		k := 0
 		for v := range nv {
-			n := int(dd.uvarint())
-			if n > nh-k {
-				dd.bad = true
+			n := dd.uvarint()
+			if n == 0 || n > uint64(nh-k) {
+				dd.bad = true // a visit has at least its first pageview
 				break
 			}
 			for range n {
@@ -585,45 +582,11 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			d.hVisit[i] = uint32(prev - 1)
 		}
 	}
-	if dd.bad {
-		return bad("hit rows")
-	}
-	// Every time is a delta until the milliseconds column is read.
-	deltas := make([]int64, nh)
 	for i := range nh {
-		ms(0, &deltas[i])
-	}
-	if version >= 2 {
-		for _, p := range secs {
-			*p += int64(dd.uvarint())
-		}
-	}
-	prev = 0
-	for i := range nv {
-		prev += starts[i]
-		d.vStart[i] = prev
-		d.vEnd[i] = prev + spans[2*i]
-		d.vLastPV[i] = prev + spans[2*i+1]
-	}
-	prev = 0
-	for i := range nh {
-		v := d.hVisit[i]
-		switch {
-		case !grouped:
-			prev += deltas[i]
-			d.hMs[i] = prev
-		case i > 0 && d.hVisit[i-1] == v:
-			d.hMs[i] = d.hMs[i-1] + deltas[i]
-		case v == noVisit:
-			d.hMs[i] = deltas[i] // the first orphan, from 0
-		default:
-			// Each visit's times from the previous hit of the visit, the
-			// first from the visit's start.
-			d.hMs[i] = d.vStart[v] + deltas[i]
-		}
+		ms(&d.hMs[i])
 	}
 	if dd.bad {
-		return bad("times")
+		return bad("rows")
 	}
 	d.hKind = make([]uint8, nh)
 	for i := range d.hKind {
@@ -649,21 +612,18 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		return bad("columns")
 	}
 	d.props = u32s(int(2 * pe))
+	for _, p := range pending {
+		*p += int64(dd.uvarint())
+	}
 	if dd.bad || len(dd.b) != 0 {
 		return bad("columns")
 	}
 	// Every reference must be in range, so that queries index without checks.
-	ok := func(ids []uint32) bool {
-		for _, v := range ids {
-			if int(v) >= ns {
-				return false
-			}
-		}
-		return true
-	}
 	for _, col := range [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vAttr, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props} {
-		if !ok(col) {
-			return bad("string id")
+		for _, v := range col {
+			if int(v) >= ns {
+				return bad("string id")
+			}
 		}
 	}
 	for i, v := range d.hVisit {
@@ -671,9 +631,105 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			return bad("hit row")
 		}
 	}
+	// Times: deltas to absolute.
+	if grouped {
+		prev = 0
+		for i := range nh {
+			if i > 0 && d.hVisit[i-1] == d.hVisit[i] {
+				d.hMs[i] += d.hMs[i-1]
+			} else {
+				d.hMs[i] += prev
+				prev = d.hMs[i]
+			}
+		}
+		if !d.visitsFromHits() {
+			return bad("a visit without a pageview")
+		}
+	} else {
+		prev = 0
+		for i := range nv {
+			d.vStart[i] += prev
+			prev = d.vStart[i]
+			d.vEnd[i] += prev
+			d.vLastPV[i] += prev
+		}
+		prev = 0
+		for i := range nh {
+			d.hMs[i] += prev
+			prev = d.hMs[i]
+		}
+	}
 	d.index()
+	if grouped && !d.grouped {
+		return bad("hit order")
+	}
+	if !grouped && d.grouped {
+		// Stored in hit order, and that order happens to be by visit: it
+		// counts as grouped only if the visit columns agree with the hits
+		// (a grouped encoding derives them).
+		c := *d
+		c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
+		if !c.visitsFromHits() || !slices.Equal(c.vStart, d.vStart) || !slices.Equal(c.vEnd, d.vEnd) ||
+			!slices.Equal(c.vLastPV, d.vLastPV) || !slices.Equal(c.vPageviews, d.vPageviews) ||
+			!slices.Equal(c.vEntry, d.vEntry) || !slices.Equal(c.vExit, d.vExit) ||
+			!slices.Equal(c.vEntryHost, d.vEntryHost) || !slices.Equal(c.vExitHost, d.vExitHost) {
+			d.grouped, d.hitEnd = false, nil
+		}
+	}
 	d.size = d.estimate()
 	return d, nil
+}
+
+// visitsFromHits sets what a grouped day's hits determine of its visits:
+// start and entry from the first pageview, last pageview and exit from the
+// last (hits are ordered by time, ties in the order they were applied, as
+// apply decides entry and exit), end from the last pageview or event,
+// pageviews. False when a visit has no pageview.
+func (d *segDay) visitsFromHits() bool {
+	nv := d.visits()
+	d.vPageviews = make([]uint32, nv)
+	d.vEntry, d.vExit = make([]uint32, nv), make([]uint32, nv)
+	d.vEntryHost, d.vExitHost = make([]uint32, nv), make([]uint32, nv)
+	seen := make([]bool, nv)
+	for i, v := range d.hVisit {
+		if v == noVisit {
+			break
+		}
+		t := d.hMs[i]
+		switch d.hKind[i] {
+		case hkPageview:
+			if !seen[v] {
+				seen[v] = true
+				d.vStart[v], d.vEntry[v], d.vEntryHost[v] = t, d.hPage[i], d.hHost[i]
+				d.vEnd[v] = t
+			}
+			d.vPageviews[v]++
+			d.vLastPV[v], d.vExit[v], d.vExitHost[v] = t, d.hPage[i], d.hHost[i]
+			d.vEnd[v] = max(d.vEnd[v], t)
+		case hkEvent:
+			if seen[v] {
+				d.vEnd[v] = max(d.vEnd[v], t)
+			} else {
+				d.vEnd[v] = t // before the first pageview: set again below
+			}
+		}
+	}
+	for v := range seen {
+		if !seen[v] {
+			return false
+		}
+	}
+	// An event before the visit's first pageview (allowed within 30
+	// minutes) does not move its end below the start.
+	for i, v := range d.hVisit {
+		if v == noVisit {
+			break
+		}
+		if d.hKind[i] == hkEvent {
+			d.vEnd[v] = max(d.vEnd[v], d.hMs[i])
+		}
+	}
+	return true
 }
 
 // estimate recomputes the memory estimate of d.

@@ -20,6 +20,7 @@ func sampleSegDay() *segDay {
 	v := d.addVisit(20410, 7, ms, &attr, 2950159, page, host)
 	d.vPageviews[v] = 2
 	d.addHit(&segHit{visit: v, ms: ms, kind: hkPageview, page: page, host: host, scroll: -1})
+	d.addHit(&segHit{visit: v, ms: ms + 500, kind: hkPageview, page: page, host: host, scroll: -1})
 	name, _ := d.id("Signup", 0)
 	val, _ := d.id("5.5", 0)
 	unit, _ := d.id("USD", 0)
@@ -28,7 +29,7 @@ func sampleSegDay() *segDay {
 	d.addHit(&segHit{visit: v, ms: ms + 1000, kind: hkEvent, name: name, value: val, unit: unit, page: page, host: host, scroll: -1, props: []uint32{k, pv}})
 	d.addHit(&segHit{visit: noVisit, ms: ms - 5000, kind: hkEvent, name: name, page: page, scroll: -1})
 	d.addHit(&segHit{visit: v, ms: ms + 9000, kind: hkEngagement, page: page, engaged: 8000, scroll: 75})
-	d.vEnd[v], d.vLastPV[v], d.vFlags[v] = ms+1000, ms, vfInteractive
+	d.vEnd[v], d.vLastPV[v], d.vFlags[v] = ms+1000, ms+500, vfInteractive
 	return d
 }
 
