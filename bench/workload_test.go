@@ -65,8 +65,8 @@ func TestDay(t *testing.T) {
 				continue
 			}
 			for i := range want {
-				if want[i] != got[i] {
-					t.Errorf("day %d site %d hit %d: mismatch (-want +got):\n%s", day, site, i, cmp.Diff(want[i], got[i], addrComparer))
+				if diff := cmp.Diff(want[i], got[i], addrComparer); diff != "" {
+					t.Errorf("day %d site %d hit %d: mismatch (-want +got):\n%s", day, site, i, diff)
 					break
 				}
 			}

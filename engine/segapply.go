@@ -17,15 +17,11 @@ import (
 // the encoding is all zeros.
 func segTime(ms int64) int64 { return floorDiv(ms, 1000) * 1000 }
 
-// segLimit is how many distinct strings a day's segments keep before new
-// ones count as "(other)" (SPEC §13): MaxValues for each of the eight
-// string columns that can take many values (paths, hosts, referrers, UTM
-// values, event names, props...).
-func (e *Engine) segLimit() int { return 8 * e.opts.MaxValues }
-
-// sid interns s in sd, counting an overflow.
-func (e *Engine) sid(sd *segDay, s string) uint32 {
-	id, other := sd.id(s, e.segLimit())
+// sid interns s in sd as a value of kind cat: at most MaxValues new
+// values a kind and day, more count as "(other)" (SPEC §13), counted in
+// Metrics.Overflow.
+func (e *Engine) sid(sd *segDay, cat segCat, s string) uint32 {
+	id, other := sd.id(s, cat, e.opts.MaxValues)
 	if other {
 		e.counters.overflow.Add(1)
 	}
@@ -49,10 +45,10 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		vd = sd
 		var attr [numVA]uint32
 		e.visitAttrs(sd, r, external, &attr)
-		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, e.sid(sd, r.seg.path), e.sid(sd, r.seg.host))
+		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, e.sid(sd, catPath, r.seg.path), e.sid(sd, catHost, r.seg.host))
 		v.day, v.row = r.date, row
 	}
-	page, host := e.sid(vd, r.seg.path), e.sid(vd, r.seg.host)
+	page, host := e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	vd.vPageviews[row]++
 	if at < vd.vStart[row] {
 		// An earlier pageview imported later: it is the entry page.
@@ -113,7 +109,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		h.kind = hkEvent
 		name, rest, _ := strings.Cut(r.eventRow, ":")
 		value, unit, _ := strings.Cut(rest, ":")
-		h.name, h.value, h.unit = e.sid(vd, name), e.sid(vd, value), e.sid(vd, unit)
+		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
 		if row != noVisit {
 			vd.vEnd[row] = max(vd.vEnd[row], h.ms)
 			if !r.seg.nonInteractive {
@@ -121,7 +117,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 			}
 		}
 	}
-	h.page, h.host = e.sid(vd, r.seg.path), e.sid(vd, r.seg.host)
+	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	h.props = e.propIDs(vd, r.seg.props)
 	vd.addHit(&h)
 }
@@ -133,7 +129,7 @@ func (e *Engine) propIDs(sd *segDay, props []Prop) []uint32 {
 	}
 	out := make([]uint32, 0, 2*len(props))
 	for _, p := range props {
-		out = append(out, e.sid(sd, p.Key), e.sid(sd, p.Value))
+		out = append(out, e.sid(sd, catPropKey, p.Key), e.sid(sd, catPropVal, p.Value))
 	}
 	return out
 }
@@ -169,6 +165,13 @@ func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]u
 		vaScreen:      r.resolution,
 	}
 	for i, s := range vals {
-		attr[i] = e.sid(sd, s)
+		cat := catVisit
+		switch i {
+		case vaSource, vaReferrer:
+			cat = catReferrer
+		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm:
+			cat = catUTM
+		}
+		attr[i] = e.sid(sd, cat, s)
 	}
 }

@@ -26,6 +26,9 @@ import (
 type segDay struct {
 	strs []string          // id → string; strs[0] is ""
 	ids  map[string]uint32 // string → id; nil until the day is written
+	// counts holds how many strings each kind of value added (SPEC §13:
+	// at most MaxValues new values a kind and day; more are "(other)").
+	counts [numSegCats]int32
 
 	// Visits, by row.
 	vPeriod    []int32 // first day of the visitor's salt period
@@ -65,6 +68,22 @@ type segDay struct {
 
 	size int // memory estimate, bytes
 }
+
+// segCat is the kind of value a string of the dictionary was added for;
+// each kind has its own bound.
+type segCat uint8
+
+const (
+	catPath segCat = iota
+	catHost
+	catEvent    // event names, values and units
+	catPropKey  // custom property keys
+	catPropVal  // custom property values
+	catReferrer // referrer URLs and sources
+	catUTM      // the five UTM values
+	catVisit    // the other visit attributes (device, browser, versions, location, ...)
+	numSegCats
+)
 
 // Visit attribute columns, in vAttr order.
 const (
@@ -110,7 +129,7 @@ func newSegDay() *segDay {
 
 // id returns the id of s, adding it; beyond limit distinct strings a new
 // string is counted as segOther (SPEC §13). other reports that.
-func (d *segDay) id(s string, limit int) (id uint32, other bool) {
+func (d *segDay) id(s string, cat segCat, limit int) (id uint32, other bool) {
 	if d.ids == nil {
 		d.ids = make(map[string]uint32, len(d.strs))
 		for i, s := range d.strs {
@@ -120,11 +139,13 @@ func (d *segDay) id(s string, limit int) (id uint32, other bool) {
 	if id, ok := d.ids[s]; ok {
 		return id, false
 	}
-	if limit > 0 && len(d.strs) >= limit {
+	if limit > 0 && int(d.counts[cat]) >= limit {
 		s, other = segOther, true
 		if id, ok := d.ids[s]; ok {
 			return id, true
 		}
+	} else {
+		d.counts[cat]++
 	}
 	id = uint32(len(d.strs))
 	d.strs = append(d.strs, s)
@@ -373,6 +394,9 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		u(uint64(len(x)))
 		c = append(c, x...)
 	}
+	for _, n := range d.counts {
+		u(uint64(n))
+	}
 	nv := len(d.vStart)
 	u(uint64(nv))
 	var prev int64
@@ -456,7 +480,9 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	enc := zstdEncoder()
 	b = append(b, segVersion)
 	b = binary.AppendUvarint(b, uint64(len(c)))
-	b = enc.EncodeAll(c, b)
+	z := enc.EncodeAll(c, nil)
+	b = binary.AppendUvarint(b, uint64(len(z)))
+	b = append(b, z...)
 	*bp = c
 	segBufs.Put(bp)
 	return b
@@ -475,7 +501,11 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
 		return bad("length")
 	}
-	c, err := unzstd(b[1+n:], int(raw))
+	zl, k := binary.Uvarint(b[1+n:])
+	if k <= 0 || zl != uint64(len(b)-1-n-k) {
+		return bad("compressed length") // truncated, or trailing bytes
+	}
+	c, err := unzstd(b[1+n+k:], int(raw))
 	if err != nil {
 		return bad("compressed columns")
 	}
@@ -514,6 +544,13 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	d.strs = make([]string, ns)
 	for i := 1; i < ns; i++ {
 		d.strs[i] = dd.string()
+	}
+	for i := range d.counts {
+		n := dd.uvarint()
+		if n > uint64(ns) {
+			dd.bad = true
+		}
+		d.counts[i] = int32(n)
 	}
 	nv := count()
 	d.vPeriod = make([]int32, nv)

@@ -12,20 +12,20 @@ func sampleSegDay() *segDay {
 	d := newSegDay()
 	var attr [numVA]uint32
 	for i := range attr {
-		attr[i], _ = d.id([]string{"Google", "google.com/search", "Organic Search", "cpc", "DE", "Chrome", "120.0"}[i%7], 0)
+		attr[i], _ = d.id([]string{"Google", "google.com/search", "Organic Search", "cpc", "DE", "Chrome", "120.0"}[i%7], catVisit, 0)
 	}
 	ms := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixMilli()
-	page, _ := d.id("/pricing", 0)
-	host, _ := d.id("example.com", 0)
+	page, _ := d.id("/pricing", catPath, 0)
+	host, _ := d.id("example.com", catHost, 0)
 	v := d.addVisit(20410, 7, ms, &attr, 2950159, page, host)
 	d.vPageviews[v] = 2
 	d.addHit(&segHit{visit: v, ms: ms, kind: hkPageview, page: page, host: host, scroll: -1})
 	d.addHit(&segHit{visit: v, ms: ms + 500, kind: hkPageview, page: page, host: host, scroll: -1})
-	name, _ := d.id("Signup", 0)
-	val, _ := d.id("5.5", 0)
-	unit, _ := d.id("USD", 0)
-	k, _ := d.id("plan", 0)
-	pv, _ := d.id("pro", 0)
+	name, _ := d.id("Signup", catEvent, 0)
+	val, _ := d.id("5.5", catEvent, 0)
+	unit, _ := d.id("USD", catEvent, 0)
+	k, _ := d.id("plan", catPropKey, 0)
+	pv, _ := d.id("pro", catPropVal, 0)
 	d.addHit(&segHit{visit: v, ms: ms + 1000, kind: hkEvent, name: name, value: val, unit: unit, page: page, host: host, scroll: -1, props: []uint32{k, pv}})
 	d.addHit(&segHit{visit: noVisit, ms: ms - 5000, kind: hkEvent, name: name, page: page, scroll: -1})
 	d.addHit(&segHit{visit: v, ms: ms + 9000, kind: hkEngagement, page: page, engaged: 8000, scroll: 75})
