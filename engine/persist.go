@@ -702,6 +702,10 @@ type Metrics struct {
 	Snapshots     uint64                // snapshots written since Open
 	LastSnapshot  time.Duration         // how long the last snapshot took
 	Websites      int
+	// OpenSegmentBytes estimates the segments rows of open days (today's):
+	// exact filtered statistics keep a row per hit and per visit (SPEC
+	// §10.1), so this grows with the day's hits, not with MemoryBudget.
+	OpenSegmentBytes int64
 }
 
 // Metrics returns the engine's running counts.
@@ -721,6 +725,20 @@ func (e *Engine) Metrics() Metrics {
 	}
 	e.regMu.RLock()
 	m.Websites = len(e.sites)
+	sites := make([]*site, 0, len(e.sites))
+	for _, s := range e.sites {
+		sites = append(sites, s)
+	}
 	e.regMu.RUnlock()
+	for _, s := range sites {
+		sh := e.shardOf(s.cfg.Load().id)
+		sh.mu.Lock()
+		for _, ent := range s.state.days {
+			if !ent.frozen {
+				m.OpenSegmentBytes += int64(ent.seg.size)
+			}
+		}
+		sh.mu.Unlock()
+	}
 	return m
 }

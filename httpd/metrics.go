@@ -111,6 +111,7 @@ type engineCollector struct {
 	e                                          *engine.Engine
 	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
 	evicted, websites, state, overflow         *prometheus.Desc
+	openSeg                                    *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
@@ -125,12 +126,13 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		websites: prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
 		state:    prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
 		overflow: prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
+		openSeg:  prometheus.NewDesc("webstats_segments_open_bytes", "Bytes of the segments rows of open days (a row per hit and per visit of today).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow} {
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow, c.openSeg} {
 		ch <- d
 	}
 }
@@ -149,4 +151,5 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.websites, prometheus.GaugeValue, float64(m.Websites))
 	ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(m.StateBytes))
 	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(m.Overflow))
+	ch <- prometheus.MustNewConstMetric(c.openSeg, prometheus.GaugeValue, float64(m.OpenSegmentBytes))
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,10 @@ func (c *cli) newLogger(cfg *Config) *slog.Logger {
 	return slog.New(newFloodHandler(h, defaultFloodLimits))
 }
 
+// memoryHeadroom is what -memory-budget adds for the runtime's soft
+// memory limit: today's data, requests in flight, Pebble's memtables.
+const memoryHeadroom = 64 << 20
+
 // run serves webstats as cfg says until ctx is cancelled, then stops
 // accepting connections, lets the requests in flight finish (for at most
 // cfg.ShutdownTimeout), and closes the engine, which writes a final
@@ -71,6 +76,12 @@ func (c *cli) newLogger(cfg *Config) *slog.Logger {
 // prints its API key on stdout. cfg must be valid.
 func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) error {
 	salt, _ := engine.ParseSaltPeriod(cfg.SaltPeriod)
+	if cfg.MemoryBudget > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// The budget bounds what the engine keeps of closed days; the
+		// runtime's soft limit makes the collector run before the heap
+		// doubles on top of it (today's rows, requests in flight).
+		debug.SetMemoryLimit(int64(cfg.MemoryBudget) + memoryHeadroom)
+	}
 	snapEvery := cfg.SnapshotEvery
 	if snapEvery == 0 {
 		snapEvery = -1 // the engine's "off"; its 0 means the default
