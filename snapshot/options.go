@@ -108,7 +108,7 @@ const (
 	// what it flushes is deleted by the next snapshot's trim anyway. 32 MiB
 	// lets trims happen before flushes (a DeleteRange over a memtable costs
 	// nothing more at flush) and flushes fewer, larger L0 files.
-	memTableSize = 16 << 20
+	memTableSize = 32 << 20
 
 	// memTableStopWritesThreshold: memtables queued for flush before writes
 	// stall. 4 × 32 MiB bounds the memory to 128 MiB while absorbing a slow
