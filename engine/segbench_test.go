@@ -126,6 +126,7 @@ func BenchmarkSegments(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(s.hits), "hits")
+				b.ReportMetric(float64(s.e.Metrics().ResidentBytes)/float64(s.hits), "resident-B/hit")
 				percentiles(b, lat)
 			})
 		}
