@@ -574,26 +574,10 @@ func (r *metaRunner) mirror(op fmt.Stringer, now time.Time) error {
 		_, err := sh.track(o.hits)
 		return err
 	case opImport:
-		hits := slices.Clone(o.hits)
-		id, ok := r.ids[o.slot]
-		if !ok {
-			id = 1 << 30
-		}
-		for i := range hits {
-			hits[i].Website = id
-		}
-		_, err := sh.track(hits)
+		_, err := sh.track(r.ofSlot(o.slot, o.hits))
 		return err
 	case opConcurrent:
-		hits := slices.Clone(o.hits)
-		id, ok := r.ids[o.slot]
-		if !ok {
-			id = 1 << 30
-		}
-		for i := range hits {
-			hits[i].Website = id
-		}
-		if _, err := sh.track(hits); err != nil {
+		if _, err := sh.track(r.ofSlot(o.slot, o.hits)); err != nil {
 			return err
 		}
 		return sh.snapshot()
@@ -619,6 +603,20 @@ func (r *metaRunner) mirror(op fmt.Stringer, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// ofSlot returns a copy of hits counted under the slot's website (an id
+// never given when the slot has none).
+func (r *metaRunner) ofSlot(slot int, hits []engine.Hit) []engine.Hit {
+	hits = slices.Clone(hits)
+	id, ok := r.ids[slot]
+	if !ok {
+		id = 1 << 30
+	}
+	for i := range hits {
+		hits[i].Website = id
+	}
+	return hits
 }
 
 // shadowHas reports whether the shadow has website id.
@@ -679,16 +677,7 @@ func (r *metaRunner) run(op fmt.Stringer, now time.Time) error {
 	case opLive:
 		return r.track(o.hits, now)
 	case opImport:
-		hits := make([]engine.Hit, len(o.hits))
-		copy(hits, o.hits)
-		id, ok := r.ids[o.slot]
-		if !ok {
-			id = 1 << 30 // never created
-		}
-		for i := range hits {
-			hits[i].Website = id
-		}
-		return r.track(hits, now)
+		return r.track(r.ofSlot(o.slot, o.hits), now)
 	case opSnapshot:
 		if err := s.snapshot(); err != nil {
 			return err

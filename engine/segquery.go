@@ -128,21 +128,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 	if err != nil {
 		return QueryResult{}, err
 	}
-	lo := r.FirstDay
-	if e.opts.SaltPeriod != SaltDay {
-		// A visit's rows live in the day it started, which may be any day
-		// of its salt period before the range.
-		lo = periodStart(r.FirstDay, e.opts.SaltPeriod)
-	}
-	err = e.scanDays(ctx, s, lo, r.LastDay, nil, func(date buckets.Date, d storedDay) {
-		if p.err == nil {
-			p.scanDay(d.seg)
-		}
-	})
-	if err == nil {
-		err = p.err
-	}
-	if err != nil {
+	if err := e.scanPlan(ctx, s, p); err != nil {
 		return QueryResult{}, err
 	}
 	rows := p.rows()
@@ -211,6 +197,25 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 	return res, nil
 }
 
+// scanPlan scans the days of p's range into p.
+func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
+	lo := p.r.FirstDay
+	if e.opts.SaltPeriod != SaltDay {
+		// A visit's rows live in the day it started, which may be any day
+		// of its salt period before the range.
+		lo = periodStart(p.r.FirstDay, e.opts.SaltPeriod)
+	}
+	err := e.scanDays(ctx, s, lo, p.r.LastDay, nil, func(_ buckets.Date, d storedDay) {
+		if p.err == nil {
+			p.scanDay(d.seg)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return p.err
+}
+
 // relatedVisitors answers the visitors of r with its dimensions reduced to
 // keep (none when nil) and, when noGoals, without its top-level event:goal
 // and event:props filters: the denominators of percentage and conversion
@@ -238,19 +243,7 @@ func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery,
 	if err != nil {
 		return nil, err
 	}
-	lo := rq.FirstDay
-	if e.opts.SaltPeriod != SaltDay {
-		lo = periodStart(rq.FirstDay, e.opts.SaltPeriod)
-	}
-	err = e.scanDays(ctx, s, lo, rq.LastDay, nil, func(date buckets.Date, d storedDay) {
-		if p.err == nil {
-			p.scanDay(d.seg)
-		}
-	})
-	if err == nil {
-		err = p.err
-	}
-	if err != nil {
+	if err := e.scanPlan(ctx, s, p); err != nil {
 		return nil, err
 	}
 	out := make(map[string]int64)
