@@ -4,8 +4,12 @@ package engine
 // store keeps, and the one query call answering Plausible's v2 query model.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
 )
 
 // Prop is one custom property of a hit (SPEC §2.4: at most MaxProps per
@@ -92,10 +96,40 @@ type Revenue struct {
 
 var _ json.Marshaler = QueryResult{}
 
-// MarshalJSON writes Plausible's key order: results, meta, query.
+// MarshalJSON writes Plausible's body: results, meta, query in that order,
+// whole float metrics with their decimal point (50.0, as Plausible writes
+// percentages and rates), and <, > and & unescaped.
 func (r QueryResult) MarshalJSON() ([]byte, error) {
 	type plain QueryResult
-	return json.Marshal(plain(r))
+	p := plain(r)
+	p.Results = make([]QueryRow, len(r.Results))
+	for i, row := range r.Results {
+		ms := make([]any, len(row.Metrics))
+		for j, m := range row.Metrics {
+			if f, ok := m.(float64); ok && !math.IsInf(f, 0) && !math.IsNaN(f) {
+				m = json.Number(floatJSON(f))
+			}
+			ms[j] = m
+		}
+		p.Results[i] = QueryRow{Dimensions: row.Dimensions, Metrics: ms}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// floatJSON formats f as Plausible's JSON does: shortest form, with ".0"
+// when whole.
+func floatJSON(f float64) string {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
 }
 
 // Query answers q for one website of the handle (SPEC §10.2): q is

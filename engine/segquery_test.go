@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,23 @@ func TestQuerySmoke(t *testing.T) {
 		if got := f.query(tt.q); got != tt.want {
 			t.Errorf("%s\n got %s\nwant %s", tt.q, got, tt.want)
 		}
+	}
+}
+
+// TestQueryResultJSON: whole floats keep their decimal point (Plausible
+// writes 50.0) and <, >, & are not escaped (by an encoder that does not
+// escape HTML itself: json.Marshal escapes a Marshaler's output again).
+func TestQueryResultJSON(t *testing.T) {
+	r := engine.QueryResult{Results: []engine.QueryRow{{Dimensions: []any{"<a&b>"}, Metrics: []any{int64(3), 50.0, 33.33, nil}}}}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.String()
+	want := `{"results":[{"dimensions":["<a&b>"],"metrics":[3,50.0,33.33,null]}],"meta":{},"query":`
+	if !strings.HasPrefix(string(b), want) {
+		t.Errorf("got  %s\nwant %s...", b, want)
 	}
 }

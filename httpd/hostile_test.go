@@ -237,7 +237,16 @@ func slowClients(t *testing.T, addr string, from string, n int) []net.Conn {
 // (with its labels) in the /metrics answer of srv, -1 when there is none.
 func metricValue(t *testing.T, client *http.Client, base, name string) float64 {
 	t.Helper()
-	resp, err := client.Get(base + "/metrics")
+	// The slow connections of a test may still hold the server's places
+	// for a moment (each is closed at its own timeout): a refused
+	// connection is retried, for a while.
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err = client.Get(base + "/metrics"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
