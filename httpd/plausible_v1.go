@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -422,10 +423,11 @@ func (s *Server) v1Aggregate(w http.ResponseWriter, r *http.Request, c *call) er
 	results := make(jsonObject, len(v.metrics))
 	for i, m := range v.metrics {
 		val := cur.Results[0].Metrics[i]
-		o := jsonObject{{"value", val}}
+		o := jsonObject{{"value", v1Value(m, val)}}
 		if prev != nil {
 			o = append(o, jsonField{"change", v1Change(m, prev.Results[0].Metrics[i], val)})
 		}
+		o.sort()
 		results[i] = jsonField{m, o}
 	}
 	results.sort()
@@ -471,6 +473,18 @@ func asFloat(v any) float64 {
 		return f
 	}
 	return 0
+}
+
+// v1Value is a metric's value as v1 writes it: the float metrics always
+// with a decimal point.
+func v1Value(metric string, v any) any {
+	if f, ok := v.(float64); ok {
+		switch metric {
+		case "views_per_visit", "conversion_rate", "group_conversion_rate", "percentage":
+			return oneDecimal(f)
+		}
+	}
+	return v
 }
 
 // oneDecimal writes a float as Plausible does: always with a decimal point
@@ -522,10 +536,19 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 			dim = "time:day"
 		}
 	}
-	// The per-bucket conversion rate is v2's group rate.
+	// The per-bucket conversion rate is v2's group rate. v2 has no
+	// views_per_visit by dimension: it is answered by one aggregate query per
+	// bucket (vpvBuckets), and visits stand in for it in the grouped query.
 	metrics := slices.Clone(v.metrics)
 	if i := slices.Index(metrics, "conversion_rate"); i >= 0 {
 		metrics[i] = "group_conversion_rate"
+	}
+	vpv := slices.Index(metrics, "views_per_visit")
+	if vpv >= 0 {
+		metrics[vpv] = "visits"
+		if slices.Contains(v.metrics, "visits") {
+			metrics = slices.Delete(metrics, vpv, vpv+1)
+		}
 	}
 	q := v.query(v.from, v.to, metrics, []string{dim})
 	q.Include.TimeLabels = true
@@ -551,15 +574,24 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 		}
 		q.Pagination.Offset += engine.MaxQueryLimit
 	}
+	var perBucket map[string]any
+	if vpv >= 0 {
+		if perBucket, err = s.vpvBuckets(r, c, v, dim, labels, byLabel); err != nil {
+			return err
+		}
+	}
 	results := make([]jsonObject, len(labels))
 	for i, l := range labels {
 		o := jsonObject{{"date", l}}
 		vals, ok := byLabel[l]
-		for j, m := range v.metrics {
+		for _, m := range v.metrics {
 			var val any
-			if ok {
-				val = vals[j]
-			} else {
+			switch {
+			case m == "views_per_visit" && ok:
+				val = v1Value(m, perBucket[l])
+			case ok:
+				val = v1Value(m, vals[slices.Index(metrics, m)])
+			default:
 				val = zeroOf(m)
 			}
 			o = append(o, jsonField{m, val})
@@ -569,6 +601,56 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 	}
 	writeJSON(w, http.StatusOK, jsonObject{{"results", results}})
 	return nil
+}
+
+// maxVPVBuckets bounds the buckets of a v1 timeseries with views_per_visit,
+// each of which costs a query: 400 (a year of days, or 16 days of hours).
+const maxVPVBuckets = 400
+
+// vpvBuckets answers views_per_visit for each bucket that has data (those
+// in byLabel), by an aggregate query over the bucket's range.
+func (s *Server) vpvBuckets(r *http.Request, c *call, v *v1Request, dim string, labels []string, byLabel map[string][]any) (map[string]any, error) {
+	if len(byLabel) > maxVPVBuckets {
+		return nil, badRequest("Metric `views_per_visit` can be queried in a timeseries of at most " + strconv.Itoa(maxVPVBuckets) + " buckets with data on this server.")
+	}
+	loc, err := time.LoadLocation(v.web.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	out := make(map[string]any, len(byLabel))
+	for _, l := range labels {
+		if _, ok := byLabel[l]; !ok {
+			continue
+		}
+		q := v.query(0, 0, []string{"views_per_visit"}, nil)
+		switch dim {
+		case "time:hour":
+			t, err := time.ParseInLocation("2006-01-02 15:04:05", l, loc)
+			if err != nil {
+				return nil, err
+			}
+			q.DateRange = engine.DateRange{From: t, To: t.Add(time.Hour - time.Second)}
+		case "time:month":
+			d, err := engine.ParseDate(l)
+			if err != nil {
+				return nil, err
+			}
+			y, m, _ := d.Civil()
+			q.DateRange = engine.DateRange{FromDay: max(d, v.from), ToDay: min(engine.DateOf(y, m+1, 1)-1, v.to)}
+		default:
+			d, err := engine.ParseDate(l)
+			if err != nil {
+				return nil, err
+			}
+			q.DateRange = engine.DateRange{FromDay: d, ToDay: d}
+		}
+		res, err := s.e.Owner(c.account.ID).Query(r.Context(), v.web.ID, q)
+		if err != nil {
+			return nil, err
+		}
+		out[l] = res.Results[0].Metrics[0]
+	}
+	return out, nil
 }
 
 // zeroOf is the value of a metric in an empty v1 timeseries bucket.
@@ -668,7 +750,7 @@ func (s *Server) v1Breakdown(w http.ResponseWriter, r *http.Request, c *call) er
 			o = append(o, jsonField{v1Key(d), row.Dimensions[j]})
 		}
 		for j, m := range v.metrics {
-			o = append(o, jsonField{m, row.Metrics[j]})
+			o = append(o, jsonField{m, v1Value(m, row.Metrics[j])})
 		}
 		o.sort()
 		results[i] = o
