@@ -209,7 +209,8 @@ const maxV1Filters = 100
 // "!=" splits each into property and value, "|" separates values (any
 // matches; "\|" is a literal pipe), "!=" negates, a "*" makes the value an
 // anchored glob ("*" and "**" both match any run of characters: a matches
-// or matches_not filter), and a visit:country value that is not two
+// or matches_not filter) except in an event:goal value (a goal's display
+// name, "Visit /blog*", is matched exactly), and a visit:country value that is not two
 // letters drops its filter. Malformed parts are dropped, as v1 does.
 func parseV1Filters(s string) []engine.Filter {
 	var out []engine.Filter
@@ -226,7 +227,9 @@ func parseV1Filters(s string) []engine.Filter {
 		negated := strings.Contains(part, "!=") && key != "event:goal"
 		values := splitPipes(raw)
 		f := engine.Filter{Op: "is", Dimension: key, Clauses: values}
-		if strings.Contains(raw, "*") {
+		// A goal is named by its display name, in which "*" is the
+		// pageview goal's own wildcard ("Visit /blog*"): never a glob here.
+		if strings.Contains(raw, "*") && key != "event:goal" {
 			f.Op, f.Clauses = "matches", []string{globRegexp(values)}
 			if negated {
 				f.Op = "matches_not"
@@ -539,17 +542,23 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 	// The per-bucket conversion rate is v2's group rate. v2 has no
 	// views_per_visit by dimension: it is answered by one aggregate query per
 	// bucket (vpvBuckets), and visits stand in for it in the grouped query.
-	metrics := slices.Clone(v.metrics)
-	if i := slices.Index(metrics, "conversion_rate"); i >= 0 {
-		metrics[i] = "group_conversion_rate"
-	}
-	vpv := slices.Index(metrics, "views_per_visit")
-	if vpv >= 0 {
-		metrics[vpv] = "visits"
-		if slices.Contains(v.metrics, "visits") {
-			metrics = slices.Delete(metrics, vpv, vpv+1)
+	// col maps each asked metric to its column of the grouped query.
+	var metrics []string
+	col := make([]int, len(v.metrics))
+	for i, m := range v.metrics {
+		switch m {
+		case "conversion_rate":
+			m = "group_conversion_rate"
+		case "views_per_visit":
+			m = "visits"
 		}
+		j := slices.Index(metrics, m)
+		if j < 0 {
+			metrics, j = append(metrics, m), len(metrics)
+		}
+		col[i] = j
 	}
+	vpv := slices.Contains(v.metrics, "views_per_visit")
 	q := v.query(v.from, v.to, metrics, []string{dim})
 	q.Include.TimeLabels = true
 	byLabel := make(map[string][]any)
@@ -575,7 +584,7 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 		q.Pagination.Offset += engine.MaxQueryLimit
 	}
 	var perBucket map[string]any
-	if vpv >= 0 {
+	if vpv {
 		if perBucket, err = s.vpvBuckets(r, c, v, dim, labels, byLabel); err != nil {
 			return err
 		}
@@ -584,13 +593,13 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 	for i, l := range labels {
 		o := jsonObject{{"date", l}}
 		vals, ok := byLabel[l]
-		for _, m := range v.metrics {
+		for i, m := range v.metrics {
 			var val any
 			switch {
 			case m == "views_per_visit" && ok:
 				val = v1Value(m, perBucket[l])
 			case ok:
-				val = v1Value(m, vals[slices.Index(metrics, m)])
+				val = v1Value(m, vals[col[i]])
 			default:
 				val = zeroOf(m)
 			}
