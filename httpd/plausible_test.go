@@ -104,7 +104,9 @@ func TestPlausibleGolden(t *testing.T) {
 		return func(f *fixture) request { return request{method: "GET", path: path, key: f.alice} }
 	}
 	send := func(method, path, body string) func(f *fixture) request {
-		return func(f *fixture) request { return request{method: method, path: path, key: f.alice, ctype: json, body: body} }
+		return func(f *fixture) request {
+			return request{method: method, path: path, key: f.alice, ctype: json, body: body}
+		}
 	}
 	const month = `"date_range":["2026-11-01","2026-11-21"]`
 	tests := []struct {
