@@ -21,10 +21,36 @@ const authFailuresPerMinute = 20
 // On failure it writes the 401 or 429 answer and returns false. It sets the
 // X-RateLimit headers when rate limiting is on.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Account, bool) {
-	key := bearer(r.Header.Get("Authorization"))
-	if key == "" {
+	a, res, wait := s.checkKey(w, r)
+	switch res {
+	case keyMissing, keyWrong:
 		writeError(w, r, errUnauthenticated)
 		return engine.Account{}, false
+	case keyLimited:
+		tooMany(w, r, wait)
+		return engine.Account{}, false
+	}
+	return a, true
+}
+
+// keyCheck is the outcome of checkKey.
+type keyCheck uint8
+
+const (
+	keyOK      keyCheck = iota
+	keyMissing          // no "Authorization: Bearer" header
+	keyWrong            // not a key of any account
+	keyLimited          // the account's rate limit, or the client's failed authentications
+)
+
+// checkKey checks the request's API key and the account's rate limit, for
+// both APIs (each writes its own error answers). It sets the X-RateLimit
+// headers when rate limiting is on and the key is right; for keyLimited, wait
+// is how long until the next request may pass.
+func (s *Server) checkKey(w http.ResponseWriter, r *http.Request) (engine.Account, keyCheck, time.Duration) {
+	key := bearer(r.Header.Get("Authorization"))
+	if key == "" {
+		return engine.Account{}, keyMissing, 0
 	}
 	// A right key always authenticates: keys are 256-bit, so the failure
 	// limit only quiets guessing and may refuse only wrong keys (SPEC §13).
@@ -32,12 +58,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Ac
 	if err != nil {
 		ipKey := limiterKey(s.clientIP(r))
 		if wait, blocked := s.authLimit.Blocked(ipKey); blocked {
-			tooMany(w, r, wait)
-			return engine.Account{}, false
+			return engine.Account{}, keyLimited, wait
 		}
 		s.authLimit.Take(ipKey)
-		writeError(w, r, errUnauthenticated)
-		return engine.Account{}, false
+		return engine.Account{}, keyWrong, 0
 	}
 	if s.keyLimit != nil {
 		ok, remaining, wait := s.keyLimit.Take(strconv.FormatUint(uint64(a.ID), 10))
@@ -45,11 +69,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Ac
 		h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.RateLimit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		if !ok {
-			tooMany(w, r, wait)
-			return engine.Account{}, false
+			return engine.Account{}, keyLimited, wait
 		}
 	}
-	return a, true
+	return a, keyOK, 0
 }
 
 // tooMany answers 429 with Retry-After in whole seconds (at least 1).

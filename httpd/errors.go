@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -169,4 +170,95 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	h.Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
+}
+
+// plausibleError is an error of the Plausible-compatible API, answered
+// {"error": msg} with its status code (plausible-api.md §5, §7, §8).
+type plausibleError struct {
+	code int
+	msg  string
+}
+
+func (e *plausibleError) Error() string { return "httpd: " + strconv.Itoa(e.code) + " " + e.msg }
+
+// badRequest is a 400 of the Plausible-compatible API.
+func badRequest(msg string) error { return &plausibleError{http.StatusBadRequest, msg} }
+
+// The errors of the Plausible-compatible API, with Plausible's messages.
+var (
+	errPlausibleMissingKey = &plausibleError{http.StatusUnauthorized,
+		"Missing API key. Please use a valid Plausible API key as a Bearer Token."}
+	// errPlausibleInvalid answers a wrong key and an unknown or another
+	// account's site_id alike, so that a key cannot probe which domains exist.
+	errPlausibleInvalid = &plausibleError{http.StatusUnauthorized,
+		"Invalid API key or site ID. Please make sure you're using a valid API key with access to the site you've requested."}
+	errPlausibleMissingSite = &plausibleError{http.StatusBadRequest,
+		"Missing site ID. Please provide the required site_id parameter with your request."}
+	errSiteNotFound = &plausibleError{http.StatusNotFound, "Site could not be found"}
+	errGoalNotFound = &plausibleError{http.StatusNotFound, "Goal could not be found"}
+)
+
+// plausibleErrorBody is the body of every error of the Plausible-compatible
+// API.
+type plausibleErrorBody struct {
+	Error string `json:"error"`
+}
+
+// plausibleErrorStatus is errorStatus for the Plausible-compatible API: its
+// own errors, an invalid query (*engine.QueryError) and a website's invalid
+// fields are 400 with a message string; anything else is answered as the
+// phpAnalytics API answers it (413, 503, 500), with its message.
+func plausibleErrorStatus(err error) (code int, msg string, internal bool) {
+	var (
+		pe *plausibleError
+		qe *engine.QueryError
+		ve *engine.ValidationError
+		fe fieldErrors
+	)
+	switch {
+	case errors.As(err, &pe):
+		return pe.code, pe.msg, false
+	case errors.As(err, &qe):
+		return http.StatusBadRequest, qe.Msg, false
+	case errors.As(err, &ve):
+		return http.StatusBadRequest, fieldMessages(ve.Fields), false
+	case errors.As(err, &fe):
+		return http.StatusBadRequest, fieldMessages(fe), false
+	case errors.Is(err, engine.ErrNotFound):
+		return errSiteNotFound.code, errSiteNotFound.msg, false
+	}
+	code, m, internal := errorStatus(err)
+	msg, _ = m.(string)
+	return code, msg, internal
+}
+
+// fieldMessages joins field errors as Plausible writes a changeset's:
+// "field: message", one a line.
+func fieldMessages(fields []engine.FieldError) string {
+	var b strings.Builder
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(f.Field + ": " + f.Msg)
+	}
+	return b.String()
+}
+
+// writePlausibleError answers err as {"error": msg}; an unexpected error is
+// logged with the request id.
+func writePlausibleError(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg, internal := plausibleErrorStatus(err)
+	switch {
+	case errors.Is(err, engine.ErrBusy):
+		w.Header().Set("Retry-After", busyRetryAfter)
+	case errors.Is(err, engine.ErrDiskFull):
+		w.Header().Set("Retry-After", diskFullRetryAfter)
+	}
+	if internal {
+		if st := stateOf(r.Context()); st != nil && st.log != nil {
+			st.log.Error("request failed", "request_id", st.id, "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	writeJSON(w, code, plausibleErrorBody{Error: msg})
 }

@@ -197,9 +197,11 @@ func (s *Server) routes() {
 	s.api(http.MethodPatch, "/websites/:id", maxBody, s.updateWebsite)
 	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
-	s.api(http.MethodGet, "/stats/:id", maxBody, s.stats)
+	// GET /stats/:id is registered by plausibleRoutes, beside the
+	// Plausible v1 statistics.
 	s.api(http.MethodGet, "/account", maxBody, s.account)
-	s.trackRoutes() // POST /api/event, GET /js/script.js (track.go)
+	s.plausibleRoutes() // plausible.go
+	s.trackRoutes()     // POST /api/event, GET /js/script.js (track.go)
 	if !s.opts.NoPages {
 		p, err := pages.New(s.e, &pages.Options{Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP})
 		if err != nil {
@@ -253,19 +255,25 @@ type call struct {
 // api registers an authenticated, rate-limited API route under both API
 // prefixes (and HEAD beside GET).
 func (s *Server) api(method, path string, limit int64, h apiHandler) {
-	serve := func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+	serve := s.apiServe(h)
+	for _, prefix := range apiPrefixes {
+		s.handle(method, prefix+path, limit, serve)
+		if method == http.MethodGet {
+			s.handle(http.MethodHead, prefix+path, limit, serve)
+		}
+	}
+}
+
+// apiServe adapts h to the router: the key and the rate limit are checked
+// first, and an error is answered as the phpAnalytics API does.
+func (s *Server) apiServe(h apiHandler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		a, ok := s.authenticate(w, r)
 		if !ok {
 			return
 		}
 		if err := h(w, r, &call{account: a, params: p}); err != nil {
 			writeError(w, r, err)
-		}
-	}
-	for _, prefix := range apiPrefixes {
-		s.handle(method, prefix+path, limit, serve)
-		if method == http.MethodGet {
-			s.handle(http.MethodHead, prefix+path, limit, serve)
 		}
 	}
 }

@@ -129,6 +129,7 @@ func (p *Pages) Register(r *httprouter.Router) {
 	r.GET("/stats/:domain", p.handle(p.overview))
 	r.POST("/stats/:domain", p.handle(p.unlock))
 	r.GET("/stats/:domain/:name", p.handle(p.statRoute))
+	r.GET("/share/:domain", p.handle(p.share))
 	r.GET("/assets/*filepath", p.serveAsset)
 }
 

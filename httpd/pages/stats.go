@@ -44,9 +44,9 @@ func (p *Pages) lookup(r *http.Request, domain string) (*visit, error) {
 	case 0:
 		v.allowed = true
 	case 2:
-		v.allowed = v.owner || p.hasPassword(r, &web)
+		v.allowed = v.owner || p.hasPassword(r, &web) || p.hasShare(r, &web)
 	default: // 1, and anything unknown: private
-		if !v.owner {
+		if !v.owner && !p.hasShare(r, &web) {
 			return nil, errNotFound
 		}
 		v.allowed = true
@@ -250,6 +250,12 @@ func (p *Pages) overview(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		p.passwordForm(w, r, v, r.URL.RequestURI(), "")
 		return nil
 	}
+	return p.renderOverview(w, r, v)
+}
+
+// renderOverview renders the overview of v's website, which the request may
+// see.
+func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit) error {
 	ctx := r.Context()
 	q := r.URL.Query()
 	today, err := p.e.Unscoped().Today(ctx, v.web.ID)

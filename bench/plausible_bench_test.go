@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd"
+)
+
+// BenchmarkPlausibleQuery sends POST /api/v2/query with two filters over
+// the last 30 days of the medium site through the HTTP handler (key check,
+// JSON decoding, the engine's query, JSON encoding), as issue #13's target
+// (≤ 20 ms median) measures it:
+//
+//	go test ./bench -run '^$' -bench PlausibleQuery -benchtime 50x
+//
+// It reports the median as ms/median beside the mean.
+func BenchmarkPlausibleQuery(b *testing.B) {
+	f, err := benchFixture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, ok := f.siteFor("medium", 30)
+	if !ok {
+		b.Fatal("no medium site")
+	}
+	srv := httpd.New(f.e, &httpd.Options{RateLimit: -1, NoPages: true})
+	last := f.last.Format("2006-01-02")
+	first := f.last.AddDate(0, 0, -29).Format("2006-01-02")
+	filters := `"filters":[["is_not","visit:source",["Direct / None"]],["contains","event:page",["/"]]]`
+	for _, tc := range []struct{ name, body string }{
+		{"aggregate", `"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration"]`},
+		{"by=source", `"metrics":["visitors","pageviews","bounce_rate"],"dimensions":["visit:source"],"pagination":{"limit":10}`},
+		{"by=day", `"metrics":["visitors","pageviews"],"dimensions":["time:day"]`},
+	} {
+		b.Run("site=medium/days=30/"+tc.name, func(b *testing.B) {
+			body := `{"site_id":"` + s.Site.Domain + `","date_range":["` + first + `","` + last + `"],` + filters + `,` + tc.body + `}`
+			var ds []time.Duration
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/api/v2/query", strings.NewReader(body))
+				r.Header.Set("Authorization", "Bearer "+f.key)
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				start := time.Now()
+				srv.ServeHTTP(w, r)
+				ds = append(ds, time.Since(start))
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+			b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "ms/median")
+		})
+		// The same query by Owner.Query: what the HTTP layer adds is the
+		// difference.
+		b.Run("site=medium/days=30/"+tc.name+"/direct", func(b *testing.B) {
+			ctx := context.Background()
+			body := `{"site_id":"` + s.Site.Domain + `","date_range":["` + first + `","` + last + `"],` + filters + `,` + tc.body + `}`
+			a, err := f.e.Authenticate(ctx, f.key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q, err := engine.ParseQuery([]byte(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := f.e.Owner(a.ID).Query(ctx, s.ID, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
