@@ -12,17 +12,24 @@ import (
 	"github.com/webstats/webstats/engine"
 )
 
-func TestGoals(t *testing.T) {
-	ctx := context.Background()
-	s, err := openSUT(engine.Options{Dir: "data", FS: vfs.NewMem()})
+// goalsSite opens an engine with one website for a goals test.
+func goalsSite(t *testing.T, o engine.Options) (*sut, uint32) {
+	t.Helper()
+	s, err := openSUT(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	t.Cleanup(func() { s.close() })
 	id, err := s.createSite("example.com", "UTC")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, id
+}
+
+func TestGoals(t *testing.T) {
+	ctx := context.Background()
+	s, id := goalsSite(t, engine.Options{Dir: "data", FS: vfs.NewMem()})
 	me := s.e.Owner(s.account)
 
 	signup, err := me.AddGoal(ctx, id, engine.Goal{EventName: "Signup"})
@@ -118,15 +125,7 @@ func TestGoals(t *testing.T) {
 
 func TestGoalsBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := openSUT(engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	id, err := s.createSite("example.com", "UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, id := goalsSite(t, engine.Options{})
 	me := s.e.Owner(s.account)
 	for i := range engine.MaxGoals {
 		if _, err := me.AddGoal(ctx, id, engine.Goal{EventName: "E" + strconv.Itoa(i)}); err != nil {

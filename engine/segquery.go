@@ -898,24 +898,8 @@ func (p *plan) visitPasses(sd *segDay, i int) bool {
 // passes evaluates the plan's filters on hit i: the visit-level ones once
 // per visit and day.
 func (p *plan) passes(sd *segDay, i int) bool {
-	if len(p.visitConj) > 0 {
-		v := sd.hVisit[i]
-		st := &p.orphanPass
-		if v != noVisit {
-			st = &p.vpass[v]
-		}
-		if *st == 0 {
-			*st = 1
-			for _, n := range p.visitConj {
-				if !n.match(p, sd, i) {
-					*st = 2
-					break
-				}
-			}
-		}
-		if *st == 2 {
-			return false
-		}
+	if len(p.visitConj) > 0 && !p.visitPasses(sd, i) {
+		return false
 	}
 	for _, n := range p.hitConj {
 		if !n.match(p, sd, i) {
