@@ -23,6 +23,7 @@ type Snapshot struct {
 	States  []StateRecord  // upsert (the old one-value form; see Chunks)
 	Chunks  []StateChunk   // upsert
 	Sites   []SiteRecord   // upsert
+	Parts   []DayPart      // upsert
 	// DropPeriods deletes, for each period, every chunk of its state and
 	// its old-form StateRecord.
 	DropPeriods []PeriodRef
@@ -36,6 +37,17 @@ type Snapshot struct {
 type DayRecord struct {
 	Website uint32
 	Date    int32 // days since 1970-01-01; may be negative
+	Data    []byte
+}
+
+// DayPart is sealed part number Part of a website's day: rows the engine
+// moved out of the day's value (its numbering and contents are the
+// engine's). A part is deleted only with its day (DeleteDaysBefore,
+// DeleteWebsite).
+type DayPart struct {
+	Website uint32
+	Date    int32
+	Part    uint32
 	Data    []byte
 }
 
@@ -121,6 +133,9 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	for _, r := range sn.Sites {
 		err = errors.Join(err, setOrDelete(b, siteKey(r.Website), r.Data))
 	}
+	for _, r := range sn.Parts {
+		err = errors.Join(err, setOrDelete(b, partKey(r.Website, r.Date, r.Part), r.Data))
+	}
 	trim := sn.Trim > s.trim.Load()
 	if trim {
 		err = errors.Join(err, b.Set(trimKey, encodeUint64(sn.Trim), nil))
@@ -159,8 +174,20 @@ func (s *Store) Day(website uint32, date int32) ([]byte, error) {
 // Days calls fn for every stored day of website from from to to, both
 // inclusive, in ascending date order. data is valid only during the call to
 // fn. An error returned by fn stops the scan and is returned as is. fn must
-// not call Close.
+// not call Close. The days' parts are not read (see DaysWithParts).
 func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []byte) error) error {
+	return s.days(website, from, to, false, func(date int32, data []byte, _ [][]byte) error { return fn(date, data) })
+}
+
+// DaysWithParts is Days giving each day's parts too: parts[i] is the value
+// of part i, in part order, as far as they are numbered without a gap from
+// 0. A day and its parts are read from one consistent view of the store.
+// data and parts are valid only during the call to fn.
+func (s *Store) DaysWithParts(website uint32, from, to int32, fn func(date int32, data []byte, parts [][]byte) error) error {
+	return s.days(website, from, to, true, fn)
+}
+
+func (s *Store) days(website uint32, from, to int32, withParts bool, fn func(date int32, data []byte, parts [][]byte) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -169,7 +196,33 @@ func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []
 		return nil
 	}
 	op := fmt.Sprintf("days %d to %d of website %d", from, to, website)
-	return s.scan(op, dayKey(website, from), prefixEnd(dayKey(website, to)), func(key, val []byte) error {
+	var (
+		cur   int32
+		data  []byte
+		parts [][]byte
+		have  bool
+	)
+	flush := func() error {
+		if !have {
+			return nil
+		}
+		have = false
+		return fn(cur, data, parts)
+	}
+	err := s.scan(op, dayKey(website, from), prefixEnd(dayKey(website, to)), func(key, val []byte) error {
+		if len(key) == partKeyLen {
+			w, date, part, err := parsePartKey(key)
+			if err == nil && w != website {
+				err = malformedKey("day part", key)
+			}
+			if err != nil {
+				return err
+			}
+			if withParts && have && date == cur && int(part) == len(parts) {
+				parts = append(parts, bytes.Clone(val))
+			}
+			return nil
+		}
 		w, date, err := parseDayKey(key)
 		if err == nil && w != website {
 			err = malformedKey("day", key)
@@ -177,8 +230,19 @@ func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []
 		if err != nil {
 			return err
 		}
-		return fn(date, val)
+		if err := flush(); err != nil {
+			return err
+		}
+		if !withParts {
+			return fn(date, val, nil)
+		}
+		cur, data, parts, have = date, bytes.Clone(val), nil, true
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 // ScanStrings calls fn for every strings chunk of website in ascending From

@@ -12,7 +12,7 @@ import (
 func FuzzKeys(f *testing.F) {
 	for _, k := range [][]byte{
 		registryKey(KindWebsite, 7), logKey(42), dayKey(3, -5), stringsKey(3, 100),
-		stateKey(3, 9), chunkKey(3, -9, 2), siteKey(3), versionKey, trimKey, {}, {prefixWebsite}, {0xff},
+		stateKey(3, 9), chunkKey(3, -9, 2), partKey(3, -5, 1), siteKey(3), versionKey, trimKey, {}, {prefixWebsite}, {0xff},
 	} {
 		f.Add(k)
 	}
@@ -40,6 +40,8 @@ func FuzzKeys(f *testing.F) {
 		check("state", err, stateKey(w, p))
 		w, p, c, err := parseChunkKey(key)
 		check("chunk", err, chunkKey(w, p, c))
+		w, d, c, err = parsePartKey(key)
+		check("day part", err, partKey(w, d, c))
 		w, err = parseSiteKey(key)
 		check("site", err, siteKey(w))
 	})

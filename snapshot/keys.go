@@ -16,6 +16,8 @@ package snapshot
 //	0x02 kind(1) id(8)                 registry record     value: opaque
 //	0x03 seq(8)                        log entry           value: opaque
 //	0x04 website(4) 0x01 date(4^)      day bucket          value: opaque
+//	0x04 website(4) 0x01 date(4^) part(4)
+//	                                   sealed part of a day value: opaque
 //	0x04 website(4) 0x02 from(4)       strings chunk       value: opaque
 //	0x04 website(4) 0x03 period(4^)    visitor state       value: opaque
 //	0x04 website(4) 0x04 period(4^) chunk(4)
@@ -31,6 +33,12 @@ package snapshot
 // older, one-value-per-period form, still read for the engine's migration.
 // The chunk sub-family was added without a format version change: older
 // stores simply have no such keys.
+//
+// A day's sealed parts hold rows the engine moved out of an open day's value
+// (SPEC §13: today's memory is bounded); their keys extend the day's key, so
+// they sort right after it, a scan of a date range reads each day with its
+// parts, and DeleteDaysBefore drops them with their days. Added without a
+// format version change: older stores have no such keys.
 //
 // Days, strings and states of one website share the prefix 0x04 website, so
 // DeleteWebsite is one DeleteRange over that prefix plus one point delete of
@@ -75,6 +83,7 @@ const (
 	logKeyLen      = 1 + 8
 	websiteKeyLen  = 1 + 4 + 1 + 4 // day, strings and state keys
 	chunkKeyLen    = websiteKeyLen + 4
+	partKeyLen     = websiteKeyLen + 4
 	siteKeyLen     = 1 + 4
 )
 
@@ -170,6 +179,20 @@ func websiteKey(website uint32, sub byte, v uint32) []byte {
 // dayKey is the key of the day bucket of website on date.
 func dayKey(website uint32, date int32) []byte {
 	return websiteKey(website, subDay, flipSign(date))
+}
+
+// partKey is the key of sealed part number part of website's day on date.
+func partKey(website uint32, date int32, part uint32) []byte {
+	return binary.BigEndian.AppendUint32(dayKey(website, date), part)
+}
+
+// parsePartKey returns the website, date and part number of a part key.
+func parsePartKey(key []byte) (website uint32, date int32, part uint32, err error) {
+	if len(key) != partKeyLen || key[0] != prefixWebsite || key[5] != subDay {
+		return 0, 0, 0, malformedKey("day part", key)
+	}
+	return binary.BigEndian.Uint32(key[1:5]), unflipSign(binary.BigEndian.Uint32(key[6:10])),
+		binary.BigEndian.Uint32(key[10:]), nil
 }
 
 // stringsKey is the key of the strings chunk of website starting at from.

@@ -789,3 +789,59 @@ func TestStateChunks(t *testing.T) {
 		t.Errorf("website 2 after deleting website 1 mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestDayParts checks that a day's sealed parts are read with their day,
+// in order and only without a gap, that Days skips them, and that they go
+// with their day (retention, website delete).
+func TestDayParts(t *testing.T) {
+	s, _ := memStore(t)
+	must(t, s.WriteSnapshot(&Snapshot{
+		Days: []DayRecord{{Website: 1, Date: 4, Data: []byte("d4")}, {Website: 1, Date: 5, Data: []byte("d5")}, {Website: 2, Date: 5, Data: []byte("w2")}},
+		Parts: []DayPart{
+			{Website: 1, Date: 4, Part: 0, Data: []byte("4.0")},
+			{Website: 1, Date: 5, Part: 1, Data: []byte("5.1")},
+			{Website: 1, Date: 5, Part: 0, Data: []byte("5.0")},
+			{Website: 1, Date: 5, Part: 3, Data: []byte("5.3")}, // after a gap: not read
+			{Website: 2, Date: 5, Part: 0, Data: []byte("w2.0")},
+		},
+	}))
+	type dayParts struct {
+		Date  int32
+		Data  string
+		Parts []string
+	}
+	read := func(website uint32) []dayParts {
+		t.Helper()
+		var got []dayParts
+		if err := s.DaysWithParts(website, minDate, maxDate, func(d int32, data []byte, parts [][]byte) error {
+			dp := dayParts{Date: d, Data: string(data)}
+			for _, p := range parts {
+				dp.Parts = append(dp.Parts, string(p))
+			}
+			got = append(got, dp)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := []dayParts{{4, "d4", []string{"4.0"}}, {5, "d5", []string{"5.0", "5.1"}}}
+	if diff := cmp.Diff(want, read(1)); diff != "" {
+		t.Errorf("DaysWithParts mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]day{{4, "d4"}, {5, "d5"}}, days(t, s, 1, minDate, maxDate)); diff != "" {
+		t.Errorf("Days mismatch (-want +got):\n%s", diff)
+	}
+	must(t, s.DeleteDaysBefore(1, 5))
+	want = []dayParts{{5, "d5", []string{"5.0", "5.1"}}}
+	if diff := cmp.Diff(want, read(1)); diff != "" {
+		t.Errorf("after DeleteDaysBefore(5) mismatch (-want +got):\n%s", diff)
+	}
+	must(t, s.DeleteWebsite(1))
+	if got := read(1); len(got) != 0 {
+		t.Errorf("after DeleteWebsite: %v", got)
+	}
+	if diff := cmp.Diff([]dayParts{{5, "w2", []string{"w2.0"}}}, read(2)); diff != "" {
+		t.Errorf("website 2 mismatch (-want +got):\n%s", diff)
+	}
+}
