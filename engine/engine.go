@@ -56,6 +56,12 @@ type Engine struct {
 
 	counters counters
 
+	// sealBytes is the size of an open day's segment rows at which a
+	// snapshot seals them into the store (SPEC §13), and at which an apply
+	// asks for an early snapshot on kick (see loop).
+	sealBytes int
+	kick      chan struct{}
+
 	// logFailed holds the error of a failed log sync: every later write
 	// is refused (ErrLogFailed) until the engine is opened again.
 	logFailed atomic.Pointer[error]
@@ -152,7 +158,9 @@ func Open(opts *Options) (*Engine, error) {
 		domains:  make(map[string]uint32),
 		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
 		stop:     make(chan struct{}),
+		kick:     make(chan struct{}, 1),
 	}
+	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
@@ -180,15 +188,50 @@ func (e *Engine) loop(every time.Duration) {
 	defer e.bg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
-			if err := e.Snapshot(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-				e.opts.Logger.Error("snapshot failed", "err", err)
+		case <-e.kick:
+			// An open day's rows reached sealBytes: an early snapshot
+			// seals them, at most one a kickGap (a day that cannot be
+			// sealed, such as a past day written again, asks again).
+			if time.Since(last) < kickGap {
+				continue
 			}
 		}
+		last = time.Now()
+		if err := e.Snapshot(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+			e.opts.Logger.Error("snapshot failed", "err", err)
+		}
+	}
+}
+
+// kickGap is the shortest time between two early snapshots.
+const kickGap = time.Second
+
+// Bounds of Engine.sealBytes: a sixteenth of Options.MemoryBudget, at most
+// maxSealBytes (the default without a budget).
+const maxSealBytes = 8 << 20
+
+func sealBytesFor(budget int64) int {
+	if budget <= 0 {
+		return maxSealBytes
+	}
+	return int(min(max(budget/16, 1), maxSealBytes))
+}
+
+// kickLocked asks the background loop for an early snapshot when sd, an
+// open day's segments, holds sealBytes of rows or more.
+func (e *Engine) kickLocked(sd *segDay) {
+	if sd.rowBytes() < e.sealBytes {
+		return
+	}
+	select {
+	case e.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -211,6 +211,9 @@ func (st *siteState) decodeMeta(b []byte) error {
 type storedDay struct {
 	day *buckets.Day
 	seg *segDay
+	// open reports a day that may change: scanDays passes it under the
+	// shard lock.
+	open bool
 }
 
 // dayEnvelope is the first byte of a day value holding buckets and
@@ -296,6 +299,9 @@ type pendingDay struct {
 	day  *buckets.Day // frozen: encoded after the lock is released
 	seg  *segDay
 	data []byte
+	// part, when the day's rows are sealed, is the day as it was: its rows
+	// are written as part number part.parts, and seg is its value after.
+	part *segDay
 }
 
 // pendingChunks are the changed chunks of a period collected for a
@@ -364,6 +370,11 @@ func (e *Engine) snapshot() error {
 				ent.shared = true
 			}
 			p.day, p.seg = ent.day, ent.seg
+			if !ent.frozen && ent.seg.rowBytes() >= e.sealBytes && ent.seg.hits() > 0 {
+				// Its rows go to the store as a part; the value keeps
+				// the strings. They leave memory once written (below).
+				p.part, p.seg = ent.seg, ent.seg.sealed()
+			}
 			pend = append(pend, p)
 		}
 		for first, p := range st.periods {
@@ -394,6 +405,9 @@ func (e *Engine) snapshot() error {
 			p.data = data
 		}
 		sn.Days = append(sn.Days, snapshot.DayRecord{Website: p.st.id, Date: int32(p.date), Data: p.data})
+		if p.part != nil {
+			sn.Parts = append(sn.Parts, snapshot.DayPart{Website: p.st.id, Date: int32(p.date), Part: p.part.parts, Data: p.part.appendPart(nil)})
+		}
 	}
 	for _, pc := range chunks {
 		for i := range pc.chunks {
@@ -411,6 +425,11 @@ func (e *Engine) snapshot() error {
 	if err := e.store.WriteSnapshot(sn); err != nil {
 		e.unsaved(sites, pend, chunks, sn)
 		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	for _, p := range pend {
+		if p.part != nil {
+			e.dropSealed(p)
+		}
 	}
 	for _, pc := range chunks {
 		sh := e.shardOf(pc.st.id)
@@ -437,6 +456,22 @@ func (e *Engine) snapshot() error {
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
 	e.evictLocked(now)
 	return nil
+}
+
+// dropSealed takes the rows that snapshot p sealed, now in the store, out
+// of its day. Only snapshots seal, one at a time, so the day has the parts
+// it had then, unless it was deleted or dropped meanwhile; writes since
+// then added rows after the sealed ones.
+func (e *Engine) dropSealed(p pendingDay) {
+	sh := e.shardOf(p.st.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ent := p.st.days[p.date]
+	if p.st.deleted || ent != p.ent || ent.frozen || ent.seg.parts != p.part.parts {
+		return
+	}
+	ent.seg = ent.seg.dropSealed(p.part)
+	ent.shared = false // a new copy: no snapshot encodes it
 }
 
 // unsaved marks what a failed snapshot collected as changed again, and

@@ -295,9 +295,9 @@ func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, l
 	visit := func(date buckets.Date, ent *dayEntry) {
 		ent.used = tick
 		if ent.frozen {
-			frozen = append(frozen, ref{date, storedDay{ent.day, ent.seg}})
+			frozen = append(frozen, ref{date, storedDay{day: ent.day, seg: ent.seg}})
 		} else {
-			fn(date, storedDay{ent.day, ent.seg})
+			fn(date, storedDay{day: ent.day, seg: ent.seg, open: true})
 		}
 	}
 	for date, d := range loaded {
@@ -363,11 +363,17 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 		sh.mu.Unlock()
 		slices.Sort(missing)
 		loaded := make(map[buckets.Date]storedDay, len(missing))
-		err := e.store.Days(st.id, int32(missing[0]), int32(missing[len(missing)-1]), func(date int32, data []byte) error {
-			if _, ok := slices.BinarySearch(missing, buckets.Date(date)); !ok {
-				return nil // resident: not needed
-			}
+		want := func(date int32) bool {
+			_, ok := slices.BinarySearch(missing, buckets.Date(date))
+			return ok // else resident: not needed
+		}
+		err := e.store.DaysWithParts(st.id, int32(missing[0]), int32(missing[len(missing)-1]), want, func(date int32, data []byte, parts [][]byte) error {
 			d, err := decodeDay(data)
+			if err == nil {
+				// A day read for queries is made whole: its sealed
+				// parts with it.
+				d.seg, err = d.seg.whole(parts)
+			}
 			if err != nil {
 				return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
 			}

@@ -49,16 +49,21 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		v.day, v.row = r.date, row
 	}
 	page, host := e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
-	vd.vPageviews[row]++
-	if at < vd.vStart[row] {
-		// An earlier pageview imported later: it is the entry page.
-		vd.vStart[row], vd.vEntry[row], vd.vEntryHost[row] = at, page, host
+	if row >= vd.offV {
+		// (A sealed visit's columns are derived from its hits.)
+		i := row - vd.offV
+		vd.vPageviews[i]++
+		if at < vd.vStart[i] {
+			// An earlier pageview imported later: it is the entry page.
+			vd.vStart[i], vd.vEntry[i], vd.vEntryHost[i] = at, page, host
+		}
+		if at >= vd.vLastPV[i] {
+			vd.vLastPV[i], vd.vExit[i], vd.vExitHost[i] = at, page, host
+		}
+		vd.vEnd[i] = max(vd.vEnd[i], at)
 	}
-	if at >= vd.vLastPV[row] {
-		vd.vLastPV[row], vd.vExit[row], vd.vExitHost[row] = at, page, host
-	}
-	vd.vEnd[row] = max(vd.vEnd[row], at)
 	vd.addHit(&segHit{visit: row, ms: at, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
+	e.kickLocked(vd)
 }
 
 // visitDayLocked returns the writable segments of the day holding visit v,
@@ -70,7 +75,7 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *segDay {
 		// continues, so only retention can have dropped it.
 		return nil
 	}
-	if int(v.row) >= vent.seg.visits() {
+	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {
 		return nil
 	}
 	vent = e.writableDayLocked(st, v.day, r.period, vent)
@@ -110,16 +115,22 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		name, rest, _ := strings.Cut(r.eventRow, ":")
 		value, unit, _ := strings.Cut(rest, ":")
 		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
-		if row != noVisit {
-			vd.vEnd[row] = max(vd.vEnd[row], h.ms)
+		if !r.seg.nonInteractive {
+			h.flags = hfInteractive
+		}
+		if row != noVisit && row >= vd.offV {
+			// (A sealed visit's columns are derived from its hits.)
+			i := row - vd.offV
+			vd.vEnd[i] = max(vd.vEnd[i], h.ms)
 			if !r.seg.nonInteractive {
-				vd.vFlags[row] |= vfInteractive
+				vd.vFlags[i] |= vfInteractive
 			}
 		}
 	}
 	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	h.props = e.propIDs(vd, r.seg.props)
 	vd.addHit(&h)
+	e.kickLocked(vd)
 }
 
 // propIDs interns a hit's props as key, value id pairs.

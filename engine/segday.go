@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -56,6 +55,7 @@ type segDay struct {
 	hUnit    []uint32 // event unit ("USD")
 	hEngaged []uint32 // engaged ms of an engagement report
 	hScroll  []int8   // scroll depth of an engagement report; -1 unknown
+	hFlags   []uint8  // hfInteractive
 	hPropEnd []uint32 // hit i's props are props[2*hPropEnd[i-1] : 2*hPropEnd[i]]
 	props    []uint32 // key id, value id pairs
 
@@ -65,6 +65,19 @@ type segDay struct {
 	// previous visit's end).
 	grouped bool
 	hitEnd  []uint32
+
+	// Sealed rows (SPEC §13: an open day's memory is bounded): a snapshot
+	// moves an open day's rows into a part in the store once they pass
+	// Engine.sealBytes. The first offV visit rows and offH hit rows of the
+	// day are then in parts [0, parts) and the columns hold the rows after
+	// them (row numbers, as in hVisit and the visitor state, count from the
+	// day's first row). A sealed visit's columns are not updated: they are
+	// derived from its hits when the day is made whole (whole), which is
+	// the only form queries read. tail is the day a whole one was made
+	// from, what its value in the store holds and what writes continue.
+	parts      uint32
+	offV, offH uint32
+	tail       *segDay
 
 	size int // memory estimate, bytes
 }
@@ -117,6 +130,9 @@ const (
 
 const vfInteractive uint8 = 1
 
+// hfInteractive marks an interactive event (it makes its visit no bounce).
+const hfInteractive uint8 = 1
+
 // noVisit is the visit of an orphan event.
 const noVisit = ^uint32(0)
 
@@ -156,7 +172,7 @@ func (d *segDay) id(s string, cat segCat, limit int) (id uint32, other bool) {
 
 // addVisit appends a visit row and returns its number.
 func (d *segDay) addVisit(period int32, visitor uint32, ms int64, attr *[numVA]uint32, cityID, entry, host uint32) uint32 {
-	n := uint32(len(d.vStart))
+	n := d.offV + uint32(len(d.vStart))
 	d.vPeriod = append(d.vPeriod, period)
 	d.vVisitor = append(d.vVisitor, visitor)
 	d.vStart = append(d.vStart, ms)
@@ -183,6 +199,7 @@ type segHit struct {
 	value, unit      uint32
 	engaged          uint32
 	scroll           int8
+	flags            uint8
 	props            []uint32
 }
 
@@ -198,6 +215,7 @@ func (d *segDay) addHit(h *segHit) {
 	d.hUnit = append(d.hUnit, h.unit)
 	d.hEngaged = append(d.hEngaged, h.engaged)
 	d.hScroll = append(d.hScroll, h.scroll)
+	d.hFlags = append(d.hFlags, h.flags)
 	d.props = append(d.props, h.props...)
 	d.hPropEnd = append(d.hPropEnd, uint32(len(d.props)/2))
 	d.size += segHitBytes + 4*len(h.props)
@@ -206,13 +224,28 @@ func (d *segDay) addHit(h *segHit) {
 // Memory estimates of a row, bytes.
 const (
 	segVisitBytes = 4 + 4 + 8 + 8 + 8 + 4 + 1 + 4*4 + 4 + 4*numVA
-	segHitBytes   = 4 + 8 + 1 + 4*7 + 1
+	segHitBytes   = 4 + 8 + 1 + 4*7 + 1 + 1
 )
+
+// rowBytes estimates the memory of d's rows (what sealing frees).
+func (d *segDay) rowBytes() int {
+	return len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
+}
 
 // compact orders the hits by visit (orphans last), each visit's by time,
 // so that a query can skip the hits of a visit its filters exclude. It is
 // run once, when the day closes (the day is not shared with any reader).
+// A day with sealed parts is left as it is: its rows are ordered when it is
+// made whole.
 func (d *segDay) compact() {
+	if d.parts == 0 {
+		d.sortByVisit()
+	}
+}
+
+// sortByVisit orders d's hits by visit, each visit's by time (ties in the
+// order they were applied).
+func (d *segDay) sortByVisit() {
 	if d.grouped {
 		return
 	}
@@ -237,6 +270,7 @@ func (d *segDay) compact() {
 	d.hUnit = permute(d.hUnit, order)
 	d.hEngaged = permute(d.hEngaged, order)
 	d.hScroll = permute(d.hScroll, order)
+	d.hFlags = permute(d.hFlags, order)
 	props := make([]uint32, 0, len(d.props))
 	ends := make([]uint32, n)
 	for k, i := range order {
@@ -248,8 +282,11 @@ func (d *segDay) compact() {
 }
 
 // index sets grouped and hitEnd when the hits are ordered by visit, and
-// each visit's by time.
+// each visit's by time (never for the rows of a day with sealed parts).
 func (d *segDay) index() {
+	if d.offV != 0 || d.offH != 0 {
+		return
+	}
 	for i := 1; i < len(d.hVisit); i++ {
 		if d.hVisit[i] < d.hVisit[i-1] || d.hVisit[i] == d.hVisit[i-1] && d.hMs[i] < d.hMs[i-1] {
 			return
@@ -294,8 +331,12 @@ func (d *segDay) propsOf(i int) []uint32 {
 func (d *segDay) visits() int { return len(d.vStart) }
 func (d *segDay) hits() int   { return len(d.hMs) }
 
-// clone copies d for a write (copy on write of a frozen day).
+// clone copies d for a write (copy on write of a frozen day); a day made
+// whole is copied as the day it was made from.
 func (d *segDay) clone() *segDay {
+	if d.tail != nil {
+		return d.tail.clone()
+	}
 	c := *d
 	c.strs = slices.Clone(d.strs)
 	c.ids = nil
@@ -308,14 +349,15 @@ func (d *segDay) clone() *segDay {
 	c.hVisit, c.hMs, c.hKind = slices.Clone(d.hVisit), slices.Clone(d.hMs), slices.Clone(d.hKind)
 	c.hName, c.hPage, c.hHost = slices.Clone(d.hName), slices.Clone(d.hPage), slices.Clone(d.hHost)
 	c.hValue, c.hUnit = slices.Clone(d.hValue), slices.Clone(d.hUnit)
-	c.hEngaged, c.hScroll = slices.Clone(d.hEngaged), slices.Clone(d.hScroll)
+	c.hEngaged, c.hScroll, c.hFlags = slices.Clone(d.hEngaged), slices.Clone(d.hScroll), slices.Clone(d.hFlags)
 	c.hPropEnd, c.props = slices.Clone(d.hPropEnd), slices.Clone(d.props)
 	c.hitEnd = slices.Clone(d.hitEnd)
 	return &c
 }
 
-// segVersion is the version of the encoding of a segDay.
-const segVersion = 1
+// segVersion is the version of the encoding of a segDay. Version 1 (still
+// read) had no sealed parts and no hit flags.
+const segVersion = 2
 
 var (
 	zEnc    *zstd.Encoder
@@ -343,28 +385,77 @@ func unzstd(b []byte, n int) ([]byte, error) {
 	if err := d.Reset(bytes.NewReader(b)); err != nil {
 		return nil, err
 	}
-	out := make([]byte, n)
-	if _, err := io.ReadFull(d, out); err != nil {
+	// Read up to one byte past n: memory grows with what the value really
+	// expands to, never with what it announces.
+	out, err := io.ReadAll(io.LimitReader(d, int64(n)+1))
+	if err != nil {
 		return nil, err
 	}
-	var one [1]byte
-	if k, _ := d.Read(one[:]); k != 0 {
-		return nil, errors.New("longer than announced")
+	if len(out) != n {
+		return nil, fmt.Errorf("expands to %d bytes, announced %d", len(out), n)
 	}
 	return out, nil
 }
 
-// appendBinary appends the encoding of d to b: a version byte, the length
-// of the columns, then the columns, zstd-compressed:
+// appendBinary appends the encoding of d as its day's value holds it: a
+// version byte, the length of the columns, the length of their compression,
+// then the columns, zstd-compressed:
 //
 //	strings     count, then each (length, bytes); id 0 ("") is implied
+//	counts      the values added, by kind
+//	parts       how many parts are sealed in the store
+//	rows        (see appendRows)
+//
+// A day with sealed parts holds only the rows since the last seal; a day
+// made whole from its parts is encoded as the day it was made from.
+func (d *segDay) appendBinary(b []byte) []byte {
+	if d.tail != nil {
+		return d.tail.appendBinary(b)
+	}
+	return d.encode(b, true)
+}
+
+// appendPart appends the encoding of d's rows as a sealed part: the same
+// envelope, its columns only the rows (its strings are its day's).
+func (d *segDay) appendPart(b []byte) []byte { return d.encode(b, false) }
+
+func (d *segDay) encode(b []byte, day bool) []byte {
+	bp := segBufs.Get().(*[]byte)
+	c := (*bp)[:0]
+	if day {
+		c = binary.AppendUvarint(c, uint64(len(d.strs)))
+		for _, x := range d.strs[1:] {
+			c = binary.AppendUvarint(c, uint64(len(x)))
+			c = append(c, x...)
+		}
+		for _, n := range d.counts {
+			c = binary.AppendUvarint(c, uint64(n))
+		}
+		c = binary.AppendUvarint(c, uint64(d.parts))
+	}
+	c = d.appendRows(c)
+	enc := zstdEncoder()
+	b = append(b, segVersion)
+	b = binary.AppendUvarint(b, uint64(len(c)))
+	z := enc.EncodeAll(c, nil)
+	b = binary.AppendUvarint(b, uint64(len(z)))
+	b = append(b, z...)
+	*bp = c
+	segBufs.Put(bp)
+	return b
+}
+
+// appendRows appends d's rows:
+//
+//	first       the numbers of the first visit and hit rows (rows before
+//	            them are sealed in parts)
 //	visits      count; period and visitor id deltas; grouped flag;
 //	            [ungrouped: start, end and last-pageview times, pageviews,
 //	            entry, exit, entry host, exit host]; city id; flags;
 //	            the numVA attribute columns
 //	hits        count; [grouped: hits per visit | ungrouped: visit row
 //	            deltas]; times; kind, name, page, host, value, unit,
-//	            engaged ms, scroll; props per hit; the props
+//	            engaged ms, scroll, flags; props per hit; the props
 //	milliseconds of every time above, in order
 //
 // Times are varint deltas in seconds, their milliseconds in the last
@@ -373,9 +464,8 @@ func unzstd(b []byte, n int) ([]byte, error) {
 // what its hits determine: a visit's start, end, last pageview, pageviews,
 // entry and exit come from its hits; a hit's time is a delta from the
 // previous hit of its visit, a visit's first from the previous visit's.
-func (d *segDay) appendBinary(b []byte) []byte {
-	bp := segBufs.Get().(*[]byte)
-	c := (*bp)[:0]
+// Only rows from row 0 are written grouped.
+func (d *segDay) appendRows(c []byte) []byte {
 	u := func(v uint64) { c = binary.AppendUvarint(c, v) }
 	s := func(v int64) { c = binary.AppendVarint(c, v) }
 	u32 := func(col []uint32) {
@@ -389,14 +479,9 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		s(sec)
 		rems = append(rems, delta-sec*1000)
 	}
-	u(uint64(len(d.strs)))
-	for _, x := range d.strs[1:] {
-		u(uint64(len(x)))
-		c = append(c, x...)
-	}
-	for _, n := range d.counts {
-		u(uint64(n))
-	}
+	u(uint64(d.offV))
+	u(uint64(d.offH))
+	grouped := d.grouped && d.offV == 0 && d.offH == 0
 	nv := len(d.vStart)
 	u(uint64(nv))
 	var prev int64
@@ -409,7 +494,7 @@ func (d *segDay) appendBinary(b []byte) []byte {
 		s(int64(v) - prev) // new visitors come in order: mostly 1
 		prev = int64(v)
 	}
-	if d.grouped {
+	if grouped {
 		c = append(c, 1)
 	} else {
 		c = append(c, 0)
@@ -433,7 +518,7 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	}
 	nh := len(d.hMs)
 	u(uint64(nh))
-	if d.grouped {
+	if grouped {
 		lo := 0
 		for v := range nv {
 			_, hi := d.visitHits(uint32(v))
@@ -468,6 +553,7 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	for _, v := range d.hScroll {
 		c = append(c, byte(v))
 	}
+	c = append(c, d.hFlags...)
 	var pe uint32
 	for _, v := range d.hPropEnd {
 		u(uint64(v - pe))
@@ -477,28 +563,24 @@ func (d *segDay) appendBinary(b []byte) []byte {
 	for _, r := range rems {
 		u(uint64(r))
 	}
-	enc := zstdEncoder()
-	b = append(b, segVersion)
-	b = binary.AppendUvarint(b, uint64(len(c)))
-	z := enc.EncodeAll(c, nil)
-	b = binary.AppendUvarint(b, uint64(len(z)))
-	b = append(b, z...)
-	*bp = c
-	segBufs.Put(bp)
-	return b
+	return c
 }
 
-// decodeSegDay decodes an encoding of appendBinary. It never panics, and
-// bounds what it allocates by the size of the data.
-func decodeSegDay(b []byte) (*segDay, error) {
-	bad := func(what string) (*segDay, error) {
-		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
+// maxSegColumns bounds the columns of one encoded value (SPEC §13 bounds
+// what a day keeps; a value announcing more is corrupt).
+const maxSegColumns = 1 << 31
+
+// segColumns checks the envelope of an encoded value and decompresses its
+// columns. It returns the encoding's version.
+func segColumns(b []byte) ([]byte, byte, error) {
+	bad := func(what string) ([]byte, byte, error) {
+		return nil, 0, fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
-	if len(b) == 0 || b[0] != segVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > segVersion {
 		return bad("version")
 	}
 	raw, n := binary.Uvarint(b[1:])
-	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
+	if n <= 0 || raw > maxSegColumns {
 		return bad("length")
 	}
 	zl, k := binary.Uvarint(b[1+n:])
@@ -509,14 +591,91 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	if err != nil {
 		return bad("compressed columns")
 	}
+	return c, b[0], nil
+}
+
+// decodeSegDay decodes a day's value (appendBinary). It never panics, and
+// bounds what it allocates by the size of the data.
+func decodeSegDay(b []byte) (*segDay, error) {
+	c, version, err := segColumns(b)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(what string) (*segDay, error) {
+		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
+	}
 	dd := decoder{b: c}
-	count := func() int {
-		v := dd.uvarint()
-		if dd.bad || v > uint64(len(dd.b)) {
+	d := &segDay{}
+	ns := dd.count()
+	if ns == 0 {
+		return bad("strings")
+	}
+	d.strs = make([]string, ns)
+	for i := 1; i < ns; i++ {
+		d.strs[i] = dd.string()
+	}
+	for i := range d.counts {
+		n := dd.uvarint()
+		if n > uint64(ns) {
 			dd.bad = true
-			return 0
 		}
-		return int(v)
+		d.counts[i] = int32(n)
+	}
+	if version >= 2 {
+		n := dd.uvarint()
+		if n > maxParts {
+			dd.bad = true
+		}
+		d.parts = uint32(n)
+	}
+	if dd.bad {
+		return bad("header")
+	}
+	if err := d.decodeRows(&dd, ns, version); err != nil {
+		return nil, err
+	}
+	if d.parts == 0 && (d.offV != 0 || d.offH != 0) {
+		return bad("rows before the first without parts")
+	}
+	d.size = d.estimate()
+	return d, nil
+}
+
+// maxParts bounds the sealed parts of one day.
+const maxParts = 1 << 20
+
+// decodePart decodes a sealed part (appendPart) of a day with ns strings.
+func decodePart(b []byte, ns int) (*segDay, error) {
+	c, version, err := segColumns(b)
+	if err != nil {
+		return nil, err
+	}
+	if version < 2 {
+		return nil, fmt.Errorf("segments: part of version %d: %w", version, errRecord)
+	}
+	dd := decoder{b: c}
+	d := &segDay{strs: make([]string, 0)}
+	if err := d.decodeRows(&dd, ns, version); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// count reads a count of items that each take at least a byte of what is
+// left: larger is corrupt, so allocations are bounded by the data.
+func (dd *decoder) count() int {
+	v := dd.uvarint()
+	if dd.bad || v > uint64(len(dd.b)) {
+		dd.bad = true
+		return 0
+	}
+	return int(v)
+}
+
+// decodeRows decodes appendRows' encoding into d, whose strings number ns.
+func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
+	bad := func(what string) error {
+		return fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
 	u32s := func(n int) []uint32 {
 		out := make([]uint32, n)
@@ -536,23 +695,17 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		*dst = dd.varint() * 1000
 		pending = append(pending, dst)
 	}
-	d := &segDay{}
-	ns := count()
-	if ns == 0 {
-		return bad("strings")
-	}
-	d.strs = make([]string, ns)
-	for i := 1; i < ns; i++ {
-		d.strs[i] = dd.string()
-	}
-	for i := range d.counts {
-		n := dd.uvarint()
-		if n > uint64(ns) {
+	if version >= 2 {
+		ov, oh := dd.uvarint(), dd.uvarint()
+		if ov > 1<<32-1 || oh > 1<<32-1 {
 			dd.bad = true
 		}
-		d.counts[i] = int32(n)
+		d.offV, d.offH = uint32(ov), uint32(oh)
 	}
-	nv := count()
+	nv := dd.count()
+	if uint64(d.offV)+uint64(nv) >= uint64(noVisit) {
+		dd.bad = true
+	}
 	d.vPeriod = make([]int32, nv)
 	var prev int64
 	for i := range d.vPeriod {
@@ -569,6 +722,9 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		d.vVisitor[i] = uint32(prev)
 	}
 	grouped := dd.byte() == 1
+	if grouped && (d.offV != 0 || d.offH != 0) {
+		dd.bad = true
+	}
 	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
 	if !grouped {
 		for i := range nv {
@@ -594,7 +750,7 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			d.vAttr[i*numVA+a] = uint32(v)
 		}
 	}
-	nh := count()
+	nh := dd.count()
 	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
 	if grouped {
 		k := 0
@@ -635,6 +791,12 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	for i := range d.hScroll {
 		d.hScroll[i] = int8(dd.byte())
 	}
+	d.hFlags = make([]uint8, nh)
+	if version >= 2 {
+		for i := range d.hFlags {
+			d.hFlags[i] = dd.byte()
+		}
+	}
 	d.hPropEnd = make([]uint32, nh)
 	var pe uint64
 	for i := range nh {
@@ -663,8 +825,9 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			}
 		}
 	}
+	end := uint64(d.offV) + uint64(nv)
 	for i, v := range d.hVisit {
-		if v != noVisit && int(v) >= nv || d.hKind[i] > hkEngagement || i > 0 && d.hPropEnd[i] < d.hPropEnd[i-1] {
+		if v != noVisit && uint64(v) >= end || d.hKind[i] > hkEngagement || i > 0 && d.hPropEnd[i] < d.hPropEnd[i-1] {
 			return bad("hit row")
 		}
 	}
@@ -696,6 +859,9 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			prev = d.hMs[i]
 		}
 	}
+	if d.offV != 0 || d.offH != 0 {
+		return nil // rows of a day with sealed parts: never grouped
+	}
 	d.index()
 	if grouped && !d.grouped {
 		return bad("hit order")
@@ -713,8 +879,7 @@ func decodeSegDay(b []byte) (*segDay, error) {
 			d.grouped, d.hitEnd = false, nil
 		}
 	}
-	d.size = d.estimate()
-	return d, nil
+	return nil
 }
 
 // visitsFromHits sets what a grouped day's hits determine of its visits:
@@ -776,4 +941,124 @@ func (d *segDay) estimate() int {
 		n += len(s) + 16
 	}
 	return n
+}
+
+// whole returns d made whole from its sealed parts (the encodings of
+// appendPart, parts[i] being part i; more than d has are ignored): every row
+// of the day in its columns, hits ordered by visit, sealed visits' columns
+// derived from their hits. A day without parts, or whole already, is
+// returned as it is. d is not modified, and must not be afterwards: the
+// whole day keeps it as its tail and shares its strings.
+func (d *segDay) whole(parts [][]byte) (*segDay, error) {
+	if d.parts == 0 || d.tail != nil {
+		return d, nil
+	}
+	if len(parts) < int(d.parts) {
+		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, errRecord)
+	}
+	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d}
+	for i, b := range parts[:d.parts] {
+		p, err := decodePart(b, len(d.strs))
+		if err != nil {
+			return nil, fmt.Errorf("part %d: %w", i, err)
+		}
+		if err := w.appendRowsOf(p); err != nil {
+			return nil, fmt.Errorf("part %d: %w", i, err)
+		}
+	}
+	if err := w.appendRowsOf(d); err != nil {
+		return nil, err
+	}
+	w.sortByVisit()
+	if !w.visitsFromHits() {
+		return nil, fmt.Errorf("segments: a visit without a pageview: %w", errRecord)
+	}
+	// A sealed visit's flags are as they were when it was sealed; a later
+	// interactive event says so in its hit.
+	for i, v := range w.hVisit {
+		if v != noVisit && w.hKind[i] == hkEvent && w.hFlags[i]&hfInteractive != 0 {
+			w.vFlags[v] |= vfInteractive
+		}
+	}
+	w.size = w.estimate() + d.rowBytes()
+	return w, nil
+}
+
+// appendRowsOf appends p's rows, which must be the next rows of w's day.
+func (w *segDay) appendRowsOf(p *segDay) error {
+	if p.offV != uint32(w.visits()) || p.offH != uint32(w.hits()) {
+		return fmt.Errorf("segments: rows from %d/%d after %d/%d: %w", p.offV, p.offH, w.visits(), w.hits(), errRecord)
+	}
+	w.vPeriod = append(w.vPeriod, p.vPeriod...)
+	w.vVisitor = append(w.vVisitor, p.vVisitor...)
+	w.vStart = append(w.vStart, p.vStart...)
+	w.vEnd = append(w.vEnd, p.vEnd...)
+	w.vLastPV = append(w.vLastPV, p.vLastPV...)
+	w.vPageviews = append(w.vPageviews, p.vPageviews...)
+	w.vFlags = append(w.vFlags, p.vFlags...)
+	w.vEntry = append(w.vEntry, p.vEntry...)
+	w.vExit = append(w.vExit, p.vExit...)
+	w.vEntryHost = append(w.vEntryHost, p.vEntryHost...)
+	w.vExitHost = append(w.vExitHost, p.vExitHost...)
+	w.vCityID = append(w.vCityID, p.vCityID...)
+	w.vAttr = append(w.vAttr, p.vAttr...)
+	w.hVisit = append(w.hVisit, p.hVisit...)
+	w.hMs = append(w.hMs, p.hMs...)
+	w.hKind = append(w.hKind, p.hKind...)
+	w.hName = append(w.hName, p.hName...)
+	w.hPage = append(w.hPage, p.hPage...)
+	w.hHost = append(w.hHost, p.hHost...)
+	w.hValue = append(w.hValue, p.hValue...)
+	w.hUnit = append(w.hUnit, p.hUnit...)
+	w.hEngaged = append(w.hEngaged, p.hEngaged...)
+	w.hScroll = append(w.hScroll, p.hScroll...)
+	w.hFlags = append(w.hFlags, p.hFlags...)
+	base := uint32(len(w.props) / 2)
+	for _, e := range p.hPropEnd {
+		w.hPropEnd = append(w.hPropEnd, base+e)
+	}
+	w.props = append(w.props, p.props...)
+	return nil
+}
+
+// sealed returns what d's value holds once its rows are sealed as part
+// d.parts: its strings, no rows. It shares d's strings and must not be
+// written.
+func (d *segDay) sealed() *segDay {
+	return &segDay{
+		strs: d.strs, counts: d.counts, parts: d.parts + 1,
+		offV: d.offV + uint32(d.visits()), offH: d.offH + uint32(d.hits()),
+	}
+}
+
+// dropSealed returns d without the rows that part (an earlier form of d,
+// sealed as part number part.parts) moved to the store: d may have gained
+// rows since; a sealed visit's columns change no more (see whole).
+func (d *segDay) dropSealed(part *segDay) *segDay {
+	nv, nh := part.visits(), part.hits()
+	c := &segDay{
+		strs: d.strs, ids: d.ids, counts: d.counts, parts: part.parts + 1,
+		offV: d.offV + uint32(nv), offH: d.offH + uint32(nh),
+	}
+	c.vPeriod, c.vVisitor = slices.Clone(d.vPeriod[nv:]), slices.Clone(d.vVisitor[nv:])
+	c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart[nv:]), slices.Clone(d.vEnd[nv:]), slices.Clone(d.vLastPV[nv:])
+	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews[nv:]), slices.Clone(d.vFlags[nv:])
+	c.vEntry, c.vExit = slices.Clone(d.vEntry[nv:]), slices.Clone(d.vExit[nv:])
+	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost[nv:]), slices.Clone(d.vExitHost[nv:])
+	c.vCityID, c.vAttr = slices.Clone(d.vCityID[nv:]), slices.Clone(d.vAttr[nv*numVA:])
+	c.hVisit, c.hMs, c.hKind = slices.Clone(d.hVisit[nh:]), slices.Clone(d.hMs[nh:]), slices.Clone(d.hKind[nh:])
+	c.hName, c.hPage, c.hHost = slices.Clone(d.hName[nh:]), slices.Clone(d.hPage[nh:]), slices.Clone(d.hHost[nh:])
+	c.hValue, c.hUnit = slices.Clone(d.hValue[nh:]), slices.Clone(d.hUnit[nh:])
+	c.hEngaged, c.hScroll, c.hFlags = slices.Clone(d.hEngaged[nh:]), slices.Clone(d.hScroll[nh:]), slices.Clone(d.hFlags[nh:])
+	var base uint32
+	if nh > 0 {
+		base = d.hPropEnd[nh-1]
+	}
+	c.props = slices.Clone(d.props[2*base:])
+	c.hPropEnd = make([]uint32, 0, len(d.hPropEnd)-nh)
+	for _, e := range d.hPropEnd[nh:] {
+		c.hPropEnd = append(c.hPropEnd, e-base)
+	}
+	c.size = c.estimate()
+	return c
 }

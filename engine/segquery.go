@@ -21,6 +21,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // MaxQueryGroups bounds the groups (distinct dimension values) one query
@@ -205,15 +206,81 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 		// of its salt period before the range.
 		lo = periodStart(p.r.FirstDay, e.opts.SaltPeriod)
 	}
-	err := e.scanDays(ctx, s, lo, p.r.LastDay, nil, func(_ buckets.Date, d storedDay) {
+	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay) {
 		if p.err == nil {
-			p.scanDay(d.seg)
+			p.scanDay(sd)
 		}
 	})
 	if err != nil {
 		return err
 	}
 	return p.err
+}
+
+// scanSegs calls fn with the whole segments of every day of [from, to] that
+// has data, in no particular order. A day with sealed parts is made whole
+// after the shard lock is released, reading its parts (an open day's rows
+// are copied under the lock first); a closed one made whole stays resident
+// so, until evicted.
+func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(*segDay)) error {
+	type sealedDay struct {
+		date   buckets.Date
+		seg    *segDay
+		frozen bool
+	}
+	var sealed []sealedDay
+	err := e.scanDays(ctx, s, from, to, nil, func(date buckets.Date, d storedDay) {
+		switch {
+		case d.seg.parts == 0 || d.seg.tail != nil:
+			fn(d.seg)
+		case d.open:
+			sealed = append(sealed, sealedDay{date, d.seg.clone(), false})
+		default:
+			sealed = append(sealed, sealedDay{date, d.seg, true})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	id := s.cfg.Load().id
+	for _, sd := range sealed {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var w *segDay
+		err := e.store.DaysWithParts(id, int32(sd.date), int32(sd.date), nil, func(_ int32, _ []byte, parts [][]byte) error {
+			var err error
+			w, err = sd.seg.whole(parts)
+			return err
+		})
+		if err == nil && w == nil {
+			err = snapshot.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("engine: website %d day %v: sealed segments: %w", id, sd.date, err)
+		}
+		if sd.frozen {
+			e.installWhole(s, sd.date, sd.seg, w)
+		}
+		fn(w)
+	}
+	return nil
+}
+
+// installWhole replaces the segments of a resident closed day, tail, by
+// the whole form read for a query, unless the day changed meanwhile.
+func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segDay) {
+	sh := e.shardOf(s.cfg.Load().id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ent, ok := s.state.days[date]
+	if !ok || !ent.frozen || ent.seg != tail {
+		return
+	}
+	ent.seg = w
+	size := ent.day.SizeBytes() + w.size
+	e.counters.resident.Add(int64(size - ent.size))
+	ent.size = size
 }
 
 // relatedVisitors answers the visitors of r with its dimensions reduced to

@@ -176,18 +176,19 @@ func (s *Store) Day(website uint32, date int32) ([]byte, error) {
 // fn. An error returned by fn stops the scan and is returned as is. fn must
 // not call Close. The days' parts are not read (see DaysWithParts).
 func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []byte) error) error {
-	return s.days(website, from, to, false, func(date int32, data []byte, _ [][]byte) error { return fn(date, data) })
+	return s.days(website, from, to, false, nil, func(date int32, data []byte, _ [][]byte) error { return fn(date, data) })
 }
 
 // DaysWithParts is Days giving each day's parts too: parts[i] is the value
 // of part i, in part order, as far as they are numbered without a gap from
 // 0. A day and its parts are read from one consistent view of the store.
-// data and parts are valid only during the call to fn.
-func (s *Store) DaysWithParts(website uint32, from, to int32, fn func(date int32, data []byte, parts [][]byte) error) error {
-	return s.days(website, from, to, true, fn)
+// Days for which want (when not nil) is false are skipped. data and parts
+// are valid only during the call to fn.
+func (s *Store) DaysWithParts(website uint32, from, to int32, want func(date int32) bool, fn func(date int32, data []byte, parts [][]byte) error) error {
+	return s.days(website, from, to, true, want, fn)
 }
 
-func (s *Store) days(website uint32, from, to int32, withParts bool, fn func(date int32, data []byte, parts [][]byte) error) error {
+func (s *Store) days(website uint32, from, to int32, withParts bool, want func(int32) bool, fn func(date int32, data []byte, parts [][]byte) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -232,6 +233,9 @@ func (s *Store) days(website uint32, from, to int32, withParts bool, fn func(dat
 		}
 		if err := flush(); err != nil {
 			return err
+		}
+		if want != nil && !want(date) {
+			return nil
 		}
 		if !withParts {
 			return fn(date, val, nil)

@@ -813,7 +813,7 @@ func TestDayParts(t *testing.T) {
 	read := func(website uint32) []dayParts {
 		t.Helper()
 		var got []dayParts
-		if err := s.DaysWithParts(website, minDate, maxDate, func(d int32, data []byte, parts [][]byte) error {
+		if err := s.DaysWithParts(website, minDate, maxDate, nil, func(d int32, data []byte, parts [][]byte) error {
 			dp := dayParts{Date: d, Data: string(data)}
 			for _, p := range parts {
 				dp.Parts = append(dp.Parts, string(p))
