@@ -51,9 +51,14 @@ type floodHandler struct {
 
 // floodState are the counts of a floodHandler and the handlers it derives.
 type floodState struct {
-	lim  floodLimits
-	mu   sync.Mutex
-	seen map[floodKey]*floodEntry // by message; guarded by mu
+	lim floodLimits
+	// now and afterFunc are the clock and its timers (time.Now and
+	// time.AfterFunc; tests set others). A window ends when the clock says
+	// so, whenever the timer that writes its summary fires.
+	now       func() time.Time
+	afterFunc func(time.Duration, func())
+	mu        sync.Mutex
+	seen      map[floodKey]*floodEntry // by message; guarded by mu
 }
 
 type floodKey struct {
@@ -65,6 +70,7 @@ type floodKey struct {
 // guarded by floodState.mu.
 type floodEntry struct {
 	start      time.Time // of the window
+	window     uint64    // counts the windows, so that a late timer knows its own
 	n          int       // records in the window
 	suppressed int       // records not passed in the window
 	// Of the first suppressed record: the message (as sent) and the handler
@@ -75,7 +81,9 @@ type floodEntry struct {
 
 // newFloodHandler returns next limited by lim.
 func newFloodHandler(next slog.Handler, lim floodLimits) *floodHandler {
-	return &floodHandler{next: next, st: &floodState{lim: lim, seen: make(map[floodKey]*floodEntry)}}
+	st := &floodState{lim: lim, now: time.Now, seen: make(map[floodKey]*floodEntry)}
+	st.afterFunc = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	return &floodHandler{next: next, st: st}
 }
 
 func (h *floodHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
@@ -96,12 +104,13 @@ func (h *floodHandler) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
-// pass counts r and reports whether it may be written.
+// pass counts r and reports whether it may be written. When r's message
+// had records suppressed in a window that has ended, their summary is
+// written first.
 func (st *floodState) pass(r slog.Record, next slog.Handler) bool {
 	key := floodKey{level: r.Level, msg: messageKey(r.Message)}
-	now := time.Now()
+	now := st.now()
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	e := st.seen[key]
 	if e == nil {
 		if len(st.seen) >= st.lim.keys {
@@ -116,22 +125,28 @@ func (st *floodState) pass(r slog.Record, next slog.Handler) bool {
 			st.seen[key] = e
 		}
 	}
-	if e.suppressed == 0 && now.Sub(e.start) >= st.lim.window {
-		e.start, e.n = now, 0 // a new window
+	var sum *floodSummary
+	if now.Sub(e.start) >= st.lim.window {
+		sum = e.takeSummary(st.lim.window) // its timer has not fired yet
+		e.start, e.n = now, 0              // a new window
+		e.window++
 	}
 	e.n++
-	if e.n <= st.lim.burst {
-		return true
-	}
-	if e.suppressed == 0 {
-		e.msg, e.h = r.Message, next
-		if key.msg == floodOther {
-			e.msg = floodOther
+	ok := e.n <= st.lim.burst
+	if !ok {
+		if e.suppressed == 0 {
+			e.msg, e.h = r.Message, next
+			if key.msg == floodOther {
+				e.msg = floodOther
+			}
+			w := e.window
+			st.afterFunc(e.start.Add(st.lim.window).Sub(now), func() { st.report(key, r.Level, w) })
 		}
-		time.AfterFunc(e.start.Add(st.lim.window).Sub(now), func() { st.report(key, r.Level) })
+		e.suppressed++
 	}
-	e.suppressed++
-	return false
+	st.mu.Unlock()
+	sum.write(r.Level)
+	return ok
 }
 
 // forgetLocked drops the entries whose window has ended and that wait for
@@ -144,23 +159,44 @@ func (st *floodState) forgetLocked(now time.Time) {
 	}
 }
 
-// report writes the summary of key's window, which has ended, and starts
-// the next window.
-func (st *floodState) report(key floodKey, level slog.Level) {
+// report writes the summary of key's window number w, which has ended,
+// unless a record after it wrote it already.
+func (st *floodState) report(key floodKey, level slog.Level, w uint64) {
 	st.mu.Lock()
-	e := st.seen[key]
-	if e == nil || e.suppressed == 0 {
-		st.mu.Unlock()
+	var sum *floodSummary
+	if e := st.seen[key]; e != nil && e.window == w {
+		sum = e.takeSummary(st.lim.window)
+	}
+	st.mu.Unlock()
+	sum.write(level)
+}
+
+// floodSummary is the "log lines suppressed" record of a window.
+type floodSummary struct {
+	n      int
+	msg    string
+	h      slog.Handler
+	window time.Duration
+}
+
+// takeSummary returns the summary of e's window and clears its count, or
+// nil when it suppressed nothing. floodState.mu must be held.
+func (e *floodEntry) takeSummary(window time.Duration) *floodSummary {
+	if e.suppressed == 0 {
+		return nil
+	}
+	s := &floodSummary{n: e.suppressed, msg: e.msg, h: e.h, window: window}
+	e.suppressed, e.msg, e.h = 0, "", nil
+	return s
+}
+
+func (s *floodSummary) write(level slog.Level) {
+	if s == nil {
 		return
 	}
-	n, msg, h := e.suppressed, e.msg, e.h
-	e.suppressed, e.msg, e.h = 0, "", nil
-	e.start, e.n = time.Now(), 0
-	st.mu.Unlock()
-
 	r := slog.NewRecord(time.Now(), level, "log lines suppressed", 0)
-	r.AddAttrs(slog.String("message", msg), slog.Int("suppressed", n), slog.String("window", st.lim.window.String()))
-	_ = h.Handle(context.Background(), r)
+	r.AddAttrs(slog.String("message", s.msg), slog.Int("suppressed", s.n), slog.String("window", s.window.String()))
+	_ = s.h.Handle(context.Background(), r)
 }
 
 // messageKey is the key of a message: its first floodKeyLen bytes, every

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,13 +93,15 @@ func TestFloodHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf syncBuffer
-			log := slog.New(newFloodHandler(slog.NewJSONHandler(&buf, nil), lim))
+			h := newFloodHandler(slog.NewJSONHandler(&buf, nil), lim)
+			clock := fakeClock(h)
+			log := slog.New(h)
 			for _, r := range tt.recs {
 				for range r.n {
 					log.Log(context.Background(), r.level, r.msg)
 				}
 			}
-			time.Sleep(3 * window)
+			clock.advance(3 * window)
 			got := map[string]int{}
 			for _, l := range buf.lines(t) {
 				if l["msg"] == "log lines suppressed" {
@@ -114,27 +118,73 @@ func TestFloodHandler(t *testing.T) {
 }
 
 // TestFloodHandlerNextWindow checks that a message passes again in the next
-// window. The window is long against scheduling delays: the handler's
-// window timer firing a whole window late (seen with 50 ms under the race
-// detector on two busy cores) would end a window between two calls meant
-// to share one.
+// window, with the summary of the last one before it, whether the timer
+// that writes a summary fires on time or late (once a window late made the
+// two records meant to share a window fall in different ones, under the
+// race detector on two busy cores).
 func TestFloodHandlerNextWindow(t *testing.T) {
 	const window = 300 * time.Millisecond
-	var buf syncBuffer
-	log := slog.New(newFloodHandler(slog.NewJSONHandler(&buf, nil), floodLimits{burst: 1, window: window, keys: 10}))
-	for range 3 {
-		log.Error("again")
-		log.Error("again")
-		time.Sleep(2 * window)
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprint("late=", late), func(t *testing.T) {
+			var buf syncBuffer
+			h := newFloodHandler(slog.NewJSONHandler(&buf, nil), floodLimits{burst: 1, window: window, keys: 10})
+			clock := fakeClock(h)
+			log := slog.New(h)
+			for range 3 {
+				log.Error("again")
+				log.Error("again")
+				if late {
+					clock.now = clock.now.Add(2 * window) // the timers have not fired
+				} else {
+					clock.advance(2 * window)
+				}
+			}
+			clock.advance(window)
+			var msgs []string
+			for _, l := range buf.lines(t) {
+				msgs = append(msgs, l["msg"].(string)+" "+fmt.Sprint(l["suppressed"]))
+			}
+			want := []string{"again <nil>", "log lines suppressed 1", "again <nil>", "log lines suppressed 1", "again <nil>", "log lines suppressed 1"}
+			if diff := cmp.Diff(want, msgs); diff != "" {
+				t.Errorf("lines mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
-	var msgs []string
-	for _, l := range buf.lines(t) {
-		msgs = append(msgs, l["msg"].(string))
+}
+
+// testClock is a floodState's clock and timers, moved by the test.
+type testClock struct {
+	now    time.Time
+	timers []testTimer
+}
+
+type testTimer struct {
+	at time.Time
+	f  func()
+}
+
+// fakeClock gives h's state a clock that moves only by advance.
+func fakeClock(h *floodHandler) *testClock {
+	c := &testClock{now: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
+	h.st.now = func() time.Time { return c.now }
+	h.st.afterFunc = func(d time.Duration, f func()) { c.timers = append(c.timers, testTimer{c.now.Add(d), f}) }
+	return c
+}
+
+// advance moves the clock by d, firing the timers due meanwhile in order.
+func (c *testClock) advance(d time.Duration) {
+	end := c.now.Add(d)
+	for {
+		slices.SortStableFunc(c.timers, func(a, b testTimer) int { return a.at.Compare(b.at) })
+		if len(c.timers) == 0 || c.timers[0].at.After(end) {
+			break
+		}
+		tm := c.timers[0]
+		c.timers = c.timers[1:]
+		c.now = tm.at
+		tm.f()
 	}
-	want := []string{"again", "log lines suppressed", "again", "log lines suppressed", "again", "log lines suppressed"}
-	if diff := cmp.Diff(want, msgs); diff != "" {
-		t.Errorf("lines mismatch (-want +got):\n%s", diff)
-	}
+	c.now = end
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
