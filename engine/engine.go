@@ -166,7 +166,15 @@ func Open(opts *Options) (*Engine, error) {
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.store, err = snapshot.Open(&snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, Logger: o.Logger})
+	so := &snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, Logger: o.Logger}
+	if o.MemoryBudget > 0 {
+		// Pebble's block cache and memtables live outside the Go heap:
+		// a budget sizes them too, a sixteenth each (at most their
+		// defaults).
+		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
+		so.MemTableSize = min(o.MemoryBudget/16, snapshot.DefaultMemTableSize)
+	}
+	e.store, err = snapshot.Open(so)
 	if err != nil {
 		e.geo.Close()
 		return nil, fmt.Errorf("engine: %w", err)

@@ -76,8 +76,11 @@ type Options struct {
 	// MemoryBudget caps the bytes of resident day buckets of closed days
 	// and of resident visitor state of past salt periods: the least
 	// recently used are evicted (they are in the store) and read back on
-	// demand. Today's days and the current period's state are not evicted.
-	// Default 0: no cap.
+	// demand. Today's days and the current period's state are not evicted,
+	// but today's segment rows are sealed into the store once they pass a
+	// sixteenth of the budget (at most 8 MiB, the default without one).
+	// A budget also sizes the store's block cache and memtables, a
+	// sixteenth each. Default 0: no cap.
 	MemoryBudget int64
 	// MaxValues bounds the distinct values a day keeps per dimension (pages,
 	// referrers, ...): further new values count as "(other)" (SPEC §13),

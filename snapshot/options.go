@@ -20,7 +20,8 @@ type FS = vfs.FS
 // on the same FS keeps its contents.
 func NewMemFS() FS { return vfs.NewMem() }
 
-// DefaultCacheSize is the default size of the block cache, in bytes.
+// DefaultCacheSize is the default size of the block cache, in bytes;
+// DefaultMemTableSize (below) that of a memtable.
 const DefaultCacheSize = 32 << 20
 
 // Options configure a Store. The zero value (apart from Dir, which is
@@ -51,6 +52,11 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes.
 	// Default (0): DefaultCacheSize, 32 MiB. Negative is invalid.
 	CacheSize int64
+
+	// MemTableSize is the size of each of Pebble's memtables in bytes (at
+	// most 4 are held while flushes are behind). Default (0):
+	// DefaultMemTableSize, 32 MiB; at least 1 MiB. Negative is invalid.
+	MemTableSize int64
 
 	// MinFreeBytes is the free space the Store keeps on its file system for
 	// Pebble's flushes and compactions: a write that would leave less fails
@@ -83,6 +89,13 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
 	}
+	if c.MemTableSize < 0 {
+		return c, fmt.Errorf("snapshot: open %s: Options.MemTableSize is negative (%d)", c.Dir, c.MemTableSize)
+	}
+	if c.MemTableSize == 0 {
+		c.MemTableSize = DefaultMemTableSize
+	}
+	c.MemTableSize = max(c.MemTableSize, 1<<20)
 	switch {
 	case c.MinFreeBytes == 0:
 		c.MinFreeBytes = DefaultMinFreeBytes
@@ -103,12 +116,12 @@ const (
 	// tell a torn WAL tail (a crash) from corruption during recovery.
 	formatMajorVersion = pebble.FormatTableFormatV6
 
-	// memTableSize: at 100k entries/s the log writes ~17 MB/s. Pebble's
+	// DefaultMemTableSize: at 100k entries/s the log writes ~17 MB/s. Pebble's
 	// default 4 MiB memtable would flush four times a second, and most of
 	// what it flushes is deleted by the next snapshot's trim anyway. 32 MiB
 	// lets trims happen before flushes (a DeleteRange over a memtable costs
 	// nothing more at flush) and flushes fewer, larger L0 files.
-	memTableSize = 32 << 20
+	DefaultMemTableSize = 32 << 20
 
 	// memTableStopWritesThreshold: memtables queued for flush before writes
 	// stall. 4 × 32 MiB bounds the memory to 128 MiB while absorbing a slow
@@ -130,7 +143,7 @@ func pebbleOptions(o *Options, lock *pebble.Lock) *pebble.Options {
 		Lock:                        lock,
 		CacheSize:                   o.CacheSize,
 		FormatMajorVersion:          formatMajorVersion,
-		MemTableSize:                memTableSize,
+		MemTableSize:                uint64(o.MemTableSize),
 		MemTableStopWritesThreshold: memTableStopWritesThreshold,
 		L0CompactionThreshold:       l0CompactionThreshold,
 		L0StopWritesThreshold:       l0StopWritesThreshold,

@@ -66,8 +66,9 @@ func (c *cli) newLogger(cfg *Config) *slog.Logger {
 }
 
 // memoryHeadroom is what -memory-budget adds for the runtime's soft
-// memory limit: today's data, requests in flight, Pebble's memtables.
-const memoryHeadroom = 64 << 20
+// memory limit: today's data and requests in flight. (Pebble's cache and
+// memtables, a sixteenth of the budget each, are outside the Go heap.)
+const memoryHeadroom = 48 << 20
 
 // run serves webstats as cfg says until ctx is cancelled, then stops
 // accepting connections, lets the requests in flight finish (for at most
