@@ -336,22 +336,33 @@ func zstdEncoder() *zstd.Encoder {
 	return zEnc
 }
 
-// unzstd decompresses b, which must expand to exactly n bytes.
+// maxSegColumns bounds the announced length of a day's uncompressed
+// columns (2 GiB: some 80 million hits of one website in one day). The
+// bound is absolute, not a ratio to the compressed size: a closed day of
+// many alike hits compresses far better than 64:1, and must read back.
+const maxSegColumns = 1<<31 - 1
+
+// unzstd decompresses b, which must expand to exactly n bytes. It
+// allocates as the data decompresses, not n up front, so a corrupt length
+// cannot make it allocate more than b really expands to.
 func unzstd(b []byte, n int) ([]byte, error) {
 	d := zDecs.Get().(*zstd.Decoder)
 	defer zDecs.Put(d)
 	if err := d.Reset(bytes.NewReader(b)); err != nil {
 		return nil, err
 	}
-	out := make([]byte, n)
-	if _, err := io.ReadFull(d, out); err != nil {
+	// Enough for the usual ratios at once; more grows as it comes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, 32*len(b)+4096)))
+	if _, err := buf.ReadFrom(io.LimitReader(d, int64(n)+1)); err != nil {
 		return nil, err
 	}
-	var one [1]byte
-	if k, _ := d.Read(one[:]); k != 0 {
+	switch {
+	case buf.Len() < n:
+		return nil, errors.New("shorter than announced")
+	case buf.Len() > n:
 		return nil, errors.New("longer than announced")
 	}
-	return out, nil
+	return buf.Bytes(), nil
 }
 
 // appendBinary appends the encoding of d to b: a version byte, the length
@@ -489,7 +500,8 @@ func (d *segDay) appendBinary(b []byte) []byte {
 }
 
 // decodeSegDay decodes an encoding of appendBinary. It never panics, and
-// bounds what it allocates by the size of the data.
+// bounds what it allocates by the size of the data once decompressed
+// (announced lengths are checked against it, not trusted).
 func decodeSegDay(b []byte) (*segDay, error) {
 	bad := func(what string) (*segDay, error) {
 		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
@@ -498,7 +510,7 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		return bad("version")
 	}
 	raw, n := binary.Uvarint(b[1:])
-	if n <= 0 || raw > 1<<31 || raw > uint64(len(b))*64+1024 {
+	if n <= 0 || raw > maxSegColumns {
 		return bad("length")
 	}
 	zl, k := binary.Uvarint(b[1+n:])
