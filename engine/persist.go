@@ -84,7 +84,7 @@ func (e *Engine) load() error {
 			return err
 		}
 		e.applyLocked(s.state, &r, s.cfg.Load().domain, ent, p)
-		s.state.lastSeq = seq
+		s.state.appliedLocked(seq)
 		replayed++
 		return nil
 	})

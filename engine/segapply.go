@@ -30,7 +30,9 @@ func (e *Engine) sid(sd *segDay, cat segCat, s string) uint32 {
 
 // segPageviewLocked records pageview r of visitor id, whose visit v was
 // just updated by the visit rule: newVisit when r started it. ent is r's
-// day, writable. external reports a referrer from another website.
+// day, writable. external reports a referrer from another website. v.day
+// and v.row are left at the row of the visit whose time v.last keeps (the
+// caller moves v.last after this call).
 func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *period, id uint32, v *visit, newVisit, external bool) {
 	sd := ent.seg
 	var vd *segDay
@@ -46,7 +48,12 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		var attr [numVA]uint32
 		e.visitAttrs(sd, r, external, &attr)
 		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, e.sid(sd, catPath, r.seg.path), e.sid(sd, catHost, r.seg.host))
-		v.day, v.row = r.date, row
+		if !newVisit || v.last == 0 || r.ms >= v.last {
+			v.day, v.row = r.date, row
+		}
+		// Else an earlier visit imported after a later one: the visit
+		// rule keeps the later one's time (v.last), so the next pageview
+		// continues the later visit, and v keeps the later one's row.
 	}
 	page, host := e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	if row >= vd.offV {

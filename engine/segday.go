@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -381,23 +382,33 @@ func zstdEncoder() *zstd.Encoder {
 	return zEnc
 }
 
-// unzstd decompresses b, which must expand to exactly n bytes.
+// maxSegColumns bounds the announced length of a day's uncompressed
+// columns (2 GiB: some 80 million hits of one website in one day). The
+// bound is absolute, not a ratio to the compressed size: a closed day of
+// many alike hits compresses far better than 64:1, and must read back.
+const maxSegColumns = 1<<31 - 1
+
+// unzstd decompresses b, which must expand to exactly n bytes. It
+// allocates as the data decompresses, not n up front, so a corrupt length
+// cannot make it allocate more than b really expands to.
 func unzstd(b []byte, n int) ([]byte, error) {
 	d := zDecs.Get().(*zstd.Decoder)
 	defer zDecs.Put(d)
 	if err := d.Reset(bytes.NewReader(b)); err != nil {
 		return nil, err
 	}
-	// Read up to one byte past n: memory grows with what the value really
-	// expands to, never with what it announces.
-	out, err := io.ReadAll(io.LimitReader(d, int64(n)+1))
-	if err != nil {
+	// Enough for the usual ratios at once; more grows as it comes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, 32*len(b)+4096)))
+	if _, err := buf.ReadFrom(io.LimitReader(d, int64(n)+1)); err != nil {
 		return nil, err
 	}
-	if len(out) != n {
-		return nil, fmt.Errorf("expands to %d bytes, announced %d", len(out), n)
+	switch {
+	case buf.Len() < n:
+		return nil, errors.New("shorter than announced")
+	case buf.Len() > n:
+		return nil, errors.New("longer than announced")
 	}
-	return out, nil
+	return buf.Bytes(), nil
 }
 
 // appendBinary appends the encoding of d as its day's value holds it: a
@@ -568,10 +579,6 @@ func (d *segDay) appendRows(c []byte) []byte {
 	}
 	return c
 }
-
-// maxSegColumns bounds the columns of one encoded value (SPEC §13 bounds
-// what a day keeps; a value announcing more is corrupt).
-const maxSegColumns = 1 << 31
 
 // segColumns checks the envelope of an encoded value and decompresses its
 // columns. It returns the encoding's version.

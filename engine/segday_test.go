@@ -1,9 +1,15 @@
 package engine
 
 import (
+	"context"
+	"encoding/binary"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/buckets"
 )
 
 // sampleSegDay is a small day with every kind of row: visits, pageviews,
@@ -75,6 +81,7 @@ func FuzzSegDay(f *testing.F) {
 	g.compact()
 	f.Add(g.appendBinary(nil))
 	f.Add([]byte{segVersion, 0xff, 0xff, 0xff, 0x7f})
+	f.Add(highRatioSegDay(5000).appendBinary(nil)) // compresses better than 64:1
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := decodeSegDay(b)
 		if err != nil {
@@ -112,4 +119,92 @@ func FuzzSegDay(f *testing.F) {
 			p.sortRows(p.rows())
 		}
 	})
+}
+
+// highRatioSegDay is a day of n identical pageviews of one visit in one
+// second: its columns compress far better than 64:1.
+func highRatioSegDay(n int) *segDay {
+	d := newSegDay()
+	var attr [numVA]uint32
+	ms := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC).UnixMilli()
+	page, _ := d.id("/", catPath, 0)
+	host, _ := d.id("example.com", catHost, 0)
+	v := d.addVisit(20410, 1, ms, &attr, 0, page, host)
+	for range n {
+		d.addHit(&segHit{visit: v, ms: ms, kind: hkPageview, page: page, host: host, scroll: -1})
+	}
+	d.vPageviews[v] = uint32(n)
+	d.compact()
+	return d
+}
+
+// TestSegDayHighRatio: a day whose columns compress better than 64:1 (many
+// identical hits) decodes, alone and through the engine: snapshot, reopen,
+// query, track. (The decoder refused an announced length over 64 times
+// the compressed size: the website's queries and tracking failed.)
+func TestSegDayHighRatio(t *testing.T) {
+	d := highRatioSegDay(200_000)
+	enc := d.appendBinary(nil)
+	raw, _ := binary.Uvarint(enc[1:])
+	if raw < 64*uint64(len(enc)) {
+		t.Fatalf("ratio %d/%d: not above 64:1", raw, len(enc))
+	}
+	got, err := decodeSegDay(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ids, d.size, got.size = nil, 0, 0
+	if !reflect.DeepEqual(d, got) {
+		t.Error("round trip changed the day")
+	}
+
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	e, site := hardEngine(t, fs, Options{Now: clock})
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	const n = 30_000
+	hs := make([]Hit, 1000)
+	for range n / len(hs) {
+		for i := range hs {
+			hs[i] = hardHit(site, at, "v", "/p")
+		}
+		if _, err := e.Track(ctx, hs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil { // snapshots the closed day
+		t.Fatal(err)
+	}
+	e, err = Open(&Options{FS: fs, Dir: "data", SnapshotEvery: -1, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	data, err := e.store.Day(site, int32(buckets.DateFromTime(at)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, err := decodeDay(data)
+	if err != nil {
+		t.Fatalf("decode the stored day: %v", err)
+	}
+	if sd.seg.hits() != n {
+		t.Errorf("stored day has %d hits, want %d", sd.seg.hits(), n)
+	}
+	q, err := ParseQuery([]byte(`{"site_id":"hard.example","date_range":"all","metrics":["visitors","visits","pageviews"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Unscoped().Query(ctx, site, q)
+	if err != nil {
+		t.Fatalf("query: %v", err)
+	}
+	if diff := cmp.Diff([]any{int64(1), int64(1), int64(n)}, res.Results[0].Metrics); diff != "" {
+		t.Errorf("query: mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := e.Track(ctx, hardHit(site, at.Add(time.Minute), "v", "/p")); err != nil {
+		t.Fatalf("track into the day: %v", err)
+	}
 }

@@ -547,6 +547,15 @@ type plan struct {
 	// dimGoals are the goals an event:goal dimension lists: those every
 	// top-level event:goal filter selects (all goals without one).
 	dimGoals []int
+	// regexps counts the compiled size of the filters' regular
+	// expressions (MaxRegexpProgram).
+	regexps regexpBudget
+	// goalMemo caches, for the current day, whether a page converts a
+	// pageview goal: by goal, by string id, 0 unknown, 1 yes, 2 no. A
+	// goal's is sized to the day's dictionary the first time the day
+	// tests it (empty until then), so each goal's regular expression runs
+	// once per distinct page and day, not once per hit.
+	goalMemo [][]uint8
 	err      error
 }
 
@@ -785,9 +794,9 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 	var res []*regexp.Regexp
 	if f.Op == "matches" || f.Op == "matches_not" {
 		for _, c := range clauses {
-			re, err := regexp.Compile(c)
+			re, err := p.regexps.compile(c)
 			if err != nil {
-				return nil, &QueryError{Msg: fmt.Sprintf("Invalid filter '%s': invalid regular expression", c)}
+				return nil, err
 			}
 			res = append(res, re)
 		}
@@ -1088,7 +1097,34 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 		return goal.EventName != "" && sd.strs[sd.hName[i]] == goal.EventName
 	case hkPageview:
 		re := p.goals.pages[g]
-		return re != nil && re.MatchString(sd.strs[sd.hPage[i]])
+		if re == nil {
+			return false
+		}
+		if p.goalMemo == nil {
+			p.goalMemo = make([][]uint8, len(p.goals.Goals))
+		}
+		memo := p.goalMemo[g]
+		if len(memo) == 0 {
+			memo = slices.Grow(memo[:0], len(sd.strs))[:len(sd.strs)]
+			clear(memo)
+			p.goalMemo[g] = memo
+		}
+		page := sd.hPage[i]
+		if int(page) >= len(memo) {
+			return re.MatchString(sd.strs[page])
+		}
+		switch memo[page] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		ok := re.MatchString(sd.strs[page])
+		memo[page] = 2
+		if ok {
+			memo[page] = 1
+		}
+		return ok
 	}
 	return false
 }
@@ -1116,6 +1152,9 @@ func (p *plan) scanDay(sd *segDay) {
 	}
 	p.sd = sd
 	p.day++
+	for g := range p.goalMemo {
+		p.goalMemo[g] = p.goalMemo[g][:0] // the ids are the new day's
+	}
 	p.touched = p.touched[:0]
 	p.dayGroups = make(map[gkey]*group)
 	p.filter.startDay(p, sd)

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -112,5 +113,76 @@ func TestQueryResultJSON(t *testing.T) {
 	want := `{"results":[{"dimensions":["<a&b>"],"metrics":[3,50.0,33.33,null]}],"meta":{},"query":`
 	if !strings.HasPrefix(string(b), want) {
 		t.Errorf("got  %s\nwant %s...", b, want)
+	}
+}
+
+// TestQueryRegexBound: a query's regular expressions are bounded, each in
+// length (MaxRegexpLength) and all together in compiled program size
+// (MaxRegexpProgram): 50 patterns of 13 bytes such as [a-z]{0,1000} kept
+// ~100 MB of programs before. Ordinary patterns still answer, and
+// wildcard pageview goals (matched once per page and day) still count.
+func TestQueryRegexBound(t *testing.T) {
+	now := time.Date(2021, 1, 2, 0, 0, 0, 0, time.UTC)
+	f := newSegFixture(t, now)
+	f.pageview(1, "2021-01-01 00:00", "/blog/one", "")
+	f.pageview(1, "2021-01-01 00:05", "/blog/two", "")
+	f.pageview(2, "2021-01-01 00:00", "/about", "")
+	f.pageview(2, "2021-01-01 00:01", "/blog/one", "")
+	// A day before, whose dictionary gives /about the id /blog/one has
+	// on 2021-01-01: the goal's page memo is per day.
+	f.pageview(3, "2020-12-31 10:00", "/about", "")
+	if _, err := f.me.AddGoal(context.Background(), f.site, engine.Goal{PagePath: "/blog/*"}); err != nil {
+		t.Fatal(err)
+	}
+	filter := func(patterns ...string) string {
+		b, _ := json.Marshal(patterns)
+		return `{"site_id":"example.com","metrics":["visitors","pageviews"],"date_range":"all","filters":[["matches","event:page",` + string(b) + `]]}`
+	}
+	many := make([]string, 50)
+	for i := range many {
+		many[i] = "[a-z]{0,1000}" + strings.Repeat("x", i) // distinct, 2,000 instructions each
+	}
+	for _, tt := range []struct {
+		name, q   string
+		want      string // the result, or
+		wantLimit string // the bound the query exceeds
+	}{
+		{name: "ordinary", q: filter(`^/blog/`, `^/ab(o|u)ut$`), want: `[{"dimensions":[],"metrics":[3,5]}]`},
+		{name: "one large repetition fits", q: filter(`^/[a-z]{0,1000}$`), want: `[{"dimensions":[],"metrics":[2,2]}]`},
+		{name: "programs too large together", q: filter(many...), wantLimit: "MaxRegexpProgram"},
+		{name: "one program too large", q: filter(strings.Repeat(`[a-z]{0,1000}`, 60)), wantLimit: "MaxRegexpProgram"},
+		{name: "a repeated group", q: filter("(" + strings.Repeat("abcd", 50) + "){0,1000}"), wantLimit: "MaxRegexpProgram"},
+		{name: "too long", q: filter("^/" + strings.Repeat("a", engine.MaxRegexpLength)), wantLimit: "MaxRegexpLength"},
+		{name: "invalid", q: filter(`(`), wantLimit: ""},
+		{name: "goal", q: `{"site_id":"example.com","metrics":["visitors","events","conversion_rate"],"date_range":"all","dimensions":["event:goal"]}`,
+			want: `[{"dimensions":["Visit /blog/*"],"metrics":[2,3,66.67]}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := engine.ParseQuery([]byte(tt.q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := f.me.Query(context.Background(), f.site, q)
+			if tt.want != "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(res.Results)
+				if string(b) != tt.want {
+					t.Errorf("got %s, want %s", b, tt.want)
+				}
+				return
+			}
+			var qe *engine.QueryError
+			if !errors.As(err, &qe) {
+				t.Fatalf("got %v, want a *QueryError", err)
+			}
+			if qe.Limit != tt.wantLimit {
+				t.Errorf("limit %q, want %q (%s)", qe.Limit, tt.wantLimit, qe.Msg)
+			}
+			if !strings.HasPrefix(qe.Msg, "Invalid filter '") {
+				t.Errorf("message %q does not say which filter", qe.Msg)
+			}
+		})
 	}
 }

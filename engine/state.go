@@ -46,7 +46,7 @@ type siteState struct {
 	months  map[buckets.Date]*monthEntry
 	rollGen uint64
 
-	lastSeq  uint64 // last log sequence applied
+	lastSeq  uint64 // last log sequence applied (set by appliedLocked)
 	metaDirt bool   // lastSeq or dates changed since the last snapshot
 
 	rt realtime
@@ -114,6 +114,19 @@ func (e *Engine) releaseLocked(st *siteState) {
 	}
 	st.months = make(map[buckets.Date]*monthEntry)
 	st.rt = realtime{}
+}
+
+// appliedLocked records that the log record seq was applied. The meta
+// record that stores lastSeq is marked changed with it, whatever the record
+// changed: a snapshot whose trim point is below seq (another website's
+// batch still pending, or a record applied after the trim point was taken)
+// may write a day holding the record, and replay skips the record only if
+// the stored lastSeq covers it. (An engagement report, which changes no day
+// bucket, left the meta clean: the snapshot stored its day but an older
+// lastSeq, and a replay after a crash counted the report twice.)
+func (st *siteState) appliedLocked(seq uint64) {
+	st.lastSeq = seq
+	st.metaDirt = true
 }
 
 // applyLocked counts r: steps 3–5 of the pipeline (visitor id, visit, day

@@ -351,7 +351,7 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 		h := &st.pending[n]
 		if !st.deleted {
 			e.applyLocked(st, h.rec, domain, h.day, h.per)
-			st.lastSeq = h.seq
+			st.appliedLocked(h.seq)
 		}
 		h.day.pins--
 		if h.per != nil {
