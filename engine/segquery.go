@@ -13,9 +13,12 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -23,6 +26,10 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/snapshot"
 )
+
+// maxGoalMemo bounds the bytes a plan memoises of pageview goal matches a
+// day (a byte per goal and string of the day).
+const maxGoalMemo = 16 << 20
 
 // MaxQueryGroups bounds the groups (distinct dimension values) one query
 // may build: beyond it the query fails with a *QueryError (Limit
@@ -206,15 +213,127 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 		// of its salt period before the range.
 		lo = periodStart(p.r.FirstDay, e.opts.SaltPeriod)
 	}
-	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay) {
-		if p.err == nil {
+	// Days passed under the shard lock (open days) are scanned at once;
+	// the others, which never change, on every core (scanParallel).
+	var later []*segDay
+	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay, locked bool) {
+		switch {
+		case sd.hits() == 0 || p.err != nil:
+		case locked:
 			p.scanDay(sd)
+		default:
+			later = append(later, sd)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	return p.err
+	if p.err != nil {
+		return p.err
+	}
+	return p.scanParallel(ctx, later, runtime.GOMAXPROCS(0))
+}
+
+// scanParallel scans days into p with up to workers goroutines, each into
+// a plan of its own, merged into p at the end. The days are only read.
+func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) error {
+	workers = min(workers, len(days))
+	if workers <= 1 {
+		for i, sd := range days {
+			if i%16 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if p.scanDay(sd); p.err != nil {
+				return p.err
+			}
+		}
+		return nil
+	}
+	subs := make([]*plan, workers)
+	for w := range subs {
+		sub, err := newPlan(p.r, p.goals)
+		if err != nil {
+			return err
+		}
+		subs[w] = sub
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, sub := range subs {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					sub.err = fmt.Errorf("engine: query: %v", r)
+				}
+			}()
+			for sub.err == nil && ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(days) {
+					return
+				}
+				sub.scanDay(days[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		if sub.err != nil {
+			return sub.err
+		}
+		if p.merge(sub); p.err != nil {
+			return p.err
+		}
+	}
+	return nil
+}
+
+// merge adds the totals of sub's groups, scanned from other days, to p's.
+// The groups' per-day state is empty between days.
+func (p *plan) merge(sub *plan) {
+	for _, sg := range sub.order {
+		g, ok := p.groups[sg.key]
+		if !ok {
+			if len(p.groups) >= MaxQueryGroups {
+				p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
+				return
+			}
+			sg.id = int32(len(p.order) + 1)
+			p.groups[sg.key] = sg
+			p.order = append(p.order, sg)
+			continue
+		}
+		g.pageviews += sg.pageviews
+		g.events += sg.events
+		g.visits += sg.visits
+		for per, bm := range sg.visitors {
+			if g.visitors == nil {
+				g.visitors = make(map[int32]*roaring.Bitmap)
+			}
+			if cur := g.visitors[per]; cur != nil {
+				cur.Or(bm)
+			} else {
+				g.visitors[per] = bm
+			}
+		}
+		g.sess.n += sg.sess.n
+		g.sess.bounceN += sg.sess.bounceN
+		g.sess.bounced += sg.sess.bounced
+		g.sess.duration += sg.sess.duration
+		g.sess.pageviews += sg.sess.pageviews
+		g.revenue += sg.revenue
+		g.revenueN += sg.revenueN
+		if sg.revCurrency != "" {
+			g.revCurrency = sg.revCurrency
+		}
+		g.engMs += sg.engMs
+		g.engN += sg.engN
+		g.scrollSum += sg.scrollSum
+		g.scrollN += sg.scrollN
+		g.hasRows = g.hasRows || sg.hasRows
+	}
 }
 
 // scanSegs calls fn with the whole segments of every day of [from, to] that
@@ -222,7 +341,8 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 // after the shard lock is released, reading its parts (an open day's rows
 // are copied under the lock first); a closed one made whole stays resident
 // so, until evicted.
-func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(*segDay)) error {
+// fn is called under the shard lock (locked) for open days without parts.
+func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(sd *segDay, locked bool)) error {
 	type sealedDay struct {
 		date   buckets.Date
 		seg    *segDay
@@ -232,7 +352,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	err := e.scanDays(ctx, s, from, to, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
-			fn(d.seg)
+			fn(d.seg, d.open)
 		case d.open:
 			sealed = append(sealed, sealedDay{date, d.seg.clone(), false})
 		default:
@@ -262,7 +382,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		if sd.frozen {
 			e.installWhole(s, sd.date, sd.seg, w)
 		}
-		fn(w)
+		fn(w, false)
 	}
 	return nil
 }
@@ -1104,6 +1224,9 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 			p.goalMemo = make([][]uint8, len(p.goals.Goals))
 		}
 		memo := p.goalMemo[g]
+		if len(memo) == 0 && len(sd.strs)*len(p.goals.Goals) > maxGoalMemo {
+			return re.MatchString(sd.strs[sd.hPage[i]]) // too many to memoise
+		}
 		if len(memo) == 0 {
 			memo = slices.Grow(memo[:0], len(sd.strs))[:len(sd.strs)]
 			clear(memo)
