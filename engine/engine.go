@@ -50,9 +50,10 @@ type Engine struct {
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
-	lastTrim     uint64 // trim point of the last snapshot
-	trimmedSince uint64 // log entries trimmed since the log was last compacted
-	lastSnapTick int64  // LRU clock at the start of the last snapshot
+	lastTrim     uint64    // trim point of the last snapshot
+	trimmedSince uint64    // log entries trimmed since the log was last compacted
+	lastSnapTick int64     // LRU clock at the start of the last snapshot
+	lastCompact  time.Time // when the trimmed log was last compacted
 
 	counters counters
 
@@ -159,6 +160,8 @@ func Open(opts *Options) (*Engine, error) {
 		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
+		// The log is compacted compactLogEvery after start first.
+		lastCompact: time.Now(),
 	}
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	e.salts.m = make(map[saltKey][16]byte)
@@ -168,11 +171,12 @@ func Open(opts *Options) (*Engine, error) {
 	}
 	so := &snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, Logger: o.Logger}
 	if o.MemoryBudget > 0 {
-		// Pebble's block cache and memtables live outside the Go heap:
-		// a budget sizes them too, a sixteenth each (at most their
-		// defaults).
+		// Pebble's block cache and memtables live outside the Go heap
+		// (with cgo; in it without): a budget sizes them too, a
+		// sixteenth each (at most their defaults). Smaller memtables
+		// flush some log entries a later trim would have dropped.
 		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
-		so.MemTableSize = min(o.MemoryBudget/16, snapshot.DefaultMemTableSize)
+		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultMemTableSize)
 	}
 	e.store, err = snapshot.Open(so)
 	if err != nil {
@@ -231,10 +235,11 @@ func sealBytesFor(budget int64) int {
 	return int(min(max(budget/16, 1), maxSealBytes))
 }
 
-// kickLocked asks the background loop for an early snapshot when sd, an
-// open day's segments, holds sealBytes of rows or more.
-func (e *Engine) kickLocked(sd *segDay) {
-	if sd.rowBytes() < e.sealBytes {
+// kickLocked asks the background loop for an early snapshot when ent, just
+// written, is a day a snapshot seals (not a past one) and holds sealBytes of
+// segment rows or more.
+func (e *Engine) kickLocked(ent *dayEntry) {
+	if ent.closed || ent.seg.rowBytes() < e.sealBytes {
 		return
 	}
 	select {

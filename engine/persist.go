@@ -284,10 +284,10 @@ func (e *Engine) Snapshot(ctx context.Context) error {
 	return e.snapshot()
 }
 
-// The trimmed log is compacted every compactLogEvery snapshots (5 minutes
-// at the default interval), or once compactLogHits hits were trimmed.
+// The trimmed log is compacted at most every compactLogEvery, or once
+// compactLogHits hits were trimmed.
 const (
-	compactLogEvery = 10
+	compactLogEvery = 5 * time.Minute
 	compactLogHits  = 1 << 20
 )
 
@@ -370,7 +370,7 @@ func (e *Engine) snapshot() error {
 				ent.shared = true
 			}
 			p.day, p.seg = ent.day, ent.seg
-			if !ent.frozen && ent.seg.rowBytes() >= e.sealBytes && ent.seg.hits() > 0 {
+			if !ent.frozen && !ent.closed && ent.seg.rowBytes() >= e.sealBytes && ent.seg.hits() > 0 {
 				// Its rows go to the store as a part; the value keeps
 				// the strings. They leave memory once written (below).
 				p.part, p.seg = ent.seg, ent.seg.sealed()
@@ -447,8 +447,9 @@ func (e *Engine) snapshot() error {
 	// compactLogEvery snapshots, or sooner after many hits.
 	e.trimmedSince += trim - min(trim, e.lastTrim)
 	e.lastTrim = max(trim, e.lastTrim)
-	if n := e.counters.snapshots.Add(1); n%compactLogEvery == 0 || e.trimmedSince >= compactLogHits {
-		e.trimmedSince = 0
+	// (By time, not by count: early snapshots come up to one a second.)
+	if e.counters.snapshots.Add(1); time.Since(e.lastCompact) >= compactLogEvery || e.trimmedSince >= compactLogHits {
+		e.trimmedSince, e.lastCompact = 0, time.Now()
 		if err := e.store.CompactLog(); err != nil {
 			e.opts.Logger.Error("compact log", "err", err)
 		}
@@ -532,7 +533,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			ent.day.Compact()
 			ent.seg.compact()
 			ent.seg.size = ent.seg.estimate()
-			ent.frozen, ent.size = true, ent.day.SizeBytes()+ent.seg.size
+			ent.frozen, ent.closed, ent.size = true, true, ent.day.SizeBytes()+ent.seg.size
 			ent.used = e.counters.tick.Add(1)
 			e.counters.resident.Add(int64(ent.size))
 		}

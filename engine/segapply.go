@@ -36,12 +36,16 @@ func (e *Engine) sid(sd *segDay, cat segCat, s string) uint32 {
 func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *period, id uint32, v *visit, newVisit, external bool) {
 	sd := ent.seg
 	var vd *segDay
+	vent := ent
 	row := v.row
 	at := segTime(r.ms)
 	if !newVisit && row != noVisit {
-		vd = e.visitDayLocked(st, r, v)
+		if vent = e.visitDayLocked(st, r, v); vent != nil {
+			vd = vent.seg
+		}
 	}
 	if vd == nil {
+		vent = ent
 		// A new visit, or one whose row is unknown (state from before the
 		// segments store, or a day retention dropped): a row here.
 		vd = sd
@@ -70,12 +74,12 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		vd.vEnd[i] = max(vd.vEnd[i], at)
 	}
 	vd.addHit(&segHit{visit: row, ms: at, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
-	e.kickLocked(vd)
+	e.kickLocked(vent)
 }
 
-// visitDayLocked returns the writable segments of the day holding visit v,
-// or nil when that day is gone (retention).
-func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *segDay {
+// visitDayLocked returns the day holding visit v, writable, or nil when
+// that day is gone (retention).
+func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
 	vent, ok := st.days[v.day]
 	if !ok {
 		// Not resident: ingest pins the day of every visit a record
@@ -87,7 +91,7 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *segDay {
 	}
 	vent = e.writableDayLocked(st, v.day, r.period, vent)
 	vent.dirty = true
-	return vent.seg
+	return vent
 }
 
 // segEventLocked records custom event or engagement report r: in its
@@ -97,13 +101,14 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *segDay {
 // (nil for an engagement report).
 func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *period) {
 	var vd *segDay
+	vent := ent
 	row := noVisit
 	if p != nil {
 		if id, ok := p.index[r.hash]; ok {
 			v := &p.visits[id-p.first]
 			if v.row != noVisit && v.last != 0 && r.ms <= v.last+visitGap && r.ms >= v.last-visitGap {
-				if vd = e.visitDayLocked(st, r, v); vd != nil {
-					row = v.row
+				if x := e.visitDayLocked(st, r, v); x != nil {
+					vent, vd, row = x, x.seg, v.row
 				}
 			}
 		}
@@ -137,7 +142,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	h.props = e.propIDs(vd, r.seg.props)
 	vd.addHit(&h)
-	e.kickLocked(vd)
+	e.kickLocked(vent)
 }
 
 // propIDs interns a hit's props as key, value id pairs.

@@ -377,6 +377,9 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			err = snapshot.ErrNotFound
 		}
 		if err != nil {
+			if !e.listed(s, sd.date) {
+				continue // dropped meanwhile (retention, delete): no data
+			}
 			return fmt.Errorf("engine: website %d day %v: sealed segments: %w", id, sd.date, err)
 		}
 		if sd.frozen {
@@ -384,7 +387,19 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		}
 		fn(w, false)
 	}
+	if len(sealed) > 0 {
+		e.maybeEvict() // what installWhole added
+	}
 	return nil
+}
+
+// listed reports whether website s still has data on date.
+func (e *Engine) listed(s *site, date buckets.Date) bool {
+	sh := e.shardOf(s.cfg.Load().id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := s.state.dates[date]
+	return ok && !s.state.deleted
 }
 
 // installWhole replaces the segments of a resident closed day, tail, by

@@ -61,6 +61,10 @@ type dayEntry struct {
 	// frozen days are never modified: queries read them without the lock,
 	// and a write replaces day with a modified clone (copy on write).
 	frozen bool
+	// closed marks a day a snapshot froze as past: written again (an
+	// import), it is open until the next snapshot freezes it again, and
+	// never sealed, so its rows ask for no early snapshot.
+	closed bool
 	dirty  bool // changed since the last snapshot
 	// shared marks an open day a snapshot encodes without the lock: it is
 	// not modified in place; the next write replaces it with a clone.
@@ -244,9 +248,12 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 	return ent
 }
 
-// residentLocked adds a day read from the store to the resident days, frozen.
+// residentLocked adds a day read from the store to the resident days,
+// frozen; closed when it is past in every time zone (local days lie within
+// a day of the UTC date).
 func (e *Engine) residentLocked(st *siteState, date buckets.Date, d storedDay) *dayEntry {
-	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, size: d.day.SizeBytes() + d.seg.size, used: e.counters.tick.Add(1)}
+	closed := date < buckets.DateFromTime(e.now().UTC())-1
+	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, closed: closed, size: d.day.SizeBytes() + d.seg.size, used: e.counters.tick.Add(1)}
 	st.days[date] = ent
 	e.counters.resident.Add(int64(ent.size))
 	return ent

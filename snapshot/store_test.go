@@ -810,10 +810,10 @@ func TestDayParts(t *testing.T) {
 		Data  string
 		Parts []string
 	}
-	read := func(website uint32) []dayParts {
+	read := func(website uint32, want func(int32) bool) []dayParts {
 		t.Helper()
 		var got []dayParts
-		if err := s.DaysWithParts(website, minDate, maxDate, nil, func(d int32, data []byte, parts [][]byte) error {
+		if err := s.DaysWithParts(website, minDate, maxDate, want, func(d int32, data []byte, parts [][]byte) error {
 			dp := dayParts{Date: d, Data: string(data)}
 			for _, p := range parts {
 				dp.Parts = append(dp.Parts, string(p))
@@ -826,22 +826,30 @@ func TestDayParts(t *testing.T) {
 		return got
 	}
 	want := []dayParts{{4, "d4", []string{"4.0"}}, {5, "d5", []string{"5.0", "5.1"}}}
-	if diff := cmp.Diff(want, read(1)); diff != "" {
+	if diff := cmp.Diff(want, read(1, nil)); diff != "" {
 		t.Errorf("DaysWithParts mismatch (-want +got):\n%s", diff)
+	}
+	// A day skipped by want lends its parts to no other day.
+	only := func(date int32) func(int32) bool { return func(d int32) bool { return d == date } }
+	if diff := cmp.Diff(want[1:], read(1, only(5))); diff != "" {
+		t.Errorf("DaysWithParts of day 5 mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[:1], read(1, only(4))); diff != "" {
+		t.Errorf("DaysWithParts of day 4 mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]day{{4, "d4"}, {5, "d5"}}, days(t, s, 1, minDate, maxDate)); diff != "" {
 		t.Errorf("Days mismatch (-want +got):\n%s", diff)
 	}
 	must(t, s.DeleteDaysBefore(1, 5))
 	want = []dayParts{{5, "d5", []string{"5.0", "5.1"}}}
-	if diff := cmp.Diff(want, read(1)); diff != "" {
+	if diff := cmp.Diff(want, read(1, nil)); diff != "" {
 		t.Errorf("after DeleteDaysBefore(5) mismatch (-want +got):\n%s", diff)
 	}
 	must(t, s.DeleteWebsite(1))
-	if got := read(1); len(got) != 0 {
+	if got := read(1, nil); len(got) != 0 {
 		t.Errorf("after DeleteWebsite: %v", got)
 	}
-	if diff := cmp.Diff([]dayParts{{5, "w2", []string{"w2.0"}}}, read(2)); diff != "" {
+	if diff := cmp.Diff([]dayParts{{5, "w2", []string{"w2.0"}}}, read(2, nil)); diff != "" {
 		t.Errorf("website 2 mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -59,6 +59,7 @@ type floodState struct {
 	afterFunc func(time.Duration, func())
 	mu        sync.Mutex
 	seen      map[floodKey]*floodEntry // by message; guarded by mu
+	windows   uint64                   // windows started; guarded by mu
 }
 
 type floodKey struct {
@@ -70,7 +71,7 @@ type floodKey struct {
 // guarded by floodState.mu.
 type floodEntry struct {
 	start      time.Time // of the window
-	window     uint64    // counts the windows, so that a late timer knows its own
+	window     uint64    // the window's number, so that a late timer knows its own
 	n          int       // records in the window
 	suppressed int       // records not passed in the window
 	// Of the first suppressed record: the message (as sent) and the handler
@@ -121,7 +122,8 @@ func (st *floodState) pass(r slog.Record, next slog.Handler) bool {
 			e = st.seen[key]
 		}
 		if e == nil {
-			e = &floodEntry{start: now}
+			st.windows++
+			e = &floodEntry{start: now, window: st.windows}
 			st.seen[key] = e
 		}
 	}
@@ -129,7 +131,8 @@ func (st *floodState) pass(r slog.Record, next slog.Handler) bool {
 	if now.Sub(e.start) >= st.lim.window {
 		sum = e.takeSummary(st.lim.window) // its timer has not fired yet
 		e.start, e.n = now, 0              // a new window
-		e.window++
+		st.windows++
+		e.window = st.windows
 	}
 	e.n++
 	ok := e.n <= st.lim.burst
