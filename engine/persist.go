@@ -39,12 +39,15 @@ func (e *Engine) load() error {
 			return fmt.Errorf("engine: website %d state: %w", website, err)
 		}
 		if e.opts.Retention > 0 {
-			// Retention deletes days before the snapshot that forgets
-			// them: a crash in between leaves dates with no day.
+			// Days retention drops now are dropped before replay reads
+			// any (a store written before retention's deletions went
+			// into the snapshot batch may list dates with no day), and
+			// deleted from the store by the snapshot at the end of load.
 			cut := buckets.DateFromTime(e.now().In(s.cfg.Load().loc)) - buckets.Date(e.opts.Retention)
 			for date := range st.dates {
 				if date < cut {
 					delete(st.dates, date)
+					st.cut, st.cutPending, st.metaDirt = cut, true, true
 				}
 			}
 		}
@@ -91,6 +94,7 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
+	dropped := false
 	if e.opts.Retention > 0 {
 		// Replay may have brought back days retention had dropped (hits
 		// logged before the snapshot that dropped them): drop them again,
@@ -100,17 +104,23 @@ func (e *Engine) load() error {
 			st := s.state
 			today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
 			var sn snapshot.Snapshot
-			if cut, ok := e.maintainLocked(st, today, &sn); ok {
-				if err := e.store.DeleteDaysBefore(st.id, int32(cut)); err != nil {
-					return fmt.Errorf("engine: website %d: retention: %w", st.id, err)
-				}
-			}
-			// Dropped visitor state is deleted by the next snapshot.
+			e.maintainLocked(st, today, &sn)
 			st.dropped = append(st.dropped, sn.DropPeriods...)
+			dropped = dropped || st.cutPending || len(st.dropped) > 0
 		}
 	}
 	e.seq.Store(maxSeq)
 	e.lastTrim = e.store.Trim()
+	if dropped {
+		// What retention dropped now must stay dropped: a snapshot stores
+		// it before Open returns. Left to the next one, a crash before it
+		// would bring the days (and visitor state, and the log's hits of
+		// those days) back at the next Open if the website's time zone
+		// had changed meanwhile and moved the cut back a day.
+		if err := e.snapshot(); err != nil {
+			return fmt.Errorf("engine: retention: %w", err)
+		}
+	}
 	e.opts.Logger.Info("engine opened", "websites", len(e.sites), "replayed", replayed)
 	return nil
 }
@@ -336,7 +346,7 @@ func (e *Engine) snapshot() error {
 	sn := &snapshot.Snapshot{}
 	var pend []pendingDay
 	var chunks []pendingChunks
-	var cuts []retentionCut
+	var cuts []*siteState // retention's deletions: see siteState.cut
 	for _, s := range sites {
 		cfg := s.cfg.Load()
 		sh := e.shardOf(cfg.id)
@@ -352,8 +362,10 @@ func (e *Engine) snapshot() error {
 		today := buckets.DateFromTime(now.In(cfg.loc))
 		sn.DropPeriods = append(sn.DropPeriods, st.dropped...)
 		st.dropped = nil
-		if cut, ok := e.maintainLocked(st, today, sn); ok {
-			cuts = append(cuts, retentionCut{st.id, cut})
+		e.maintainLocked(st, today, sn)
+		if st.cutPending {
+			cuts = append(cuts, st)
+			sn.DropDays = append(sn.DropDays, snapshot.DaysBefore{Website: st.id, Date: int32(st.cut)})
 		}
 		for date, ent := range st.days {
 			if !ent.dirty {
@@ -415,16 +427,21 @@ func (e *Engine) snapshot() error {
 			sn.Chunks = append(sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.chunk, Data: c.appendBinary(nil)})
 		}
 	}
-	// Retention's deletions first: a crash before the snapshot leaves
-	// dates without days, which load drops (it applies retention too).
-	for _, c := range cuts {
-		if err := e.store.DeleteDaysBefore(c.website, int32(c.cut)); err != nil {
-			e.opts.Logger.Error("retention", "website", c.website, "err", err)
-		}
-	}
+	// Retention's deletions are in the batch (sn.DropDays), with the site
+	// records that no longer list the days: separate, a crash between the
+	// two left dates with no day, or, the other way round, days that the
+	// next Open kept when a time zone change had moved its cut back.
 	if err := e.store.WriteSnapshot(sn); err != nil {
 		e.unsaved(sites, pend, chunks, sn)
 		return fmt.Errorf("engine: snapshot: %w", err)
+	}
+	for _, st := range cuts {
+		// Only snapshots (serialised) and load set cut; a failed write
+		// leaves it pending for the next snapshot.
+		sh := e.shardOf(st.id)
+		sh.mu.Lock()
+		st.cutPending = false
+		sh.mu.Unlock()
 	}
 	for _, p := range pend {
 		if p.part != nil {
@@ -514,17 +531,11 @@ func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunk
 	}
 }
 
-// retentionCut is a website's first day kept by retention.
-type retentionCut struct {
-	website uint32
-	cut     buckets.Date
-}
-
 // maintainLocked freezes the days before today (compacting them) and
-// applies retention in memory: it returns the first day kept when days
-// were dropped, for the caller to delete them from the store once the lock
-// is released. Dropped visitor state goes into sn.
-func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) (buckets.Date, bool) {
+// applies retention in memory. When it drops days it sets st.cut for the
+// next snapshot to delete them from the store (the highest cut pending: a
+// time zone change may lower today's). Dropped visitor state goes into sn.
+func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
 	for date, ent := range st.days {
 		if !ent.frozen && date < today {
 			// No encoder reads it now (snapshots are serialised, and
@@ -539,7 +550,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		}
 	}
 	if e.opts.Retention <= 0 {
-		return 0, false
+		return
 	}
 	cut := today - buckets.Date(e.opts.Retention)
 	dropped := false
@@ -578,8 +589,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	}
 	if dropped {
 		st.metaDirt = true
+		if !st.cutPending || cut > st.cut {
+			st.cut = cut
+		}
+		st.cutPending = true
 	}
-	return cut, dropped
 }
 
 // periodEnd returns the last day of the salt period starting on first.

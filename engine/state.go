@@ -31,6 +31,14 @@ type siteState struct {
 	// dropped lists visitor state that retention dropped at Open, for the
 	// next snapshot to delete.
 	dropped []snapshot.PeriodRef
+	// cut, when cutPending, is the first day retention keeps: days before
+	// it are gone from memory and dates but perhaps not yet from the
+	// store. The next snapshot deletes them in the batch that writes the
+	// dates without them, so the store never lists a day it does not hold
+	// and never holds a day retention dropped, whatever the time zone
+	// (and so the cut) is when it is opened again.
+	cut        buckets.Date
+	cutPending bool
 
 	// evictGen counts the days and visitor state that left memory
 	// (eviction, retention): a store read made with the lock released is

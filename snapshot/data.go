@@ -27,6 +27,11 @@ type Snapshot struct {
 	// DropPeriods deletes, for each period, every chunk of its state and
 	// its old-form StateRecord.
 	DropPeriods []PeriodRef
+	// DropDays deletes, for each entry, the website's days (and their
+	// parts) dated before Date: retention, in the same batch as the site
+	// record that no longer lists them. It is applied before Days and
+	// Parts, so a day written by the same snapshot is kept.
+	DropDays []DaysBefore
 	// Trim is the new trim point: every log entry with Seq <= Trim is covered
 	// by this snapshot (and earlier ones) and is deleted. A Trim at or below
 	// the current trim point is ignored (the trim point never goes back).
@@ -82,6 +87,12 @@ type PeriodRef struct {
 	Period  int32
 }
 
+// DaysBefore names the days of one website dated before Date.
+type DaysBefore struct {
+	Website uint32
+	Date    int32
+}
+
 // SiteRecord is a website's engine state (for example its last applied
 // sequence number).
 type SiteRecord struct {
@@ -117,6 +128,11 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 		err = errors.Join(err,
 			b.DeleteRange(p, prefixEnd(p), nil),
 			b.Delete(stateKey(r.Website, r.Period), nil))
+	}
+	for _, r := range sn.DropDays {
+		if r.Date != minDate {
+			err = errors.Join(err, b.DeleteRange(websiteSubPrefix(r.Website, subDay), dayKey(r.Website, r.Date), nil))
+		}
 	}
 	for _, r := range sn.Days {
 		err = errors.Join(err, setOrDelete(b, dayKey(r.Website, r.Date), r.Data))

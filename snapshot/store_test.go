@@ -853,3 +853,30 @@ func TestDayParts(t *testing.T) {
 		t.Errorf("website 2 mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteSnapshotDropDays checks retention inside a snapshot: the days and
+// parts before the date go in the batch that writes the site record, a day
+// written by the same snapshot stays, and other websites are not touched.
+func TestWriteSnapshotDropDays(t *testing.T) {
+	s, _ := memStore(t)
+	must(t, s.WriteSnapshot(&Snapshot{
+		Days:  []DayRecord{{Website: 1, Date: 3, Data: []byte("d3")}, {Website: 1, Date: 4, Data: []byte("d4")}, {Website: 1, Date: 5, Data: []byte("d5")}, {Website: 2, Date: 3, Data: []byte("w2")}},
+		Parts: []DayPart{{Website: 1, Date: 4, Part: 0, Data: []byte("4.0")}},
+	}))
+	must(t, s.WriteSnapshot(&Snapshot{
+		DropDays: []DaysBefore{{Website: 1, Date: 5}, {Website: 3, Date: minDate}},
+		Days:     []DayRecord{{Website: 1, Date: 3, Data: []byte("d3 again")}},
+		Sites:    []SiteRecord{{Website: 1, Data: []byte("meta")}},
+	}))
+	if diff := cmp.Diff([]day{{3, "d3 again"}, {5, "d5"}}, days(t, s, 1, minDate, maxDate)); diff != "" {
+		t.Errorf("website 1 mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]day{{3, "w2"}}, days(t, s, 2, minDate, maxDate)); diff != "" {
+		t.Errorf("website 2 mismatch (-want +got):\n%s", diff)
+	}
+	err := s.DaysWithParts(1, 4, 4, nil, func(d int32, data []byte, parts [][]byte) error {
+		t.Errorf("day %d after the drop: %q, parts %q", d, data, parts)
+		return nil
+	})
+	must(t, err)
+}
