@@ -58,6 +58,30 @@ func sealAnswersErr(e *Engine, site uint32, from, to string) (map[string]string,
 	return out, nil
 }
 
+// sealHits returns 1 to n random hits of 9 visitors on 4 pages, up to
+// back minutes before now: pageviews (some from Google, some with a prop),
+// interactive and non-interactive events, engagement reports.
+func sealHits(rng *rand.Rand, site uint32, now time.Time, n, back int) []Hit {
+	var hits []Hit
+	for range 1 + rng.IntN(n) {
+		at := now.Add(-time.Duration(rng.IntN(back)) * time.Minute)
+		h := hardHit(site, at, fmt.Sprint("v", rng.IntN(9)), fmt.Sprint("https://hard.example/p", rng.IntN(4)))
+		switch rng.IntN(6) {
+		case 0:
+			h.Event = &Event{Name: "Signup", NonInteractive: rng.IntN(2) == 0}
+		case 1:
+			h.Engagement = &Engagement{EngagedMs: int64(1000 + rng.IntN(9000)), ScrollDepth: rng.IntN(101)}
+		case 2:
+			h.Referrer = "https://www.google.com/search?q=x"
+		}
+		if rng.IntN(3) == 0 {
+			h.Props = []Prop{{Key: "plan", Value: fmt.Sprint("p", rng.IntN(3))}}
+		}
+		hits = append(hits, h)
+	}
+	return hits
+}
+
 // sealedParts counts the sealed parts of site's resident days.
 func sealedParts(e *Engine, site uint32) (parts int) {
 	e.regMu.RLock()
@@ -98,20 +122,7 @@ func TestSealedSegments(t *testing.T) {
 			ctx := context.Background()
 			maxParts := 0
 			for step := range 60 {
-				var hits []Hit
-				for range 1 + rng.IntN(12) {
-					at := now.Add(-time.Duration(rng.IntN(90)) * time.Minute) // imports reach back before midnight
-					h := hardHit(site, at, fmt.Sprint("v", rng.IntN(9)), fmt.Sprint("https://hard.example/p", rng.IntN(4)))
-					switch rng.IntN(6) {
-					case 0:
-						h.Event = &Event{Name: "Signup", NonInteractive: rng.IntN(2) == 0}
-					case 1:
-						h.Engagement = &Engagement{EngagedMs: int64(1000 + rng.IntN(9000)), ScrollDepth: rng.IntN(101)}
-					case 2:
-						h.Referrer = "https://www.google.com/search?q=x"
-					}
-					hits = append(hits, h)
-				}
+				hits := sealHits(rng, site, now, 12, 90) // imports reach back before midnight
 				for _, e := range []*Engine{sealing, plain} {
 					if _, err := e.Track(ctx, hits...); err != nil {
 						t.Fatal(err)
@@ -256,21 +267,7 @@ func TestSealConcurrentCrash(t *testing.T) {
 			})
 			for range 150 {
 				now := clock()
-				var hits []Hit
-				for range 1 + rng.IntN(8) {
-					at := now.Add(-time.Duration(rng.IntN(60)) * time.Minute)
-					h := hardHit(site, at, fmt.Sprint("v", rng.IntN(9)), fmt.Sprint("https://hard.example/p", rng.IntN(4)))
-					switch rng.IntN(6) {
-					case 0:
-						h.Event = &Event{Name: "Signup", NonInteractive: rng.IntN(2) == 0}
-					case 1:
-						h.Engagement = &Engagement{EngagedMs: int64(1000 + rng.IntN(9000)), ScrollDepth: rng.IntN(101)}
-					}
-					if rng.IntN(3) == 0 {
-						h.Props = []Prop{{Key: "plan", Value: fmt.Sprint("p", rng.IntN(3))}}
-					}
-					hits = append(hits, h)
-				}
+				hits := sealHits(rng, site, now, 8, 60)
 				for _, e := range []*Engine{sealing, plain} {
 					for _, h := range hits { // one a call: interleaved with the snapshots
 						if _, err := e.Track(ctx, h); err != nil {
