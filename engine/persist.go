@@ -537,6 +537,9 @@ func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunk
 // time zone change may lower today's). Dropped visitor state goes into sn.
 func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
 	for date, ent := range st.days {
+		if ent.closed && date >= today {
+			ent.closed = false // today again (the website's time zone changed)
+		}
 		if !ent.frozen && date < today {
 			// No encoder reads it now (snapshots are serialised, and
 			// this one encodes after maintenance).
@@ -561,8 +564,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			dropped = true
 		}
 	}
+	// Pinned ones too: a logged hit waiting for a dropped day gets a new
+	// one (writableDayLocked), a query keeps its own pointer; left here, a
+	// dropped day's old content was counted again.
 	for date, ent := range st.days {
-		if date < cut && ent.pins == 0 {
+		if date < cut {
 			if ent.frozen {
 				e.counters.resident.Add(-int64(ent.size))
 			}
@@ -578,8 +584,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		}
 	}
 	for first, p := range st.periods {
-		if periodEnd(first, e.opts.SaltPeriod) < cut && p.pins == 0 {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
+			// Pinned ones too (their hits are of dropped days): a
+			// waiting hit still applies to p, which counts no more.
 			e.counters.state.Add(-int64(p.size))
+			p.gone = true
 			delete(st.periods, first)
 			st.evictGen++
 			if !p.isStored {

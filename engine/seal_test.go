@@ -306,3 +306,40 @@ func TestSealConcurrentCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestSealAfterZoneChange: a day a snapshot closed as past becomes today
+// again when its website's time zone moves west; it is sealed again then.
+// (Before, it stayed closed: today's rows grew unsealed for up to a day.)
+func TestSealAfterZoneChange(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 7, 22, 22, 30, 0, 0, time.UTC) // 00:30 on the 23rd in Berlin
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }})
+	defer e.Close()
+	e.sealBytes = 64 // no budget: the closed day stays resident
+	berlin, ny := "Europe/Berlin", "America/New_York"
+	if _, err := e.Unscoped().UpdateWebsite(ctx, site, WebsiteInput{Timezone: &berlin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Track(ctx, hardHit(site, now.Add(-2*time.Hour), "v1", "https://hard.example/a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil { // 2026-07-22 is past in Berlin: closed
+		t.Fatal(err)
+	}
+	if _, err := e.Unscoped().UpdateWebsite(ctx, site, WebsiteInput{Timezone: &ny}); err != nil {
+		t.Fatal(err)
+	}
+	var hits []Hit
+	for i := range 50 { // 2026-07-22 in New York
+		hits = append(hits, hardHit(site, now.Add(-time.Duration(i)*time.Minute), fmt.Sprint("n", i), "https://hard.example/b"))
+	}
+	if _, err := e.Track(ctx, hits...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := sealedParts(e, site); p == 0 {
+		t.Errorf("today (2026-07-22 in New York) was not sealed: %d parts", p)
+	}
+}

@@ -250,11 +250,13 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 		return nil
 	}
 	subs := make([]*plan, workers)
+	shared := new(scanShared)
 	for w := range subs {
 		sub, err := newPlan(p.r, p.goals)
 		if err != nil {
 			return err
 		}
+		sub.shared = shared
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -265,8 +267,11 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 				if r := recover(); r != nil {
 					sub.err = fmt.Errorf("engine: query: %v", r)
 				}
+				if sub.err != nil {
+					shared.stop.Store(true) // the others stop too
+				}
 			}()
-			for sub.err == nil && ctx.Err() == nil {
+			for sub.err == nil && ctx.Err() == nil && !shared.stop.Load() {
 				i := int(next.Add(1)) - 1
 				if i >= len(days) {
 					return
@@ -288,6 +293,15 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 		}
 	}
 	return nil
+}
+
+// scanShared is what the workers of one scan share: the groups they made
+// together (a key two workers made counts twice, so the bound on it is
+// twice MaxQueryGroups; merge checks the exact one), and a stop flag any
+// worker's error sets.
+type scanShared struct {
+	groups atomic.Int64
+	stop   atomic.Bool
 }
 
 // merge adds the totals of sub's groups, scanned from other days, to p's.
@@ -692,6 +706,9 @@ type plan struct {
 	// once per distinct page and day, not once per hit.
 	goalMemo [][]uint8
 	err      error
+	// shared is the scan a worker's plan is part of (scanParallel); nil
+	// for the query's own plan.
+	shared *scanShared
 }
 
 // group is one row under construction.
@@ -1603,7 +1620,7 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	k := b.String()
 	g, ok := p.groups[k]
 	if !ok {
-		if len(p.groups) >= MaxQueryGroups {
+		if len(p.groups) >= MaxQueryGroups || p.shared != nil && p.shared.groups.Add(1) > 2*MaxQueryGroups {
 			p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
 			return nil
 		}

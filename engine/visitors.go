@@ -34,6 +34,7 @@ type period struct {
 	idle     int      // snapshots since the period was last used
 	size     int      // bytes counted in Engine.counters.state
 	isStored bool     // has chunks in the store
+	gone     bool     // dropped by retention: its size counts no more
 }
 
 // visit is a visitor's current visit.
@@ -248,7 +249,9 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 // into the engine's count of resident visitor state.
 func (e *Engine) setSizeLocked(p *period) {
 	n := len(p.hashes)*visitorBytes + len(p.dirty)*8 + 96
-	e.counters.state.Add(int64(n - p.size))
+	if !p.gone {
+		e.counters.state.Add(int64(n - p.size))
+	}
 	p.size = n
 }
 
