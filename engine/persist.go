@@ -461,10 +461,10 @@ func (e *Engine) snapshot() error {
 	e.lastSnapTick = snapTick
 	e.dropOldSalts(now)
 	// The trimmed log's space comes back only when Pebble compacts it: every
-	// compactLogEvery snapshots, or sooner after many hits.
+	// compactLogEvery, or sooner after many hits (by time, not by count of
+	// snapshots: early ones come up to one a second).
 	e.trimmedSince += trim - min(trim, e.lastTrim)
 	e.lastTrim = max(trim, e.lastTrim)
-	// (By time, not by count: early snapshots come up to one a second.)
 	if e.counters.snapshots.Add(1); time.Since(e.lastCompact) >= compactLogEvery || e.trimmedSince >= compactLogHits {
 		e.trimmedSince, e.lastCompact = 0, time.Now()
 		if err := e.store.CompactLog(); err != nil {
