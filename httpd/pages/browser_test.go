@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -155,6 +157,49 @@ func TestBrowser(t *testing.T) {
 			t.Logf("screenshot: %s", path)
 		}
 		b.do(chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("dark mode", func(t *testing.T) {
+		b := tab{t, ctx}
+		scheme := func(v string) chromedp.Action[chromedp.Void] {
+			return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}},
+				})
+				return err
+			})
+		}
+		b.do(scheme("dark"), chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
+		defer b.do(scheme("light"))
+		if got := eval[string](b, `getComputedStyle(document.body).backgroundColor`); got != "rgb(13, 17, 23)" {
+			t.Errorf("dark mode: body background %s, want rgb(13, 17, 23)", got)
+		}
+		// Every text and link stays readable: WCAG AA, 4.5:1 against the
+		// background, for the body, muted text, links and table values.
+		ratio := eval[float64](b, `(() => {
+			const lum = c => { const [r, g, b] = c.match(/\d+/g).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+			const bg = lum(getComputedStyle(document.body).backgroundColor);
+			let worst = 21;
+			for (const sel of ["body", ".muted", "a", "#page .v", ".total .value", "h3"]) {
+				const el = document.querySelector(sel);
+				if (!el) continue;
+				const l = lum(getComputedStyle(el).color);
+				worst = Math.min(worst, (Math.max(l, bg) + 0.05) / (Math.min(l, bg) + 0.05));
+			}
+			return worst;
+		})()`)
+		if ratio < 4.5 {
+			t.Errorf("dark mode: the lowest text contrast is %.2f:1, want at least 4.5:1", ratio)
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(artifactDir(t), "overview-dark.png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
 	})
 
 	t.Run("date range", func(t *testing.T) {
