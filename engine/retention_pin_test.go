@@ -48,17 +48,7 @@ func TestRetentionDropsPinnedDay(t *testing.T) {
 	mu.Lock()
 	now = time.Date(2026, 7, 22, 23, 30, 0, 0, time.UTC)
 	mu.Unlock()
-	sh := e.shardOf(site)
-	sh.mu.Lock()
-	ent := e.sites[site].state.days[D]
-	ent.pins++
-	sh.mu.Unlock()
-	if err := e.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sh.mu.Lock()
-	ent.pins--
-	sh.mu.Unlock()
+	snapshotPinned(t, e, site, D)
 	if got := pvs(e); got != 0 {
 		t.Errorf("after the drop: %d pageviews on %v, want 0", got, D)
 	}
@@ -118,18 +108,12 @@ func TestRetentionDropsPinnedSealedDay(t *testing.T) {
 	setNow(time.Date(2026, 7, 22, 23, 30, 0, 0, time.UTC))
 	sh := e.shardOf(site)
 	sh.mu.Lock()
-	ent := e.sites[site].state.days[D]
-	if ent.seg.parts == 0 {
+	parts := e.sites[site].state.days[D].seg.parts
+	sh.mu.Unlock()
+	if parts == 0 {
 		t.Fatal("setup: D not sealed")
 	}
-	ent.pins++
-	sh.mu.Unlock()
-	if err := e.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sh.mu.Lock()
-	ent.pins--
-	sh.mu.Unlock()
+	snapshotPinned(t, e, site, D)
 	if _, err := e.Unscoped().UpdateWebsite(ctx, site, WebsiteInput{Timezone: &ny}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +135,22 @@ func TestRetentionDropsPinnedSealedDay(t *testing.T) {
 	if _, err := sealAnswersErr(e2, site, "2026-06-09", "2026-06-09"); err != nil {
 		t.Errorf("query after restart: %v", err)
 	}
+}
+
+// snapshotPinned takes a snapshot while day d of site is pinned, as a query
+// between reading the store and taking the lock (or a logged hit waiting to
+// be applied) holds it.
+func snapshotPinned(t *testing.T, e *Engine, site uint32, d buckets.Date) {
+	t.Helper()
+	sh := e.shardOf(site)
+	sh.mu.Lock()
+	ent := e.sites[site].state.days[d]
+	ent.pins++
+	sh.mu.Unlock()
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sh.mu.Lock()
+	ent.pins--
+	sh.mu.Unlock()
 }
