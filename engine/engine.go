@@ -62,6 +62,14 @@ type Engine struct {
 	// asks for an early snapshot on kick (see loop).
 	sealBytes int
 	kick      chan struct{}
+	// parts caches decoded sealed parts for queries: 4 × sealBytes, at
+	// least 1 MiB.
+	parts *partCache
+	// wholes caches open days made whole for queries: 4 × sealBytes, at
+	// least 1 MiB.
+	wholes *wholeCache
+	// results caches the answers of queries (resultCache).
+	results *resultCache
 
 	// logFailed holds the error of a failed log sync: every later write
 	// is refused (ErrLogFailed) until the engine is opened again.
@@ -164,6 +172,9 @@ func Open(opts *Options) (*Engine, error) {
 		lastCompact: time.Now(),
 	}
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
+	e.parts = newPartCache(max(4*e.sealBytes, 1<<20))
+	e.wholes = newWholeCache(max(4*e.sealBytes, 1<<20))
+	e.results = newResultCache()
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {

@@ -372,7 +372,7 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			if err == nil {
 				// A day read for queries is made whole: its sealed
 				// parts with it.
-				d.seg, err = d.seg.whole(parts)
+				d.seg, err = d.seg.whole(parts, e.parts)
 			}
 			if err != nil {
 				return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)

@@ -154,6 +154,18 @@ func TestSealedSegments(t *testing.T) {
 			if maxParts < 5 {
 				t.Errorf("at most %d sealed parts resident: the test did not seal", maxParts)
 			}
+			sealing.parts.mu.Lock()
+			hits := sealing.parts.hits
+			sealing.parts.mu.Unlock()
+			if hits == 0 {
+				t.Error("no query read a sealed part from the cache: the test did not exercise it")
+			}
+			sealing.wholes.mu.Lock()
+			hits = sealing.wholes.hits
+			sealing.wholes.mu.Unlock()
+			if hits == 0 {
+				t.Error("no query read an open day made whole from the cache: the test did not exercise it")
+			}
 			sealing.Close()
 		})
 	}

@@ -655,6 +655,11 @@ func decodeSegDay(b []byte) (*segDay, error) {
 const maxParts = 1 << 20
 
 // decodePart decodes a sealed part (appendPart) of a day with ns strings.
+// strCols returns the columns of d that hold string ids.
+func (d *segDay) strCols() [][]uint32 {
+	return [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vAttr, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props}
+}
+
 func decodePart(b []byte, ns int) (*segDay, error) {
 	c, version, err := segColumns(b)
 	if err != nil {
@@ -828,7 +833,7 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 		return bad("columns")
 	}
 	// Every reference must be in range, so that queries index without checks.
-	for _, col := range [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vAttr, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props} {
+	for _, col := range d.strCols() {
 		for _, v := range col {
 			if int(v) >= ns {
 				return bad("string id")
@@ -958,8 +963,9 @@ func (d *segDay) estimate() int {
 // of the day in its columns, hits ordered by visit, sealed visits' columns
 // derived from their hits. A day without parts, or whole already, is
 // returned as it is. d is not modified, and must not be afterwards: the
-// whole day keeps it as its tail and shares its strings.
-func (d *segDay) whole(parts [][]byte) (*segDay, error) {
+// whole day keeps it as its tail and shares its strings. cache decodes the
+// parts (nil: no cache).
+func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 	if d.parts == 0 || d.tail != nil {
 		return d, nil
 	}
@@ -968,7 +974,7 @@ func (d *segDay) whole(parts [][]byte) (*segDay, error) {
 	}
 	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d}
 	for i, b := range parts[:d.parts] {
-		p, err := decodePart(b, len(d.strs))
+		p, err := cache.decode(b, len(d.strs))
 		if err != nil {
 			return nil, fmt.Errorf("part %d: %w", i, err)
 		}

@@ -10,6 +10,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -45,6 +46,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	e.regMu.RLock()
 	goals := s.goals
 	e.regMu.RUnlock()
+	goalsKey := goals // nil for none: the key of the cached answers
 	if goals == nil {
 		goals = &goalSet{}
 	}
@@ -55,6 +57,8 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	for d := range s.state.dates {
 		start = min(start, d)
 	}
+	st := s.state
+	version := fmt.Sprintf("%d|%p|%p|%d|%d|%d|%d|%t|%d|", cfg.id, cfg, goalsKey, st.lastSeq, st.evictGen, st.rollGen, st.cut, st.cutPending, len(st.dates))
 	sh.mu.Unlock()
 	if start == math.MaxInt32 {
 		start = 0
@@ -70,10 +74,20 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	if bucketsCanAnswer(&r, e.opts.SaltPeriod) {
 		return o.totalsQuery(ctx, website, &r)
 	}
+	echo, err := json.Marshal(r.Echo())
+	if err != nil {
+		return QueryResult{}, err
+	}
+	key := version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
+	if res, ok := e.results.get(key); ok {
+		res.Query = r.Echo()
+		return res, nil
+	}
 	res, err := e.runQuery(ctx, s, &r, goals)
 	if err != nil {
 		return QueryResult{}, err
 	}
+	e.results.put(key, res)
 	return res, nil
 }
 
@@ -361,22 +375,33 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		date   buckets.Date
 		seg    *segDay
 		frozen bool
+		// Of an open day: its live segments and their rows, for e.wholes.
+		live   *segDay
+		nv, nh int
 	}
 	var sealed []sealedDay
+	var cached []*segDay
+	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
 			fn(d.seg, d.open)
 		case d.open:
-			sealed = append(sealed, sealedDay{date, d.seg.clone(), false})
+			if w := e.wholes.get(id, date, d.seg); w != nil {
+				cached = append(cached, w)
+				return
+			}
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits()})
 		default:
-			sealed = append(sealed, sealedDay{date, d.seg, true})
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg, frozen: true})
 		}
 	})
 	if err != nil {
 		return err
 	}
-	id := s.cfg.Load().id
+	for _, w := range cached {
+		fn(w, false)
+	}
 	for _, sd := range sealed {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -384,7 +409,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		var w *segDay
 		err := e.store.DaysWithParts(id, int32(sd.date), int32(sd.date), nil, func(_ int32, _ []byte, parts [][]byte) error {
 			var err error
-			w, err = sd.seg.whole(parts)
+			w, err = sd.seg.whole(parts, e.parts)
 			return err
 		})
 		if err == nil && w == nil {
@@ -398,6 +423,8 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		}
 		if sd.frozen {
 			e.installWhole(s, sd.date, sd.seg, w)
+		} else {
+			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, w)
 		}
 		fn(w, false)
 	}

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestPartCache: a part decodes as decodePart does, once; the cache keeps
+// within its bound, evicting the least recently used; a part is checked
+// against the dictionary of the day asking for it.
+func TestPartCache(t *testing.T) {
+	d := sampleSegDay()
+	part := d.appendPart(nil)
+	want, err := decodePart(part, len(d.strs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := want.estimate()
+	c := newPartCache(2 * size)
+	got, err := c.decode(part, len(d.strs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cached decode:\n got %+v\nwant %+v", got, want)
+	}
+	again, err := c.decode(slicesClone(part), len(d.strs))
+	if err != nil || again != got {
+		t.Errorf("the same bytes decoded again (%p, then %p; %v)", got, again, err)
+	}
+	// A dictionary too small for the part's ids is an error, cached or not.
+	if _, err := c.decode(part, 1); err == nil {
+		t.Error("a part with ids beyond the dictionary decoded from the cache")
+	}
+	// Other bytes are another part; a third evicts the least recently used.
+	d2 := sampleSegDay()
+	d2.vPageviews[0] = 9
+	part2 := d2.appendPart(nil)
+	d3 := sampleSegDay()
+	d3.vPageviews[0] = 5
+	part3 := d3.appendPart(nil)
+	p2, err := c.decode(part2, len(d2.strs))
+	if err != nil || p2 == got || p2.vPageviews[0] != 9 {
+		t.Fatalf("another part: %+v, %v", p2, err)
+	}
+	c.decode(part, len(d.strs)) // part is now used more recently than part2
+	if _, err := c.decode(part3, len(d3.strs)); err != nil {
+		t.Fatal(err)
+	}
+	if c.size > c.max || len(c.parts) != 2 {
+		t.Errorf("%d parts of %d bytes cached, bound %d", len(c.parts), c.size, c.max)
+	}
+	if again, _ := c.decode(part, len(d.strs)); again != got {
+		t.Error("the most recently used part was evicted")
+	}
+	if again, _ := c.decode(part2, len(d2.strs)); again == p2 {
+		t.Error("the least recently used part was kept")
+	}
+	// A part larger than the bound is decoded, never cached.
+	small := newPartCache(size - 1)
+	if _, err := small.decode(part, len(d.strs)); err != nil || len(small.parts) != 0 {
+		t.Errorf("a part over the bound: %d cached, %v", len(small.parts), err)
+	}
+}
+
+func slicesClone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// TestResultCache: a repeated query is answered from the cache with the
+// same answer, which the caller may change without changing the next; a
+// new hit, a new goal, a time zone change and the retention cut each
+// change the answer at once.
+func TestResultCache(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Retention: 30, Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	o := e.Unscoped()
+	track := func(hs ...Hit) {
+		t.Helper()
+		if _, err := e.Track(ctx, hs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	track(hardHit(site, now.Add(-time.Hour), "a", "https://hard.example/"),
+		hardHit(site, now.Add(-50*time.Minute), "a", "https://hard.example/pricing"),
+		hardHit(site, now.Add(-40*time.Minute), "b", "https://hard.example/"))
+	q := Query{Metrics: []string{"visitors", "bounce_rate", "visit_duration"}, DateRange: DateRange{Period: "7d"},
+		Dimensions: []string{"event:page"}}
+	ask := func() QueryResult {
+		t.Helper()
+		res, err := o.Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	hits := func() uint64 {
+		e.results.mu.Lock()
+		defer e.results.mu.Unlock()
+		return e.results.hits
+	}
+	q.DateRange = DateRange{FromDay: DateOf(2026, 11, 15), ToDay: DateOf(2026, 11, 21)}
+	first := ask()
+	h := hits()
+	second := ask()
+	if hits() != h+1 {
+		t.Fatalf("the repeated query was not answered from the cache (%d hits, then %d)", h, hits())
+	}
+	if !reflect.DeepEqual(first, second) {
+		t.Fatalf("cached answer differs:\n%+v\n%+v", first, second)
+	}
+	second.Results[0].Metrics[0] = int64(99)
+	second.Results = second.Results[:0]
+	if third := ask(); !reflect.DeepEqual(first, third) {
+		t.Fatalf("the caller's change reached the cache:\n%+v\n%+v", first, third)
+	}
+	// Visitors of "/": a and b; a new visitor c changes it at once.
+	if got := first.Results[0]; got.Dimensions[0] != "/" || got.Metrics[0] != int64(2) {
+		t.Fatalf("first row %+v, want / with 2 visitors", got)
+	}
+	track(hardHit(site, now.Add(-30*time.Minute), "c", "https://hard.example/"))
+	if got := ask().Results[0]; got.Metrics[0] != int64(3) {
+		t.Errorf("after a new visitor: %+v, want 3 visitors", got)
+	}
+	// A goal: the goal's name becomes valid in a filter at once.
+	gq := Query{Metrics: []string{"visitors"}, DateRange: q.DateRange, Dimensions: []string{"event:goal"}}
+	res, err := o.Query(ctx, site, gq)
+	if err != nil || len(res.Results) != 0 {
+		t.Fatalf("goals before any: %+v, %v", res.Results, err)
+	}
+	if _, err := o.AddGoal(ctx, site, Goal{PagePath: "/pricing"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = o.Query(ctx, site, gq); err != nil || len(res.Results) != 1 || res.Results[0].Metrics[0] != int64(1) {
+		t.Errorf("goals after adding one: %+v, %v", res.Results, err)
+	}
+	// A time zone 13 hours ahead moves the hits of 11:00–11:30 UTC to
+	// the next local day, 22 November, outside a range that ends on the
+	// 21st.
+	tz := "Pacific/Auckland"
+	if _, err := o.UpdateWebsite(ctx, site, WebsiteInput{Timezone: &tz}); err != nil {
+		t.Fatal(err)
+	}
+	after := ask()
+	if reflect.DeepEqual(after.Results, first.Results) {
+		t.Errorf("the answer did not change with the time zone: %+v", after.Results)
+	}
+}
