@@ -30,10 +30,11 @@ import (
 const benchPerDay = 2000
 
 // BenchmarkOverview measures GET /stats/:domain over a range of days,
-// rendering included.
+// rendering included: unfiltered over 365 days, and with two filters
+// (device and source) over 365 and 30 days.
 func BenchmarkOverview(b *testing.B) {
 	for _, days := range []int{365} {
-		b.Run(fmt.Sprintf("days=%d", days), func(b *testing.B) {
+		b.Run(fmt.Sprintf("site=%dd", days), func(b *testing.B) {
 			now := testNow
 			e, err := engine.Open(&engine.Options{Now: func() time.Time { return now }, SnapshotEvery: -1, NoSync: true})
 			if err != nil {
@@ -64,15 +65,26 @@ func BenchmarkOverview(b *testing.B) {
 			}
 			r := httprouter.New()
 			p.Register(r)
-			from := testNow.AddDate(0, 0, -days+1).Format("2006-01-02")
-			url := fmt.Sprintf("/stats/bench.example?from=%s&to=%s", from, testNow.Format("2006-01-02"))
-			b.ReportAllocs()
-			for b.Loop() {
-				w := httptest.NewRecorder()
-				r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, url, nil))
-				if w.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
+			for _, c := range []struct {
+				name, filters string
+				days          int
+			}{
+				{"unfiltered", "", days},
+				{"filters=2", "&f=is,device,Desktop&f=is,source,Google", days},
+				{"filters=2/days=30", "&f=is,device,Desktop&f=is,source,Google", 30},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					from := testNow.AddDate(0, 0, -c.days+1).Format("2006-01-02")
+					url := fmt.Sprintf("/stats/bench.example?from=%s&to=%s%s", from, testNow.Format("2006-01-02"), c.filters)
+					b.ReportAllocs()
+					for b.Loop() {
+						w := httptest.NewRecorder()
+						r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, url, nil))
+						if w.Code != http.StatusOK {
+							b.Fatalf("status %d: %s", w.Code, w.Body)
+						}
+					}
+				})
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/httpd/internal/browsertest"
 )
 
@@ -200,6 +201,99 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("screenshot: %s", path)
+	})
+
+	t.Run("filters", func(t *testing.T) {
+		b := tab{t, ctx}
+		ctx := context.Background()
+		domain, privacy := "explore.example", "0"
+		web, err := f.e.Owner(f.owner.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Privacy: &privacy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := day("2026-11-19 09:00")
+		f.track(
+			hit{url: "https://explore.example/", ref: "https://www.google.com/", ip: "8.8.8.8", at: at},                          // US
+			hit{url: "https://explore.example/pricing", ip: "8.8.8.8", at: at.Add(time.Minute)},                                  // US
+			hit{url: "https://explore.example/", ref: "https://www.google.com/", ip: "81.2.69.160", at: at},                      // GB
+			hit{url: "https://explore.example/docs", ref: "https://news.ycombinator.com/", ip: "8.8.4.4", at: at.Add(time.Hour)}, // US
+			hit{url: "https://explore.example/docs", ip: "81.2.69.161", at: at.Add(2 * time.Hour)},                               // GB
+		)
+		// api answers the query API's totals for filters.
+		api := func(fs ...engine.Filter) string {
+			res, err := f.e.Owner(f.owner.ID).Query(ctx, web.ID, engine.Query{
+				Metrics:   []string{"visitors", "pageviews"},
+				DateRange: engine.DateRange{FromDay: engine.DateOf(2026, 10, 23), ToDay: engine.DateOf(2026, 11, 21)},
+				Filters:   fs,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Results[0].Metrics
+			return "UNIQUE VISITORS " + formatInt(uint64(m[0].(int64))) + " "
+		}
+		google := engine.Filter{Op: "matches", Dimension: "visit:referrer", Clauses: []string{`^google\.com(/|$)`}}
+		us := engine.Filter{Op: "is", Dimension: "visit:country", Clauses: []string{"US"}}
+		notUS := engine.Filter{Op: "is_not", Dimension: "visit:country", Clauses: []string{"US"}}
+		b.do(chromedp.Navigate(base+"/stats/explore.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
+		mustContain(t, "unfiltered", b.text(".totals"), "UNIQUE VISITORS 4 ", api())
+
+		// Click a referrer, then a country.
+		b.submit(chromedp.Click(chromedp.CSS(`#referrer a.filter[href*="referrer_host"]`)))
+		mustContain(t, "chips", b.text(".chips"), "Referrer host is www.google.com")
+		mustContain(t, "google", b.text(".totals"), "UNIQUE VISITORS 2 ", api(google))
+		mustContain(t, "google's sources", b.text("#referrer table"), "Google 2")
+		mustContain(t, "google's countries", b.text("#country table"), "United Kingdom GB 1", "United States US 1")
+		b.submit(chromedp.Click(chromedp.CSS(`#country a.filter[href*="country%2CUS"]`)))
+		mustContain(t, "chips", b.text(".chips"), "Referrer host is www.google.com", "Country is US")
+		mustContain(t, "google and US", b.text(".totals"), "UNIQUE VISITORS 1 ", "PAGEVIEWS 2 ", api(google, us))
+		mustContain(t, "google and US pages", b.text("#page table"), "/ 1", "/pricing 1")
+		loc, err := chromedp.Run(b.ctx, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, "bookmarkable address", loc, "f=is%2Creferrer_host%2Cwww.google.com", "f=is%2Ccountry%2CUS")
+
+		// Remove the referrer, then negate the country.
+		b.submit(chromedp.Click(chromedp.CSS(`.chip:first-child a.remove`)))
+		mustContain(t, "US", b.text(".totals"), "UNIQUE VISITORS 2 ", api(us))
+		if strings.Contains(b.text(".chips"), "Referrer") {
+			t.Error("the removed filter is still shown")
+		}
+		b.submit(chromedp.Click(chromedp.CSS(`.chip a.negate`)))
+		mustContain(t, "chips", b.text(".chips"), "Country is not US")
+		mustContain(t, "not US", b.text(".totals"), "UNIQUE VISITORS 2 ", api(notUS))
+		mustContain(t, "not US countries", b.text("#country table"), "United Kingdom GB 2")
+
+		// The comparison chart.
+		b.submit(chromedp.Click(chromedp.CSS(`nav[aria-label="Comparison"] a[href*="compare=previous"]`)))
+		if n := eval[int](b, `document.querySelectorAll("polyline.cmp").length`); n != 1 {
+			t.Errorf("%d comparison lines, want 1", n)
+		}
+		mustContain(t, "legend", b.text(".legend"), "Visitors, previous period")
+		for _, s := range []struct {
+			name  string
+			width int64
+		}{{"filtered-desktop.png", 1280}, {"filtered-phone.png", 390}} {
+			opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+			if s.width < 500 {
+				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
+			}
+			b.do(chromedp.EmulateViewport(s.width, 844, opts...), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".chips")))
+			if eval[bool](b, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
+				t.Errorf("%s: the page scrolls sideways", s.name)
+			}
+			png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(artifactDir(t), s.name)
+			if err := os.WriteFile(path, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", path)
+		}
+		b.do(chromedp.EmulateViewport(1280, 900))
 	})
 
 	t.Run("date range", func(t *testing.T) {

@@ -22,6 +22,7 @@ type chart struct {
 	Bars                     []rect
 	Hits                     []rect // full-height hover targets with Title
 	Line                     string // polyline points of the visitors
+	CmpLine                  string // the visitors of the range compared with
 	Dots                     []point
 	YTicks, XTicks           []tick
 	Buckets                  []bucket
@@ -70,8 +71,9 @@ func max64(a, b uint64) uint64 {
 	return b
 }
 
-// newChart lays out bs in a w×h box.
-func newChart(bs []bucket, unit string) *chart {
+// newChart lays out bs in a w×h box, with the visitors of cmp (the range
+// compared with, bucket by bucket; nil for none) as a second line.
+func newChart(bs, cmp []bucket, unit string) *chart {
 	c := &chart{W: 960, H: 260, Left: 60, Right: 948, Top: 12, Bottom: 232, Buckets: bs, Unit: unit}
 	n := len(bs)
 	if n == 0 {
@@ -80,6 +82,10 @@ func newChart(bs []bucket, unit string) *chart {
 	var most uint64
 	for _, b := range bs {
 		most = max64(most, max64(b.Visitors, b.Pageviews))
+	}
+	cmp = cmp[:min(len(cmp), n)]
+	for _, b := range cmp {
+		most = max64(most, b.Visitors)
 	}
 	top, step := niceScale(most)
 	plotW, plotH := c.Right-c.Left, c.Bottom-c.Top
@@ -90,7 +96,7 @@ func newChart(bs []bucket, unit string) *chart {
 	slot := plotW / float64(n)
 	bw := math.Max(1, slot*0.72)
 	every := (n + 7) / 8 // at most 8 x labels
-	var line strings.Builder
+	var line, cmpLine strings.Builder
 	for i, b := range bs {
 		x0 := c.Left + float64(i)*slot
 		cx := x0 + slot/2
@@ -99,6 +105,14 @@ func newChart(bs []bucket, unit string) *chart {
 		}
 		title := b.Title + ": " + formatInt(b.Visitors) + plural(b.Visitors, " visitor", " visitors") + ", " +
 			formatInt(b.Pageviews) + plural(b.Pageviews, " pageview", " pageviews")
+		if i < len(cmp) {
+			cb := cmp[i]
+			title += "; " + cb.Title + ": " + formatInt(cb.Visitors) + plural(cb.Visitors, " visitor", " visitors")
+			if i > 0 {
+				cmpLine.WriteByte(' ')
+			}
+			cmpLine.WriteString(strconv.FormatFloat(r1(cx), 'f', -1, 64) + "," + strconv.FormatFloat(r1(y(cb.Visitors)), 'f', -1, 64))
+		}
 		c.Hits = append(c.Hits, rect{X: r1(x0), Y: c.Top, W: r1(slot), H: plotH, Title: title})
 		py := r1(y(b.Visitors))
 		if i > 0 {
@@ -112,7 +126,7 @@ func newChart(bs []bucket, unit string) *chart {
 			c.XTicks = append(c.XTicks, tick{X: r1(cx), Y: c.Bottom + 18, Label: b.Label})
 		}
 	}
-	c.Line = line.String()
+	c.Line, c.CmpLine = line.String(), cmpLine.String()
 	return c
 }
 

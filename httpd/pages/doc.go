@@ -102,6 +102,35 @@
 // socialBrands followed by a country or generic suffix of one or two labels
 // of at most three letters (www.google.co.uk, yandex.ru, pinterest.fr).
 //
+// # Filters
+//
+// The overview is a segment explorer (SPEC §10.4). Its address carries
+// the view: f=<op>,<dimension>,<value> once per filter (op is or is_not;
+// at most maxFilters, ANDed), a card's tab under the card's key
+// (referrer=channels), prop=<key> for the properties card, interval=
+// hour|day|week|month and compare=previous|year. A click on a row adds
+// the row's filter; each chip links to the view without it and to the view
+// with it negated. The dimensions are the engine's (dims in explore.go),
+// plus referrer_host, which matches visit:referrer by the referring host
+// (the unfiltered referrer table lists hosts, the segments full referrers).
+//
+// Without filters the day buckets answer what they keep (totals, the
+// chart in hours of one day, days or months, and the tables with a
+// statistic), as fast as before; bounce rate, visit duration and views per
+// visit, the tabs without a statistic, weekly buckets and every filtered
+// view come from the segments (engine.Owner.Query, so the numbers are the
+// Stats API's). A row of an unfiltered table links to the segment
+// dimension that means the same: a page or landing page by its path (the
+// query string left out, as event:page does), a referrer by its host, a
+// country by its code, a device capitalised as visit:device writes it.
+// Continents, languages and screen resolutions are not kept per visit:
+// their rows do not link, and a filtered view says so instead of a table.
+//
+// /stats/{domain}/export.zip is the view as CSV files in a zip:
+// totals.csv (with the filters and the range), chart.csv, and one file per
+// card's current tab, each with at most engine.MaxQueryLimit rows for the
+// owner and publicRows for anyone else (X-Webstats-Row-Cap then says so).
+//
 // # Assets
 //
 // The CSS and the realtime script are embedded and served under /assets/ with

@@ -149,18 +149,23 @@ func changeOf(cur, prev uint64) change {
 	case prev == 0:
 		return change{Text: "new", Class: "up"}
 	}
-	pct := (float64(cur) - float64(prev)) / float64(prev) * 100
-	r := int64(pct + 0.5)
-	if pct < 0 {
-		r = int64(pct - 0.5)
+	return signedChange((float64(cur)-float64(prev))/float64(prev)*100, "%")
+}
+
+// signedChange shows a difference d rounded to a whole number of unit
+// ("%", " pt"): "+12%", "−3 pt", "±0%".
+func signedChange(d float64, unit string) change {
+	r := int64(d + 0.5)
+	if d < 0 {
+		r = int64(d - 0.5)
 	}
 	switch {
 	case r > 0:
-		return change{Text: "+" + strconv.FormatInt(r, 10) + "%", Class: "up"}
+		return change{Text: "+" + strconv.FormatInt(r, 10) + unit, Class: "up"}
 	case r < 0:
-		return change{Text: "\u2212" + strconv.FormatInt(-r, 10) + "%", Class: "down"}
+		return change{Text: "\u2212" + strconv.FormatInt(-r, 10) + unit, Class: "down"}
 	}
-	return change{Text: "±0%", Class: "flat"}
+	return change{Text: "±0" + unit, Class: "flat"}
 }
 
 // barClass quantises a share of the largest row into one of 21 CSS classes

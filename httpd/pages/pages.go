@@ -69,6 +69,13 @@ type Pages struct {
 	pwSiteFails *limit.Limiter // wrong passwords per website
 	signInFails *limit.Limiter // wrong API keys per client address
 
+	// views bounds the overviews and exports computed at once: each runs
+	// a dozen queries, a filtered one over the segments, and anyone may
+	// ask for a public website's. A request waits up to viewWait for a
+	// slot, then gets 503.
+	views    chan struct{}
+	viewWait time.Duration
+
 	tmpl   map[string]*template.Template // by file name, each with the layout
 	assets map[string]*asset             // by path under /assets/
 	css    string                        // URL of the style sheet, with its hash
@@ -109,6 +116,8 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),
+		views:       make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		viewWait:    5 * time.Second,
 	}
 	if err := p.loadAssets(); err != nil {
 		return nil, err
@@ -198,6 +207,24 @@ func badRequest(format string, args ...any) error {
 // website the visitor may not see.
 var errNotFound = &httpError{http.StatusNotFound, ""}
 
+// errViewsBusy is a view that found no slot in time.
+var errViewsBusy = errors.New("pages: too many views at once")
+
+// viewSlot waits for a slot of p.views; release it with the function it
+// returns.
+func (p *Pages) viewSlot(ctx context.Context) (release func(), err error) {
+	t := time.NewTimer(p.viewWait)
+	defer t.Stop()
+	select {
+	case p.views <- struct{}{}:
+		return func() { <-p.views }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errViewsBusy
+	}
+}
+
 // fail maps err to an error page: the one place errors become statuses.
 func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
@@ -213,6 +240,9 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 			msgs = append(msgs, f.Msg)
 		}
 		p.errorPage(w, r, http.StatusBadRequest, strings.Join(msgs, " "))
+	case errors.Is(err, errViewsBusy):
+		w.Header().Set("Retry-After", retryAfter(busyRetry))
+		p.errorPage(w, r, http.StatusServiceUnavailable, "Too many statistics pages are being computed right now. Try again in a few seconds.")
 	case errors.Is(err, engine.ErrBusy):
 		w.Header().Set("Retry-After", retryAfter(busyRetry))
 		p.errorPage(w, r, http.StatusServiceUnavailable, "Too many passwords are being checked right now. Try again in a few seconds.")

@@ -54,9 +54,9 @@ func TestOverview(t *testing.T) {
 		// Pages, by pageviews then value.
 		"Pages Page Pageviews / 2 "+xssPage+" 1 /pricing 1",
 		// Referrers: the groups above the rows.
-		"Referrers Source Visits Search engines 1 source 1 Social networks 1 source 1 Direct / none 1 news.ycombinator.com 1 www.google.com 1",
+		"Referrers Referrers Channels UTM source UTM medium UTM content UTM term Source Visits Search engines 1 source 1 Social networks 1 source 1 Direct / none 1 news.ycombinator.com 1 www.google.com 1",
 		"Events Event Events Signup 1",
-		"Browsers Browser Visitors Chrome 3",
+		"Browsers Browsers Browser versions Browser Visitors Chrome 3",
 	)
 	// The tracked script is text, never markup.
 	if strings.Contains(res.body, "<script>alert(1)") {

@@ -22,6 +22,15 @@ func (d dateRange) Previous() dateRange {
 	return dateRange{From: d.From - n, To: d.From - 1, Preset: "custom"}
 }
 
+// lastYear returns the range of the same days a year before d.
+func (d dateRange) lastYear() dateRange {
+	back := func(x engine.Date) engine.Date {
+		y, m, dd := x.Civil()
+		return engine.DateOf(y-1, m, dd)
+	}
+	return dateRange{From: back(d.From), To: back(d.To), Preset: "custom"}
+}
+
 // Query returns the query parameters that select d.
 func (d dateRange) Query() url.Values {
 	v := url.Values{}

@@ -171,19 +171,13 @@ type rangeBar struct {
 	From, To string
 	Label    string
 	Action   string
-	Hidden   map[string]string // other parameters the custom form keeps
+	Hidden   []hidden // other parameters the custom form keeps
 }
 
 func newRangeBar(action string, dr dateRange, keep url.Values) rangeBar {
-	rb := rangeBar{From: dr.From.String(), To: dr.To.String(), Label: dr.Label(), Action: action, Hidden: map[string]string{}}
-	for k := range keep {
-		rb.Hidden[k] = keep.Get(k)
-	}
+	rb := rangeBar{From: dr.From.String(), To: dr.To.String(), Label: dr.Label(), Action: action, Hidden: hiddenOf(keep)}
 	for _, pr := range presets {
-		q := url.Values{}
-		for k := range keep {
-			q.Set(k, keep.Get(k))
-		}
+		q := cloneValues(keep)
 		if pr.Key != defaultPreset {
 			q.Set("range", pr.Key)
 		}
@@ -211,30 +205,20 @@ type topTable struct {
 	Rows   []row
 	Groups []groupRow
 	Total  int
+	Rate   bool // a conversion-rate column
 }
 
 type row struct {
 	cell
 	Count uint64
 	Bar   string
+	Href  string // the view filtered by the row; "" for none
+	Rate  string // the conversion rate of a goal
 }
 
 type groupRow struct {
 	group
 	Bar string
-}
-
-// overviewData is the data of overview.html.
-type overviewData struct {
-	Domain   string
-	Base     string
-	Range    rangeBar
-	Period   string
-	Totals   []total
-	Chart    *chart
-	Tables   []topTable
-	Realtime string
-	Owner    bool
 }
 
 // overview serves GET /stats/:domain.
@@ -253,84 +237,39 @@ func (p *Pages) overview(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	return p.renderOverview(w, r, v)
 }
 
-// renderOverview renders the overview of v's website, which the request may
-// see.
-func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit) error {
-	ctx := r.Context()
+// viewRequest reads the range and the view of an overview's address.
+func (p *Pages) viewRequest(r *http.Request, v *visit) (dateRange, viewState, error) {
 	q := r.URL.Query()
-	today, err := p.e.Unscoped().Today(ctx, v.web.ID)
+	today, err := p.e.Unscoped().Today(r.Context(), v.web.ID)
 	if err != nil {
-		return err
+		return dateRange{}, viewState{}, err
 	}
 	dr, err := parseRange(q, today)
 	if err != nil {
+		return dateRange{}, viewState{}, err
+	}
+	vs, err := parseView(q)
+	return dr, vs, err
+}
+
+// renderOverview renders the overview of v's website, which the request may
+// see.
+func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit) error {
+	dr, vs, err := p.viewRequest(r, v)
+	if err != nil {
 		return err
 	}
-	d, err := p.overviewData(ctx, v, dr)
+	release, err := p.viewSlot(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	d, err := p.overviewData(r.Context(), v, dr, vs)
 	if err != nil {
 		return err
 	}
 	p.renderView(w, r, http.StatusOK, "overview.html", &view{Title: v.web.Domain, Account: v.account, Body: d})
 	return nil
-}
-
-// overviewData runs the overview's queries, concurrently: the totals of the
-// range and of the previous one, the chart's series, and one Stat per table
-// (every referrer, for the groups; ten rows of the others).
-func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange) (*overviewData, error) {
-	id := v.web.ID
-	var cur, prev engine.Totals
-	var series []bucket
-	var unit string
-	tops := make([]topTable, len(tables))
-	fns := []func() error{
-		func() (err error) { cur, err = p.e.Unscoped().Totals(ctx, id, dr.From, dr.To); return err },
-		func() (err error) {
-			pr := dr.Previous()
-			prev, err = p.e.Unscoped().Totals(ctx, id, pr.From, pr.To)
-			return err
-		},
-		func() (err error) { series, unit, err = p.series(ctx, id, dr); return err },
-	}
-	rq := dr.Query().Encode()
-	for i, t := range tables {
-		fns = append(fns, func() error {
-			sq := engine.StatQuery{Website: id, Name: t.Name, From: dr.From, To: dr.To, SortBy: "count", PerPage: 10}
-			if t.Name == "referrer" {
-				sq.PerPage = groupRowsFor(v) // for the groups
-			}
-			pg, err := p.e.Unscoped().Stat(ctx, sq)
-			if err != nil {
-				return err
-			}
-			href := v.base() + "/" + t.Name
-			if rq != "" {
-				href += "?" + rq
-			}
-			tt := topTable{table: t, Href: href, Total: pg.Total}
-			if t.Name == "referrer" {
-				tt.Groups = groupRows(referrerGroups(pg.Rows), pg.Rows)
-			}
-			tt.Rows = rowsOf(t.Name, pg.Rows[:min(10, len(pg.Rows))])
-			tops[i] = tt
-			return nil
-		})
-	}
-	if err := parallel(fns...); err != nil {
-		return nil, err
-	}
-	d := &overviewData{
-		Domain: v.web.Domain, Base: v.base(), Range: newRangeBar(v.base(), dr, nil), Tables: tops,
-		Chart: newChart(series, unit), Realtime: v.base() + "/realtime", Owner: v.owner,
-		Period: dr.Previous().Label(),
-	}
-	d.Totals = []total{
-		{Label: "Unique visitors", Value: cur.Visitors, Prev: prev.Visitors, Change: changeOf(cur.Visitors, prev.Visitors)},
-		{Label: "Pageviews", Value: cur.Pageviews, Prev: prev.Pageviews, Change: changeOf(cur.Pageviews, prev.Pageviews)},
-		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
-		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
-	}
-	return d, nil
 }
 
 // rowsOf turns engine rows into table rows with bars relative to the first
@@ -362,9 +301,9 @@ func groupRows(gs []group, rows []engine.Row) []groupRow {
 	return out
 }
 
-// series returns the chart's buckets: hours when the range is one day,
-// months when it is longer than 92 days, else days.
-func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, string, error) {
+// series returns the chart's buckets from the day buckets, in unit: hours
+// (of a range of one day), days or months.
+func (p *Pages) series(ctx context.Context, id uint32, dr dateRange, unit string) ([]bucket, error) {
 	stat := func(name string, n int) (map[string]uint64, error) {
 		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: id, Name: name, From: dr.From, To: dr.To, SortBy: "value", Asc: true, PerPage: n})
 		if err != nil {
@@ -377,22 +316,22 @@ func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, 
 		return m, nil
 	}
 	switch {
-	case dr.From == dr.To:
+	case unit == "hour":
 		vis, err := stat(engine.StatVisitorsHours, 24)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		pv, err := stat(engine.StatPageviewsHours, 24)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		bs := make([]bucket, 24)
 		for h := range bs {
 			k := strconv.Itoa(100 + h)[1:]
 			bs[h] = bucket{Label: k + ":00", Title: dayLabel(dr.From) + " " + k + ":00–" + k + ":59", Visitors: vis[k], Pageviews: pv[k]}
 		}
-		return bs, "hour", nil
-	case dr.Days() > 92:
+		return bs, nil
+	case unit == "month":
 		var bs []bucket
 		var fns []func() error
 		for first := dr.From; first <= dr.To; {
@@ -412,15 +351,15 @@ func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, 
 			})
 			first = last + 1
 		}
-		return bs, "month", parallel(fns...)
+		return bs, parallel(fns...)
 	}
 	vis, err := stat(engine.StatVisitors, dr.Days())
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	pv, err := stat(engine.StatPageviews, dr.Days())
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	bs := make([]bucket, 0, dr.Days())
 	for d := dr.From; d <= dr.To; d++ {
@@ -429,7 +368,7 @@ func (p *Pages) series(ctx context.Context, id uint32, dr dateRange) ([]bucket, 
 		t := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
 		bs = append(bs, bucket{Label: t.Format("2 Jan"), Title: t.Format("Mon 2 Jan 2006"), Visitors: vis[k], Pageviews: pv[k]})
 	}
-	return bs, "day", nil
+	return bs, nil
 }
 
 // statRoute serves GET /stats/:domain/:name: the realtime page, a CSV
@@ -439,6 +378,9 @@ func (p *Pages) statRoute(w http.ResponseWriter, r *http.Request, ps httprouter.
 	csvOut := strings.HasSuffix(name, ".csv")
 	name = strings.TrimSuffix(name, ".csv")
 	t, known := tableOf(name)
+	if name == "export.zip" {
+		csvOut, known = false, true
+	}
 	if name != "realtime" && !known {
 		return errNotFound
 	}
@@ -462,6 +404,8 @@ func (p *Pages) statRoute(w http.ResponseWriter, r *http.Request, ps httprouter.
 	switch {
 	case name == "realtime":
 		return p.realtime(w, r, v)
+	case name == "export.zip":
+		return p.exportZip(w, r, v)
 	case csvOut:
 		return p.exportCSV(w, r, v, t)
 	}

@@ -1,0 +1,569 @@
+package pages
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/csv"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// overviewData is the data of overview.html.
+type overviewData struct {
+	Domain    string
+	Base      string
+	Range     rangeBar
+	Period    string // the comparison range's label
+	CmpName   string // "previous period" or "same period last year"
+	Chips     []chip
+	ClearAll  string // the address without filters; "" when there are none
+	Totals    []total
+	Session   []sessionTotal
+	Chart     *chart
+	Intervals []link
+	Compares  []link
+	Cards     []cardView
+	Realtime  string
+	Export    string
+	Owner     bool
+}
+
+// link is a link of a choice (cardTab, interval, comparison): Current marks
+// the chosen one.
+type link struct {
+	Label, Href string
+	Current     bool
+}
+
+// sessionTotal is a total of the session metrics: bounce rate, visit
+// duration, views per visit.
+type sessionTotal struct {
+	Label, Value, Prev string
+	Change             change
+}
+
+// cardView is a card as shown: its tabs and the current cardTab's table.
+type cardView struct {
+	Key   string
+	Tabs  []link
+	Table topTable
+	Note  string // why the table is empty ("" when it is not)
+	Prop  *propForm
+}
+
+// propForm chooses the property of the props card.
+type propForm struct {
+	Action string
+	Value  string
+	Hidden []hidden
+}
+
+type hidden struct{ Name, Value string }
+
+// hiddenOf returns q as hidden form fields, without the keys in drop.
+func hiddenOf(q map[string][]string, drop ...string) []hidden {
+	var out []hidden
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if slices.Contains(drop, k) {
+			continue
+		}
+		for _, v := range q[k] {
+			out = append(out, hidden{k, v})
+		}
+	}
+	return out
+}
+
+// cardsFor returns the cards of a website: the fixed ones, then goals when
+// it has some, then properties.
+func cardsFor(goals []engine.Goal, vs viewState) []card {
+	out := append([]card(nil), cards...)
+	if len(goals) > 0 {
+		out = append(out, card{"goals", []cardTab{{"goals", "Goals", "", segTable{Column: "Goal", Counts: "Visitors",
+			Metric: "visitors", Dims: []string{"event:goal"}, Note: -1, Click: []dimV{{"goal", 0}}, Goals: true}}}})
+	}
+	pt := cardTab{Key: "props", Label: "Properties"}
+	if vs.Prop != "" {
+		key := "props:" + vs.Prop
+		pt.seg = segTable{Column: vs.Prop, Counts: "Visitors", Metric: "visitors", Dims: []string{"event:" + key}, Note: -1, Click: []dimV{{key, 0}}}
+	}
+	return append(out, card{"props", []cardTab{pt}})
+}
+
+// chartUnit returns the chart's interval: the one asked for when it fits
+// the range, else hours for one day, months beyond 92 days, days between.
+func chartUnit(dr dateRange, asked string) string {
+	switch {
+	case asked == "hour" && dr.Days() <= 7, asked == "week", asked == "month", asked == "day" && dr.Days() <= 732:
+		return asked
+	case dr.Days() == 1:
+		return "hour"
+	case dr.Days() > 92:
+		return "month"
+	}
+	return "day"
+}
+
+// overviewData runs the overview's queries, concurrently: the totals of the
+// range and of the one compared with, the chart's series, and each card's
+// table. Without filters the day buckets answer what they keep (totals,
+// the chart, the tables with a statistic); the segments answer the rest.
+func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs viewState) (*overviewData, error) {
+	id := v.web.ID
+	filtered := len(vs.Filters) > 0
+	cmp, cmpName := dr.Previous(), "previous period"
+	if vs.Compare == "year" {
+		cmp, cmpName = dr.lastYear(), "same period last year"
+	}
+	goals, err := p.e.Unscoped().Goals(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	unit := chartUnit(dr, vs.Interval)
+	var cur, prev engine.Totals
+	var sess, sessPrev sessionTotals
+	var series, cmpSeries []bucket
+	totals := func(r dateRange, t *engine.Totals, st *sessionTotals) func() error {
+		return func() error {
+			if filtered {
+				var err error
+				*t, *st, err = p.segTotals(ctx, id, r.From, r.To, vs.Filters)
+				return err
+			}
+			var err error
+			*t, err = p.e.Unscoped().Totals(ctx, id, r.From, r.To)
+			if err != nil {
+				return err
+			}
+			*st, err = p.sessionOnly(ctx, id, r)
+			return err
+		}
+	}
+	fns := []func() error{
+		totals(dr, &cur, &sess),
+		totals(cmp, &prev, &sessPrev),
+		func() (err error) { series, err = p.seriesOf(ctx, id, dr, unit, vs.Filters); return err },
+	}
+	if vs.Compare != "" {
+		fns = append(fns, func() (err error) { cmpSeries, err = p.seriesOf(ctx, id, cmp, unit, vs.Filters); return err })
+	}
+	cs := cardsFor(goals, vs)
+	views := make([]cardView, len(cs))
+	for i, c := range cs {
+		fns = append(fns, func() (err error) { views[i], err = p.cardOf(ctx, v, dr, vs, c); return err })
+	}
+	if err := parallel(fns...); err != nil {
+		return nil, err
+	}
+	d := &overviewData{
+		Domain: v.web.Domain, Base: v.base(), Cards: views, Chart: newChart(series, cmpSeries, unit),
+		Realtime: v.base() + "/realtime", Owner: v.owner, Period: cmp.Label(), CmpName: cmpName,
+		Chips: chipsOf(vs, v.base(), dr),
+	}
+	q := vs.values(dr)
+	keep := cloneValues(q)
+	for _, k := range []string{"from", "to", "range"} {
+		keep.Del(k)
+	}
+	d.Range = newRangeBar(v.base(), dr, keep)
+	d.Export = v.base() + "/export.zip"
+	if e := q.Encode(); e != "" {
+		d.Export += "?" + e
+	}
+	if filtered {
+		d.ClearAll = vs.with(nil).href(v.base(), dr)
+	}
+	for _, u := range []string{"hour", "day", "week", "month"} {
+		if chartUnit(dr, u) == u {
+			c := vs
+			c.Interval = u
+			d.Intervals = append(d.Intervals, link{Label: capital(u), Href: c.href(v.base(), dr), Current: u == unit})
+		}
+	}
+	for _, c := range []struct{ key, label string }{{"", "No comparison"}, {"previous", "Previous period"}, {"year", "Year before"}} {
+		x := vs
+		x.Compare = c.key
+		d.Compares = append(d.Compares, link{Label: c.label, Href: x.href(v.base(), dr), Current: c.key == vs.Compare})
+	}
+	d.Totals = []total{
+		{Label: "Unique visitors", Value: cur.Visitors, Prev: prev.Visitors, Change: changeOf(cur.Visitors, prev.Visitors)},
+		{Label: "Pageviews", Value: cur.Pageviews, Prev: prev.Pageviews, Change: changeOf(cur.Pageviews, prev.Pageviews)},
+		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
+		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
+	}
+	d.Session = []sessionTotal{
+		{Label: "Bounce rate", Value: formatRate(sess.BounceRate) + "%", Prev: formatRate(sessPrev.BounceRate) + "%",
+			Change: pointsChange(sess.BounceRate, sessPrev.BounceRate, cur.Visits, prev.Visits)},
+		{Label: "Visit duration", Value: formatDuration(sess.VisitDuration), Prev: formatDuration(sessPrev.VisitDuration),
+			Change: floatChange(sess.VisitDuration, sessPrev.VisitDuration, cur.Visits, prev.Visits)},
+	}
+	if sess.ViewsPerVisit >= 0 {
+		d.Session = append(d.Session, sessionTotal{Label: "Views per visit", Value: formatRate(sess.ViewsPerVisit), Prev: formatRate(sessPrev.ViewsPerVisit),
+			Change: floatChange(sess.ViewsPerVisit, sessPrev.ViewsPerVisit, cur.Visits, prev.Visits)})
+	}
+	return d, nil
+}
+
+// sessionOnly answers the session metrics of an unfiltered range.
+func (p *Pages) sessionOnly(ctx context.Context, id uint32, r dateRange) (sessionTotals, error) {
+	res, err := p.query(ctx, id, engine.Query{
+		Metrics:   []string{"bounce_rate", "visit_duration", "views_per_visit"},
+		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
+	})
+	if err != nil {
+		return sessionTotals{}, err
+	}
+	m := res.Results[0].Metrics
+	return sessionTotals{BounceRate: metricFloat(m[0]), VisitDuration: metricFloat(m[1]), ViewsPerVisit: metricFloat(m[2])}, nil
+}
+
+// pointsChange is the change of a percentage, in percentage points; no
+// data when either range had no visits.
+func pointsChange(cur, prev float64, curVisits, prevVisits uint64) change {
+	if curVisits == 0 || prevVisits == 0 {
+		return change{Class: "flat"}
+	}
+	return signedChange(cur-prev, " pt")
+}
+
+// floatChange is the change of an average in percent; no data when either
+// range had no visits.
+func floatChange(cur, prev float64, curVisits, prevVisits uint64) change {
+	if curVisits == 0 || prevVisits == 0 {
+		return change{Class: "flat"}
+	}
+	const scale = 1000 // changeOf works on integers
+	return changeOf(uint64(cur*scale+0.5), uint64(prev*scale+0.5))
+}
+
+// cardAnswer is a card's current tab answered: by the day buckets (stat)
+// or by the segments (seg), with the rows in all.
+type cardAnswer struct {
+	tab   cardTab
+	stat  *engine.Page
+	seg   []engine.QueryRow
+	total int
+}
+
+// answerCard answers the current tab of c with its first n rows: from the
+// day buckets when the view has no filters and a statistic keeps the tab,
+// else from the segments; nothing for a tab the segments cannot answer.
+// The referrers of the day buckets come with groupRowsFor(v) rows at
+// least, for the groups.
+func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewState, c card, n int) (cardAnswer, error) {
+	a := cardAnswer{tab: vs.tab(c)}
+	switch {
+	case a.tab.Stat != "" && len(vs.Filters) == 0:
+		sq := engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n}
+		if a.tab.Stat == "referrer" {
+			sq.PerPage = max(n, groupRowsFor(v))
+		}
+		pg, err := p.e.Unscoped().Stat(ctx, sq)
+		if err != nil {
+			return a, err
+		}
+		a.stat, a.total = &pg, pg.Total
+	case !a.tab.segOnly():
+		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
+		if err != nil {
+			return a, err
+		}
+		a.seg, a.total = rows, total
+	}
+	return a, nil
+}
+
+// cardOf answers one card as the overview shows it: the current tab's top
+// 10, the tabs, and the links that filter by a row.
+func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState, c card) (cardView, error) {
+	a, err := p.answerCard(ctx, v, dr, vs, c, 10)
+	if err != nil {
+		return cardView{}, err
+	}
+	cur := a.tab
+	cv := cardView{Key: c.Key}
+	if len(c.Tabs) > 1 {
+		for _, t := range c.Tabs {
+			x := vs
+			x.Tabs = cloneMap(vs.Tabs)
+			if t.Key == c.Tabs[0].Key {
+				delete(x.Tabs, c.Key)
+			} else {
+				x.Tabs[c.Key] = t.Key
+			}
+			cv.Tabs = append(cv.Tabs, link{Label: t.Label, Href: x.href(v.base(), dr) + "#" + c.Key, Current: t.Key == cur.Key})
+		}
+	}
+	if c.Key == "props" {
+		cv.Prop = &propForm{Action: v.base(), Value: vs.Prop, Hidden: hiddenOf(vs.values(dr), "prop")}
+	}
+	tt := topTable{table: table{Name: c.Key, Title: cur.Label, Column: cur.seg.Column, Counts: cur.seg.Counts}, Total: a.total}
+	switch {
+	case a.stat != nil:
+		t, _ := tableOf(cur.Stat)
+		tt.Column, tt.Counts = t.Column, t.Counts
+		tt.Href = v.base() + "/" + t.Name
+		if rq := dr.Query().Encode(); rq != "" {
+			tt.Href += "?" + rq
+		}
+		rows := a.stat.Rows
+		if t.Name == "referrer" {
+			tt.Groups = groupRows(referrerGroups(rows), rows)
+		}
+		rows = rows[:min(10, len(rows))]
+		tt.Rows = rowsOf(t.Name, rows)
+		for i, r := range rows {
+			if kv := statLink(t.Name, r.Value); kv != nil {
+				tt.Rows[i].Href = addLink(vs, v.base(), dr, kv...)
+			}
+		}
+	case cur.segOnly():
+		if c.Key == "props" {
+			cv.Note = "Choose a property to see its values."
+		} else {
+			cv.Note = "Not kept per visit, so not available with filters."
+		}
+	default:
+		tt.Rows = segRows(a.seg, cur.seg, vs, v.base(), dr)
+		tt.Rate = cur.seg.Goals
+	}
+	cv.Table = tt
+	return cv, nil
+}
+
+// segRows turns query rows into table rows with bars relative to the
+// largest, and the links that filter by them.
+func segRows(rows []engine.QueryRow, st segTable, vs viewState, base string, dr dateRange) []row {
+	var most uint64
+	for _, r := range rows {
+		most = max64(most, metricUint(r.Metrics[0]))
+	}
+	out := make([]row, len(rows))
+	for i, r := range rows {
+		n := metricUint(r.Metrics[0])
+		c := cell{Text: dimString(r.Dimensions[st.Show])}
+		if st.Note >= 0 {
+			c.Note = dimString(r.Dimensions[st.Note])
+		}
+		if c.Text == "" {
+			c.Text, c.Empty = "(none)", true
+		}
+		var kv []string
+		for _, cl := range st.Click {
+			kv = append(kv, cl.Key, dimString(r.Dimensions[cl.I]))
+		}
+		out[i] = row{cell: c, Count: n, Bar: barClass(n, most), Href: addLink(vs, base, dr, kv...)}
+		if st.Goals && len(r.Metrics) > 1 {
+			out[i].Rate = formatRate(metricFloat(r.Metrics[1])) + "%"
+		}
+	}
+	return out
+}
+
+// seriesOf returns the chart's buckets over dr in unit: from the day
+// buckets for an unfiltered view in hours of one day, days or months, else
+// from the segments.
+func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit string, fs []filter) ([]bucket, error) {
+	if len(fs) == 0 && (unit == "day" || unit == "month" || unit == "hour" && dr.Days() == 1) {
+		return p.series(ctx, id, dr, unit)
+	}
+	res, err := p.query(ctx, id, engine.Query{
+		Metrics:    []string{"visitors", "pageviews"},
+		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
+		Dimensions: []string{"time:" + unit},
+		Filters:    engineFilters(fs),
+		Include:    engine.Include{TimeLabels: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	byLabel := make(map[string]engine.QueryRow, len(res.Results))
+	for _, r := range res.Results {
+		byLabel[dimString(r.Dimensions[0])] = r
+	}
+	bs := make([]bucket, 0, len(res.Meta.TimeLabels))
+	for _, l := range res.Meta.TimeLabels {
+		b := bucketOf(unit, l)
+		if r, ok := byLabel[l]; ok {
+			b.Visitors, b.Pageviews = metricUint(r.Metrics[0]), metricUint(r.Metrics[1])
+		}
+		bs = append(bs, b)
+	}
+	return bs, nil
+}
+
+// bucketOf names the bucket of a time label ("2026-11-02",
+// "2026-11-02 14:00:00").
+func bucketOf(unit, label string) bucket {
+	t, err := time.Parse("2006-01-02 15:04:05", label)
+	if err != nil {
+		t, _ = time.Parse("2006-01-02", label)
+	}
+	switch unit {
+	case "hour":
+		return bucket{Label: t.Format("15:00"), Title: t.Format("Mon 2 Jan 15:00–15:59")}
+	case "week":
+		return bucket{Label: t.Format("2 Jan"), Title: "Week of " + t.Format("Mon 2 Jan 2006")}
+	case "month":
+		return bucket{Label: t.Format("Jan 2006"), Title: t.Format("January 2006")}
+	}
+	return bucket{Label: t.Format("2 Jan"), Title: t.Format("Mon 2 Jan 2006")}
+}
+
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// zipRows bounds the rows of each table of the view's zip: MaxQueryLimit
+// for the owner, publicRows for anyone else.
+func zipRows(v *visit) int {
+	if v.owner {
+		return engine.MaxQueryLimit
+	}
+	return publicRows
+}
+
+// exportZip serves GET /stats/:domain/export.zip: the view of the overview
+// with the same address as CSV files in a zip: totals.csv, chart.csv and
+// one file per card (its current tab), each with at most zipRows rows.
+func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) error {
+	ctx := r.Context()
+	dr, vs, err := p.viewRequest(r, v)
+	if err != nil {
+		return err
+	}
+	release, err := p.viewSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	d, err := p.overviewData(ctx, v, dr, vs)
+	if err != nil {
+		return err
+	}
+	goals, err := p.e.Unscoped().Goals(ctx, v.web.ID)
+	if err != nil {
+		return err
+	}
+	cs := cardsFor(goals, vs)
+	answers := make([]cardAnswer, len(cs))
+	var fns []func() error
+	for i, c := range cs {
+		fns = append(fns, func() (err error) { answers[i], err = p.answerCard(ctx, v, dr, vs, c, zipRows(v)); return err })
+	}
+	if err := parallel(fns...); err != nil {
+		return err
+	}
+	capped := false
+	for _, a := range answers {
+		n := len(a.seg)
+		if a.stat != nil {
+			n = min(len(a.stat.Rows), zipRows(v))
+		}
+		capped = capped || a.total > n
+	}
+	h := w.Header()
+	if capped {
+		h.Set("X-Webstats-Row-Cap", strconv.Itoa(zipRows(v)))
+	}
+	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Disposition", `attachment; filename="`+strings.TrimSuffix(csvFilename(v.web.Domain, "view", dr), ".csv")+`.zip"`)
+	h.Del("Content-Security-Policy")
+	// Everything is answered: stream the files. An error from here on
+	// (the client went away) cuts the zip short.
+	zw := zip.NewWriter(w)
+	defer func() {
+		if err := zw.Close(); err != nil {
+			p.log.Debug("pages: zip export", "err", err)
+		}
+	}()
+	file := func(name string, header []string, rows [][]string) error {
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: p.now()})
+		if err != nil {
+			return err
+		}
+		cw := csv.NewWriter(f)
+		cw.Write(header)
+		for _, r := range rows {
+			for i := range r {
+				r[i] = csvCell(r[i])
+			}
+			cw.Write(r)
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	var rows [][]string
+	for _, f := range vs.Filters {
+		rows = append(rows, []string{"filter", f.Dim.Key + " " + f.Op + " " + f.Value})
+	}
+	rows = append(rows, []string{"from", dr.From.String()}, []string{"to", dr.To.String()})
+	for _, t := range d.Totals {
+		rows = append(rows, []string{t.Label, strconv.FormatUint(t.Value, 10)})
+	}
+	for _, t := range d.Session {
+		rows = append(rows, []string{t.Label, t.Value})
+	}
+	if err := file("totals.csv", []string{"name", "value"}, rows); err != nil {
+		return nil // the header is sent: the zip is cut short
+	}
+	rows = rows[:0]
+	for _, b := range d.Chart.Buckets {
+		rows = append(rows, []string{b.Title, strconv.FormatUint(b.Visitors, 10), strconv.FormatUint(b.Pageviews, 10)})
+	}
+	if err := file("chart.csv", []string{d.Chart.Unit, "visitors", "pageviews"}, rows); err != nil {
+		return nil // the header is sent: the zip is cut short
+	}
+	for i, a := range answers {
+		if a.stat == nil && a.seg == nil && a.total == 0 {
+			continue // a tab the segments cannot answer
+		}
+		name := cs[i].Key + "-" + a.tab.Key + ".csv"
+		rows = rows[:0]
+		var header []string
+		if a.stat != nil {
+			t, _ := tableOf(a.tab.Stat)
+			header = []string{"value", strings.ToLower(t.Counts)}
+			for _, r := range a.stat.Rows[:min(len(a.stat.Rows), zipRows(v))] {
+				rows = append(rows, []string{r.Value, strconv.FormatUint(r.Count, 10)})
+			}
+		} else {
+			st := a.tab.seg
+			header = append(slices.Clone(st.Dims), st.Metric)
+			if st.Goals {
+				header = append(header, "conversion_rate")
+			}
+			for _, r := range a.seg {
+				var rec []string
+				for _, x := range r.Dimensions {
+					rec = append(rec, dimString(x))
+				}
+				for _, m := range r.Metrics {
+					rec = append(rec, strconv.FormatFloat(metricFloat(m), 'f', -1, 64))
+				}
+				rows = append(rows, rec)
+			}
+		}
+		if err := file(name, header, rows); err != nil {
+			return nil // the header is sent: the zip is cut short
+		}
+	}
+	return nil
+}
