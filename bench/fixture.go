@@ -93,7 +93,7 @@ func (r *runner) buildFixture(ctx context.Context) (*fixture, error) {
 	f.last = DefaultStart.AddDate(0, 0, days-1)
 	f.clock = newClock(f.first)
 	var err error
-	f.e, err = engine.Open(&engine.Options{Dir: f.dir, NoSync: true, SnapshotEvery: -1, Now: f.clock.fn()})
+	f.e, err = engine.Open(&engine.Options{Dir: f.dir, NoSync: true, SnapshotEvery: -1, QueryCache: -1, Now: f.clock.fn()})
 	if err != nil {
 		return nil, err
 	}

@@ -207,7 +207,7 @@ func (r *runner) restart(ctx context.Context, res *SnapshotResult) error {
 			return err
 		}
 		start = time.Now()
-		f.e, err = engine.Open(&engine.Options{Dir: f.dir, NoSync: true, SnapshotEvery: -1, Now: f.clock.fn()})
+		f.e, err = engine.Open(&engine.Options{Dir: f.dir, NoSync: true, SnapshotEvery: -1, QueryCache: -1, Now: f.clock.fn()})
 		if err != nil {
 			return err
 		}

@@ -174,7 +174,7 @@ func Open(opts *Options) (*Engine, error) {
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	e.parts = newPartCache(max(4*e.sealBytes, 1<<20))
 	e.wholes = newWholeCache(max(4*e.sealBytes, 1<<20))
-	e.results = newResultCache()
+	e.results = newResultCache(o.QueryCache)
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {

@@ -90,6 +90,11 @@ type Options struct {
 	// Retention drops days older than this many days from memory and disk.
 	// Default 0: keep everything.
 	Retention int
+	// QueryCache is how many answers of Owner.Query are kept for a repeated
+	// query whose website got no new data since (see docs/design.md,
+	// "Query caches"). Default 0: 256; a negative value keeps none (the
+	// benchmarks measure queries so).
+	QueryCache int
 
 	// Now is the clock. Default time.Now.
 	Now func() time.Time

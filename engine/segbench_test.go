@@ -48,7 +48,7 @@ func segBenchFixture(b *testing.B, site bench.Site, days int) *segStore {
 	t0 := time.Now()
 	start := bench.DefaultStart
 	now := start
-	e, err := engine.Open(&engine.Options{NoSync: true, SnapshotEvery: -1, Now: func() time.Time { return now }})
+	e, err := engine.Open(&engine.Options{NoSync: true, SnapshotEvery: -1, QueryCache: -1, Now: func() time.Time { return now }})
 	if err != nil {
 		b.Fatal(err)
 	}

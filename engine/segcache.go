@@ -205,10 +205,12 @@ func (c *wholeCache) drop(site uint32) {
 // retention drops bump evictGen), and none goes back, so an answer is never
 // served after its data changed; a query that raced a change is stored
 // under the version it read first, which no later query has. At most
-// maxResults answers of at most maxResultRows rows are kept, the least
-// recently used evicted; answers are copied in and out.
+// Options.QueryCache answers of at most maxResultRows rows are kept, the least
+// recently used evicted; answers are copied in and out. A nil cache keeps
+// nothing.
 type resultCache struct {
 	mu      sync.Mutex
+	max     int
 	tick    uint64
 	entries map[string]*cachedResult
 	hits    uint64 // for tests
@@ -220,16 +222,27 @@ type cachedResult struct {
 }
 
 const (
-	maxResults    = 256
-	maxResultRows = 1000
+	defaultResults = 256
+	maxResultRows  = 1000
 )
 
-func newResultCache() *resultCache {
-	return &resultCache{entries: make(map[string]*cachedResult)}
+// newResultCache returns a cache of n answers: defaultResults for 0, none
+// (nil) for a negative n.
+func newResultCache(n int) *resultCache {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		n = defaultResults
+	}
+	return &resultCache{max: n, entries: make(map[string]*cachedResult)}
 }
 
 // get returns a copy of the answer under key.
 func (c *resultCache) get(key string) (QueryResult, bool) {
+	if c == nil {
+		return QueryResult{}, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -244,13 +257,13 @@ func (c *resultCache) get(key string) (QueryResult, bool) {
 
 // put keeps a copy of res under key, if it is small enough.
 func (c *resultCache) put(key string, res QueryResult) {
-	if len(res.Results) > maxResultRows {
+	if c == nil || len(res.Results) > maxResultRows {
 		return
 	}
 	res = res.clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= maxResults {
+	if len(c.entries) >= c.max {
 		var oldest string
 		var used uint64 = 1<<64 - 1
 		for k, e := range c.entries {

@@ -150,3 +150,22 @@ func TestResultCache(t *testing.T) {
 		t.Errorf("the answer did not change with the time zone: %+v", after.Results)
 	}
 }
+
+// TestResultCacheOff: QueryCache < 0 keeps no answer.
+func TestResultCacheOff(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return now }})
+	defer e.Close()
+	if _, err := e.Track(context.Background(), hardHit(site, now.Add(-time.Hour), "a", "https://hard.example/")); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Metrics: []string{"bounce_rate"}, DateRange: DateRange{FromDay: DateOf(2026, 11, 21), ToDay: DateOf(2026, 11, 21)}}
+	for range 2 {
+		if _, err := e.Unscoped().Query(context.Background(), site, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.results != nil {
+		t.Errorf("a cache of answers with QueryCache -1")
+	}
+}
