@@ -62,11 +62,9 @@ type Engine struct {
 	// asks for an early snapshot on kick (see loop).
 	sealBytes int
 	kick      chan struct{}
-	// parts caches decoded sealed parts for queries: 4 × sealBytes, at
-	// least 1 MiB.
+	// parts caches decoded sealed parts for queries.
 	parts *partCache
-	// wholes caches open days made whole for queries: 4 × sealBytes, at
-	// least 1 MiB.
+	// wholes caches open days made whole for queries.
 	wholes *wholeCache
 	// results caches the answers of queries (resultCache).
 	results *resultCache
@@ -172,9 +170,11 @@ func Open(opts *Options) (*Engine, error) {
 		lastCompact: time.Now(),
 	}
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
-	e.parts = newPartCache(max(4*e.sealBytes, 1<<20))
-	e.wholes = newWholeCache(max(4*e.sealBytes, 1<<20))
-	e.results = newResultCache(o.QueryCache)
+	// The caches are outside MemoryBudget: each is a sixteenth of it at
+	// most (sealBytes), at least 1 MiB.
+	e.parts = newPartCache(max(e.sealBytes, 1<<20))
+	e.wholes = newWholeCache(max(e.sealBytes, 1<<20))
+	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {

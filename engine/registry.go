@@ -544,6 +544,7 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 	// (A query in flight may still cache a day of it: ids are never
 	// reused, and the cache's bound evicts it.)
 	e.wholes.drop(id)
+	e.results.drop(id)
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
 	if err := e.store.DeleteWebsite(id); err != nil {

@@ -131,6 +131,7 @@ type cachedWhole struct {
 	live   *segDay // the day's segments when w was made
 	nv, nh int     // and their rows then
 	w      *segDay
+	size   int // w's and live's rows
 	used   uint64
 }
 
@@ -153,19 +154,21 @@ func (c *wholeCache) get(site uint32, date buckets.Date, live *segDay) *segDay {
 	return e.w
 }
 
-// put keeps w, made whole from live when live had nv visits and nh hits.
-func (c *wholeCache) put(site uint32, date buckets.Date, live *segDay, nv, nh int, w *segDay) {
-	if w.size > c.max {
+// put keeps w, made whole from live when live had nv visits, nh hits and
+// rowBytes of rows. The entry counts those rows too: it keeps live.
+func (c *wholeCache) put(site uint32, date buckets.Date, live *segDay, nv, nh, rowBytes int, w *segDay) {
+	size := w.size + rowBytes
+	if size > c.max {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := wholeKey{site, date}
 	if old, ok := c.days[k]; ok {
-		c.size -= old.w.size
+		c.size -= old.size
 		delete(c.days, k)
 	}
-	for c.size+w.size > c.max {
+	for c.size+size > c.max {
 		var oldest wholeKey
 		var used uint64 = 1<<64 - 1
 		for k, e := range c.days {
@@ -173,12 +176,12 @@ func (c *wholeCache) put(site uint32, date buckets.Date, live *segDay, nv, nh in
 				oldest, used = k, e.used
 			}
 		}
-		c.size -= c.days[oldest].w.size
+		c.size -= c.days[oldest].size
 		delete(c.days, oldest)
 	}
 	c.tick++
-	c.days[k] = &cachedWhole{live: live, nv: nv, nh: nh, w: w, used: c.tick}
-	c.size += w.size
+	c.days[k] = &cachedWhole{live: live, nv: nv, nh: nh, w: w, size: size, used: c.tick}
+	c.size += size
 }
 
 // drop forgets website site's days (deleted).
@@ -187,7 +190,7 @@ func (c *wholeCache) drop(site uint32) {
 	defer c.mu.Unlock()
 	for k, e := range c.days {
 		if k.site == site {
-			c.size -= e.w.size
+			c.size -= e.size
 			delete(c.days, k)
 		}
 	}
@@ -195,58 +198,66 @@ func (c *wholeCache) drop(site uint32) {
 
 // resultCache keeps the answers of recent queries (Owner.Query) that the
 // segments answered, so that a dashboard shown again, or a query repeated,
-// while its website got no new data costs a lookup. An answer is keyed by
-// the resolved query and by everything its answer depends on: the
-// website's configuration and goals (their current objects: any change
-// stores new ones) and its data version: the last log record applied, the
-// generations of eviction and retention (evictGen), of frozen days'
-// changes (rollGen), the retention cut and the number of dates. Every
-// change of a website's data changes one of them (a hit is a log record;
-// retention drops bump evictGen), and none goes back, so an answer is never
-// served after its data changed; a query that raced a change is stored
-// under the version it read first, which no later query has. At most
-// Options.QueryCache answers of at most maxResultRows rows are kept, the least
+// while its website got no new data costs a lookup. An answer is found by
+// the website, the resolved query and the website's data version: the last
+// log record applied, the generations of eviction and retention
+// (evictGen) and of frozen days' changes (rollGen), the retention cut and
+// the number of dates. Every change of a website's data changes one of
+// them (a hit is a log record; retention drops bump evictGen) and none
+// goes back. The entry also holds the website's configuration and goals
+// objects it was answered with (any change of them stores new ones) and is
+// used only with the same: held by the entry, they cannot be freed and
+// their addresses reused. So an answer is never served after its data
+// changed; a query that raced a change is stored under the version it
+// read first, which no later query has.
+//
+// The cache is bounded by Options.QueryCache answers and by maxBytes of
+// their estimated size (an answer over maxBytes/8 is not kept), the least
 // recently used evicted; answers are copied in and out. A nil cache keeps
 // nothing.
 type resultCache struct {
-	mu      sync.Mutex
-	max     int
-	tick    uint64
-	entries map[string]*cachedResult
-	hits    uint64 // for tests
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	size     int
+	tick     uint64
+	entries  map[string]*cachedResult
+	hits     uint64 // for tests
 }
 
 type cachedResult struct {
-	res  QueryResult
-	used uint64
+	site  uint32
+	cfg   *siteConfig
+	goals *goalSet
+	res   QueryResult
+	size  int
+	used  uint64
 }
 
-const (
-	defaultResults = 256
-	maxResultRows  = 1000
-)
+const defaultResults = 256
 
-// newResultCache returns a cache of n answers: defaultResults for 0, none
-// (nil) for a negative n.
-func newResultCache(n int) *resultCache {
+// newResultCache returns a cache of n answers (defaultResults for 0, none,
+// nil, for a negative n) and maxBytes.
+func newResultCache(n, maxBytes int) *resultCache {
 	switch {
 	case n < 0:
 		return nil
 	case n == 0:
 		n = defaultResults
 	}
-	return &resultCache{max: n, entries: make(map[string]*cachedResult)}
+	return &resultCache{max: n, maxBytes: maxBytes, entries: make(map[string]*cachedResult)}
 }
 
-// get returns a copy of the answer under key.
-func (c *resultCache) get(key string) (QueryResult, bool) {
+// get returns a copy of the answer under key, if it was answered with cfg
+// and goals.
+func (c *resultCache) get(key string, cfg *siteConfig, goals *goalSet) (QueryResult, bool) {
 	if c == nil {
 		return QueryResult{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok {
+	if !ok || e.cfg != cfg || e.goals != goals {
 		return QueryResult{}, false
 	}
 	c.tick++
@@ -255,15 +266,24 @@ func (c *resultCache) get(key string) (QueryResult, bool) {
 	return e.res.clone(), true
 }
 
-// put keeps a copy of res under key, if it is small enough.
-func (c *resultCache) put(key string, res QueryResult) {
-	if c == nil || len(res.Results) > maxResultRows {
+// put keeps a copy of res, the answer of website site with cfg and goals,
+// under key, if it is small enough.
+func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *goalSet, res QueryResult) {
+	if c == nil {
+		return
+	}
+	size := len(key) + res.estimate()
+	if size > c.maxBytes/8 {
 		return
 	}
 	res = res.clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
+	if old, ok := c.entries[key]; ok {
+		c.size -= old.size
+		delete(c.entries, key)
+	}
+	for len(c.entries) > 0 && (len(c.entries) >= c.max || c.size+size > c.maxBytes) {
 		var oldest string
 		var used uint64 = 1<<64 - 1
 		for k, e := range c.entries {
@@ -271,10 +291,50 @@ func (c *resultCache) put(key string, res QueryResult) {
 				oldest, used = k, e.used
 			}
 		}
+		c.size -= c.entries[oldest].size
 		delete(c.entries, oldest)
 	}
 	c.tick++
-	c.entries[key] = &cachedResult{res: res, used: c.tick}
+	c.entries[key] = &cachedResult{site: site, cfg: cfg, goals: goals, res: res, size: size, used: c.tick}
+	c.size += size
+}
+
+// drop forgets website site's answers (deleted).
+func (c *resultCache) drop(site uint32) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if e.site == site {
+			c.size -= e.size
+			delete(c.entries, k)
+		}
+	}
+}
+
+// estimate returns about how many bytes r holds: its rows' values and the
+// meta's time labels.
+func (r QueryResult) estimate() int {
+	n := 64
+	for _, row := range r.Results {
+		n += 48 + 16*(len(row.Dimensions)+len(row.Metrics))
+		for _, d := range row.Dimensions {
+			if s, ok := d.(string); ok {
+				n += len(s)
+			}
+		}
+		for _, m := range row.Metrics {
+			if rv, ok := m.(*Revenue); ok && rv != nil {
+				n += 64 + len(rv.Currency) + len(rv.Short) + len(rv.Long)
+			}
+		}
+	}
+	for _, l := range r.Meta.TimeLabels {
+		n += 16 + len(l)
+	}
+	return n
 }
 
 // clone copies r's rows and meta deeply enough that neither copy's

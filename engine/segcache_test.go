@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -167,5 +169,114 @@ func TestResultCacheOff(t *testing.T) {
 	}
 	if e.results != nil {
 		t.Errorf("a cache of answers with QueryCache -1")
+	}
+}
+
+// TestResultCacheGoalsReplaced: deleting a goal and adding one of the same
+// name on another page answers the new goal, however often it is done
+// (a key of the goal set's address served the old goal once the garbage
+// collector reused the address).
+func TestResultCacheGoalsReplaced(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	o := e.Unscoped()
+	var hs []Hit
+	for i, p := range []string{"/a", "/a", "/a", "/b"} {
+		hs = append(hs, hardHit(site, now.Add(-time.Duration(i+1)*time.Minute), fmt.Sprint("v", i), "https://hard.example"+p))
+	}
+	if _, err := e.Track(ctx, hs...); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Metrics: []string{"visitors"}, Dimensions: []string{"event:goal"}, DateRange: DateRange{FromDay: DateOf(2026, 11, 21), ToDay: DateOf(2026, 11, 21)}}
+	for i := range 300 {
+		page, want := "/a", int64(3)
+		if i%2 == 1 {
+			page, want = "/b", 1
+		}
+		g, err := o.AddGoal(ctx, site, Goal{DisplayName: "G", PagePath: page})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := o.Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Results) != 1 || res.Results[0].Metrics[0] != want {
+			t.Fatalf("round %d, goal G on %s: %+v, want %d visitors", i, page, res.Results, want)
+		}
+		if err := o.DeleteGoal(ctx, site, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		if i%16 == 0 {
+			runtime.GC()
+		}
+	}
+}
+
+// TestResultCacheZoneRules: two time zones with the same offset at both
+// ends of a range (UTC and London in January and December) give the same
+// range, but London's summer hour moves a hit at 23:30 UTC to the next
+// day: the answer changes with the zone.
+func TestResultCacheZoneRules(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	o := e.Unscoped()
+	h := hardHit(site, time.Date(2025, 7, 1, 23, 30, 0, 0, time.UTC), "a", "https://hard.example/")
+	if _, err := e.Track(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Metrics: []string{"visitors"}, Dimensions: []string{"time:day"}, DateRange: DateRange{FromDay: DateOf(2025, 1, 1), ToDay: DateOf(2025, 12, 31)}}
+	day := func() any {
+		t.Helper()
+		res, err := o.Query(ctx, site, q)
+		if err != nil || len(res.Results) != 1 {
+			t.Fatalf("%+v, %v", res.Results, err)
+		}
+		return res.Results[0].Dimensions[0]
+	}
+	if d := day(); d != "2025-07-01" {
+		t.Fatalf("in UTC the hit is on %v", d)
+	}
+	tz := "Europe/London"
+	if _, err := o.UpdateWebsite(ctx, site, WebsiteInput{Timezone: &tz}); err != nil {
+		t.Fatal(err)
+	}
+	if d := day(); d != "2025-07-02" {
+		t.Errorf("in London the hit is on %v, want 2025-07-02", d)
+	}
+}
+
+// TestResultCacheRetention: days retention drops leave the answer at once.
+func TestResultCacheRetention(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Retention: 30, Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	if _, err := e.Track(ctx, hardHit(site, now.AddDate(0, 0, -20), "a", "https://hard.example/"),
+		hardHit(site, now.Add(-time.Hour), "b", "https://hard.example/")); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Metrics: []string{"visitors", "bounce_rate"}, DateRange: DateRange{FromDay: DateOf(2026, 10, 1), ToDay: DateOf(2026, 11, 21)}}
+	visitors := func() any {
+		t.Helper()
+		res, err := e.Unscoped().Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Results[0].Metrics[0]
+	}
+	if v := visitors(); v != int64(2) {
+		t.Fatalf("before the cut: %v visitors", v)
+	}
+	now = now.AddDate(0, 0, 15) // the first hit is 35 days old
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := visitors(); v != int64(1) {
+		t.Errorf("after retention dropped the first hit's day: %v visitors, want 1", v)
 	}
 }

@@ -46,7 +46,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	e.regMu.RLock()
 	goals := s.goals
 	e.regMu.RUnlock()
-	goalsKey := goals // nil for none: the key of the cached answers
+	goalsKey := goals // nil for none: what the cached answers are checked with
 	if goals == nil {
 		goals = &goalSet{}
 	}
@@ -58,7 +58,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 		start = min(start, d)
 	}
 	st := s.state
-	version := fmt.Sprintf("%d|%p|%p|%d|%d|%d|%d|%t|%d|", cfg.id, cfg, goalsKey, st.lastSeq, st.evictGen, st.rollGen, st.cut, st.cutPending, len(st.dates))
+	version := fmt.Sprintf("%d|%d|%d|%d|%d|%t|%d|", cfg.id, st.lastSeq, st.evictGen, st.rollGen, st.cut, st.cutPending, len(st.dates))
 	sh.mu.Unlock()
 	if start == math.MaxInt32 {
 		start = 0
@@ -79,7 +79,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 		return QueryResult{}, err
 	}
 	key := version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
-	if res, ok := e.results.get(key); ok {
+	if res, ok := e.results.get(key, cfg, goalsKey); ok {
 		res.Query = r.Echo()
 		return res, nil
 	}
@@ -87,7 +87,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	if err != nil {
 		return QueryResult{}, err
 	}
-	e.results.put(key, res)
+	e.results.put(key, cfg.id, cfg, goalsKey, res)
 	return res, nil
 }
 
@@ -376,8 +376,8 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		seg    *segDay
 		frozen bool
 		// Of an open day: its live segments and their rows, for e.wholes.
-		live   *segDay
-		nv, nh int
+		live             *segDay
+		nv, nh, rowBytes int
 	}
 	var sealed []sealedDay
 	var cached []*segDay
@@ -391,7 +391,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 				cached = append(cached, w)
 				return
 			}
-			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits()})
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits(), rowBytes: d.seg.rowBytes()})
 		default:
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, frozen: true})
 		}
@@ -424,7 +424,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		if sd.frozen {
 			e.installWhole(s, sd.date, sd.seg, w)
 		} else {
-			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, w)
+			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
 		}
 		fn(w, false)
 	}
@@ -713,6 +713,12 @@ type plan struct {
 	dense     []uint64
 	sd        *segDay
 	dayGroups map[gkey]*group // the groups of the day's keys
+	// dayGroup0 is the day's one group of a query without dimensions;
+	// dayGroup1 the day's groups of a query of one dimension by its id,
+	// for ids below maxDenseKey (dictionary ids, time labels, goals): a
+	// slice instead of hashing a gkey per hit.
+	dayGroup0 *group
+	dayGroup1 []*group
 	slotMemo  map[int64]uint32
 	labels    []string
 	labelIDs  map[string]uint32
@@ -1339,6 +1345,8 @@ func (p *plan) scanDay(sd *segDay) {
 	}
 	p.touched = p.touched[:0]
 	p.dayGroups = make(map[gkey]*group)
+	p.dayGroup0 = nil
+	clear(p.dayGroup1)
 	p.filter.startDay(p, sd)
 	// When every dimension is the visit's, a visit's hits all fall in one
 	// group: it is found once per visit.
@@ -1604,8 +1612,34 @@ func (p *plan) timeLabel(ms int64) uint32 {
 // gkey is a group key of day-local ids (MaxQueryDimensions at most).
 type gkey [MaxQueryDimensions]uint32
 
+// maxDenseKey bounds the ids plan.dayGroup1 holds (a slice of at most
+// 1 MiB of pointers per plan).
+const maxDenseKey = 1 << 17
+
 // group returns the group of the current key, creating it.
 func (p *plan) group(sd *segDay) *group {
+	switch {
+	case len(p.dims) == 0:
+		if p.dayGroup0 == nil {
+			p.dayGroup0 = p.globalGroup(sd)
+		}
+		return p.dayGroup0
+	case len(p.dims) == 1 && p.key[0] < maxDenseKey && p.dims[0].kind != dkCity:
+		id := int(p.key[0])
+		if id < len(p.dayGroup1) {
+			if g := p.dayGroup1[id]; g != nil {
+				return g
+			}
+		}
+		g := p.globalGroup(sd)
+		if g != nil {
+			if id >= len(p.dayGroup1) {
+				p.dayGroup1 = slices.Grow(p.dayGroup1, id+1-len(p.dayGroup1))[:id+1]
+			}
+			p.dayGroup1[id] = g
+		}
+		return g
+	}
 	var k gkey
 	copy(k[:], p.key)
 	if g, ok := p.dayGroups[k]; ok {
