@@ -168,10 +168,9 @@ func parseView(q url.Values) (viewState, error) {
 		if t == "" {
 			continue
 		}
-		if !slices.ContainsFunc(c.Tabs, func(tb cardTab) bool { return tb.Key == t }) {
-			return vs, badRequest("The %s tab %q is not known.", c.Key, cutParam(t))
-		}
-		if t != c.Tabs[0].Key {
+		// An unknown tab shows the first: card keys were other parameters
+		// before (page=2 on a statistic's page).
+		if t != c.Tabs[0].Key && slices.ContainsFunc(c.Tabs, func(tb cardTab) bool { return tb.Key == t }) {
 			vs.Tabs[c.Key] = t
 		}
 	}

@@ -8,11 +8,15 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -196,7 +200,7 @@ func TestOverviewFilterErrors(t *testing.T) {
 	}
 	for _, q := range []string{
 		"f=equals,page,/", "f=is,nope,x", "f=is,page", "f=is,props:" + strings.Repeat("k", 301) + ",v",
-		many.Encode(), "f=is,goal,Nope", "referrer=nope", "interval=fortnight", "compare=tomorrow",
+		many.Encode(), "f=is,goal,Nope", "interval=fortnight", "compare=tomorrow",
 		"f=is,page," + strings.Repeat("p", maxParam+1), "prop=" + strings.Repeat("k", 301),
 	} {
 		res := c.get("/stats/public.example?" + q)
@@ -205,6 +209,13 @@ func TestOverviewFilterErrors(t *testing.T) {
 		}
 		if res := c.get("/stats/public.example/export.zip?" + q); res.status != http.StatusBadRequest {
 			t.Errorf("export %.80s: status %d, want 400", q, res.status)
+		}
+	}
+	// Unknown tabs show the first; ranges whose comparison starts before
+	// year 0 render.
+	for _, q := range []string{"referrer=nope&page=2", "from=0000-01-01&to=0000-01-01", "from=0000-01-01&to=0000-01-02&compare=year&f=is,source,Google"} {
+		if res := c.get("/stats/public.example?" + q); res.status != http.StatusOK {
+			t.Errorf("%s: status %d: %.200s", q, res.status, mainText(res.body))
 		}
 	}
 	// A private website's filtered view and export are as unknown as the
@@ -250,6 +261,8 @@ func readZip(t *testing.T, body string) map[string][][]string {
 func TestExportZip(t *testing.T) {
 	f := newFixture(t)
 	f.trackScenario()
+	// An event a spreadsheet would take for a formula.
+	f.track(hit{url: "https://public.example/", ref: "https://www.google.com/", ip: "198.51.100.1", at: day("2026-11-20 10:05"), event: "=SUM(1)"})
 	c := f.client()
 	res := c.get("/stats/public.example/export.zip?f=is,source,Google&referrer=channels")
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/zip" {
@@ -274,6 +287,7 @@ func TestExportZip(t *testing.T) {
 	has("referrer-channels.csv", "Organic Search", "1")
 	has("page-top.csv", "/", "1")
 	has("chart.csv", "Fri 20 Nov 2026", "1", "2")
+	has("event-events.csv", "'=SUM(1)", "1")
 	if _, ok := files["continent-continents.csv"]; ok {
 		t.Error("a filtered export has continents, which the segments do not keep")
 	}
@@ -284,6 +298,7 @@ func TestExportZip(t *testing.T) {
 	has("page-top.csv", "/", "2")
 	has("continent-continents.csv", "", "3")
 	has("referrer-referrers.csv", "www.google.com", "1")
+	has("event-events.csv", "'=SUM(1)::", "1")
 }
 
 // TestViewSlots checks that overviews and exports beyond the slots wait,
@@ -312,5 +327,45 @@ func TestViewSlots(t *testing.T) {
 	}
 	if len(f.p.views) != cap(f.p.views)-1 {
 		t.Errorf("%d slots taken after the request, want %d: a slot leaked", len(f.p.views), cap(f.p.views)-1)
+	}
+}
+
+// blockedWriter is a client that does not read: its first Write waits
+// until unblock is closed.
+type blockedWriter struct {
+	*httptest.ResponseRecorder
+	writing, unblock chan struct{}
+	once             sync.Once
+}
+
+func (w *blockedWriter) Write(b []byte) (int, error) {
+	w.once.Do(func() { close(w.writing); <-w.unblock })
+	return w.ResponseRecorder.Write(b)
+}
+
+// TestViewSlotNotHeldWhileWriting: the overview and the export give their
+// slot back before they write, so clients that do not read cannot take
+// every slot.
+func TestViewSlotNotHeldWhileWriting(t *testing.T) {
+	f := newFixture(t)
+	f.trackScenario()
+	r := httprouter.New()
+	f.p.Register(r)
+	for _, path := range []string{"/stats/public.example?f=is,source,Google", "/stats/public.example/export.zip"} {
+		w := &blockedWriter{ResponseRecorder: httptest.NewRecorder(), writing: make(chan struct{}), unblock: make(chan struct{})}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		}()
+		<-w.writing
+		if n := len(f.p.views); n != 0 {
+			t.Errorf("%s: %d slots taken while the answer is written, want 0", path, n)
+		}
+		close(w.unblock)
+		<-done
+		if w.Code != http.StatusOK {
+			t.Errorf("%s: status %d", path, w.Code)
+		}
 	}
 }

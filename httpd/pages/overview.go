@@ -96,6 +96,10 @@ func cardsFor(goals []engine.Goal, vs viewState) []card {
 	return append(out, card{"props", []cardTab{pt}})
 }
 
+// firstQueryDay is the first day the query API takes (year 0): the range
+// compared with one that starts near it may begin before.
+var firstQueryDay = engine.DateOf(0, 1, 1)
+
 // chartUnit returns the chart's interval: the one asked for when it fits
 // the range, else hours for one day, months beyond 92 days, days between.
 func chartUnit(dr dateRange, asked string) string {
@@ -131,6 +135,9 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 	var series, cmpSeries []bucket
 	totals := func(r dateRange, t *engine.Totals, st *sessionTotals) func() error {
 		return func() error {
+			if r.From < firstQueryDay {
+				return nil // a comparison before year 0: no data
+			}
 			if filtered {
 				var err error
 				*t, *st, err = p.segTotals(ctx, id, r.From, r.To, vs.Filters)
@@ -150,7 +157,7 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		totals(cmp, &prev, &sessPrev),
 		func() (err error) { series, err = p.seriesOf(ctx, id, dr, unit, vs.Filters); return err },
 	}
-	if vs.Compare != "" {
+	if vs.Compare != "" && cmp.From >= firstQueryDay {
 		fns = append(fns, func() (err error) { cmpSeries, err = p.seriesOf(ctx, id, cmp, unit, vs.Filters); return err })
 	}
 	cs := cardsFor(goals, vs)
@@ -453,7 +460,7 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer release() // on the paths that fail before the answers are in
 	d, err := p.overviewData(ctx, v, dr, vs)
 	if err != nil {
 		return err
@@ -471,6 +478,9 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 	if err := parallel(fns...); err != nil {
 		return err
 	}
+	// Everything is answered: a slow reader of the zip must not hold the
+	// slot.
+	release()
 	capped := false
 	for _, a := range answers {
 		n := len(a.seg)

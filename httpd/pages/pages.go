@@ -211,13 +211,14 @@ var errNotFound = &httpError{http.StatusNotFound, ""}
 var errViewsBusy = errors.New("pages: too many views at once")
 
 // viewSlot waits for a slot of p.views; release it with the function it
-// returns.
+// returns (once; later calls do nothing).
 func (p *Pages) viewSlot(ctx context.Context) (release func(), err error) {
 	t := time.NewTimer(p.viewWait)
 	defer t.Stop()
 	select {
 	case p.views <- struct{}{}:
-		return func() { <-p.views }, nil
+		var once sync.Once
+		return func() { once.Do(func() { <-p.views }) }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:

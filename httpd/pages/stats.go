@@ -263,8 +263,10 @@ func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return err
 	}
-	defer release()
 	d, err := p.overviewData(r.Context(), v, dr, vs)
+	// The slot bounds the queries, not the writing: a slow reader must not
+	// hold one.
+	release()
 	if err != nil {
 		return err
 	}
