@@ -66,6 +66,11 @@ type Engine struct {
 	parts *partCache
 	// wholes caches open days made whole for queries.
 	wholes *wholeCache
+	// wholeLimit bounds the rows of a day with sealed parts a segment
+	// query makes whole (a quarter of MemoryBudget, at least 64 MiB; 0,
+	// none, without a budget): a day beyond it is a *QueryError (Limit
+	// "MemoryBudget") rather than a heap the size of the day.
+	wholeLimit int64
 	// results caches the answers of queries (resultCache).
 	results *resultCache
 
@@ -173,6 +178,9 @@ func Open(opts *Options) (*Engine, error) {
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
 	e.parts = newPartCache(max(e.sealBytes, 1<<20))
+	if o.MemoryBudget > 0 {
+		e.wholeLimit = max(o.MemoryBudget/4, 64<<20)
+	}
 	e.wholes = newWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.salts.m = make(map[saltKey][16]byte)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -278,5 +279,42 @@ func TestResultCacheRetention(t *testing.T) {
 	}
 	if v := visitors(); v != int64(1) {
 		t.Errorf("after retention dropped the first hit's day: %v visitors, want 1", v)
+	}
+}
+
+// TestWholeLimit: a segment query of a range holding a day with more
+// sealed rows than wholeLimit is a *QueryError naming MemoryBudget; the
+// day buckets still answer.
+func TestWholeLimit(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{MemoryBudget: 1 << 10, Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := e.Track(ctx, hardHit(site, now.Add(-time.Duration(i)*time.Minute), fmt.Sprint("v", i), fmt.Sprintf("https://hard.example/p%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := sealedParts(e, site); n < 3 {
+		t.Fatalf("%d sealed parts: the test did not seal", n)
+	}
+	q := Query{Metrics: []string{"visitors", "bounce_rate"}, DateRange: DateRange{FromDay: DateOf(2026, 11, 21), ToDay: DateOf(2026, 11, 21)}}
+	if _, err := e.Unscoped().Query(ctx, site, q); err != nil {
+		t.Fatalf("under the limit: %v", err)
+	}
+	e.wholeLimit = 2 * int64(e.sealBytes)
+	e.wholes.drop(site)
+	e.results.drop(site) // else the answer above is served again
+	_, err := e.Unscoped().Query(ctx, site, q)
+	var qe *QueryError
+	if !errors.As(err, &qe) || qe.Limit != "MemoryBudget" {
+		t.Fatalf("over the limit: %v, want a QueryError of MemoryBudget", err)
+	}
+	tot, err := e.Unscoped().Totals(ctx, site, DateOf(2026, 11, 21), DateOf(2026, 11, 21))
+	if err != nil || tot.Visitors != 20 {
+		t.Errorf("the day buckets: %+v, %v", tot, err)
 	}
 }

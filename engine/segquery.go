@@ -381,11 +381,20 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	}
 	var sealed []sealedDay
 	var cached []*segDay
+	var tooLarge error
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
 			fn(d.seg, d.open)
+		case tooLarge != nil:
+		case e.wholeLimit > 0 && int64(d.seg.parts)*int64(e.sealBytes)+int64(d.seg.rowBytes()) > e.wholeLimit:
+			est := int64(d.seg.parts)*int64(e.sealBytes) + int64(d.seg.rowBytes())
+			tooLarge = &QueryError{
+				Msg: fmt.Sprintf("The range holds a day (%v) of about %d MiB of rows, more than one query may read under the memory budget (%d MiB): run the server with a larger -memory-budget to query it.",
+					date, est>>20, e.wholeLimit>>20),
+				Limit: "MemoryBudget",
+			}
 		case d.open:
 			if w := e.wholes.get(id, date, d.seg); w != nil {
 				cached = append(cached, w)
@@ -396,6 +405,9 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, frozen: true})
 		}
 	})
+	if err == nil {
+		err = tooLarge
+	}
 	if err != nil {
 		return err
 	}

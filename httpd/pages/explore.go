@@ -3,6 +3,7 @@ package pages
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -431,6 +432,9 @@ type sessionTotals struct {
 	BounceRate    float64 // percent
 	VisitDuration float64 // seconds
 	ViewsPerVisit float64 // -1: not answerable with these filters
+	// TooLarge: the range holds a day larger than one query may read
+	// under the memory budget; the session totals are not shown.
+	TooLarge bool
 }
 
 // metricFloat reads a metric of a result row as a float.
@@ -482,10 +486,20 @@ func (p *Pages) segTotals(ctx context.Context, id uint32, from, to engine.Date, 
 func (p *Pages) query(ctx context.Context, id uint32, q engine.Query) (engine.QueryResult, error) {
 	res, err := p.e.Unscoped().Query(ctx, id, q)
 	var qe *engine.QueryError
-	if errors.As(err, &qe) {
+	switch {
+	case errors.As(err, &qe) && qe.Limit == "MemoryBudget":
+		return res, &httpError{http.StatusServiceUnavailable, qe.Msg}
+	case errors.As(err, &qe):
 		return res, badRequest("%s", qe.Msg)
 	}
 	return res, err
+}
+
+// tooLarge reports the error of a query that would read a day larger
+// than the memory budget lets one query read.
+func tooLarge(err error) bool {
+	var he *httpError
+	return errors.As(err, &he) && he.status == http.StatusServiceUnavailable
 }
 
 // segTop answers a table from the segments: its first n rows over dr with

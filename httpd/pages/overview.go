@@ -16,22 +16,24 @@ import (
 
 // overviewData is the data of overview.html.
 type overviewData struct {
-	Domain    string
-	Base      string
-	Range     rangeBar
-	Period    string // the comparison range's label
-	CmpName   string // "previous period" or "same period last year"
-	Chips     []chip
-	ClearAll  string // the address without filters; "" when there are none
-	Totals    []total
-	Session   []sessionTotal
-	Chart     *chart
-	Intervals []link
-	Compares  []link
-	Cards     []cardView
-	Realtime  string
-	Export    string
-	Owner     bool
+	Domain   string
+	Base     string
+	Range    rangeBar
+	Period   string // the comparison range's label
+	CmpName  string // "previous period" or "same period last year"
+	Chips    []chip
+	ClearAll string // the address without filters; "" when there are none
+	Totals   []total
+	Session  []sessionTotal
+	// SessionNote says why Session is empty.
+	SessionNote string
+	Chart       *chart
+	Intervals   []link
+	Compares    []link
+	Cards       []cardView
+	Realtime    string
+	Export      string
+	Owner       bool
 }
 
 // link is a link of a choice (cardTab, interval, comparison): Current marks
@@ -204,6 +206,10 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
 		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
 	}
+	if sess.TooLarge {
+		d.SessionNote = "Bounce rate, visit duration and views per visit are not shown: a day of this range is larger than one query may read under the server's memory budget."
+		return d, nil
+	}
 	d.Session = []sessionTotal{
 		{Label: "Bounce rate", Value: formatRate(sess.BounceRate) + "%", Prev: formatRate(sessPrev.BounceRate) + "%",
 			Change: pointsChange(sess.BounceRate, sessPrev.BounceRate, cur.Visits, prev.Visits)},
@@ -223,6 +229,10 @@ func (p *Pages) sessionOnly(ctx context.Context, id uint32, r dateRange) (sessio
 		Metrics:   []string{"bounce_rate", "visit_duration", "views_per_visit"},
 		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
 	})
+	if tooLarge(err) {
+		// The unfiltered overview still shows what the day buckets keep.
+		return sessionTotals{TooLarge: true}, nil
+	}
 	if err != nil {
 		return sessionTotals{}, err
 	}
