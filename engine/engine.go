@@ -29,11 +29,14 @@ type Engine struct {
 	// under the shard lock of the hit's website, as the hit is applied.
 	seq atomic.Uint64
 
-	// regMu guards the registry: accounts, keys, sites, domains and the id
-	// counters. A site's web and cfg are replaced, never modified, under it.
+	// regMu guards the registry: accounts, keys, emails, invites, sites,
+	// domains and the id counters. Account records and a site's web and cfg
+	// are replaced, never modified, under it.
 	regMu       sync.RWMutex
-	accounts    map[uint32]*Account
-	keys        map[[32]byte]uint32 // key hash → account id
+	accounts    map[uint32]*accountRec
+	keys        map[[32]byte]keyRef // API key hash → its account and key
+	emails      map[string]uint32   // lower-cased email → account id
+	invites     map[uint64]*invite  // by the first 8 bytes of the token's hash
 	sites       map[uint32]*site
 	domains     map[string]uint32 // normalised domain → website id
 	nextAccount uint32            // last account id assigned
@@ -164,8 +167,10 @@ func Open(opts *Options) (*Engine, error) {
 	e := &Engine{
 		opts:     o,
 		now:      o.Now,
-		accounts: make(map[uint32]*Account),
-		keys:     make(map[[32]byte]uint32),
+		accounts: make(map[uint32]*accountRec),
+		keys:     make(map[[32]byte]keyRef),
+		emails:   make(map[string]uint32),
+		invites:  make(map[uint64]*invite),
 		sites:    make(map[uint32]*site),
 		domains:  make(map[string]uint32),
 		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),

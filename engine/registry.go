@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,16 +20,6 @@ import (
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/snapshot"
 )
-
-// Account owns websites and an API key.
-type Account struct {
-	ID        uint32    `json:"id"`
-	Name      string    `json:"name"`
-	Email     string    `json:"email"`
-	CreatedAt time.Time `json:"created_at"`
-	// KeyHash is the SHA-256 of the API key; the key itself is never stored.
-	KeyHash [32]byte `json:"key_hash"`
-}
 
 // Website is a website's record (SPEC §3.2). Text fields that are not set
 // are nil.
@@ -83,29 +74,14 @@ func (e *Engine) newKey() (string, error) {
 	return keyPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// CreateAccount creates an account and returns it with its API key, which is
-// shown only here: only its hash is stored. Email must be unique.
+// CreateAccount creates an account with a first API key ("default") and
+// returns it with the key, which is shown only here: only its hash is
+// stored. Email must be unique. The first account is an admin.
 func (e *Engine) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
-	email = strings.TrimSpace(email)
-	name = strings.TrimSpace(name)
 	var verr ValidationError
-	switch {
-	case email == "":
-		verr.add("email", "The email field is required.")
-	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>,"):
-		verr.add("email", "The email must be a valid email address.")
-	}
-	if utf8.RuneCountInString(name) > 255 {
-		verr.add("name", "The name must not be greater than 255 characters.")
-	}
+	email = checkEmail(email, &verr)
+	name = checkName(name, &verr)
 	if err := verr.orNil(); err != nil {
-		return Account{}, "", err
-	}
-	if name == "" {
-		name = email[:strings.IndexByte(email, '@')]
-	}
-	key, err := e.newKey()
-	if err != nil {
 		return Account{}, "", err
 	}
 	if !e.enter() {
@@ -114,24 +90,18 @@ func (e *Engine) CreateAccount(ctx context.Context, name, email string) (Account
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
-	for _, a := range e.accounts {
-		if strings.EqualFold(a.Email, email) {
-			verr.add("email", "The email has already been taken.")
-			return Account{}, "", &verr
-		}
-	}
-	id := e.nextAccount + 1
-	a := &Account{ID: id, Name: name, Email: email, CreatedAt: e.now().UTC().Truncate(time.Microsecond), KeyHash: hashKey(key)}
-	if err := e.putCounterLocked(counterAccount, uint64(id)); err != nil {
+	r, err := e.newAccountLocked(name, email, &verr)
+	if err != nil {
 		return Account{}, "", err
 	}
-	if err := e.putJSON(snapshot.KindAccount, uint64(id), a); err != nil {
+	key, err := e.addKeyLocked(r, "default")
+	if err != nil {
 		return Account{}, "", err
 	}
-	e.nextAccount = id
-	e.accounts[id] = a
-	e.keys[a.KeyHash] = id
-	return *a, key, nil
+	if err := e.commitNewAccountLocked(r); err != nil {
+		return Account{}, "", err
+	}
+	return r.view(), key, nil
 }
 
 // Accounts returns every account, by id.
@@ -139,8 +109,8 @@ func (e *Engine) Accounts(ctx context.Context) []Account {
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	out := make([]Account, 0, len(e.accounts))
-	for _, a := range e.accounts {
-		out = append(out, *a)
+	for _, r := range e.accounts {
+		out = append(out, r.view())
 	}
 	slices.SortFunc(out, func(a, b Account) int { return cmp.Compare(a.ID, b.ID) })
 	return out
@@ -150,10 +120,8 @@ func (e *Engine) Accounts(ctx context.Context) []Account {
 func (e *Engine) AccountByEmail(ctx context.Context, email string) (Account, error) {
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
-	for _, a := range e.accounts {
-		if strings.EqualFold(a.Email, strings.TrimSpace(email)) {
-			return *a, nil
-		}
+	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
+		return e.accounts[id].view(), nil
 	}
 	return Account{}, ErrNotFound
 }
@@ -162,62 +130,63 @@ func (e *Engine) AccountByEmail(ctx context.Context, email string) (Account, err
 func (e *Engine) Account(ctx context.Context, id uint32) (Account, error) {
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
-	a, ok := e.accounts[id]
+	r, ok := e.accounts[id]
 	if !ok {
 		return Account{}, ErrNotFound
 	}
-	return *a, nil
+	return r.view(), nil
 }
 
-// RotateKey gives the account a new API key, returned here only; the old key
-// stops working at once, and every session of the account ends.
+// RotateKey replaces every API key of the account with one new key
+// ("default"), returned here only: the old keys stop working at once, and
+// every session of the account ends. It is the command line's answer to a
+// leaked key; the web app revokes keys one by one.
 func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) {
-	key, err := e.newKey()
-	if err != nil {
-		return "", err
-	}
-	if !e.enter() {
-		return "", ErrClosed
-	}
-	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	a, ok := e.accounts[account]
-	if !ok {
-		return "", ErrNotFound
-	}
-	// End the sessions before the new key is stored: a crash between the
-	// two leaves the account signed out with its old key, never signed in
-	// with sessions the rotation should have ended.
-	if err := e.endSessionsLocked(account); err != nil {
-		return "", err
-	}
-	na := *a
-	na.KeyHash = hashKey(key)
-	if err := e.putJSON(snapshot.KindAccount, uint64(na.ID), &na); err != nil {
-		return "", err
-	}
-	delete(e.keys, a.KeyHash)
-	e.keys[na.KeyHash] = na.ID
-	e.accounts[na.ID] = &na
-	return key, nil
+	var key string
+	_, err := e.modifyAccount(account, func(r *accountRec) error {
+		// End the sessions before the new key is stored: a crash between
+		// the two leaves the account signed out with its old keys, never
+		// signed in with sessions the rotation should have ended.
+		if err := e.endSessionsLocked(account); err != nil {
+			return err
+		}
+		r.Keys = nil
+		r.Gen++
+		var err error
+		key, err = e.addKeyLocked(r, "default")
+		return err
+	})
+	return key, err
 }
 
 // Authenticate returns the account whose API key is key, or
-// ErrUnauthenticated. Keys are compared by their hashes in constant time.
+// ErrUnauthenticated (also for a disabled account). Keys are found by
+// their hashes and compared in constant time. The key's LastUsed is
+// brought up to date when it is KeyUseResolution old.
 func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) {
 	h := hashKey(key)
 	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	id, ok := e.keys[h]
-	if !ok {
+	ref, ok := e.keys[h]
+	var r *accountRec
+	if ok {
+		r = e.accounts[ref.account]
+	}
+	if r == nil || r.Disabled {
+		e.regMu.RUnlock()
 		return Account{}, ErrUnauthenticated
 	}
-	a := e.accounts[id]
-	if subtle.ConstantTimeCompare(a.KeyHash[:], h[:]) != 1 {
+	i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == ref.key })
+	if i < 0 || subtle.ConstantTimeCompare(r.Keys[i].Hash[:], h[:]) != 1 {
+		e.regMu.RUnlock()
 		return Account{}, ErrUnauthenticated
 	}
-	return *a, nil
+	stale := e.now().Sub(r.Keys[i].LastUsed) >= KeyUseResolution
+	a := r.view()
+	e.regMu.RUnlock()
+	if stale {
+		e.touchKey(ref)
+	}
+	return a, nil
 }
 
 // Website returns the website id.
@@ -615,17 +584,40 @@ func (e *Engine) loadRegistry() error {
 	if err != nil {
 		return err
 	}
+	var migrate []*accountRec
 	err = e.store.Scan(snapshot.KindAccount, func(id uint64, v []byte) error {
-		a := new(Account)
-		if err := json.Unmarshal(v, a); err != nil || uint64(a.ID) != id {
+		r := new(accountRec)
+		if err := json.Unmarshal(v, r); err != nil || uint64(r.ID) != id {
 			return fmt.Errorf("engine: account %d: %w", id, snapshot.ErrCorrupt)
 		}
-		e.accounts[a.ID] = a
-		e.keys[a.KeyHash] = a.ID
-		e.nextAccount = max(e.nextAccount, a.ID)
+		if r.LegacyKeyHash != ([32]byte{}) {
+			// Format 1 kept one key per account: it becomes "default".
+			r.NextKey++
+			r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: "default", Hash: r.LegacyKeyHash, CreatedAt: r.CreatedAt})
+			r.LegacyKeyHash = [32]byte{}
+			migrate = append(migrate, r)
+		}
+		e.indexAccountLocked(r)
+		e.nextAccount = max(e.nextAccount, r.ID)
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if len(e.accounts) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(e.accounts)), func(r *accountRec) bool { return r.Admin }) {
+		// Stores from before admins: the first account becomes one.
+		first := slices.Min(slices.Collect(maps.Keys(e.accounts)))
+		r := e.accounts[first].clone()
+		r.Admin = true
+		e.indexAccountLocked(r)
+		migrate = append(migrate, r)
+	}
+	for _, r := range migrate {
+		if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), e.accounts[r.ID]); err != nil {
+			return err
+		}
+	}
+	if err := e.loadInvites(); err != nil {
 		return err
 	}
 	err = e.store.Scan(snapshot.KindWebsite, func(id uint64, v []byte) error {

@@ -146,7 +146,7 @@ func TestSession(t *testing.T) {
 	}
 	create := func(a engine.Account) string {
 		t.Helper()
-		tok, err := e.CreateSession(ctx, a)
+		tok, err := e.CreateSession(ctx, a, engine.SessionClient{})
 		if err != nil {
 			t.Fatalf("CreateSession: %v", err)
 		}
@@ -202,7 +202,7 @@ func TestSession(t *testing.T) {
 		}
 		// A sign-in that authenticated with the old key cannot start a
 		// session after the rotation.
-		if _, err := e.CreateSession(ctx, alice); !errors.Is(err, engine.ErrUnauthenticated) {
+		if _, err := e.CreateSession(ctx, alice, engine.SessionClient{}); !errors.Is(err, engine.ErrUnauthenticated) {
 			t.Errorf("CreateSession with the rotated key: %v, want ErrUnauthenticated", err)
 		}
 		var err error
@@ -280,7 +280,7 @@ func TestSession(t *testing.T) {
 		}
 	})
 
-	if _, err := e.CreateSession(ctx, engine.Account{ID: 99}); !errors.Is(err, engine.ErrUnauthenticated) {
+	if _, err := e.CreateSession(ctx, engine.Account{ID: 99}, engine.SessionClient{}); !errors.Is(err, engine.ErrUnauthenticated) {
 		t.Errorf("CreateSession for an unknown account: %v, want ErrUnauthenticated", err)
 	}
 }

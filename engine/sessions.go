@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +45,62 @@ type session struct {
 	Account uint32    `json:"account"`
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
+	// LastSeen is when the session last opened a page, to
+	// KeyUseResolution (written at most once a minute).
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	// Browser is the user agent's browser and OS ("Firefox on Linux"),
+	// IP the client address's network (a /24 or a /48): enough to tell
+	// one's own sessions apart, not to track anyone.
+	Browser string `json:"browser,omitempty"`
+	IP      string `json:"ip,omitempty"`
+}
+
+// SessionClient describes the client a session is created for.
+type SessionClient struct {
+	UserAgent string
+	IP        netip.Addr
+}
+
+// Session is a sign-in session as its account sees it.
+type Session struct {
+	ID                         string // for EndSessionID; SessionID of its token
+	Created, LastSeen, Expires time.Time
+	Browser, IP                string
+}
+
+// SessionID returns the Session.ID of the session whose token is token.
+func SessionID(token string) string {
+	h := hashToken(token)
+	return strconv.FormatUint(binary.BigEndian.Uint64(h[:8]), 16)
+}
+
+func (s *session) public() Session {
+	return Session{ID: strconv.FormatUint(s.id(), 16), Created: s.Created, LastSeen: s.LastSeen, Expires: s.Expires, Browser: s.Browser, IP: s.IP}
+}
+
+// describe returns the session fields of c.
+func (e *Engine) describe(c SessionClient) (browser, ip string) {
+	if len(c.UserAgent) <= 1024 {
+		ag := e.ua.Parse(c.UserAgent)
+		switch {
+		case ag.Browser != "" && ag.OS != "":
+			browser = ag.Browser + " on " + ag.OS
+		case ag.Browser != "":
+			browser = ag.Browser
+		case ag.OS != "":
+			browser = ag.OS
+		}
+	}
+	if c.IP.IsValid() {
+		bits := 48
+		if c.IP.Unmap().Is4() {
+			bits = 24
+		}
+		if p, err := c.IP.Unmap().Prefix(bits); err == nil {
+			ip = p.String()
+		}
+	}
+	return browser, ip
 }
 
 // id is the session's registry record id.
@@ -69,19 +127,21 @@ func (a *authState) init() {
 func hashToken(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 
 // CreateSession starts a session for account a, which must be as returned
-// by Authenticate or Account: if its API key changed since (a rotation
-// raced with the sign-in), the result is ErrUnauthenticated. It returns the
+// by Authenticate, SignIn or CheckSecondFactor: if its credentials changed
+// since (Account.Gen: a key rotation or password change raced with the
+// sign-in) or it was disabled, the result is ErrUnauthenticated. It returns the
 // session's token, shown only here; put it in a cookie and pass it to
 // SessionAccount. The account's expired sessions are purged, and its oldest
 // ends when it already has MaxSessionsPerAccount.
-func (e *Engine) CreateSession(ctx context.Context, a Account) (token string, err error) {
+func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) (token string, err error) {
 	var b [32]byte
 	if _, err := io.ReadFull(e.opts.Rand, b[:]); err != nil {
 		return "", fmt.Errorf("engine: new session: %w", err)
 	}
 	token = base64.RawURLEncoding.EncodeToString(b[:])
 	now := e.now()
-	s := &session{Hash: hashToken(token), Account: a.ID, Created: now.UTC(), Expires: now.Add(SessionLife).UTC()}
+	s := &session{Hash: hashToken(token), Account: a.ID, Created: now.UTC(), Expires: now.Add(SessionLife).UTC(), LastSeen: now.UTC().Truncate(time.Second)}
+	s.Browser, s.IP = e.describe(c)
 	if !e.enter() {
 		return "", ErrClosed
 	}
@@ -91,7 +151,7 @@ func (e *Engine) CreateSession(ctx context.Context, a Account) (token string, er
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	cur, ok := e.accounts[a.ID]
-	if !ok || cur.KeyHash != a.KeyHash {
+	if !ok || cur.Gen != a.Gen || cur.Disabled {
 		return "", ErrUnauthenticated
 	}
 	e.auth.mu.Lock()
@@ -141,9 +201,19 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		return Account{}, ErrUnauthenticated
 	}
 	account := s.Account
+	if now := e.now().UTC().Truncate(time.Second); now.Sub(s.LastSeen) >= KeyUseResolution {
+		// Replaced, not modified: Sessions reads the old one unlocked.
+		ns := *s
+		ns.LastSeen = now
+		if err := e.putJSON(snapshot.KindSession, ns.id(), &ns); err != nil {
+			e.opts.Logger.Error("record session use", "err", err)
+		} else {
+			e.replaceSessionLocked(s, &ns)
+		}
+	}
 	e.auth.mu.Unlock()
 	a, err := e.Account(ctx, account)
-	if err != nil {
+	if err != nil || a.Disabled {
 		return Account{}, ErrUnauthenticated
 	}
 	return a, nil
@@ -165,6 +235,50 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
 	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
 		return nil
+	}
+	return e.removeSessionLocked(s)
+}
+
+// replaceSessionLocked puts ns in the place of s. e.auth.mu must be held.
+func (e *Engine) replaceSessionLocked(s, ns *session) {
+	e.auth.sessions[ns.id()] = ns
+	list := e.auth.byAccount[s.Account]
+	if i := slices.Index(list, s); i >= 0 {
+		list[i] = ns
+	}
+}
+
+// Sessions returns the unexpired sessions of account, newest first.
+func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
+	now := e.now()
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	var out []Session
+	for _, s := range e.auth.byAccount[account] {
+		if now.Before(s.Expires) {
+			out = append(out, s.public())
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// EndSessionID ends account's session whose Session.ID is id. Another
+// account's session is ErrNotFound.
+func (e *Engine) EndSessionID(ctx context.Context, account uint32, id string) error {
+	n, err := strconv.ParseUint(id, 16, 64)
+	if err != nil {
+		return ErrNotFound
+	}
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	s := e.auth.sessions[n]
+	if s == nil || s.Account != account {
+		return ErrNotFound
 	}
 	return e.removeSessionLocked(s)
 }

@@ -76,6 +76,12 @@ type Options struct {
 	// all. With TrustProxy, loopback, private and link-local peers (the
 	// proxies) are not capped. Default 0 means 1,000; negative: no cap.
 	MaxConnsPerIP int
+	// Registration is who may create an account in the browser: "closed"
+	// (the default, ""), "invite" or "open" (pages.Options.Registration).
+	Registration string
+	// SendMail sends a plain-text email (password reset links). Default
+	// nil: none.
+	SendMail func(ctx context.Context, to, subject, text string) error
 }
 
 // The defaults of Options.BodyTimeout and Options.ImportBodyTimeout.
@@ -203,7 +209,10 @@ func (s *Server) routes() {
 	s.plausibleRoutes() // plausible.go
 	s.trackRoutes()     // POST /api/event, GET /js/script.js (track.go)
 	if !s.opts.NoPages {
-		p, err := pages.New(s.e, &pages.Options{Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP})
+		p, err := pages.New(s.e, &pages.Options{
+			Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP,
+			Registration: s.opts.Registration, SendMail: s.opts.SendMail, PublicURL: s.publicURL,
+		})
 		if err != nil {
 			// Only a failing store makes New fail; the API still works.
 			s.log.Error("statistics pages are off", "err", err)

@@ -297,6 +297,7 @@ const (
 	KindSecret  // server secrets (cookie signing keys), by name hash
 	KindSession // sign-in sessions, by the first 8 bytes of the token's hash
 	KindGoals   // a website's goals, by website id
+	KindInvite  // account invitations, by the first 8 bytes of the token's hash
 )
 
 var kindNames = [...]string{
@@ -308,6 +309,7 @@ var kindNames = [...]string{
 	KindSecret:  "secret",
 	KindSession: "session",
 	KindGoals:   "goals",
+	KindInvite:  "invite",
 }
 
 // String returns the kind's name, or "kind(N)" for an unnamed one.

@@ -247,6 +247,14 @@ func sleep(ctx context.Context, d time.Duration) {
 type loginData struct {
 	Next  string
 	Error string
+	// Email is the address typed (kept when the password was wrong).
+	Email string
+	// Key reports that the error is about the API key form.
+	Key bool
+	// Registration is the registration mode: the page links to /register
+	// when it is open. Reset: a password was just reset.
+	Registration string
+	Reset        bool
 }
 
 // loginForm serves GET /login.
@@ -256,21 +264,26 @@ func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	p.renderLogin(w, r, http.StatusOK, loginData{Next: next})
+	p.renderLogin(w, r, http.StatusOK, loginData{Next: next, Reset: r.URL.Query().Get("reset") == "1"})
 	return nil
 }
 
 func (p *Pages) renderLogin(w http.ResponseWriter, r *http.Request, status int, d loginData) {
+	d.Registration = p.registration
 	p.renderView(w, r, status, "login.html", &view{Title: "Sign in", Form: "/login", Body: d})
 }
 
-// login serves POST /login: an API key signs its account in. Wrong keys are
-// limited per client (signInFailuresPerIP); a right key always signs in.
+// login serves POST /login: an email and password, or an API key, sign
+// their account in. Wrong keys are limited per client
+// (signInFailuresPerIP); a right key always signs in.
 func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
 	next := safeNext(r.PostForm.Get("next"), "/")
+	if _, keyForm := r.PostForm["key"]; !keyForm {
+		return p.loginPassword(w, r, next)
+	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	var a engine.Account
 	err := engine.ErrUnauthenticated
@@ -285,24 +298,17 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 			ipKey := limit.ClientKey(p.clientIP(r))
 			if wait, blocked := p.signInFails.Blocked(ipKey); blocked {
 				w.Header().Set("Retry-After", retryAfter(wait))
-				p.renderLogin(w, r, http.StatusTooManyRequests, loginData{Next: next,
+				p.renderLogin(w, r, http.StatusTooManyRequests, loginData{Next: next, Key: true,
 					Error: "Too many wrong keys from your address. Wait " + retryAfter(wait) + " seconds and try again."})
 				return nil
 			}
 			p.signInFails.Take(ipKey)
 		}
 		sleep(r.Context(), p.delay)
-		p.renderLogin(w, r, http.StatusUnauthorized, loginData{Next: next, Error: msg})
+		p.renderLogin(w, r, http.StatusUnauthorized, loginData{Next: next, Key: true, Error: msg})
 		return nil
 	}
-	tok, err := p.e.CreateSession(r.Context(), a)
-	if err != nil {
-		return err
-	}
-	p.setCookie(w, sessionCookie, p.sign(purposeSession, tok), "/", sessionLife)
-	p.newCSRFCookie(w) // a new token with the new privileges
-	http.Redirect(w, r, next, http.StatusSeeOther)
-	return nil
+	return p.startSession(w, r, a, next)
 }
 
 // logout serves POST /logout: the session ends in the engine, so a copy of

@@ -51,6 +51,18 @@ type Options struct {
 	// connection's address. httpd passes its own, which honours
 	// -trust-proxy.
 	ClientIP func(*http.Request) netip.Addr
+	// Registration is who may create an account in the browser:
+	// RegistrationClosed (the default, ""), RegistrationInvite (with an
+	// admin's invitation link) or RegistrationOpen (anyone).
+	Registration string
+	// SendMail sends a plain-text email (password reset links). Default
+	// nil: no email; password reset then says to ask an administrator.
+	SendMail func(ctx context.Context, to, subject, text string) error
+	// PublicURL is the base URL of links in emails and invitations
+	// ("https://stats.example.org"), never taken from a request's Host
+	// header. Default "": no reset emails, and invitation links are
+	// relative.
+	PublicURL string
 }
 
 // Pages serves the statistics pages. It is safe for concurrent use. Create
@@ -67,7 +79,16 @@ type Pages struct {
 	clientIP    func(*http.Request) netip.Addr
 	pwIPFails   *limit.Limiter // wrong passwords per client address
 	pwSiteFails *limit.Limiter // wrong passwords per website
-	signInFails *limit.Limiter // wrong API keys per client address
+	signInFails *limit.Limiter // wrong API keys and passwords per client address
+	// accountFails counts wrong passwords per account, codeFails wrong
+	// second-factor codes per account, registrations accounts created per
+	// client address, resetsIP and resetsAccount reset emails per client
+	// address and per account.
+	accountFails, codeFails, registrations, resetsIP, resetsAccount *limit.Limiter
+
+	registration string
+	sendMail     func(ctx context.Context, to, subject, text string) error
+	publicURL    string // without a trailing '/'
 
 	// views bounds the overviews and exports computed at once: each runs
 	// a dozen queries, a filtered one over the segments, and anyone may
@@ -109,6 +130,13 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 	if o.ClientIP == nil {
 		o.ClientIP = defaultClientIP
 	}
+	switch o.Registration {
+	case "":
+		o.Registration = RegistrationClosed
+	case RegistrationClosed, RegistrationInvite, RegistrationOpen:
+	default:
+		return nil, fmt.Errorf("pages: registration %q: want closed, invite or open", o.Registration)
+	}
 	p := &Pages{
 		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
 		cop:         http.NewCrossOriginProtection(),
@@ -116,9 +144,18 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),
-		views:       make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
-		viewWait:    5 * time.Second,
+
+		accountFails:  limit.New(signInFailuresPerAccount, o.Now),
+		codeFails:     limit.New(codeFailuresPerAccount, o.Now),
+		registrations: limit.New(registrationsPerIP, o.Now),
+		resetsIP:      limit.New(resetsPerIP, o.Now),
+		resetsAccount: limit.New(resetsPerAccount, o.Now),
+		sendMail:      o.SendMail,
+		publicURL:     strings.TrimRight(o.PublicURL, "/"),
+		views:         make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		viewWait:      5 * time.Second,
 	}
+	p.registration = o.Registration
 	if err := p.loadAssets(); err != nil {
 		return nil, err
 	}
@@ -135,6 +172,7 @@ func (p *Pages) Register(r *httprouter.Router) {
 	r.GET("/login", p.handle(p.loginForm))
 	r.POST("/login", p.handle(p.login))
 	r.POST("/logout", p.handle(p.logout))
+	p.registerAccounts(r)
 	r.GET("/stats/:domain", p.handle(p.overview))
 	r.POST("/stats/:domain", p.handle(p.unlock))
 	r.GET("/stats/:domain/:name", p.handle(p.statRoute))

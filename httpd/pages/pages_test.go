@@ -394,7 +394,7 @@ func TestPassword(t *testing.T) {
 	}
 	// A signed cookie of the old stateless form, or of a token the engine
 	// never issued, is no session either.
-	c4.setCookie("/", sessionCookie, f.p.sign(purposeSession, strconv.Itoa(int(f.owner.ID)), strconv.FormatInt(f.clock.Now().Unix()+60, 10), fingerprint(f.owner.KeyHash[:])))
+	c4.setCookie("/", sessionCookie, f.p.sign(purposeSession, strconv.Itoa(int(f.owner.ID)), strconv.FormatInt(f.clock.Now().Unix()+60, 10), fingerprint(f.owner.Keys[0].Hash[:])))
 	if res := c4.get("/stats/private.example"); res.status != http.StatusNotFound {
 		t.Errorf("stateless session cookie: status %d, want 404", res.status)
 	}

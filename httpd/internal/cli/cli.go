@@ -51,12 +51,13 @@ const envPrefix = "WEBSTATS_"
 // logs, messages and errors to stderr. ctx is the life of the process:
 // serve shuts down gracefully when it is cancelled.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
 	return c.main(ctx, args)
 }
 
 // cli holds the process's outputs and environment for the commands.
 type cli struct {
+	stdin          io.Reader // user set-password reads the password from it
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
 }
@@ -77,7 +78,8 @@ var commands = []command{
 	{"serve", "[serve] [flags]", "run the server (the default command)", (*cli).serveCmd},
 	{"user add", "user add -data DIR -email E [-name N]", "create an account and print its API key, alone on stdout", (*cli).userAddCmd},
 	{"user list", "user list -data DIR", "list the accounts: id, email, name, created", (*cli).userListCmd},
-	{"user rotate-key", "user rotate-key -data DIR -email E", "give an account a new API key and print it; the old one stops working", (*cli).userRotateKeyCmd},
+	{"user rotate-key", "user rotate-key -data DIR -email E", "replace every API key of an account by one new key and print it; the old ones stop working and its sessions end", (*cli).userRotateKeyCmd},
+	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd},
 	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
 	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
 }
@@ -102,7 +104,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitOK
 	case args[0] == "user":
 		if len(args) < 2 {
-			return c.fail(usagef("user: missing subcommand (add, list or rotate-key)"))
+			return c.fail(usagef("user: missing subcommand (add, list, rotate-key or set-password)"))
 		}
 		if isHelp(args[1]) {
 			c.usage(c.stdout)

@@ -53,6 +53,8 @@ type Config struct {
 
 	Reports string // -reports: weekly, monthly or off
 	Mail    Mail   // -smtp-*, -public-url
+
+	Registration string // -registration: closed, invite or open
 }
 
 // Mail is the mail setup shared by serve and report.
@@ -104,6 +106,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.Reports, "reports", "weekly", "email reports to owners of websites with email = 1: weekly, monthly or off")
+	fs.StringVar(&cfg.Registration, "registration", "closed", "who may create an account in the browser: closed (admins and the CLI only), invite (with an admin's invitation link) or open (anyone)")
 	cfg.Mail.RegisterFlags(fs)
 }
 
@@ -126,6 +129,8 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-backup-every %v: want 0 (off) or more", cfg.BackupEvery)
 	case cfg.BackupEvery > 0 && cfg.BackupDir == "":
 		return fmt.Errorf("-backup-every needs -backup-dir")
+	case cfg.Registration != "closed" && cfg.Registration != "invite" && cfg.Registration != "open":
+		return fmt.Errorf("-registration %q: want closed, invite or open", cfg.Registration)
 	case cfg.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v: want more than 0", cfg.ShutdownTimeout)
 	case cfg.LogFormat != "text" && cfg.LogFormat != "json":

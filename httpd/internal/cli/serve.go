@@ -121,6 +121,8 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		PublicURL:     cfg.Mail.PublicURL,
 		MaxConns:      cfg.MaxConns,
 		MaxConnsPerIP: cfg.MaxConnsPerIP,
+		Registration:  cfg.Registration,
+		SendMail:      report.Mailer(cfg.Mail.options(report.Weekly, log).SMTP, cfg.Mail.PublicURL),
 	})
 	srv := &http.Server{
 		Handler:           h,

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -71,6 +73,36 @@ func (c *cli) userRotateKeyCmd(fs *flag.FlagSet) func(context.Context) error {
 				return err
 			}
 			fmt.Fprintln(c.stdout, key)
+			return nil
+		})
+	}
+}
+
+func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
+	data := dataFlag(fs)
+	email := fs.String("email", "", "the account's email address (required)")
+	return func(ctx context.Context) error {
+		if *email == "" {
+			return usagef("user set-password: -email is required")
+		}
+		// One line, without its line ending: what a terminal or a pipe
+		// gives. At most 4 KiB are read.
+		line, err := bufio.NewReaderSize(io.LimitReader(c.stdin, 4096), 4096).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("user set-password: read the password: %w", err)
+		}
+		pw := strings.TrimRight(line, "\r\n")
+		return withEngine(*data, true, func(e *engine.Engine) error {
+			a, err := e.AccountByEmail(ctx, *email)
+			if errors.Is(err, engine.ErrNotFound) {
+				return fmt.Errorf("no account has the email %q", *email)
+			} else if err != nil {
+				return err
+			}
+			if _, err := e.SetPassword(ctx, a.ID, "", pw, true); err != nil {
+				return validationMessage(err)
+			}
+			fmt.Fprintf(c.stderr, "webstatsd: password of %s set\n", a.Email)
 			return nil
 		})
 	}

@@ -3,9 +3,12 @@ package report
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
 	"net"
 	"net/mail"
 	"net/netip"
@@ -265,4 +268,31 @@ func localName() string {
 		return "localhost"
 	}
 	return h
+}
+
+// Mailer returns a function that sends a plain-text notice (a password
+// reset link) through the SMTP server of s, from s.From or the default
+// sender of s.User and publicURL. A nil function means s.Addr is "": no
+// mail.
+func Mailer(s SMTP, publicURL string) func(ctx context.Context, to, subject, text string) error {
+	if s.Addr == "" {
+		return nil
+	}
+	if s.From == "" {
+		s.From = defaultFrom(s.User, publicURL)
+	}
+	return func(ctx context.Context, to, subject, text string) error {
+		var id [12]byte
+		rand.Read(id[:])
+		host := "localhost"
+		if _, h, ok := strings.Cut(s.From, "@"); ok {
+			host = strings.Trim(h, "> ")
+		}
+		m := &Message{
+			To: to, Subject: subject, Text: text,
+			HTML:      "<pre>" + html.EscapeString(text) + "</pre>",
+			MessageID: "<notice-" + hex.EncodeToString(id[:]) + "@" + host + ">",
+		}
+		return Send(ctx, s, nil, m)
+	}
 }

@@ -1,0 +1,866 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/webstats/webstats/snapshot"
+)
+
+// Accounts (SPEC §11): each has API keys (several, named, revocable), an
+// optional password (argon2id), optional TOTP two-factor authentication
+// with one-time recovery codes, and the admin and disabled flags. The
+// record stored is accountRec; callers get Account, a copy without the
+// secrets.
+
+// Limits of what one account holds, so that no form grows a record
+// without bound.
+const (
+	// MaxKeysPerAccount is how many API keys an account holds: 20.
+	MaxKeysPerAccount = 20
+	// MaxAccounts bounds the accounts of one server: 100,000 (open
+	// registration cannot grow the registry without bound).
+	MaxAccounts = 100_000
+	// MaxInvites bounds the invitations waiting to be used: 100.
+	MaxInvites = 100
+	// InviteLife is how long an invitation link lasts: 7 days.
+	InviteLife = 7 * 24 * time.Hour
+	// ResetLife is how long a password reset link lasts: 1 hour.
+	ResetLife = time.Hour
+	// KeyUseResolution is how stale an API key's LastUsed may be: it is
+	// written at most once a minute per key.
+	KeyUseResolution = time.Minute
+	// recoveryCodes is how many recovery codes enabling 2FA gives.
+	recoveryCodes = 10
+	// maxKeyName is the longest API key name, in characters.
+	maxKeyName = 64
+)
+
+// Errors of the account methods; use errors.Is.
+var (
+	// ErrDisabled: the account is disabled (by an admin). Its password,
+	// keys and sessions are refused.
+	ErrDisabled = errors.New("engine: account disabled")
+	// ErrSecondFactor: the account has two-factor authentication on; the
+	// password was right, and CheckSecondFactor must pass before a session
+	// is created.
+	ErrSecondFactor = errors.New("engine: second factor required")
+	// ErrForbidden: the acting account may not do this (not an admin).
+	ErrForbidden = errors.New("engine: not allowed")
+)
+
+// Account is an account as callers see it: no secret is in it (the
+// password's and the keys' hashes, the TOTP secret stay in the engine).
+type Account struct {
+	ID        uint32    `json:"id"`
+	Name      string    `json:"name"`
+	Email     string    `json:"email"`
+	CreatedAt time.Time `json:"created_at"`
+	// Admin accounts manage the others (Engine.Admin). The first account
+	// created is an admin.
+	Admin bool `json:"admin,omitempty"`
+	// Disabled accounts cannot sign in; their keys answer 401.
+	Disabled bool `json:"disabled,omitempty"`
+	// Keys are the account's API keys, oldest first (no secret: the key
+	// is shown once, at creation). The slice is the caller's.
+	Keys []APIKey `json:"keys"`
+	// Gen changes whenever the account's credentials do (password, key
+	// rotation, two-factor, disabling): a session cannot be created for an
+	// Account of an older generation.
+	Gen uint64 `json:"gen,omitempty"`
+
+	// Password reports whether a password is set; TwoFactor whether TOTP
+	// is on.
+	Password  bool `json:"-"`
+	TwoFactor bool `json:"-"`
+	// RecoveryCodes is how many unused recovery codes are left.
+	RecoveryCodes int `json:"-"`
+}
+
+// APIKey is one API key of an account, without the key.
+type APIKey struct {
+	ID        uint32    `json:"id"`
+	Name      string    `json:"name"`
+	Hash      [32]byte  `json:"hash"` // SHA-256 of the key
+	CreatedAt time.Time `json:"created_at"`
+	// LastUsed is when the key last authenticated a request, to
+	// KeyUseResolution; zero when never.
+	LastUsed time.Time `json:"last_used,omitzero"`
+}
+
+// accountRec is an account as stored (JSON, snapshot.KindAccount).
+type accountRec struct {
+	Account
+	PasswordHash string `json:"password_hash,omitempty"`
+	// TOTPSecret is the base32 TOTP secret when two-factor is on;
+	// TOTPStep the last time step accepted, so a code is used once.
+	TOTPSecret string `json:"totp_secret,omitempty"`
+	TOTPStep   int64  `json:"totp_step,omitempty"`
+	// Recovery holds the SHA-256 of each unused recovery code.
+	Recovery [][32]byte `json:"recovery,omitempty"`
+	// NextKey is the last key id given.
+	NextKey uint32 `json:"next_key,omitempty"`
+	// LegacyKeyHash is the single key of format-1 records, moved into
+	// Keys on open.
+	LegacyKeyHash [32]byte `json:"key_hash,omitzero"`
+}
+
+// view returns the caller's copy of r.
+func (r *accountRec) view() Account {
+	a := r.Account
+	a.Keys = slices.Clone(r.Keys)
+	a.Password = r.PasswordHash != ""
+	a.TwoFactor = r.TOTPSecret != ""
+	a.RecoveryCodes = len(r.Recovery)
+	return a
+}
+
+// clone returns a copy of r to modify (records are replaced, never
+// modified, under regMu: readers hold pointers).
+func (r *accountRec) clone() *accountRec {
+	n := *r
+	n.Keys = slices.Clone(r.Keys)
+	n.Recovery = slices.Clone(r.Recovery)
+	return &n
+}
+
+// keyRef locates an API key: its account and key id.
+type keyRef struct {
+	account uint32
+	key     uint32
+}
+
+// putAccountLocked stores r and makes it the account's record, updating
+// the key and email indexes. regMu must be held for writing.
+func (e *Engine) putAccountLocked(r *accountRec) error {
+	if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), r); err != nil {
+		return err
+	}
+	e.indexAccountLocked(r)
+	return nil
+}
+
+// indexAccountLocked makes r the account's record in memory.
+func (e *Engine) indexAccountLocked(r *accountRec) {
+	if old := e.accounts[r.ID]; old != nil {
+		for _, k := range old.Keys {
+			delete(e.keys, k.Hash)
+		}
+		delete(e.emails, strings.ToLower(old.Email))
+	}
+	for _, k := range r.Keys {
+		e.keys[k.Hash] = keyRef{r.ID, k.ID}
+	}
+	e.emails[strings.ToLower(r.Email)] = r.ID
+	e.accounts[r.ID] = r
+}
+
+// modifyAccount applies fn to a copy of account id's record under regMu
+// and stores it. fn returns an error to leave the record as it was.
+func (e *Engine) modifyAccount(id uint32, fn func(r *accountRec) error) (Account, error) {
+	if !e.enter() {
+		return Account{}, ErrClosed
+	}
+	defer e.exit()
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	old, ok := e.accounts[id]
+	if !ok {
+		return Account{}, ErrNotFound
+	}
+	r := old.clone()
+	if err := fn(r); err != nil {
+		return Account{}, err
+	}
+	if err := e.putAccountLocked(r); err != nil {
+		return Account{}, err
+	}
+	return r.view(), nil
+}
+
+// newSecret returns n random bytes in base64url.
+func (e *Engine) newSecret(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(e.opts.Rand, b); err != nil {
+		return "", fmt.Errorf("engine: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// checkEmail validates an email address and returns it trimmed.
+func checkEmail(email string, verr *ValidationError) string {
+	email = strings.TrimSpace(email)
+	switch {
+	case email == "":
+		verr.add("email", "The email field is required.")
+	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>,\"") || !utf8.ValidString(email):
+		verr.add("email", "The email must be a valid email address.")
+	}
+	return email
+}
+
+// checkName validates an account name and returns it trimmed.
+func checkName(name string, verr *ValidationError) string {
+	name = strings.TrimSpace(name)
+	if utf8.RuneCountInString(name) > 255 || !utf8.ValidString(name) {
+		verr.add("name", "The name must not be greater than 255 characters.")
+	}
+	return name
+}
+
+// checkNewPassword validates a new account password: at least 8
+// characters, and the rules of checkPasswordInput.
+func checkNewPassword(pw string, verr *ValidationError) {
+	switch {
+	case pw == "":
+		verr.add("password", "The password field is required.")
+	case utf8.RuneCountInString(pw) < 8:
+		verr.add("password", "The password must be at least 8 characters.")
+	default:
+		if msg := checkPasswordInput(pw); msg != "" {
+			verr.add("password", msg)
+		}
+	}
+}
+
+// Registration is the input of RegisterAccount.
+type Registration struct {
+	Name, Email, Password string
+	// Invite is the token of an invitation (CreateInvite), used up by the
+	// registration. RequireInvite refuses a registration without a valid
+	// one (-registration invite).
+	Invite        string
+	RequireInvite bool
+}
+
+// ErrInvite: the invitation is unknown, used or expired.
+var ErrInvite = errors.New("engine: invitation not valid")
+
+// RegisterAccount creates an account with a password (no API key: the
+// owner makes keys later). The invitation, if any, is used up.
+func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account, error) {
+	var verr ValidationError
+	email := checkEmail(in.Email, &verr)
+	name := checkName(in.Name, &verr)
+	checkNewPassword(in.Password, &verr)
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	if in.RequireInvite && in.Invite == "" {
+		return Account{}, ErrInvite
+	}
+	hash, err := e.hashPassword(ctx, in.Password)
+	if err != nil {
+		return Account{}, err
+	}
+	if !e.enter() {
+		return Account{}, ErrClosed
+	}
+	defer e.exit()
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	var inv *invite
+	if in.Invite != "" {
+		if inv = e.inviteLocked(in.Invite); inv == nil {
+			return Account{}, ErrInvite
+		}
+	}
+	r, err := e.newAccountLocked(name, email, &verr)
+	if err != nil {
+		return Account{}, err
+	}
+	r.PasswordHash = hash
+	if inv != nil {
+		// Used up first: a crash between the two leaves the invitation
+		// spent and no account, never an invitation that works twice.
+		if err := e.dropInviteLocked(inv); err != nil {
+			return Account{}, err
+		}
+	}
+	if err := e.commitNewAccountLocked(r); err != nil {
+		return Account{}, err
+	}
+	return r.view(), nil
+}
+
+// newAccountLocked checks the email's uniqueness and the account limit and
+// returns a new record (not stored: commitNewAccountLocked). The first
+// account is an admin.
+func (e *Engine) newAccountLocked(name, email string, verr *ValidationError) (*accountRec, error) {
+	if _, taken := e.emails[strings.ToLower(email)]; taken {
+		verr.add("email", "The email has already been taken.")
+		return nil, verr
+	}
+	if len(e.accounts) >= MaxAccounts {
+		verr.add("email", "This server has reached its limit of accounts.")
+		return nil, verr
+	}
+	if name == "" {
+		name = email[:strings.IndexByte(email, '@')]
+	}
+	r := &accountRec{Account: Account{
+		ID: e.nextAccount + 1, Name: name, Email: email,
+		CreatedAt: e.now().UTC().Truncate(time.Microsecond),
+		Admin:     len(e.accounts) == 0,
+	}}
+	return r, nil
+}
+
+// commitNewAccountLocked stores a record made by newAccountLocked.
+func (e *Engine) commitNewAccountLocked(r *accountRec) error {
+	if err := e.putCounterLocked(counterAccount, uint64(r.ID)); err != nil {
+		return err
+	}
+	if err := e.putAccountLocked(r); err != nil {
+		return err
+	}
+	e.nextAccount = r.ID
+	return nil
+}
+
+// addKeyLocked gives r a new key named name and returns the key.
+func (e *Engine) addKeyLocked(r *accountRec, name string) (string, error) {
+	key, err := e.newKey()
+	if err != nil {
+		return "", err
+	}
+	r.NextKey++
+	r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: name, Hash: hashKey(key), CreatedAt: e.now().UTC().Truncate(time.Second)})
+	return key, nil
+}
+
+// CreateKey gives account a new API key called name and returns it with
+// the key, shown only here.
+func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (APIKey, string, error) {
+	name = strings.TrimSpace(name)
+	var verr ValidationError
+	switch {
+	case name == "":
+		verr.add("name", "The name field is required.")
+	case utf8.RuneCountInString(name) > maxKeyName || !utf8.ValidString(name):
+		verr.add("name", "The name must not be greater than 64 characters.")
+	}
+	if err := verr.orNil(); err != nil {
+		return APIKey{}, "", err
+	}
+	var key string
+	a, err := e.modifyAccount(account, func(r *accountRec) error {
+		if len(r.Keys) >= MaxKeysPerAccount {
+			verr.add("name", "An account has at most 20 API keys. Revoke one first.")
+			return &verr
+		}
+		var err error
+		key, err = e.addKeyLocked(r, name)
+		return err
+	})
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	return a.Keys[len(a.Keys)-1], key, nil
+}
+
+// RevokeKey deletes account's API key id: it stops working at once.
+func (e *Engine) RevokeKey(ctx context.Context, account, id uint32) error {
+	_, err := e.modifyAccount(account, func(r *accountRec) error {
+		i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == id })
+		if i < 0 {
+			return ErrNotFound
+		}
+		r.Keys = slices.Delete(r.Keys, i, i+1)
+		return nil
+	})
+	return err
+}
+
+// touchKey records that ref was used now, unless it was within
+// KeyUseResolution. Failures are logged: a lost time stamp is not worth
+// refusing a request.
+func (e *Engine) touchKey(ref keyRef) {
+	if !e.enter() {
+		return
+	}
+	defer e.exit()
+	now := e.now().UTC().Truncate(time.Second)
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	old := e.accounts[ref.account]
+	if old == nil {
+		return
+	}
+	i := slices.IndexFunc(old.Keys, func(k APIKey) bool { return k.ID == ref.key })
+	if i < 0 || now.Sub(old.Keys[i].LastUsed) < KeyUseResolution {
+		return
+	}
+	r := old.clone()
+	r.Keys[i].LastUsed = now
+	if err := e.putAccountLocked(r); err != nil {
+		e.opts.Logger.Error("record API key use", "err", err)
+	}
+}
+
+// dummyHash is checked against when a sign-in names no account, so that
+// the answer takes as long as for a known one (no account enumeration by
+// timing). Its password is unknown to everyone.
+const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2lnbi1pbi1kdW1teQ$YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE"
+
+// SignIn checks an email and password. It returns the account, or
+// ErrUnauthenticated (unknown email, no password set, or a wrong one),
+// ErrDisabled (the right password of a disabled account), ErrSecondFactor
+// (right, but CheckSecondFactor must pass too; the Account is returned with
+// it), or ErrBusy.
+func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, error) {
+	if len(email) > 255 || len(password) > utf8.UTFMax*MaxPasswordLength {
+		return Account{}, ErrUnauthenticated
+	}
+	e.regMu.RLock()
+	var r *accountRec
+	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
+		r = e.accounts[id]
+	}
+	e.regMu.RUnlock()
+	if r == nil || r.PasswordHash == "" {
+		if _, err := e.checkPassword(ctx, dummyHash, password); err != nil {
+			return Account{}, err
+		}
+		return Account{}, ErrUnauthenticated
+	}
+	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	switch {
+	case err != nil:
+		return Account{}, err
+	case !ok:
+		return Account{}, ErrUnauthenticated
+	case r.Disabled:
+		return Account{}, ErrDisabled
+	case r.TOTPSecret != "":
+		return r.view(), ErrSecondFactor
+	}
+	return r.view(), nil
+}
+
+// SetPassword sets account's password. When one is set, current must be
+// it (a wrong one is a validation error under "current_password"); force
+// skips that check (the CLI's set-password, a reset link). Every session
+// of the account ends.
+func (e *Engine) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
+	var verr ValidationError
+	checkNewPassword(password, &verr)
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	e.regMu.RLock()
+	old := e.accounts[account]
+	e.regMu.RUnlock()
+	if old == nil {
+		return Account{}, ErrNotFound
+	}
+	if !force && old.PasswordHash != "" {
+		ok, err := e.checkPassword(ctx, old.PasswordHash, current)
+		if err != nil {
+			return Account{}, err
+		}
+		if !ok {
+			verr.add("current_password", "The password is incorrect.")
+			return Account{}, &verr
+		}
+	}
+	hash, err := e.hashPassword(ctx, password)
+	if err != nil {
+		return Account{}, err
+	}
+	return e.modifyAccount(account, func(r *accountRec) error {
+		if r.PasswordHash != old.PasswordHash {
+			return fmt.Errorf("engine: set password: %w", ErrConflict)
+		}
+		if err := e.endSessionsLocked(account); err != nil {
+			return err
+		}
+		r.PasswordHash = hash
+		r.Gen++
+		return nil
+	})
+}
+
+// ErrConflict: the record changed while the request was being checked
+// (two password changes at once). Try again.
+var ErrConflict = errors.New("engine: changed concurrently")
+
+// confirmPassword checks account's password for a change that needs it
+// (email, 2FA off). An account without a password cannot confirm.
+func (e *Engine) confirmPassword(ctx context.Context, account uint32, password string, verr *ValidationError) error {
+	e.regMu.RLock()
+	r := e.accounts[account]
+	e.regMu.RUnlock()
+	if r == nil {
+		return ErrNotFound
+	}
+	if r.PasswordHash == "" {
+		verr.add("current_password", "Set a password first.")
+		return verr
+	}
+	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		verr.add("current_password", "The password is incorrect.")
+		return verr
+	}
+	return nil
+}
+
+// UpdateProfile sets account's name.
+func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string) (Account, error) {
+	var verr ValidationError
+	name = checkName(name, &verr)
+	if name == "" {
+		verr.add("name", "The name field is required.")
+	}
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	return e.modifyAccount(account, func(r *accountRec) error {
+		r.Name = name
+		return nil
+	})
+}
+
+// ChangeEmail sets account's email, after checking its password.
+func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
+	var verr ValidationError
+	email = checkEmail(email, &verr)
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
+		return Account{}, err
+	}
+	return e.modifyAccount(account, func(r *accountRec) error {
+		if id, taken := e.emails[strings.ToLower(email)]; taken && id != account {
+			verr.add("email", "The email has already been taken.")
+			return &verr
+		}
+		r.Email = email
+		return nil
+	})
+}
+
+// Reset tokens are stateless: "<account>.<expiry>.<mac>", the MAC (keyed
+// by the server secret "password-reset") over the account, the expiry and
+// the account's password hash. Setting a password changes the hash, so a
+// token works once; it also ends after ResetLife.
+
+// CreateResetToken returns a password reset token for the account with
+// email, and the account (to address the email to). An unknown or disabled
+// account is ErrNotFound: the caller answers the same either way.
+func (e *Engine) CreateResetToken(ctx context.Context, email string) (string, Account, error) {
+	key, err := e.Secret(ctx, "password-reset")
+	if err != nil {
+		return "", Account{}, err
+	}
+	e.regMu.RLock()
+	var r *accountRec
+	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok && len(email) <= 255 {
+		r = e.accounts[id]
+	}
+	e.regMu.RUnlock()
+	if r == nil || r.Disabled {
+		return "", Account{}, ErrNotFound
+	}
+	exp := strconv.FormatInt(e.now().Add(ResetLife).Unix(), 10)
+	id := strconv.FormatUint(uint64(r.ID), 10)
+	return id + "." + exp + "." + resetMAC(key, id, exp, r.PasswordHash), r.view(), nil
+}
+
+func resetMAC(key [32]byte, id, exp, hash string) string {
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte(id + "|" + exp + "|" + hash))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CheckResetToken returns the account a reset token is for, or ErrInvite
+// when the token is not valid (forged, used, expired).
+func (e *Engine) CheckResetToken(ctx context.Context, token string) (Account, error) {
+	r, err := e.resetAccount(ctx, token)
+	if err != nil {
+		return Account{}, err
+	}
+	return r.view(), nil
+}
+
+func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, error) {
+	parts := strings.Split(token, ".")
+	if len(token) > 128 || len(parts) != 3 {
+		return nil, ErrInvite
+	}
+	id, err1 := strconv.ParseUint(parts[0], 10, 32)
+	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || e.now().Unix() >= exp {
+		return nil, ErrInvite
+	}
+	key, err := e.Secret(ctx, "password-reset")
+	if err != nil {
+		return nil, err
+	}
+	e.regMu.RLock()
+	r := e.accounts[uint32(id)]
+	e.regMu.RUnlock()
+	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[2]), []byte(resetMAC(key, parts[0], parts[1], r.PasswordHash))) {
+		return nil, ErrInvite
+	}
+	return r, nil
+}
+
+// ResetPassword sets the password of the reset token's account, which ends
+// the token and every session of the account.
+func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Account, error) {
+	var verr ValidationError
+	checkNewPassword(password, &verr)
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	r, err := e.resetAccount(ctx, token)
+	if err != nil {
+		return Account{}, err
+	}
+	hash, err := e.hashPassword(ctx, password)
+	if err != nil {
+		return Account{}, err
+	}
+	return e.modifyAccount(r.ID, func(n *accountRec) error {
+		if n.PasswordHash != r.PasswordHash || n.Disabled {
+			return ErrInvite // used meanwhile
+		}
+		if err := e.endSessionsLocked(n.ID); err != nil {
+			return err
+		}
+		n.PasswordHash = hash
+		n.Gen++
+		return nil
+	})
+}
+
+// invite is a stored invitation (snapshot.KindInvite, by the first 8
+// bytes of its token's hash).
+type invite struct {
+	Hash    [32]byte  `json:"hash"`
+	By      uint32    `json:"by"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}
+
+func (i *invite) id() uint64 { return binary.BigEndian.Uint64(i.Hash[:8]) }
+
+// Invite is an invitation as admins see it.
+type Invite struct {
+	ID      string // to delete it
+	By      uint32
+	Created time.Time
+	Expires time.Time
+}
+
+// inviteLocked returns the unexpired invitation of token, or nil. regMu
+// must be held.
+func (e *Engine) inviteLocked(token string) *invite {
+	if len(token) > maxSessionToken {
+		return nil
+	}
+	h := hashToken(token)
+	inv := e.invites[binary.BigEndian.Uint64(h[:8])]
+	if inv == nil || subtle.ConstantTimeCompare(inv.Hash[:], h[:]) != 1 || !e.now().Before(inv.Expires) {
+		return nil
+	}
+	return inv
+}
+
+// CheckInvite reports whether token is an invitation that can be used.
+func (e *Engine) CheckInvite(ctx context.Context, token string) bool {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	return e.inviteLocked(token) != nil
+}
+
+// dropInviteLocked deletes inv. regMu must be held for writing.
+func (e *Engine) dropInviteLocked(inv *invite) error {
+	if err := e.store.Delete(snapshot.KindInvite, inv.id()); err != nil {
+		return fmt.Errorf("engine: delete invitation: %w", err)
+	}
+	delete(e.invites, inv.id())
+	return nil
+}
+
+// loadInvites reads the invitations and deletes the expired ones.
+func (e *Engine) loadInvites() error {
+	now := e.now()
+	var drop []uint64
+	err := e.store.Scan(snapshot.KindInvite, func(id uint64, v []byte) error {
+		inv := new(invite)
+		if err := json.Unmarshal(v, inv); err != nil || inv.id() != id {
+			return fmt.Errorf("engine: invitation %x: %w", id, snapshot.ErrCorrupt)
+		}
+		if !now.Before(inv.Expires) || len(e.invites) >= MaxInvites {
+			drop = append(drop, id)
+			return nil
+		}
+		e.invites[id] = inv
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range drop {
+		if err := e.store.Delete(snapshot.KindInvite, id); err != nil {
+			return fmt.Errorf("engine: delete invitation: %w", err)
+		}
+	}
+	return nil
+}
+
+// Admin is the view of the engine an admin account has: every method
+// acts for that account and was allowed by its being an admin when the
+// Admin was made (Engine.Admin). Make one per request.
+type Admin struct {
+	e     *Engine
+	actor uint32
+}
+
+// Admin returns the admin view for account actor, or ErrForbidden when it
+// is not an enabled admin.
+func (e *Engine) Admin(actor uint32) (Admin, error) {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	r := e.accounts[actor]
+	if r == nil || !r.Admin || r.Disabled {
+		return Admin{}, ErrForbidden
+	}
+	return Admin{e: e, actor: actor}, nil
+}
+
+// Accounts returns every account, by id.
+func (ad Admin) Accounts(ctx context.Context) []Account { return ad.e.Accounts(ctx) }
+
+// CreateAccount creates an account with a first API key, returned here only.
+func (ad Admin) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
+	return ad.e.CreateAccount(ctx, name, email)
+}
+
+// SetDisabled disables or enables account id. Disabling ends its sessions
+// at once and its keys answer 401. An admin cannot disable itself, so that
+// an enabled admin always remains.
+func (ad Admin) SetDisabled(ctx context.Context, id uint32, disabled bool) (Account, error) {
+	if id == ad.actor {
+		return Account{}, ErrForbidden
+	}
+	return ad.e.modifyAccount(id, func(r *accountRec) error {
+		if disabled {
+			if err := ad.e.endSessionsLocked(id); err != nil {
+				return err
+			}
+			r.Gen++
+		}
+		r.Disabled = disabled
+		return nil
+	})
+}
+
+// SetAdmin makes account id an admin or takes it back. An admin cannot
+// take its own, so that one always remains.
+func (ad Admin) SetAdmin(ctx context.Context, id uint32, admin bool) (Account, error) {
+	if id == ad.actor {
+		return Account{}, ErrForbidden
+	}
+	return ad.e.modifyAccount(id, func(r *accountRec) error {
+		r.Admin = admin
+		return nil
+	})
+}
+
+// CreateInvite makes a single-use invitation, valid for InviteLife, and
+// returns its token (shown only here; the engine keeps its hash).
+func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
+	e := ad.e
+	token, err := e.newSecret(32)
+	if err != nil {
+		return "", Invite{}, err
+	}
+	now := e.now().UTC()
+	inv := &invite{Hash: hashToken(token), By: ad.actor, Created: now, Expires: now.Add(InviteLife)}
+	if !e.enter() {
+		return "", Invite{}, ErrClosed
+	}
+	defer e.exit()
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	for _, old := range e.invites {
+		if !now.Before(old.Expires) {
+			if err := e.dropInviteLocked(old); err != nil {
+				return "", Invite{}, err
+			}
+		}
+	}
+	if len(e.invites) >= MaxInvites {
+		return "", Invite{}, &ValidationError{Fields: []FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
+	}
+	if _, dup := e.invites[inv.id()]; dup {
+		return "", Invite{}, fmt.Errorf("engine: new invitation: id collision")
+	}
+	if err := e.putJSON(snapshot.KindInvite, inv.id(), inv); err != nil {
+		return "", Invite{}, err
+	}
+	e.invites[inv.id()] = inv
+	return token, inv.public(), nil
+}
+
+func (i *invite) public() Invite {
+	return Invite{ID: strconv.FormatUint(i.id(), 16), By: i.By, Created: i.Created, Expires: i.Expires}
+}
+
+// Invites returns the unused, unexpired invitations, newest first.
+func (ad Admin) Invites(ctx context.Context) []Invite {
+	e := ad.e
+	now := e.now()
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	var out []Invite
+	for _, inv := range e.invites {
+		if now.Before(inv.Expires) {
+			out = append(out, inv.public())
+		}
+	}
+	slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(b.Created.Compare(a.Created), strings.Compare(a.ID, b.ID)) })
+	return out
+}
+
+// DeleteInvite deletes the invitation whose Invite.ID is id.
+func (ad Admin) DeleteInvite(ctx context.Context, id string) error {
+	e := ad.e
+	n, err := strconv.ParseUint(id, 16, 64)
+	if err != nil {
+		return ErrNotFound
+	}
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	inv := e.invites[n]
+	if inv == nil {
+		return ErrNotFound
+	}
+	return e.dropInviteLocked(inv)
+}

@@ -1,0 +1,932 @@
+package pages
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"image/png"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/pquerna/otp"
+
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/limit"
+)
+
+// The web app's account pages (SPEC §11): sign-in with a password and a
+// second factor, registration, password reset, account settings, API keys,
+// sessions, and the admins' accounts page.
+
+// Registration modes (Options.Registration).
+const (
+	RegistrationClosed = "closed"
+	RegistrationInvite = "invite"
+	RegistrationOpen   = "open"
+)
+
+// Limits of the account forms (SPEC §13), per minute.
+const (
+	// signInFailuresPerAccount: wrong passwords for one account from all
+	// clients together: 20.
+	signInFailuresPerAccount = 20
+	// codeFailuresPerAccount: wrong second-factor codes for one account:
+	// 5 (a 6-digit code has a million values).
+	codeFailuresPerAccount = 5
+	// resetsPerIP and resetsPerAccount: reset emails asked for by one
+	// client, and sent to one address: 5 and 2.
+	resetsPerIP      = 5
+	resetsPerAccount = 2
+	// registrationsPerIP: accounts one client address registers: 3.
+	registrationsPerIP = 3
+	// pendingLife is how long the second step of a sign-in waits for its
+	// code: 5 minutes.
+	pendingLife = 5 * time.Minute
+	// pendingCookie holds the signed pending sign-in (account id,
+	// generation, expiry) between the password and the code.
+	pendingCookie  = "ws_2fa"
+	purposePending = "2fa"
+)
+
+// fieldErrors maps a form field to its message.
+type fieldErrors map[string]string
+
+// formErrors returns the field messages of a *engine.ValidationError, or
+// nil for another error.
+func formErrors(err error) fieldErrors {
+	var ve *engine.ValidationError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	fe := make(fieldErrors, len(ve.Fields))
+	for _, f := range ve.Fields {
+		if _, ok := fe[f.Field]; !ok {
+			fe[f.Field] = f.Msg
+		}
+	}
+	return fe
+}
+
+// signedIn returns the signed-in account of r, or redirects to the
+// sign-in page and returns false.
+func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request) (engine.Account, bool) {
+	a, ok := p.session(r)
+	if !ok {
+		next := r.URL.Path
+		if r.Method != http.MethodGet {
+			next = "/"
+		}
+		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+	}
+	return a, ok
+}
+
+func urlQueryEscape(s string) string {
+	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", "#", "%23", " ", "%20", "?", "%3F").Replace(s)
+}
+
+// startSession creates a session for a, sets its cookie and a new CSRF
+// cookie, and redirects to next.
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, a engine.Account, next string) error {
+	tok, err := p.e.CreateSession(r.Context(), a, engine.SessionClient{UserAgent: r.UserAgent(), IP: p.clientIP(r)})
+	if err != nil {
+		return err
+	}
+	p.setCookie(w, sessionCookie, p.sign(purposeSession, tok), "/", sessionLife)
+	p.setCookie(w, pendingCookie, "", "/", -1)
+	p.newCSRFCookie(w) // a new token with the new privileges
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+// accountKey is the limiter key of an email address.
+func accountKey(email string) string { return "acct:" + strings.ToLower(strings.TrimSpace(email)) }
+
+// loginPassword signs in with email and password (POST /login without a
+// key).
+func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next string) error {
+	email := strings.TrimSpace(r.PostForm.Get("email"))
+	pw := r.PostForm.Get("password")
+	d := loginData{Next: next, Email: email}
+	if email == "" || pw == "" {
+		d.Error = "Enter your email address and your password."
+		p.renderLogin(w, r, http.StatusUnprocessableEntity, d)
+		return nil
+	}
+	ipKey := limit.ClientKey(p.clientIP(r))
+	for _, c := range []struct {
+		l   *limit.Limiter
+		key string
+	}{{p.signInFails, ipKey}, {p.accountFails, accountKey(email)}} {
+		if wait, blocked := c.l.Blocked(c.key); blocked {
+			w.Header().Set("Retry-After", retryAfter(wait))
+			d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
+			p.renderLogin(w, r, http.StatusTooManyRequests, d)
+			return nil
+		}
+	}
+	a, err := p.e.SignIn(r.Context(), email, pw)
+	switch {
+	case err == nil:
+		return p.startSession(w, r, a, next)
+	case errors.Is(err, engine.ErrSecondFactor):
+		exp := strconv.FormatInt(p.now().Add(pendingLife).Unix(), 10)
+		p.setCookie(w, pendingCookie, p.sign(purposePending, strconv.FormatUint(uint64(a.ID), 10), strconv.FormatUint(a.Gen, 10), exp), "/", pendingLife)
+		http.Redirect(w, r, "/login/code?next="+urlQueryEscape(next), http.StatusSeeOther)
+		return nil
+	case errors.Is(err, engine.ErrDisabled):
+		d.Error = "This account is disabled. Ask an administrator of this server."
+		p.renderLogin(w, r, http.StatusForbidden, d)
+		return nil
+	case errors.Is(err, engine.ErrUnauthenticated):
+		p.signInFails.Take(ipKey)
+		p.accountFails.Take(accountKey(email))
+		sleep(r.Context(), p.delay)
+		d.Error = "The email address or the password is not right."
+		p.renderLogin(w, r, http.StatusUnauthorized, d)
+		return nil
+	}
+	return err
+}
+
+// pending returns the account of r's pending sign-in cookie.
+func (p *Pages) pending(r *http.Request) (engine.Account, bool) {
+	c, err := r.Cookie(pendingCookie)
+	if err != nil {
+		return engine.Account{}, false
+	}
+	f, ok := p.verify(purposePending, c.Value, 3)
+	if !ok || !p.unexpired(f[2]) {
+		return engine.Account{}, false
+	}
+	id, err1 := strconv.ParseUint(f[0], 10, 32)
+	gen, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return engine.Account{}, false
+	}
+	a, err := p.e.Account(r.Context(), uint32(id))
+	if err != nil || a.Gen != gen || a.Disabled {
+		return engine.Account{}, false
+	}
+	return a, true
+}
+
+// codeData is the data of login_code.html.
+type codeData struct {
+	Next, Error string
+}
+
+// codeForm serves GET /login/code: the second step of a sign-in.
+func (p *Pages) codeForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	next := safeNext(r.URL.Query().Get("next"), "/")
+	if _, ok := p.pending(r); !ok {
+		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+		return nil
+	}
+	p.renderView(w, r, http.StatusOK, "login_code.html", &view{Title: "Two-factor authentication", Form: "/login/code", Body: codeData{Next: next}})
+	return nil
+}
+
+// code serves POST /login/code.
+func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	next := safeNext(r.PostForm.Get("next"), "/")
+	a, ok := p.pending(r)
+	if !ok {
+		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+		return nil
+	}
+	render := func(status int, msg string) error {
+		p.renderView(w, r, status, "login_code.html", &view{Title: "Two-factor authentication", Form: "/login/code", Body: codeData{Next: next, Error: msg}})
+		return nil
+	}
+	key := "code:" + strconv.FormatUint(uint64(a.ID), 10)
+	if wait, blocked := p.codeFails.Blocked(key); blocked {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return render(http.StatusTooManyRequests, "Too many wrong codes. Wait "+retryAfter(wait)+" seconds and try again.")
+	}
+	a, err := p.e.CheckSecondFactor(r.Context(), a, r.PostForm.Get("code"))
+	if errors.Is(err, engine.ErrUnauthenticated) {
+		p.codeFails.Take(key)
+		sleep(r.Context(), p.delay)
+		return render(http.StatusUnauthorized, "This code is not right, or was used already. Enter the current code of your app, or a recovery code.")
+	}
+	if err != nil {
+		return err
+	}
+	return p.startSession(w, r, a, next)
+}
+
+// registerData is the data of register.html.
+type registerData struct {
+	Invite, Name, Email string
+	Errors              fieldErrors
+	Error               string
+}
+
+// registerAllowed reports whether r may register: open registration, or
+// an invitation that can be used.
+func (p *Pages) registerAllowed(r *http.Request, invite string) bool {
+	switch p.registration {
+	case RegistrationOpen:
+		return true
+	case RegistrationInvite:
+		return invite != "" && p.e.CheckInvite(r.Context(), invite)
+	}
+	return invite != "" && p.e.CheckInvite(r.Context(), invite)
+}
+
+var errNoRegistration = &httpError{http.StatusNotFound, ""}
+
+// registerForm serves GET /register.
+func (p *Pages) registerForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	inv := r.URL.Query().Get("invite")
+	if !p.registerAllowed(r, inv) {
+		if inv != "" {
+			return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
+		}
+		return errNoRegistration
+	}
+	p.renderView(w, r, http.StatusOK, "register.html", &view{Title: "Create an account", Form: "/register", Body: registerData{Invite: inv}})
+	return nil
+}
+
+// register serves POST /register.
+func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	f := r.PostForm
+	d := registerData{Invite: f.Get("invite"), Name: f.Get("name"), Email: f.Get("email")}
+	if !p.registerAllowed(r, d.Invite) {
+		return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
+	}
+	render := func(status int) error {
+		p.renderView(w, r, status, "register.html", &view{Title: "Create an account", Form: "/register", Body: d})
+		return nil
+	}
+	ipKey := "reg:" + limit.ClientKey(p.clientIP(r))
+	if wait, blocked := p.registrations.Blocked(ipKey); blocked {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		d.Error = "Too many accounts were created from your address. Wait " + retryAfter(wait) + " seconds and try again."
+		return render(http.StatusTooManyRequests)
+	}
+	if f.Get("password") != f.Get("password_confirmation") {
+		d.Errors = fieldErrors{"password": "The password confirmation does not match."}
+		return render(http.StatusUnprocessableEntity)
+	}
+	a, err := p.e.RegisterAccount(r.Context(), engine.Registration{
+		Name: d.Name, Email: d.Email, Password: f.Get("password"),
+		Invite: d.Invite, RequireInvite: p.registration != RegistrationOpen,
+	})
+	if fe := formErrors(err); fe != nil {
+		d.Errors = fe
+		return render(http.StatusUnprocessableEntity)
+	}
+	if errors.Is(err, engine.ErrInvite) {
+		return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
+	}
+	if err != nil {
+		return err
+	}
+	p.registrations.Take(ipKey)
+	return p.startSession(w, r, a, "/")
+}
+
+// resetData is the data of reset.html and reset_password.html.
+type resetData struct {
+	Email, Token string
+	Sent         bool
+	Off          bool // no SMTP or no public URL
+	Errors       fieldErrors
+	Error        string
+}
+
+// resetForm serves GET /reset: ask for a reset link.
+func (p *Pages) resetForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p.renderView(w, r, http.StatusOK, "reset.html", &view{Title: "Reset your password", Form: "/reset", Body: resetData{Off: !p.canMail()}})
+	return nil
+}
+
+// canMail reports whether reset links can be sent: they need SMTP and a
+// public URL (a link is never built from the request's Host header).
+func (p *Pages) canMail() bool { return p.sendMail != nil && p.publicURL != "" }
+
+// reset serves POST /reset. Known and unknown addresses get the same
+// answer, so the form tells no one which addresses have accounts.
+func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	d := resetData{Email: strings.TrimSpace(r.PostForm.Get("email")), Off: !p.canMail()}
+	render := func(status int) error {
+		p.renderView(w, r, status, "reset.html", &view{Title: "Reset your password", Form: "/reset", Body: d})
+		return nil
+	}
+	if d.Off {
+		return render(http.StatusServiceUnavailable)
+	}
+	if d.Email == "" {
+		d.Errors = fieldErrors{"email": "The email field is required."}
+		return render(http.StatusUnprocessableEntity)
+	}
+	ipKey := "reset:" + limit.ClientKey(p.clientIP(r))
+	if ok, _, wait := p.resetsIP.Take(ipKey); !ok {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		d.Error = "Too many reset requests from your address. Wait " + retryAfter(wait) + " seconds and try again."
+		return render(http.StatusTooManyRequests)
+	}
+	d.Sent = true
+	tok, a, err := p.e.CreateResetToken(r.Context(), d.Email)
+	if errors.Is(err, engine.ErrNotFound) {
+		return render(http.StatusOK)
+	}
+	if err != nil {
+		return err
+	}
+	if ok, _, _ := p.resetsAccount.Take(accountKey(a.Email)); !ok {
+		return render(http.StatusOK) // the same answer: a mailbox is not flooded
+	}
+	link := p.publicURL + "/reset/" + tok
+	text := "Hello " + a.Name + ",\r\n\r\nSomeone (probably you) asked to reset the password of your webstats account " + a.Email +
+		".\r\nTo choose a new password, open this link within an hour:\r\n\r\n" + link +
+		"\r\n\r\nIf it was not you, ignore this email: your password stays as it is.\r\n"
+	// Sent in the background: the answer must not take longer for a
+	// known address than for an unknown one.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := p.sendMail(ctx, a.Email, "Reset your webstats password", text); err != nil {
+			p.log.Error("pages: send password reset", "err", err)
+		}
+	}()
+	return render(http.StatusOK)
+}
+
+// resetPasswordForm serves GET /reset/:token.
+func (p *Pages) resetPasswordForm(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	tok := ps.ByName("token")
+	if _, err := p.e.CheckResetToken(r.Context(), tok); err != nil {
+		if errors.Is(err, engine.ErrInvite) {
+			return errResetLink
+		}
+		return err
+	}
+	p.renderView(w, r, http.StatusOK, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: resetData{Token: tok}})
+	return nil
+}
+
+var errResetLink = &httpError{http.StatusGone, "This reset link is not valid: it was used already or has expired. Ask for a new one."}
+
+// resetPassword serves POST /reset/:token.
+func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	tok := ps.ByName("token")
+	d := resetData{Token: tok}
+	if r.PostForm.Get("password") != r.PostForm.Get("password_confirmation") {
+		d.Errors = fieldErrors{"password": "The password confirmation does not match."}
+		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
+		return nil
+	}
+	a, err := p.e.ResetPassword(r.Context(), tok, r.PostForm.Get("password"))
+	if fe := formErrors(err); fe != nil {
+		d.Errors = fe
+		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
+		return nil
+	}
+	if errors.Is(err, engine.ErrInvite) {
+		return errResetLink
+	}
+	if err != nil {
+		return err
+	}
+	if a.TwoFactor {
+		// The reset proves the mailbox, not the second factor.
+		http.Redirect(w, r, "/login?reset=1", http.StatusSeeOther)
+		return nil
+	}
+	return p.startSession(w, r, a, "/")
+}
+
+// accountData is the data of account.html.
+type accountData struct {
+	Account  engine.Account
+	Notice   string
+	Errors   fieldErrors
+	Form     string // the form the errors belong to
+	Email    string
+	Sessions []sessionRow
+	Sites    []reportRow
+	CSRF     map[string]string // token by form action
+}
+
+type sessionRow struct {
+	engine.Session
+	Current bool
+}
+
+type reportRow struct {
+	ID     uint32
+	Domain string
+	On     bool
+}
+
+// accountForms are the actions of account.html's forms.
+var accountForms = []string{"/account/profile", "/account/email", "/account/password", "/account/reports", "/account/sessions/end", "/account/sessions/end-all"}
+
+// accountPage serves GET /account.
+func (p *Pages) accountPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	notices := map[string]string{
+		"profile": "Your name was saved.", "email": "Your email address was changed.",
+		"password": "Your password was changed. Your other sessions were signed out.",
+		"reports":  "Your email report choices were saved.", "session": "The session was signed out.",
+		"2fa-off": "Two-factor authentication is off.",
+	}
+	return p.renderAccount(w, r, a, http.StatusOK, accountData{Notice: notices[r.URL.Query().Get("done")]})
+}
+
+func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d accountData) error {
+	ctx := r.Context()
+	d.Account = a
+	if d.Email == "" {
+		d.Email = a.Email
+	}
+	cur := ""
+	if tok, ok := p.sessionToken(r); ok {
+		cur = engine.SessionID(tok)
+	}
+	for _, s := range p.e.Sessions(ctx, a.ID) {
+		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == cur})
+	}
+	list := p.e.Owner(a.ID).Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxHomeSites})
+	for _, web := range list.Websites {
+		d.Sites = append(d.Sites, reportRow{ID: web.ID, Domain: web.Domain, On: web.Email == 1})
+	}
+	d.CSRF = make(map[string]string, len(accountForms))
+	for _, f := range accountForms {
+		d.CSRF[f] = p.csrfToken(w, r, f)
+	}
+	p.renderView(w, r, status, "account.html", &view{Title: "Account", Account: &a, Body: d})
+	return nil
+}
+
+// accountPost serves the POST forms of the account page.
+func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	ctx := r.Context()
+	f := r.PostForm
+	form := strings.TrimPrefix(r.URL.Path, "/account/")
+	var err error
+	switch form {
+	case "profile":
+		_, err = p.e.UpdateProfile(ctx, a.ID, f.Get("name"))
+	case "email":
+		_, err = p.e.ChangeEmail(ctx, a.ID, f.Get("email"), f.Get("current_password"))
+	case "password":
+		if f.Get("password") != f.Get("password_confirmation") {
+			err = &engine.ValidationError{Fields: []engine.FieldError{{Field: "password", Msg: "The password confirmation does not match."}}}
+			break
+		}
+		var na engine.Account
+		na, err = p.e.SetPassword(ctx, a.ID, f.Get("current_password"), f.Get("password"), false)
+		if err == nil {
+			// Every session ended, this one too: it starts again.
+			return p.startSession(w, r, na, "/account?done=password")
+		}
+	case "reports":
+		own := p.e.Owner(a.ID)
+		list := own.Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxHomeSites})
+		for _, web := range list.Websites {
+			want := "0"
+			if slices.Contains(f["report"], strconv.FormatUint(uint64(web.ID), 10)) {
+				want = "1"
+			}
+			if (web.Email == 1) != (want == "1") {
+				if _, err = own.UpdateWebsite(ctx, web.ID, engine.WebsiteInput{Email: &want}); err != nil {
+					break
+				}
+			}
+		}
+	default:
+		return errNotFound
+	}
+	if fe := formErrors(err); fe != nil {
+		return p.renderAccount(w, r, a, http.StatusUnprocessableEntity, accountData{Errors: fe, Form: form, Email: f.Get("email")})
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/account?done="+form, http.StatusSeeOther)
+	return nil
+}
+
+// endSession serves POST /account/sessions/end (field id) and
+// /account/sessions/end-all.
+func (p *Pages) endSessions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	if r.URL.Path == "/account/sessions/end-all" {
+		if err := p.e.EndSessions(r.Context(), a.ID); err != nil {
+			return err
+		}
+		p.setCookie(w, sessionCookie, "", "/", -1)
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return nil
+	}
+	if err := p.e.EndSessionID(r.Context(), a.ID, r.PostForm.Get("id")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/account?done=session", http.StatusSeeOther)
+	return nil
+}
+
+// twoFactorData is the data of account_2fa.html.
+type twoFactorData struct {
+	On            bool
+	Secret        string
+	QR            template.URL // data: URL of the QR code's PNG
+	Codes         []string
+	RecoveryCodes int
+	Errors        fieldErrors
+	DisableCSRF   string
+}
+
+// twoFactorPage serves GET /account/2fa: the state, or a new secret to set
+// up.
+func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	d := twoFactorData{On: a.TwoFactor, RecoveryCodes: a.RecoveryCodes}
+	if !a.TwoFactor {
+		secret, url, err := p.e.NewTOTPKey(r.Context(), a.ID)
+		if err != nil {
+			return err
+		}
+		d.Secret, d.QR = secret, qrDataURL(url)
+	}
+	return p.renderTwoFactor(w, r, a, http.StatusOK, d)
+}
+
+func (p *Pages) renderTwoFactor(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d twoFactorData) error {
+	d.DisableCSRF = p.csrfToken(w, r, "/account/2fa/disable")
+	p.renderView(w, r, status, "account_2fa.html", &view{Title: "Two-factor authentication", Account: &a, Form: "/account/2fa", Body: d})
+	return nil
+}
+
+// qrDataURL returns the QR code of url as a PNG data: URL ("" if it
+// cannot be drawn: the secret is shown as text too).
+func qrDataURL(url string) template.URL {
+	k, err := otp.NewKeyFromURL(url)
+	if err != nil {
+		return ""
+	}
+	img, err := k.Image(200, 200)
+	if err != nil {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		return ""
+	}
+	// A PNG the server drew, in base64: safe in an img src.
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes()))
+}
+
+// twoFactor serves POST /account/2fa: confirm a code and turn 2FA on.
+func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	secret := r.PostForm.Get("secret")
+	codes, err := p.e.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"))
+	if fe := formErrors(err); fe != nil {
+		d := twoFactorData{Secret: secret, Errors: fe}
+		if len(secret) <= 128 {
+			d.QR = qrDataURL("otpauth://totp/webstats:" + urlQueryEscape(a.Email) + "?issuer=webstats&secret=" + urlQueryEscape(secret))
+		}
+		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, d)
+	}
+	if err != nil {
+		return err
+	}
+	a, err = p.e.Account(r.Context(), a.ID)
+	if err != nil {
+		return err
+	}
+	return p.renderTwoFactor(w, r, a, http.StatusOK, twoFactorData{On: true, Codes: codes, RecoveryCodes: len(codes)})
+}
+
+// twoFactorOff serves POST /account/2fa/disable.
+func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	_, err := p.e.DisableTOTP(r.Context(), a.ID, r.PostForm.Get("current_password"))
+	if fe := formErrors(err); fe != nil {
+		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes, Errors: fe})
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/account?done=2fa-off", http.StatusSeeOther)
+	return nil
+}
+
+// keysData is the data of keys.html.
+type keysData struct {
+	Keys   []engine.APIKey
+	New    string // a key just created, shown once
+	Name   string
+	Errors fieldErrors
+	Revoke map[uint32]string // CSRF token of each revoke form
+	Notice string
+}
+
+// keysPage serves GET /account/keys.
+func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	d := keysData{}
+	if r.URL.Query().Get("done") == "revoked" {
+		d.Notice = "The key was revoked: requests with it are refused from now on."
+	}
+	return p.renderKeys(w, r, a, http.StatusOK, d)
+}
+
+func (p *Pages) renderKeys(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d keysData) error {
+	d.Keys = slices.Clone(a.Keys)
+	slices.Reverse(d.Keys)
+	d.Revoke = make(map[uint32]string, len(d.Keys))
+	for _, k := range d.Keys {
+		d.Revoke[k.ID] = p.csrfToken(w, r, "/account/keys/"+strconv.FormatUint(uint64(k.ID), 10)+"/revoke")
+	}
+	// A page showing a new key is not kept by the browser.
+	w.Header().Set("Cache-Control", "no-store")
+	p.renderView(w, r, status, "keys.html", &view{Title: "API keys", Account: &a, Form: "/account/keys", Body: d})
+	return nil
+}
+
+// createKey serves POST /account/keys.
+func (p *Pages) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	name := r.PostForm.Get("name")
+	_, key, err := p.e.CreateKey(r.Context(), a.ID, name)
+	if fe := formErrors(err); fe != nil {
+		return p.renderKeys(w, r, a, http.StatusUnprocessableEntity, keysData{Name: name, Errors: fe})
+	}
+	if err != nil {
+		return err
+	}
+	if a, err = p.e.Account(r.Context(), a.ID); err != nil {
+		return err
+	}
+	return p.renderKeys(w, r, a, http.StatusCreated, keysData{New: key})
+}
+
+// revokeKey serves POST /account/keys/:key/revoke.
+func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return nil
+	}
+	id, err := strconv.ParseUint(ps.ByName("key"), 10, 32)
+	if err != nil {
+		return errNotFound
+	}
+	if err := p.e.RevokeKey(r.Context(), a.ID, uint32(id)); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/account/keys?done=revoked", http.StatusSeeOther)
+	return nil
+}
+
+// adminData is the data of admin.html.
+type adminData struct {
+	Self      uint32
+	Accounts  []engine.Account
+	Invites   []engine.Invite
+	NewKey    string // of an account just created
+	NewInvite string // link of an invitation just created
+	NewEmail  string
+	Name      string
+	Email     string
+	Errors    fieldErrors
+	CSRF      map[string]string
+	Mode      string
+}
+
+// admin returns the admin view of r's account, or errNotFound: the admin
+// pages do not exist for others.
+func (p *Pages) admin(w http.ResponseWriter, r *http.Request) (engine.Account, engine.Admin, bool) {
+	a, ok := p.signedIn(w, r)
+	if !ok {
+		return a, engine.Admin{}, false
+	}
+	ad, err := p.e.Admin(a.ID)
+	if err != nil {
+		p.fail(w, r, errNotFound)
+		return a, ad, false
+	}
+	return a, ad, true
+}
+
+// adminPage serves GET /admin.
+func (p *Pages) adminPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	a, ad, ok := p.admin(w, r)
+	if !ok {
+		return nil
+	}
+	return p.renderAdmin(w, r, a, ad, http.StatusOK, adminData{})
+}
+
+func (p *Pages) renderAdmin(w http.ResponseWriter, r *http.Request, a engine.Account, ad engine.Admin, status int, d adminData) error {
+	ctx := r.Context()
+	d.Self, d.Mode = a.ID, p.registration
+	d.Accounts = ad.Accounts(ctx)
+	d.Invites = ad.Invites(ctx)
+	d.CSRF = map[string]string{
+		"/admin/accounts": p.csrfToken(w, r, "/admin/accounts"),
+		"/admin/invites":  p.csrfToken(w, r, "/admin/invites"),
+	}
+	for _, acc := range d.Accounts {
+		for _, op := range []string{"disable", "enable", "admin", "unadmin"} {
+			action := "/admin/accounts/" + strconv.FormatUint(uint64(acc.ID), 10) + "/" + op
+			d.CSRF[action] = p.csrfToken(w, r, action)
+		}
+	}
+	for _, inv := range d.Invites {
+		action := "/admin/invites/" + inv.ID + "/delete"
+		d.CSRF[action] = p.csrfToken(w, r, action)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.renderView(w, r, status, "admin.html", &view{Title: "Accounts", Account: &a, Body: d})
+	return nil
+}
+
+// adminCreate serves POST /admin/accounts and /admin/invites.
+func (p *Pages) adminCreate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	a, ad, ok := p.admin(w, r)
+	if !ok {
+		return nil
+	}
+	ctx := r.Context()
+	switch r.URL.Path {
+	case "/admin/accounts":
+		d := adminData{Name: r.PostForm.Get("name"), Email: r.PostForm.Get("email")}
+		acc, key, err := ad.CreateAccount(ctx, d.Name, d.Email)
+		if fe := formErrors(err); fe != nil {
+			d.Errors = fe
+			return p.renderAdmin(w, r, a, ad, http.StatusUnprocessableEntity, d)
+		}
+		if err != nil {
+			return err
+		}
+		return p.renderAdmin(w, r, a, ad, http.StatusCreated, adminData{NewKey: key, NewEmail: acc.Email})
+	case "/admin/invites":
+		tok, _, err := ad.CreateInvite(ctx)
+		if fe := formErrors(err); fe != nil {
+			return p.renderAdmin(w, r, a, ad, http.StatusUnprocessableEntity, adminData{Errors: fe})
+		}
+		if err != nil {
+			return err
+		}
+		return p.renderAdmin(w, r, a, ad, http.StatusCreated, adminData{NewInvite: p.linkBase() + "/register?invite=" + tok})
+	}
+	return errNotFound
+}
+
+// linkBase is the public URL, or "" (links are then relative to the site).
+func (p *Pages) linkBase() string { return p.publicURL }
+
+// adminAccount serves POST /admin/accounts/:id/:op.
+func (p *Pages) adminAccount(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	_, ad, ok := p.admin(w, r)
+	if !ok {
+		return nil
+	}
+	id, err := strconv.ParseUint(ps.ByName("id"), 10, 32)
+	if err != nil {
+		return errNotFound
+	}
+	ctx := r.Context()
+	switch ps.ByName("op") {
+	case "disable":
+		_, err = ad.SetDisabled(ctx, uint32(id), true)
+	case "enable":
+		_, err = ad.SetDisabled(ctx, uint32(id), false)
+	case "admin":
+		_, err = ad.SetAdmin(ctx, uint32(id), true)
+	case "unadmin":
+		_, err = ad.SetAdmin(ctx, uint32(id), false)
+	default:
+		return errNotFound
+	}
+	if errors.Is(err, engine.ErrForbidden) {
+		return &httpError{http.StatusForbidden, "You cannot disable your own account or take back your own admin rights: another admin must."}
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	return nil
+}
+
+// adminInvite serves POST /admin/invites/:id/delete.
+func (p *Pages) adminInvite(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := p.checkPost(r); err != nil {
+		return err
+	}
+	_, ad, ok := p.admin(w, r)
+	if !ok {
+		return nil
+	}
+	if ps.ByName("op") != "delete" {
+		return errNotFound
+	}
+	if err := ad.DeleteInvite(r.Context(), ps.ByName("id")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	return nil
+}
+
+// registerAccounts mounts the account pages.
+func (p *Pages) registerAccounts(r *httprouter.Router) {
+	r.GET("/login/code", p.handle(p.codeForm))
+	r.POST("/login/code", p.handle(p.code))
+	r.GET("/register", p.handle(p.registerForm))
+	r.POST("/register", p.handle(p.register))
+	r.GET("/reset", p.handle(p.resetForm))
+	r.POST("/reset", p.handle(p.reset))
+	r.GET("/reset/:token", p.handle(p.resetPasswordForm))
+	r.POST("/reset/:token", p.handle(p.resetPassword))
+	r.GET("/account", p.handle(p.accountPage))
+	for _, form := range []string{"profile", "email", "password", "reports"} {
+		r.POST("/account/"+form, p.handle(p.accountPost))
+	}
+	r.POST("/account/sessions/end", p.handle(p.endSessions))
+	r.POST("/account/sessions/end-all", p.handle(p.endSessions))
+	r.GET("/account/2fa", p.handle(p.twoFactorPage))
+	r.POST("/account/2fa", p.handle(p.twoFactor))
+	r.POST("/account/2fa/disable", p.handle(p.twoFactorOff))
+	r.GET("/account/keys", p.handle(p.keysPage))
+	r.POST("/account/keys", p.handle(p.createKey))
+	r.POST("/account/keys/:key/revoke", p.handle(p.revokeKey))
+	r.GET("/admin", p.handle(p.adminPage))
+	r.POST("/admin/accounts", p.handle(p.adminCreate))
+	r.POST("/admin/invites", p.handle(p.adminCreate))
+	r.POST("/admin/accounts/:id/:op", p.handle(p.adminAccount))
+	r.POST("/admin/invites/:id/:op", p.handle(p.adminInvite))
+}
