@@ -7,7 +7,18 @@
 // [Pages.Register] mounts:
 //
 //	GET  /                      the signed-in account's websites (else → /login)
-//	GET  /login, POST /login    sign in with an API key
+//	GET  /login, POST /login    sign in with an email and password, or an API key
+//	GET, POST /login/code       the second factor of a sign-in (TOTP or recovery code)
+//	GET, POST /register         create an account (Options.Registration)
+//	GET, POST /reset            ask for a password reset link by email
+//	GET, POST /reset/:token     choose a new password
+//	GET  /account               name, email, password, email reports, sessions
+//	POST /account/{profile,email,password,reports}, /account/sessions/{end,end-all}
+//	GET, POST /account/2fa      two-factor setup (POST /account/2fa/disable turns it off)
+//	GET, POST /account/keys     API keys (POST /account/keys/:key/revoke)
+//	GET  /admin                 every account, invitations (admins only; others 404)
+//	POST /admin/accounts, /admin/invites, /admin/accounts/:id/{disable,enable,admin,unadmin},
+//	     /admin/invites/:id/delete
 //	POST /logout                sign out
 //	GET  /stats/:domain         overview of a website (POST: the password form)
 //	GET  /stats/:domain/:name   realtime, <name>.csv or one statistic in full
@@ -68,6 +79,8 @@
 //	ws_session  path /                "<session token>"
 //	ws_pw       path /stats/<domain>  "<website id>|<expiry unix>|<password fingerprint>"
 //	ws_csrf     path /                a random token (not signed; see below)
+//	ws_2fa      path /                "<account id>|<account generation>|<expiry unix>": a
+//	                                  password checked, the code not yet (5 minutes)
 //
 // Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
 // a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
