@@ -51,6 +51,13 @@ type Options struct {
 	// connection's address. httpd passes its own, which honours
 	// -trust-proxy.
 	ClientIP func(*http.Request) netip.Addr
+	// BaseURL returns the address browsers reach the server at for a
+	// request ("https://stats.example.org", or with the path a proxy
+	// serves it under): the tracking snippet's. Default nil: http (https
+	// over TLS) and the request's Host header when it is a plain
+	// host[:port], else the address the connection came to. httpd passes
+	// its own, which is -public-url when set.
+	BaseURL func(*http.Request) string
 }
 
 // Pages serves the statistics pages. It is safe for concurrent use. Create
@@ -68,6 +75,8 @@ type Pages struct {
 	pwIPFails   *limit.Limiter // wrong passwords per client address
 	pwSiteFails *limit.Limiter // wrong passwords per website
 	signInFails *limit.Limiter // wrong API keys per client address
+
+	base func(*http.Request) string // Options.BaseURL; nil: defaultBaseURL
 
 	// views bounds the overviews and exports computed at once: each runs
 	// a dozen queries, a filtered one over the segments, and anyone may
@@ -113,6 +122,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
+		base:        o.BaseURL,
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),
@@ -131,7 +141,6 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 // Register mounts every route of the pages on r (see the package
 // documentation).
 func (p *Pages) Register(r *httprouter.Router) {
-	r.GET("/", p.handle(p.home))
 	r.GET("/login", p.handle(p.loginForm))
 	r.POST("/login", p.handle(p.login))
 	r.POST("/logout", p.handle(p.logout))
@@ -140,6 +149,7 @@ func (p *Pages) Register(r *httprouter.Router) {
 	r.GET("/stats/:domain/:name", p.handle(p.statRoute))
 	r.GET("/share/:domain", p.handle(p.share))
 	r.GET("/assets/*filepath", p.serveAsset)
+	p.registerSites(r) // GET /, /websites/... (sites.go)
 }
 
 // handlerFunc is a page handler: it writes a page, or returns an error that
@@ -156,6 +166,11 @@ const (
 // handle adapts a page handler: it bounds the input, sets the security
 // headers, and renders errors.
 func (p *Pages) handle(h handlerFunc) httprouter.Handle {
+	return p.handleLimit(maxBody, h)
+}
+
+// handleLimit is handle with a body limit of its own.
+func (p *Pages) handleLimit(limit int64, h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -183,7 +198,7 @@ func (p *Pages) handle(h handlerFunc) httprouter.Handle {
 			}
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		if err := h(w, r, ps); err != nil {
 			p.fail(w, r, err)
