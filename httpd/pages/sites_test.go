@@ -337,6 +337,16 @@ func TestAddForm(t *testing.T) {
 		t.Errorf("status %d; markup is sent back unescaped:\n%s", res.status, res.body)
 	}
 	mustContain(t, "escaped", res.body, "&lt;/textarea&gt;&lt;script&gt;alert(2)&lt;/script&gt;</textarea>")
+	// A form over its limit is refused before it is read; not a 5xx.
+	res = c.post("/websites/new", url.Values{"csrf": {c.csrfFor("/websites/new", "/websites/new")}, "exclude_ips": {strings.Repeat("1", maxSiteForm)}})
+	if res.status != http.StatusBadRequest {
+		t.Errorf("a form over %d bytes: status %d, want 400", maxSiteForm, res.status)
+	}
+	goals := sitePath(f.public.ID, "/goals")
+	res = c.post(goals, url.Values{"csrf": {c.csrfFor(goals, goals)}, "kind": {"event"}, "event_name": {strings.Repeat("e", maxBody)}})
+	if res.status != http.StatusBadRequest {
+		t.Errorf("a goal form over %d bytes: status %d, want 400", maxBody, res.status)
+	}
 }
 
 func TestSettings(t *testing.T) {
