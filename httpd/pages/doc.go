@@ -80,6 +80,7 @@
 //	ws_session  path /                "<session token>"
 //	ws_pw       path /stats/<domain>  "<website id>|<expiry unix>|<password fingerprint>"
 //	ws_csrf     path /                a random token (not signed; see below)
+//	ws_flash    path /                "<expiry unix>|<base64url notice>", for a minute
 //
 // Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
 // a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
@@ -89,6 +90,9 @@
 // bytes of SHA-256 of the website's password hash, so changing the password
 // forgets every password cookie; password cookies last 30 days, and their
 // expiry is inside the signed value, so an edited Max-Age extends nothing.
+// ws_flash carries the notice a website form leaves for the page it
+// redirects to ("The settings were saved."); that page shows and removes
+// it.
 //
 // # CSRF
 //
