@@ -211,7 +211,7 @@ func (s *Server) routes() {
 	if !s.opts.NoPages {
 		p, err := pages.New(s.e, &pages.Options{
 			Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP,
-			Registration: s.opts.Registration, SendMail: s.opts.SendMail, PublicURL: s.publicURL,
+			Registration: s.opts.Registration, SendMail: s.opts.SendMail, PublicURL: s.publicURL, BaseURL: s.baseURL,
 		})
 		if err != nil {
 			// Only a failing store makes New fail; the API still works.
@@ -229,6 +229,14 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/metrics", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		s.metrics.handler.ServeHTTP(w, r)
 	})
+}
+
+// baseURL is the address clients reach the server at, for r, without a
+// trailing '/': Options.PublicURL when set, else built from the request as
+// requestPath builds it (never from a Host header that is not a valid
+// host[:port]).
+func (s *Server) baseURL(r *http.Request) string {
+	return strings.TrimSuffix(requestPath(r, s.publicURL, s.opts.TrustProxy), r.URL.EscapedPath())
 }
 
 // handle registers h for method and pattern on the router: the body is

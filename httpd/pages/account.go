@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"image/png"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,41 +55,26 @@ const (
 	purposePending = "2fa"
 )
 
-// fieldErrors maps a form field to its message.
-type fieldErrors map[string]string
+// maxReportSites bounds the websites of the email report choices: 1,000.
+const maxReportSites = 1000
+
+// fieldMsgs maps a form field to its message.
+type fieldMsgs map[string]string
 
 // formErrors returns the field messages of a *engine.ValidationError, or
 // nil for another error.
-func formErrors(err error) fieldErrors {
+func formErrors(err error) fieldMsgs {
 	var ve *engine.ValidationError
 	if !errors.As(err, &ve) {
 		return nil
 	}
-	fe := make(fieldErrors, len(ve.Fields))
+	fe := make(fieldMsgs, len(ve.Fields))
 	for _, f := range ve.Fields {
 		if _, ok := fe[f.Field]; !ok {
 			fe[f.Field] = f.Msg
 		}
 	}
 	return fe
-}
-
-// signedIn returns the signed-in account of r, or redirects to the
-// sign-in page and returns false.
-func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request) (engine.Account, bool) {
-	a, ok := p.session(r)
-	if !ok {
-		next := r.URL.Path
-		if r.Method != http.MethodGet {
-			next = "/"
-		}
-		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
-	}
-	return a, ok
-}
-
-func urlQueryEscape(s string) string {
-	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", "#", "%23", " ", "%20", "?", "%3F").Replace(s)
 }
 
 // startSession creates a session for a, sets its cookie and a new CSRF
@@ -138,7 +124,7 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 	case errors.Is(err, engine.ErrSecondFactor):
 		exp := strconv.FormatInt(p.now().Add(pendingLife).Unix(), 10)
 		p.setCookie(w, pendingCookie, p.sign(purposePending, strconv.FormatUint(uint64(a.ID), 10), strconv.FormatUint(a.Gen, 10), exp), "/", pendingLife)
-		http.Redirect(w, r, "/login/code?next="+urlQueryEscape(next), http.StatusSeeOther)
+		http.Redirect(w, r, "/login/code?next="+url.QueryEscape(next), http.StatusSeeOther)
 		return nil
 	case errors.Is(err, engine.ErrDisabled):
 		d.Error = "This account is disabled. Ask an administrator of this server."
@@ -186,7 +172,7 @@ type codeData struct {
 func (p *Pages) codeForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	next := safeNext(r.URL.Query().Get("next"), "/")
 	if _, ok := p.pending(r); !ok {
-		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(next), http.StatusSeeOther)
 		return nil
 	}
 	p.renderView(w, r, http.StatusOK, "login_code.html", &view{Title: "Two-factor authentication", Form: "/login/code", Body: codeData{Next: next}})
@@ -201,7 +187,7 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	next := safeNext(r.PostForm.Get("next"), "/")
 	a, ok := p.pending(r)
 	if !ok {
-		http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(next), http.StatusSeeOther)
 		return nil
 	}
 	render := func(status int, msg string) error {
@@ -228,7 +214,7 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 // registerData is the data of register.html.
 type registerData struct {
 	Invite, Name, Email string
-	Errors              fieldErrors
+	Errors              fieldMsgs
 	Error               string
 }
 
@@ -280,7 +266,7 @@ func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return render(http.StatusTooManyRequests)
 	}
 	if f.Get("password") != f.Get("password_confirmation") {
-		d.Errors = fieldErrors{"password": "The password confirmation does not match."}
+		d.Errors = fieldMsgs{"password": "The password confirmation does not match."}
 		return render(http.StatusUnprocessableEntity)
 	}
 	a, err := p.e.RegisterAccount(r.Context(), engine.Registration{
@@ -306,7 +292,7 @@ type resetData struct {
 	Email, Token string
 	Sent         bool
 	Off          bool // no SMTP or no public URL
-	Errors       fieldErrors
+	Errors       fieldMsgs
 	Error        string
 }
 
@@ -335,7 +321,7 @@ func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		return render(http.StatusServiceUnavailable)
 	}
 	if d.Email == "" {
-		d.Errors = fieldErrors{"email": "The email field is required."}
+		d.Errors = fieldMsgs{"email": "The email field is required."}
 		return render(http.StatusUnprocessableEntity)
 	}
 	ipKey := "reset:" + limit.ClientKey(p.clientIP(r))
@@ -394,7 +380,7 @@ func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprou
 	tok := ps.ByName("token")
 	d := resetData{Token: tok}
 	if r.PostForm.Get("password") != r.PostForm.Get("password_confirmation") {
-		d.Errors = fieldErrors{"password": "The password confirmation does not match."}
+		d.Errors = fieldMsgs{"password": "The password confirmation does not match."}
 		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
 		return nil
 	}
@@ -422,7 +408,7 @@ func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprou
 type accountData struct {
 	Account  engine.Account
 	Notice   string
-	Errors   fieldErrors
+	Errors   fieldMsgs
 	Form     string // the form the errors belong to
 	Email    string
 	Sessions []sessionRow
@@ -446,7 +432,7 @@ var accountForms = []string{"/account/profile", "/account/email", "/account/pass
 
 // accountPage serves GET /account.
 func (p *Pages) accountPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -472,7 +458,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, a engine.A
 	for _, s := range p.e.Sessions(ctx, a.ID) {
 		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == cur})
 	}
-	list := p.e.Owner(a.ID).Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxHomeSites})
+	list := p.e.Owner(a.ID).Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxReportSites})
 	for _, web := range list.Websites {
 		d.Sites = append(d.Sites, reportRow{ID: web.ID, Domain: web.Domain, On: web.Email == 1})
 	}
@@ -489,7 +475,7 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -515,7 +501,7 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 		}
 	case "reports":
 		own := p.e.Owner(a.ID)
-		list := own.Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxHomeSites})
+		list := own.Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxReportSites})
 		for _, web := range list.Websites {
 			want := "0"
 			if slices.Contains(f["report"], strconv.FormatUint(uint64(web.ID), 10)) {
@@ -546,7 +532,7 @@ func (p *Pages) endSessions(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -572,14 +558,14 @@ type twoFactorData struct {
 	QR            template.URL // data: URL of the QR code's PNG
 	Codes         []string
 	RecoveryCodes int
-	Errors        fieldErrors
+	Errors        fieldMsgs
 	DisableCSRF   string
 }
 
 // twoFactorPage serves GET /account/2fa: the state, or a new secret to set
 // up.
 func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -624,7 +610,7 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -633,7 +619,7 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if fe := formErrors(err); fe != nil {
 		d := twoFactorData{Secret: secret, Errors: fe}
 		if len(secret) <= 128 {
-			d.QR = qrDataURL("otpauth://totp/webstats:" + urlQueryEscape(a.Email) + "?issuer=webstats&secret=" + urlQueryEscape(secret))
+			d.QR = qrDataURL("otpauth://totp/webstats:" + url.QueryEscape(a.Email) + "?issuer=webstats&secret=" + url.QueryEscape(secret))
 		}
 		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, d)
 	}
@@ -652,7 +638,7 @@ func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httproute
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -672,14 +658,15 @@ type keysData struct {
 	Keys   []engine.APIKey
 	New    string // a key just created, shown once
 	Name   string
-	Errors fieldErrors
+	Errors fieldMsgs
 	Revoke map[uint32]string // CSRF token of each revoke form
 	Notice string
+	Script string // the address of sites.js (the copy button)
 }
 
 // keysPage serves GET /account/keys.
 func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -691,6 +678,7 @@ func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 }
 
 func (p *Pages) renderKeys(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d keysData) error {
+	d.Script = p.assetURL("sites.js")
 	d.Keys = slices.Clone(a.Keys)
 	slices.Reverse(d.Keys)
 	d.Revoke = make(map[uint32]string, len(d.Keys))
@@ -708,7 +696,7 @@ func (p *Pages) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -731,7 +719,7 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return nil
 	}
@@ -756,15 +744,16 @@ type adminData struct {
 	NewEmail  string
 	Name      string
 	Email     string
-	Errors    fieldErrors
+	Errors    fieldMsgs
 	CSRF      map[string]string
 	Mode      string
+	Script    string // the address of sites.js (the copy buttons)
 }
 
 // admin returns the admin view of r's account, or errNotFound: the admin
 // pages do not exist for others.
 func (p *Pages) admin(w http.ResponseWriter, r *http.Request) (engine.Account, engine.Admin, bool) {
-	a, ok := p.signedIn(w, r)
+	a, ok := p.signedIn(w, r, r.URL.Path)
 	if !ok {
 		return a, engine.Admin{}, false
 	}
@@ -787,7 +776,7 @@ func (p *Pages) adminPage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 func (p *Pages) renderAdmin(w http.ResponseWriter, r *http.Request, a engine.Account, ad engine.Admin, status int, d adminData) error {
 	ctx := r.Context()
-	d.Self, d.Mode = a.ID, p.registration
+	d.Self, d.Mode, d.Script = a.ID, p.registration, p.assetURL("sites.js")
 	d.Accounts = ad.Accounts(ctx)
 	d.Invites = ad.Invites(ctx)
 	d.CSRF = map[string]string{

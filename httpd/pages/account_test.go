@@ -361,7 +361,7 @@ func TestSessionForms(t *testing.T) {
 		t.Error("a session survived 'sign out everywhere'")
 	}
 	// Not signed in: the account pages send to sign-in.
-	if res := f.client().get("/account/keys"); res.status != http.StatusSeeOther || res.header.Get("Location") != "/login?next=/account/keys" {
+	if res := f.client().get("/account/keys"); res.status != http.StatusSeeOther || res.header.Get("Location") != "/login?next=%2Faccount%2Fkeys" {
 		t.Errorf("signed out: %d → %s", res.status, res.header.Get("Location"))
 	}
 }

@@ -24,6 +24,18 @@
 //	GET  /stats/:domain/:name   realtime, <name>.csv or one statistic in full
 //	GET  /assets/*filepath      the embedded CSS and JavaScript
 //
+// and the website pages of the signed-in account (sites.go; signed out,
+// each redirects to /login?next=…; another account's website is a 404):
+//
+//	GET  /websites/new, POST              add a website
+//	GET  /websites/:id                    → its settings
+//	GET  /websites/:id/settings, POST     its settings (the domain is fixed)
+//	GET  /websites/:id/snippet            the tracking snippet
+//	GET  /websites/:id/verify             the snippet, and whether a pageview arrived in the last 10 minutes
+//	GET  /websites/:id/delete, POST       delete it: the form must name its domain
+//	GET  /websites/:id/goals, POST        its goals; add one
+//	POST /websites/:id/goals/:goal/delete delete a goal
+//
 // httprouter cannot register /stats/:domain/realtime beside
 // /stats/:domain/:name, nor a ".csv" suffix, so one handler serves the three:
 // "realtime" is the realtime page (with ?format=json the numbers its script
@@ -81,6 +93,7 @@
 //	ws_csrf     path /                a random token (not signed; see below)
 //	ws_2fa      path /                "<account id>|<account generation>|<expiry unix>": a
 //	                                  password checked, the code not yet (5 minutes)
+//	ws_flash    path /                "<expiry unix>|<base64url notice>", for a minute
 //
 // Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
 // a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
@@ -90,10 +103,13 @@
 // bytes of SHA-256 of the website's password hash, so changing the password
 // forgets every password cookie; password cookies last 30 days, and their
 // expiry is inside the signed value, so an edited Max-Age extends nothing.
+// ws_flash carries the notice a website form leaves for the page it
+// redirects to ("The settings were saved."); that page shows and removes
+// it.
 //
 // # CSRF
 //
-// Every POST form (login, logout, password) carries a hidden field csrf,
+// Every POST form (login, logout, password, the website forms) carries a hidden field csrf,
 // "<expiry unix>.<mac>" with mac = HMAC-SHA256(secret, "csrf" ‖ the ws_csrf
 // cookie ‖ the form's action ‖ the expiry): a signed double-submit token,
 // valid for 2 hours and for that form only (the sign-in form's token does

@@ -63,6 +63,13 @@ type Options struct {
 	// header. Default "": no reset emails, and invitation links are
 	// relative.
 	PublicURL string
+	// BaseURL returns the address browsers reach the server at for a
+	// request ("https://stats.example.org", or with the path a proxy
+	// serves it under): the tracking snippet's. Default nil: http (https
+	// over TLS) and the request's Host header when it is a plain
+	// host[:port], else the address the connection came to. httpd passes
+	// its own, which is -public-url when set.
+	BaseURL func(*http.Request) string
 }
 
 // Pages serves the statistics pages. It is safe for concurrent use. Create
@@ -89,6 +96,8 @@ type Pages struct {
 	registration string
 	sendMail     func(ctx context.Context, to, subject, text string) error
 	publicURL    string // without a trailing '/'
+
+	base func(*http.Request) string // Options.BaseURL; nil: defaultBaseURL
 
 	// views bounds the overviews and exports computed at once: each runs
 	// a dozen queries, a filtered one over the segments, and anyone may
@@ -141,6 +150,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
+		base:        o.BaseURL,
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),
@@ -168,7 +178,6 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 // Register mounts every route of the pages on r (see the package
 // documentation).
 func (p *Pages) Register(r *httprouter.Router) {
-	r.GET("/", p.handle(p.home))
 	r.GET("/login", p.handle(p.loginForm))
 	r.POST("/login", p.handle(p.login))
 	r.POST("/logout", p.handle(p.logout))
@@ -178,6 +187,7 @@ func (p *Pages) Register(r *httprouter.Router) {
 	r.GET("/stats/:domain/:name", p.handle(p.statRoute))
 	r.GET("/share/:domain", p.handle(p.share))
 	r.GET("/assets/*filepath", p.serveAsset)
+	p.registerSites(r) // GET /, /websites/... (sites.go)
 }
 
 // handlerFunc is a page handler: it writes a page, or returns an error that
@@ -194,6 +204,11 @@ const (
 // handle adapts a page handler: it bounds the input, sets the security
 // headers, and renders errors.
 func (p *Pages) handle(h handlerFunc) httprouter.Handle {
+	return p.handleLimit(maxBody, h)
+}
+
+// handleLimit is handle with a body limit of its own.
+func (p *Pages) handleLimit(limit int64, h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -221,7 +236,7 @@ func (p *Pages) handle(h handlerFunc) httprouter.Handle {
 			}
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		if err := h(w, r, ps); err != nil {
 			p.fail(w, r, err)
