@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/snapshot"
@@ -89,13 +90,19 @@ type Account struct {
 	TwoFactor bool `json:"-"`
 	// RecoveryCodes is how many unused recovery codes are left.
 	RecoveryCodes int `json:"-"`
+	// ViaKey is the id of the API key Authenticate found the account by
+	// (0 otherwise): a session created from it ends when the key is
+	// revoked.
+	ViaKey uint32 `json:"-"`
 }
 
 // APIKey is one API key of an account, without the key.
 type APIKey struct {
-	ID        uint32    `json:"id"`
-	Name      string    `json:"name"`
-	Hash      [32]byte  `json:"hash"` // SHA-256 of the key
+	ID   uint32 `json:"id"`
+	Name string `json:"name"`
+	// Hash is the SHA-256 of the key, in the stored record only: zero in
+	// an Account.
+	Hash      [32]byte  `json:"hash"`
 	CreatedAt time.Time `json:"created_at"`
 	// LastUsed is when the key last authenticated a request, to
 	// KeyUseResolution; zero when never.
@@ -110,6 +117,10 @@ type accountRec struct {
 	// TOTPStep the last time step accepted, so a code is used once.
 	TOTPSecret string `json:"totp_secret,omitempty"`
 	TOTPStep   int64  `json:"totp_step,omitempty"`
+	// TOTPFails counts the wrong codes since the last right one; from
+	// codeFreeTries on, each makes the next wait (TOTPWait).
+	TOTPFails int       `json:"totp_fails,omitempty"`
+	TOTPWait  time.Time `json:"totp_wait,omitzero"`
 	// Recovery holds the SHA-256 of each unused recovery code.
 	Recovery [][32]byte `json:"recovery,omitempty"`
 	// NextKey is the last key id given.
@@ -123,6 +134,9 @@ type accountRec struct {
 func (r *accountRec) view() Account {
 	a := r.Account
 	a.Keys = slices.Clone(r.Keys)
+	for i := range a.Keys {
+		a.Keys[i].Hash = [32]byte{}
+	}
 	a.Password = r.PasswordHash != ""
 	a.TwoFactor = r.TOTPSecret != ""
 	a.RecoveryCodes = len(r.Recovery)
@@ -216,8 +230,11 @@ func checkEmail(email string, verr *ValidationError) string {
 // checkName validates an account name and returns it trimmed.
 func checkName(name string, verr *ValidationError) string {
 	name = strings.TrimSpace(name)
-	if utf8.RuneCountInString(name) > 255 || !utf8.ValidString(name) {
+	switch {
+	case utf8.RuneCountInString(name) > 255:
 		verr.add("name", "The name must not be greater than 255 characters.")
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+		verr.add("name", "The name must not contain control characters.")
 	}
 	return name
 }
@@ -263,6 +280,14 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 	if in.RequireInvite && in.Invite == "" {
 		return Account{}, ErrInvite
 	}
+	// The cheap checks first, so that a refused registration costs no
+	// hash; repeated under the write lock below.
+	e.regMu.RLock()
+	_, err := e.newAccountLocked(name, email, &verr)
+	e.regMu.RUnlock()
+	if err != nil {
+		return Account{}, err
+	}
 	hash, err := e.hashPassword(ctx, in.Password)
 	if err != nil {
 		return Account{}, err
@@ -284,6 +309,7 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 		return Account{}, err
 	}
 	r.PasswordHash = hash
+	r.Admin = false // the first account comes from serve or the CLI, never a form
 	if inv != nil {
 		// Used up first: a crash between the two leaves the invitation
 		// spent and no account, never an invitation that works twice.
@@ -351,8 +377,10 @@ func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (AP
 	switch {
 	case name == "":
 		verr.add("name", "The name field is required.")
-	case utf8.RuneCountInString(name) > maxKeyName || !utf8.ValidString(name):
+	case utf8.RuneCountInString(name) > maxKeyName:
 		verr.add("name", "The name must not be greater than 64 characters.")
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+		verr.add("name", "The name must not contain control characters.")
 	}
 	if err := verr.orNil(); err != nil {
 		return APIKey{}, "", err
@@ -380,36 +408,15 @@ func (e *Engine) RevokeKey(ctx context.Context, account, id uint32) error {
 		if i < 0 {
 			return ErrNotFound
 		}
+		// Sessions signed in with the key end with it: revoking is the
+		// answer to a leaked key.
+		if err := e.endKeySessionsLocked(account, id); err != nil {
+			return err
+		}
 		r.Keys = slices.Delete(r.Keys, i, i+1)
 		return nil
 	})
 	return err
-}
-
-// touchKey records that ref was used now, unless it was within
-// KeyUseResolution. Failures are logged: a lost time stamp is not worth
-// refusing a request.
-func (e *Engine) touchKey(ref keyRef) {
-	if !e.enter() {
-		return
-	}
-	defer e.exit()
-	now := e.now().UTC().Truncate(time.Second)
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	old := e.accounts[ref.account]
-	if old == nil {
-		return
-	}
-	i := slices.IndexFunc(old.Keys, func(k APIKey) bool { return k.ID == ref.key })
-	if i < 0 || now.Sub(old.Keys[i].LastUsed) < KeyUseResolution {
-		return
-	}
-	r := old.clone()
-	r.Keys[i].LastUsed = now
-	if err := e.putAccountLocked(r); err != nil {
-		e.opts.Logger.Error("record API key use", "err", err)
-	}
 }
 
 // dummyHash is checked against when a sign-in names no account, so that
@@ -583,12 +590,16 @@ func (e *Engine) CreateResetToken(ctx context.Context, email string) (string, Ac
 	}
 	exp := strconv.FormatInt(e.now().Add(ResetLife).Unix(), 10)
 	id := strconv.FormatUint(uint64(r.ID), 10)
-	return id + "." + exp + "." + resetMAC(key, id, exp, r.PasswordHash), r.view(), nil
+	return id + "." + exp + "." + resetMAC(key, id, exp, r), r.view(), nil
 }
 
-func resetMAC(key [32]byte, id, exp, hash string) string {
+// resetMAC is the MAC of a reset token of r: over the account, the
+// expiry, the password hash, the email and the generation, so that a new
+// password, a new email or a disable (each changes one of them) spends
+// every earlier link.
+func resetMAC(key [32]byte, id, exp string, r *accountRec) string {
 	m := hmac.New(sha256.New, key[:])
-	m.Write([]byte(id + "|" + exp + "|" + hash))
+	m.Write([]byte(id + "|" + exp + "|" + r.PasswordHash + "|" + strings.ToLower(r.Email) + "|" + strconv.FormatUint(r.Gen, 10)))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -619,7 +630,7 @@ func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, e
 	e.regMu.RLock()
 	r := e.accounts[uint32(id)]
 	e.regMu.RUnlock()
-	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[2]), []byte(resetMAC(key, parts[0], parts[1], r.PasswordHash))) {
+	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[2]), []byte(resetMAC(key, parts[0], parts[1], r))) {
 		return nil, ErrInvite
 	}
 	return r, nil
@@ -642,7 +653,7 @@ func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Acc
 		return Account{}, err
 	}
 	return e.modifyAccount(r.ID, func(n *accountRec) error {
-		if n.PasswordHash != r.PasswordHash || n.Disabled {
+		if n.PasswordHash != r.PasswordHash || n.Gen != r.Gen || n.Email != r.Email || n.Disabled {
 			return ErrInvite // used meanwhile
 		}
 		if err := e.endSessionsLocked(n.ID); err != nil {
@@ -682,6 +693,10 @@ func (e *Engine) inviteLocked(token string) *invite {
 	h := hashToken(token)
 	inv := e.invites[binary.BigEndian.Uint64(h[:8])]
 	if inv == nil || subtle.ConstantTimeCompare(inv.Hash[:], h[:]) != 1 || !e.now().Before(inv.Expires) {
+		return nil
+	}
+	// An invitation is as good as its admin is now.
+	if by := e.accounts[inv.By]; by == nil || !by.Admin || by.Disabled {
 		return nil
 	}
 	return inv
@@ -766,6 +781,12 @@ func (ad Admin) SetDisabled(ctx context.Context, id uint32, disabled bool) (Acco
 		return Account{}, ErrForbidden
 	}
 	return ad.e.modifyAccount(id, func(r *accountRec) error {
+		if err := ad.stillAdminLocked(); err != nil {
+			return err
+		}
+		if disabled && r.Admin && ad.e.enabledAdminsLocked() <= 1 {
+			return ErrForbidden
+		}
 		if disabled {
 			if err := ad.e.endSessionsLocked(id); err != nil {
 				return err
@@ -784,9 +805,36 @@ func (ad Admin) SetAdmin(ctx context.Context, id uint32, admin bool) (Account, e
 		return Account{}, ErrForbidden
 	}
 	return ad.e.modifyAccount(id, func(r *accountRec) error {
+		if err := ad.stillAdminLocked(); err != nil {
+			return err
+		}
+		if !admin && r.Admin && !r.Disabled && ad.e.enabledAdminsLocked() <= 1 {
+			return ErrForbidden
+		}
 		r.Admin = admin
 		return nil
 	})
+}
+
+// stillAdminLocked checks, under regMu, that the actor is still an
+// enabled admin: two admins taking each other's rights at once leave one.
+func (ad Admin) stillAdminLocked() error {
+	r := ad.e.accounts[ad.actor]
+	if r == nil || !r.Admin || r.Disabled {
+		return ErrForbidden
+	}
+	return nil
+}
+
+// enabledAdminsLocked counts the enabled admins. regMu must be held.
+func (e *Engine) enabledAdminsLocked() int {
+	n := 0
+	for _, r := range e.accounts {
+		if r.Admin && !r.Disabled {
+			n++
+		}
+	}
+	return n
 }
 
 // CreateInvite makes a single-use invitation, valid for InviteLife, and
@@ -805,6 +853,9 @@ func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
+	if err := ad.stillAdminLocked(); err != nil {
+		return "", Invite{}, err
+	}
 	for _, old := range e.invites {
 		if !now.Before(old.Expires) {
 			if err := e.dropInviteLocked(old); err != nil {

@@ -189,6 +189,21 @@ func TestLegacyAccount(t *testing.T) {
 	if err != nil || b.ID != 4 || b.Admin {
 		t.Errorf("next account: %+v, %v", b, err)
 	}
+	// The migration was written: a second open finds the same, and does
+	// not promote anyone else.
+	e.Close()
+	e, err = engine.Open(&engine.Options{FS: fs, Dir: "data", Now: c.Now, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acc := range e.Accounts(context.Background()) {
+		if acc.Admin != (acc.ID == 3) || acc.ID == 3 && (len(acc.Keys) != 1 || acc.Keys[0].Name != "default") {
+			t.Errorf("after reopening: %+v", acc)
+		}
+	}
+	if _, err := e.Authenticate(context.Background(), "ws_legacy"); err != nil {
+		t.Errorf("legacy key after reopening: %v", err)
+	}
 }
 
 // TestPasswordSignIn: setting, checking and changing a password; what a
@@ -334,16 +349,24 @@ func TestTwoFactor(t *testing.T) {
 		t.Errorf("url %q", url)
 	}
 	wrong := totpCode(t, secret, c.Now().Add(-5*time.Minute))
-	if _, err := e.EnableTOTP(ctx, a.ID, secret, wrong); err == nil || fieldErrs(t, err)[0].Field != "code" {
+	if _, err := e.EnableTOTP(ctx, a.ID, secret, wrong, "correct horse"); err == nil || fieldErrs(t, err)[0].Field != "code" {
 		t.Errorf("EnableTOTP with an old code: %v", err)
 	}
-	codes, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()))
+	if _, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()), "wrong password"); err == nil || fieldErrs(t, err)[0].Msg != "The password is incorrect." {
+		t.Errorf("EnableTOTP with a wrong password: %v", err)
+	}
+	codes, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()), "correct horse")
 	if err != nil || len(codes) != 10 {
 		t.Fatalf("EnableTOTP = %v, %v", codes, err)
 	}
 	pending, err := e.SignIn(ctx, "a@example.org", "correct horse")
 	if !errors.Is(err, engine.ErrSecondFactor) || pending.ID != a.ID || !pending.TwoFactor {
 		t.Fatalf("SignIn with 2FA = %+v, %v", pending, err)
+	}
+	// A second secret cannot replace the first, even with the password.
+	s2, _, _ := e.NewTOTPKey(ctx, a.ID)
+	if _, err := e.EnableTOTP(ctx, a.ID, s2, totpCode(t, s2, c.Now()), "correct horse"); err == nil || !strings.Contains(fieldErrs(t, err)[0].Msg, "Turn it off first") {
+		t.Errorf("EnableTOTP over a working one: %v", err)
 	}
 	// The code that enabled 2FA was used: the same step is refused.
 	if _, err := e.CheckSecondFactor(ctx, pending, totpCode(t, secret, c.Now())); !errors.Is(err, engine.ErrUnauthenticated) {
@@ -361,8 +384,10 @@ func TestTwoFactor(t *testing.T) {
 	if _, err := e.CheckSecondFactor(ctx, pending, code); !errors.Is(err, engine.ErrUnauthenticated) {
 		t.Errorf("replayed code: %v", err)
 	}
-	// A code a step late is accepted (clock skew), two steps late not.
-	c.Add(60 * time.Second)
+	// A code a step late is accepted (clock skew), two steps late not:
+	// the last code used was at step S; now is S+3, and the code of S+1,
+	// never used, is outside the skew.
+	c.Add(90 * time.Second)
 	if _, err := e.CheckSecondFactor(ctx, pending, totpCode(t, secret, c.Now().Add(-60*time.Second))); !errors.Is(err, engine.ErrUnauthenticated) {
 		t.Errorf("code two steps old: %v", err)
 	}
@@ -554,3 +579,198 @@ func TestSessionsList(t *testing.T) {
 }
 
 func sha256Of(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// TestRevokedKeyEndsSessions: a session signed in with a key ends with
+// the key, and a sign-in with it cannot start one after (the answer to a
+// leaked key). Other sessions go on.
+func TestRevokedKeyEndsSessions(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	a, main, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	info, leaked, err := e.CreateKey(ctx, a.ID, "CI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaLeaked, _ := e.Authenticate(ctx, leaked)
+	viaMain, _ := e.Authenticate(ctx, main)
+	tLeaked, err := e.CreateSession(ctx, viaLeaked, engine.SessionClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tMain, _ := e.CreateSession(ctx, viaMain, engine.SessionClient{})
+	if err := e.RevokeKey(ctx, a.ID, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SessionAccount(ctx, tLeaked); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("session of the revoked key: %v", err)
+	}
+	if _, err := e.CreateSession(ctx, viaLeaked, engine.SessionClient{}); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("CreateSession after the key was revoked: %v", err)
+	}
+	if _, err := e.SessionAccount(ctx, tMain); err != nil {
+		t.Errorf("the other key's session: %v", err)
+	}
+}
+
+// TestLastAdmin: the admins cannot leave the server without one, even
+// two at once; a demoted admin's Admin view stops working.
+func TestLastAdmin(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	b, _, _ := e.CreateAccount(ctx, "B", "b@example.org")
+	adA, _ := e.Admin(a.ID)
+	if _, err := adA.SetAdmin(ctx, b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	adB, _ := e.Admin(b.ID) // two requests in flight
+	if _, err := adA.SetAdmin(ctx, b.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adB.SetAdmin(ctx, a.ID, false); !errors.Is(err, engine.ErrForbidden) {
+		t.Errorf("a demoted admin's request: %v, want ErrForbidden", err)
+	}
+	if _, _, err := adB.CreateInvite(ctx); !errors.Is(err, engine.ErrForbidden) {
+		t.Errorf("a demoted admin's invitation: %v, want ErrForbidden", err)
+	}
+	// With b an admin again, a cannot take b's rights... b can take a's
+	// only while another enabled admin remains.
+	adA.SetAdmin(ctx, b.ID, true)
+	adB, _ = e.Admin(b.ID)
+	if _, err := adB.SetDisabled(ctx, a.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	adA2, err := e.Admin(a.ID)
+	if err == nil {
+		if _, err := adA2.SetAdmin(ctx, b.ID, false); err == nil {
+			t.Error("a disabled admin took the last enabled admin's rights")
+		}
+	}
+	n := 0
+	for _, acc := range e.Accounts(ctx) {
+		if acc.Admin && !acc.Disabled {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d enabled admins, want 1", n)
+	}
+}
+
+// TestResetLinksSpent: a new email, a disable or a new password spends
+// earlier reset links; a reset ends the account's sessions.
+func TestResetLinksSpent(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	b, _, _ := e.CreateAccount(ctx, "B", "b@example.org")
+	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	tok, _, _ := e.CreateResetToken(ctx, "a@example.org")
+	if _, err := e.ChangeEmail(ctx, a.ID, "new@example.org", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CheckResetToken(ctx, tok); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("link to the old address after an email change: %v", err)
+	}
+	ad, _ := e.Admin(a.ID)
+	tokB, _, _ := e.CreateResetToken(ctx, "b@example.org")
+	ad.SetDisabled(ctx, b.ID, true)
+	ad.SetDisabled(ctx, b.ID, false)
+	if _, err := e.CheckResetToken(ctx, tokB); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("link from before a disable: %v", err)
+	}
+	sess, _ := e.CreateSession(ctx, mustAccount(t, e, a.ID), engine.SessionClient{})
+	tok, _, _ = e.CreateResetToken(ctx, "new@example.org")
+	if _, err := e.ResetPassword(ctx, tok, "brand new pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SessionAccount(ctx, sess); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("session after a reset: %v", err)
+	}
+}
+
+func mustAccount(t *testing.T, e *engine.Engine, id uint32) engine.Account {
+	t.Helper()
+	a, err := e.Account(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestCodeWait: from the sixth wrong code in a row, the account waits
+// 1, 2, 4 … minutes (at most an hour) before the next try; the count
+// survives a restart; a right code resets it.
+func TestCodeWait(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, o := openMem(t, c)
+	ctx := context.Background()
+	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	secret, _, _ := e.NewTOTPKey(ctx, a.ID)
+	if _, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()), "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := e.SignIn(ctx, "a@example.org", "correct horse")
+	for i := range 5 {
+		if _, err := e.CheckSecondFactor(ctx, pending, "000000"); !errors.Is(err, engine.ErrUnauthenticated) {
+			t.Fatalf("wrong code %d: %v", i, err)
+		}
+	}
+	// The fifth set a wait of a minute: even a right code waits.
+	c.Add(30 * time.Second)
+	if _, err := e.CheckSecondFactor(ctx, pending, totpCode(t, secret, c.Now())); !errors.Is(err, engine.ErrCodeWait) {
+		t.Fatalf("right code while waiting: %v, want ErrCodeWait", err)
+	}
+	e.Close()
+	e, err := engine.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CheckSecondFactor(ctx, pending, "000000"); !errors.Is(err, engine.ErrCodeWait) {
+		t.Fatalf("after a restart: %v, want ErrCodeWait", err)
+	}
+	c.Add(31 * time.Second)
+	if _, err := e.CheckSecondFactor(ctx, pending, "000000"); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Fatalf("wrong code after the wait: %v", err)
+	}
+	// That was the sixth: two minutes now.
+	c.Add(time.Minute + 30*time.Second)
+	if _, err := e.CheckSecondFactor(ctx, pending, "000000"); !errors.Is(err, engine.ErrCodeWait) {
+		t.Fatalf("within the second wait: %v", err)
+	}
+	c.Add(time.Minute)
+	if _, err := e.CheckSecondFactor(ctx, pending, totpCode(t, secret, c.Now())); err != nil {
+		t.Fatalf("right code after the wait: %v", err)
+	}
+	c.Add(30 * time.Second)
+	if _, err := e.CheckSecondFactor(ctx, pending, "000000"); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("a wrong code after a right one: %v (the count was reset)", err)
+	}
+}
+
+// TestInviteLimits: at most MaxInvites unused invitations.
+func TestInviteLimits(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	ad, _ := e.Admin(a.ID)
+	for i := range engine.MaxInvites {
+		if _, _, err := ad.CreateInvite(ctx); err != nil {
+			t.Fatalf("invitation %d: %v", i, err)
+		}
+	}
+	if _, _, err := ad.CreateInvite(ctx); err == nil {
+		t.Error("an invitation over the limit")
+	}
+	// Expired ones make room.
+	c.Add(engine.InviteLife)
+	if _, _, err := ad.CreateInvite(ctx); err != nil {
+		t.Errorf("after the others expired: %v", err)
+	}
+}

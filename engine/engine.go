@@ -42,7 +42,8 @@ type Engine struct {
 	nextAccount uint32            // last account id assigned
 	nextWebsite uint32            // last website id assigned
 
-	auth authState // password hash gate and sessions (sessions.go)
+	auth  authState // password hash gate and sessions (sessions.go)
+	usage usage     // last uses of keys and sessions, written at snapshots (usage.go)
 
 	// shards guard the statistics state of websites (site.state): a website
 	// lives in shard id % len(shards).

@@ -329,6 +329,10 @@ type pendingChunks struct {
 func (e *Engine) snapshot() error {
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
+	if err := e.flushUsage(); err != nil {
+		// Only last-use times: the snapshot goes on, they wait for the next.
+		e.opts.Logger.Error("write key and session uses", "err", err)
+	}
 	start := time.Now()
 	// Every record up to trim is applied, except those still pending,
 	// which lower it below the first of them (see ingest).

@@ -110,7 +110,7 @@ func (e *Engine) Accounts(ctx context.Context) []Account {
 	defer e.regMu.RUnlock()
 	out := make([]Account, 0, len(e.accounts))
 	for _, r := range e.accounts {
-		out = append(out, r.view())
+		out = append(out, e.accountView(r))
 	}
 	slices.SortFunc(out, func(a, b Account) int { return cmp.Compare(a.ID, b.ID) })
 	return out
@@ -121,7 +121,7 @@ func (e *Engine) AccountByEmail(ctx context.Context, email string) (Account, err
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
-		return e.accounts[id].view(), nil
+		return e.accountView(e.accounts[id]), nil
 	}
 	return Account{}, ErrNotFound
 }
@@ -134,7 +134,7 @@ func (e *Engine) Account(ctx context.Context, id uint32) (Account, error) {
 	if !ok {
 		return Account{}, ErrNotFound
 	}
-	return r.view(), nil
+	return e.accountView(r), nil
 }
 
 // RotateKey replaces every API key of the account with one new key
@@ -162,7 +162,8 @@ func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) 
 // Authenticate returns the account whose API key is key, or
 // ErrUnauthenticated (also for a disabled account). Keys are found by
 // their hashes and compared in constant time. The key's LastUsed is
-// brought up to date when it is KeyUseResolution old.
+// brought up to date (in memory; written at the next snapshot) when it is
+// KeyUseResolution old.
 func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) {
 	h := hashKey(key)
 	e.regMu.RLock()
@@ -180,12 +181,11 @@ func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) 
 		e.regMu.RUnlock()
 		return Account{}, ErrUnauthenticated
 	}
-	stale := e.now().Sub(r.Keys[i].LastUsed) >= KeyUseResolution
+	stored := r.Keys[i].LastUsed
 	a := r.view()
+	a.ViaKey = ref.key
 	e.regMu.RUnlock()
-	if stale {
-		e.touchKey(ref)
-	}
+	e.usage.touchKey(ref, stored, e.now().UTC().Truncate(time.Second))
 	return a, nil
 }
 
@@ -568,6 +568,7 @@ func (e *Engine) putCounterLocked(which uint64, v uint64) error {
 // store.
 func (e *Engine) loadRegistry() error {
 	e.auth.init()
+	e.usage.init()
 	err := e.store.Scan(snapshot.KindCounter, func(id uint64, v []byte) error {
 		n, err := strconv.ParseUint(string(v), 10, 32)
 		if err != nil {
@@ -604,13 +605,16 @@ func (e *Engine) loadRegistry() error {
 	if err != nil {
 		return err
 	}
-	if len(e.accounts) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(e.accounts)), func(r *accountRec) bool { return r.Admin }) {
-		// Stores from before admins: the first account becomes one.
-		first := slices.Min(slices.Collect(maps.Keys(e.accounts)))
-		r := e.accounts[first].clone()
-		r.Admin = true
-		e.indexAccountLocked(r)
-		migrate = append(migrate, r)
+	if e.enabledAdminsLocked() == 0 {
+		// Stores from before admins: the first enabled account becomes
+		// one (and a store whose admins are all disabled gets one back).
+		ids := slices.Sorted(maps.Keys(e.accounts))
+		if i := slices.IndexFunc(ids, func(id uint32) bool { return !e.accounts[id].Disabled }); i >= 0 {
+			r := e.accounts[ids[i]].clone()
+			r.Admin = true
+			e.indexAccountLocked(r)
+			migrate = append(migrate, r)
+		}
 	}
 	for _, r := range migrate {
 		if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), e.accounts[r.ID]); err != nil {

@@ -53,6 +53,9 @@ type session struct {
 	// one's own sessions apart, not to track anyone.
 	Browser string `json:"browser,omitempty"`
 	IP      string `json:"ip,omitempty"`
+	// Key is the id of the API key the session signed in with (0: a
+	// password): revoking the key ends the session.
+	Key uint32 `json:"key,omitempty"`
 }
 
 // SessionClient describes the client a session is created for.
@@ -142,6 +145,7 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 	now := e.now()
 	s := &session{Hash: hashToken(token), Account: a.ID, Created: now.UTC(), Expires: now.Add(SessionLife).UTC(), LastSeen: now.UTC().Truncate(time.Second)}
 	s.Browser, s.IP = e.describe(c)
+	s.Key = a.ViaKey
 	if !e.enter() {
 		return "", ErrClosed
 	}
@@ -151,7 +155,8 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 	e.regMu.RLock()
 	defer e.regMu.RUnlock()
 	cur, ok := e.accounts[a.ID]
-	if !ok || cur.Gen != a.Gen || cur.Disabled {
+	if !ok || cur.Gen != a.Gen || cur.Disabled ||
+		a.ViaKey != 0 && !slices.ContainsFunc(cur.Keys, func(k APIKey) bool { return k.ID == a.ViaKey }) {
 		return "", ErrUnauthenticated
 	}
 	e.auth.mu.Lock()
@@ -200,22 +205,13 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		e.auth.mu.Unlock()
 		return Account{}, ErrUnauthenticated
 	}
-	account := s.Account
-	if now := e.now().UTC().Truncate(time.Second); now.Sub(s.LastSeen) >= KeyUseResolution {
-		// Replaced, not modified: Sessions reads the old one unlocked.
-		ns := *s
-		ns.LastSeen = now
-		if err := e.putJSON(snapshot.KindSession, ns.id(), &ns); err != nil {
-			e.opts.Logger.Error("record session use", "err", err)
-		} else {
-			e.replaceSessionLocked(s, &ns)
-		}
-	}
+	account, id, seen := s.Account, s.id(), s.LastSeen
 	e.auth.mu.Unlock()
 	a, err := e.Account(ctx, account)
 	if err != nil || a.Disabled {
 		return Account{}, ErrUnauthenticated
 	}
+	e.usage.touchSession(id, seen, e.now().UTC().Truncate(time.Second))
 	return a, nil
 }
 
@@ -239,7 +235,8 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 	return e.removeSessionLocked(s)
 }
 
-// replaceSessionLocked puts ns in the place of s. e.auth.mu must be held.
+// replaceSessionLocked puts ns in the place of s (records are replaced,
+// never modified, as Sessions copies them). e.auth.mu must be held.
 func (e *Engine) replaceSessionLocked(s, ns *session) {
 	e.auth.sessions[ns.id()] = ns
 	list := e.auth.byAccount[s.Account]
@@ -256,7 +253,11 @@ func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
 	var out []Session
 	for _, s := range e.auth.byAccount[account] {
 		if now.Before(s.Expires) {
-			out = append(out, s.public())
+			ps := s.public()
+			if t := e.usage.session(s.id()); t.After(ps.LastSeen) {
+				ps.LastSeen = t
+			}
+			out = append(out, ps)
 		}
 	}
 	slices.Reverse(out)
@@ -301,6 +302,21 @@ func (e *Engine) endSessionsLocked(account uint32) error {
 	for _, s := range slices.Clone(e.auth.byAccount[account]) {
 		if err := e.removeSessionLocked(s); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// endKeySessionsLocked ends the sessions of account that signed in with
+// API key key. It takes e.auth.mu; the caller may hold regMu.
+func (e *Engine) endKeySessionsLocked(account, key uint32) error {
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	for _, s := range slices.Clone(e.auth.byAccount[account]) {
+		if s.Key == key {
+			if err := e.removeSessionLocked(s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

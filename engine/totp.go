@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/base32"
+	"errors"
 	"strings"
 	"time"
 
@@ -58,11 +59,36 @@ func normCode(code string) string {
 	return strings.ToLower(strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(code)))
 }
 
+// Wrong second-factor codes: codeFreeTries in a row are free; each one
+// after makes the account wait before the next try, 1 minute, then 2, 4,
+// … up to codeMaxWait, until a right code. With the pages' limit of 5
+// tries a minute, that leaves an attacker who has the password a few
+// dozen guesses a day at 3 valid codes in a million.
+const (
+	codeFreeTries = 5
+	codeMaxWait   = time.Hour
+)
+
+// ErrCodeWait: too many wrong codes in a row; the account's second factor
+// takes no code for a while (at most codeMaxWait). Use errors.Is.
+var ErrCodeWait = errors.New("engine: too many wrong codes; wait")
+
 // EnableTOTP turns two-factor authentication on with secret (from
-// NewTOTPKey), once code shows the owner's app has it. It returns the
-// recovery codes, shown only here. The account's other sessions go on.
-func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code string) ([]string, error) {
+// NewTOTPKey), once code shows the owner's app has it and password is the
+// account's. It returns the recovery codes, shown only here. The account's
+// other sessions go on. An account with two-factor on must turn it off
+// first: a stolen session cannot swap the owner's second factor.
+func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code, password string) ([]string, error) {
 	var verr ValidationError
+	if a, err := e.Account(ctx, account); err != nil {
+		return nil, err
+	} else if a.TwoFactor {
+		verr.add("code", "Two-factor authentication is on already. Turn it off first.")
+		return nil, &verr
+	}
+	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
+		return nil, err
+	}
 	step := totpStep(secret, normCode(code), e.now())
 	if _, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret); err != nil || secret == "" {
 		verr.add("code", "The setup has expired. Start again.")
@@ -84,7 +110,12 @@ func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code st
 		hashes[i] = hashToken(s)
 	}
 	_, err := e.modifyAccount(account, func(r *accountRec) error {
+		if r.TOTPSecret != "" {
+			verr.add("code", "Two-factor authentication is on already. Turn it off first.")
+			return &verr
+		}
 		r.TOTPSecret, r.TOTPStep, r.Recovery = secret, step, hashes
+		r.TOTPFails, r.TOTPWait = 0, time.Time{}
 		r.Gen++
 		return nil
 	})
@@ -103,6 +134,7 @@ func (e *Engine) DisableTOTP(ctx context.Context, account uint32, password strin
 	}
 	return e.modifyAccount(account, func(r *accountRec) error {
 		r.TOTPSecret, r.TOTPStep, r.Recovery = "", 0, nil
+		r.TOTPFails, r.TOTPWait = 0, time.Time{}
 		r.Gen++
 		return nil
 	})
@@ -111,31 +143,59 @@ func (e *Engine) DisableTOTP(ctx context.Context, account uint32, password strin
 // CheckSecondFactor checks a TOTP code or a recovery code (which it uses
 // up) of account a, as SignIn returned it with ErrSecondFactor. It
 // returns the account, or ErrUnauthenticated when the code is wrong or the
-// account's credentials changed since a was read.
+// account's credentials changed since a was read, or ErrCodeWait after too
+// many wrong codes (see codeFreeTries).
 func (e *Engine) CheckSecondFactor(ctx context.Context, a Account, code string) (Account, error) {
 	code = normCode(code)
-	if code == "" {
-		return Account{}, ErrUnauthenticated
-	}
 	now := e.now()
-	return e.modifyAccount(a.ID, func(r *accountRec) error {
+	wrong := false
+	got, err := e.modifyAccount(a.ID, func(r *accountRec) error {
 		if r.Gen != a.Gen || r.Disabled || r.TOTPSecret == "" {
 			return ErrUnauthenticated
 		}
-		if step := totpStep(r.TOTPSecret, code, now); step >= 0 {
-			if step <= r.TOTPStep {
-				return ErrUnauthenticated // used already
+		if now.Before(r.TOTPWait) {
+			return ErrCodeWait
+		}
+		if ok := e.useCode(r, code, now); !ok {
+			// The failure is written: the count survives a restart.
+			wrong = true
+			r.TOTPFails++
+			if n := r.TOTPFails - codeFreeTries; n >= 0 {
+				r.TOTPWait = now.Add(min(time.Minute<<min(n, 10), codeMaxWait))
 			}
-			r.TOTPStep = step
 			return nil
 		}
-		h := hashToken(code)
-		for i, rc := range r.Recovery {
-			if subtle.ConstantTimeCompare(rc[:], h[:]) == 1 {
-				r.Recovery = append(r.Recovery[:i:i], r.Recovery[i+1:]...)
-				return nil
-			}
-		}
-		return ErrUnauthenticated
+		r.TOTPFails, r.TOTPWait = 0, time.Time{}
+		return nil
 	})
+	if err != nil {
+		return Account{}, err
+	}
+	if wrong {
+		return Account{}, ErrUnauthenticated
+	}
+	return got, nil
+}
+
+// useCode checks code against r's TOTP secret (a step not used yet) or
+// recovery codes (removing the one used), updating r.
+func (e *Engine) useCode(r *accountRec, code string, now time.Time) bool {
+	if code == "" {
+		return false
+	}
+	if step := totpStep(r.TOTPSecret, code, now); step >= 0 {
+		if step <= r.TOTPStep {
+			return false // used already
+		}
+		r.TOTPStep = step
+		return true
+	}
+	h := hashToken(code)
+	for i, rc := range r.Recovery {
+		if subtle.ConstantTimeCompare(rc[:], h[:]) == 1 {
+			r.Recovery = append(r.Recovery[:i:i], r.Recovery[i+1:]...)
+			return true
+		}
+	}
+	return false
 }

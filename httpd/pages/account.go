@@ -3,7 +3,9 @@ package pages
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"image/png"
@@ -40,10 +42,15 @@ const (
 	// codeFailuresPerAccount: wrong second-factor codes for one account:
 	// 5 (a 6-digit code has a million values).
 	codeFailuresPerAccount = 5
-	// resetsPerIP and resetsPerAccount: reset emails asked for by one
-	// client, and sent to one address: 5 and 2.
+	// resetsPerIP: reset emails asked for by one client a minute: 5.
+	// resetsPerAccount reset emails go to one address at once, then one
+	// every resetEvery (an hour).
 	resetsPerIP      = 5
-	resetsPerAccount = 2
+	resetsPerAccount = 3
+	resetEvery       = time.Hour
+	// maxMailsAtOnce bounds the reset mails being sent at once; more are
+	// dropped (and logged): the answer is the same either way.
+	maxMailsAtOnce = 4
 	// registrationsPerIP: accounts one client address registers: 3.
 	registrationsPerIP = 3
 	// pendingLife is how long the second step of a sign-in waits for its
@@ -57,6 +64,9 @@ const (
 
 // maxReportSites bounds the websites of the email report choices: 1,000.
 const maxReportSites = 1000
+
+// adminPerPage is the accounts a page of /admin lists: 100.
+const adminPerPage = 100
 
 // fieldMsgs maps a form field to its message.
 type fieldMsgs map[string]string
@@ -77,6 +87,15 @@ func formErrors(err error) fieldMsgs {
 	return fe
 }
 
+// backTo is where a sign-in that r asked for comes back to: r's page for
+// a GET, the account page after a form.
+func backTo(r *http.Request) string {
+	if r.Method == http.MethodGet {
+		return r.URL.Path
+	}
+	return "/account"
+}
+
 // startSession creates a session for a, sets its cookie and a new CSRF
 // cookie, and redirects to next.
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, a engine.Account, next string) error {
@@ -91,8 +110,46 @@ func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, a engine.Ac
 	return nil
 }
 
-// accountKey is the limiter key of an email address.
-func accountKey(email string) string { return "acct:" + strings.ToLower(strings.TrimSpace(email)) }
+// accountKey is the limiter key of an email address: a digest, so that
+// a key's size does not depend on the input.
+func accountKey(email string) string {
+	h := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(email))))
+	return "acct:" + hex.EncodeToString(h[:12])
+}
+
+// accountIDKey is the limiter key of a signed-in account's password
+// checks (email change, password change, two-factor changes).
+func accountIDKey(id uint32) string { return "acct#" + strconv.FormatUint(uint64(id), 10) }
+
+// takeAll takes a token from each limiter for its key, and gives them back
+// when one is empty: it returns the longest wait, or 0 when every token
+// was taken.
+func takeAll(takes ...limitKey) time.Duration {
+	var wait time.Duration
+	for i, t := range takes {
+		if ok, _, w := t.l.Take(t.key); !ok {
+			for _, u := range takes[:i] {
+				u.l.Refund(u.key)
+			}
+			wait = max(w, time.Second)
+			break
+		}
+	}
+	return wait
+}
+
+// refundAll gives the tokens of takeAll back (the attempt was right).
+func refundAll(takes ...limitKey) {
+	for _, t := range takes {
+		t.l.Refund(t.key)
+	}
+}
+
+// limitKey is a limiter and the key of one attempt.
+type limitKey struct {
+	l   *limit.Limiter
+	key string
+}
 
 // loginPassword signs in with email and password (POST /login without a
 // key).
@@ -105,19 +162,25 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 		p.renderLogin(w, r, http.StatusUnprocessableEntity, d)
 		return nil
 	}
-	ipKey := limit.ClientKey(p.clientIP(r))
-	for _, c := range []struct {
-		l   *limit.Limiter
-		key string
-	}{{p.signInFails, ipKey}, {p.accountFails, accountKey(email)}} {
-		if wait, blocked := c.l.Blocked(c.key); blocked {
-			w.Header().Set("Retry-After", retryAfter(wait))
-			d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
-			p.renderLogin(w, r, http.StatusTooManyRequests, d)
-			return nil
-		}
+	if len(email) > 255 || len(pw) > 512 {
+		d.Error = "The email address or the password is not right."
+		p.renderLogin(w, r, http.StatusUnauthorized, d)
+		return nil
+	}
+	// The tokens are taken before the hash, so that a burst of
+	// concurrent guesses cannot all pass the check; a right password
+	// gives them back.
+	takes := []limitKey{{p.signInFails, limit.ClientKey(p.clientIP(r))}, {p.accountFails, accountKey(email)}}
+	if wait := takeAll(takes...); wait > 0 {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
+		p.renderLogin(w, r, http.StatusTooManyRequests, d)
+		return nil
 	}
 	a, err := p.e.SignIn(r.Context(), email, pw)
+	if err == nil || errors.Is(err, engine.ErrSecondFactor) || errors.Is(err, engine.ErrDisabled) || errors.Is(err, engine.ErrBusy) {
+		refundAll(takes...)
+	}
 	switch {
 	case err == nil:
 		return p.startSession(w, r, a, next)
@@ -131,8 +194,6 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 		p.renderLogin(w, r, http.StatusForbidden, d)
 		return nil
 	case errors.Is(err, engine.ErrUnauthenticated):
-		p.signInFails.Take(ipKey)
-		p.accountFails.Take(accountKey(email))
 		sleep(r.Context(), p.delay)
 		d.Error = "The email address or the password is not right."
 		p.renderLogin(w, r, http.StatusUnauthorized, d)
@@ -194,20 +255,24 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		p.renderView(w, r, status, "login_code.html", &view{Title: "Two-factor authentication", Form: "/login/code", Body: codeData{Next: next, Error: msg}})
 		return nil
 	}
-	key := "code:" + strconv.FormatUint(uint64(a.ID), 10)
-	if wait, blocked := p.codeFails.Blocked(key); blocked {
+	take := limitKey{p.codeFails, "code:" + strconv.FormatUint(uint64(a.ID), 10)}
+	if wait := takeAll(take); wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return render(http.StatusTooManyRequests, "Too many wrong codes. Wait "+retryAfter(wait)+" seconds and try again.")
 	}
 	a, err := p.e.CheckSecondFactor(r.Context(), a, r.PostForm.Get("code"))
-	if errors.Is(err, engine.ErrUnauthenticated) {
-		p.codeFails.Take(key)
+	switch {
+	case errors.Is(err, engine.ErrCodeWait):
+		refundAll(take)
+		w.Header().Set("Retry-After", "60")
+		return render(http.StatusTooManyRequests, "Too many wrong codes for this account. Wait a few minutes, then try again (a recovery code too).")
+	case errors.Is(err, engine.ErrUnauthenticated):
 		sleep(r.Context(), p.delay)
 		return render(http.StatusUnauthorized, "This code is not right, or was used already. Enter the current code of your app, or a recovery code.")
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
+	refundAll(take)
 	return p.startSession(w, r, a, next)
 }
 
@@ -227,7 +292,7 @@ func (p *Pages) registerAllowed(r *http.Request, invite string) bool {
 	case RegistrationInvite:
 		return invite != "" && p.e.CheckInvite(r.Context(), invite)
 	}
-	return invite != "" && p.e.CheckInvite(r.Context(), invite)
+	return false // closed: accounts come from admins and the CLI
 }
 
 var errNoRegistration = &httpError{http.StatusNotFound, ""}
@@ -259,10 +324,12 @@ func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		p.renderView(w, r, status, "register.html", &view{Title: "Create an account", Form: "/register", Body: d})
 		return nil
 	}
-	ipKey := "reg:" + limit.ClientKey(p.clientIP(r))
-	if wait, blocked := p.registrations.Blocked(ipKey); blocked {
+	// Every attempt counts, taken first: "The email has already been
+	// taken." tells whether an address has an account, and a registration
+	// costs a password hash.
+	if ok, _, wait := p.registrations.Take("reg:" + limit.ClientKey(p.clientIP(r))); !ok {
 		w.Header().Set("Retry-After", retryAfter(wait))
-		d.Error = "Too many accounts were created from your address. Wait " + retryAfter(wait) + " seconds and try again."
+		d.Error = "Too many registrations from your address. Wait " + retryAfter(wait) + " seconds and try again."
 		return render(http.StatusTooManyRequests)
 	}
 	if f.Get("password") != f.Get("password_confirmation") {
@@ -283,7 +350,6 @@ func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if err != nil {
 		return err
 	}
-	p.registrations.Take(ipKey)
 	return p.startSession(w, r, a, "/")
 }
 
@@ -345,16 +411,30 @@ func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	text := "Hello " + a.Name + ",\r\n\r\nSomeone (probably you) asked to reset the password of your webstats account " + a.Email +
 		".\r\nTo choose a new password, open this link within an hour:\r\n\r\n" + link +
 		"\r\n\r\nIf it was not you, ignore this email: your password stays as it is.\r\n"
-	// Sent in the background: the answer must not take longer for a
-	// known address than for an unknown one.
+	p.mailAsync(a.Email, "Reset your webstats password", text)
+	return render(http.StatusOK)
+}
+
+// mailAsync sends a mail in the background, so that the answer does not
+// take longer for a known address than for an unknown one. At most
+// maxMailsAtOnce are sent at once; a mail beyond is dropped and logged.
+func (p *Pages) mailAsync(to, subject, text string) {
+	select {
+	case p.mailSlots <- struct{}{}:
+	default:
+		p.log.Error("pages: too many mails at once; dropped one", "subject", subject)
+		return
+	}
+	p.mails.Add(1)
 	go func() {
+		defer p.mails.Done()
+		defer func() { <-p.mailSlots }()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := p.sendMail(ctx, a.Email, "Reset your webstats password", text); err != nil {
-			p.log.Error("pages: send password reset", "err", err)
+		if err := p.sendMail(ctx, to, subject, text); err != nil {
+			p.log.Error("pages: send mail", "subject", subject, "err", err)
 		}
 	}()
-	return render(http.StatusOK)
 }
 
 // resetPasswordForm serves GET /reset/:token.
@@ -432,7 +512,7 @@ var accountForms = []string{"/account/profile", "/account/email", "/account/pass
 
 // accountPage serves GET /account.
 func (p *Pages) accountPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -475,14 +555,31 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
 	ctx := r.Context()
 	f := r.PostForm
 	form := strings.TrimPrefix(r.URL.Path, "/account/")
+	// A signed-in session checking the password is limited like a
+	// sign-in: a stolen session cannot guess it.
+	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	if form == "email" || form == "password" && a.Password {
+		if wait := takeAll(take); wait > 0 {
+			w.Header().Set("Retry-After", retryAfter(wait))
+			return p.renderAccount(w, r, a, http.StatusTooManyRequests, accountData{Form: form, Email: f.Get("email"),
+				Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
+		}
+	}
 	var err error
+	// The token of a password check is given back unless the password
+	// was wrong.
+	defer func() {
+		if (form == "email" || form == "password" && a.Password) && !wrongPassword(err) {
+			refundAll(take)
+		}
+	}()
 	switch form {
 	case "profile":
 		_, err = p.e.UpdateProfile(ctx, a.ID, f.Get("name"))
@@ -526,13 +623,21 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	return nil
 }
 
+// wrongPassword reports whether err says the current password was wrong.
+func wrongPassword(err error) bool {
+	var ve *engine.ValidationError
+	return errors.As(err, &ve) && slices.ContainsFunc(ve.Fields, func(f engine.FieldError) bool {
+		return f.Field == "current_password" && f.Msg == "The password is incorrect."
+	})
+}
+
 // endSession serves POST /account/sessions/end (field id) and
 // /account/sessions/end-all.
 func (p *Pages) endSessions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -560,12 +665,13 @@ type twoFactorData struct {
 	RecoveryCodes int
 	Errors        fieldMsgs
 	DisableCSRF   string
+	Password      bool // the account has a password (2FA needs one)
 }
 
 // twoFactorPage serves GET /account/2fa: the state, or a new secret to set
 // up.
 func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -582,6 +688,9 @@ func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprout
 
 func (p *Pages) renderTwoFactor(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d twoFactorData) error {
 	d.DisableCSRF = p.csrfToken(w, r, "/account/2fa/disable")
+	d.Password = a.Password
+	// The page shows a secret or recovery codes: the browser keeps no copy.
+	w.Header().Set("Cache-Control", "no-store")
 	p.renderView(w, r, status, "account_2fa.html", &view{Title: "Two-factor authentication", Account: &a, Form: "/account/2fa", Body: d})
 	return nil
 }
@@ -610,18 +719,23 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
 	secret := r.PostForm.Get("secret")
-	codes, err := p.e.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"))
+	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	if wait := takeAll(take); wait > 0 {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{Secret: secret, QR: p.setupQR(a, secret),
+			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
+	}
+	codes, err := p.e.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"), r.PostForm.Get("current_password"))
+	if !wrongPassword(err) {
+		refundAll(take)
+	}
 	if fe := formErrors(err); fe != nil {
-		d := twoFactorData{Secret: secret, Errors: fe}
-		if len(secret) <= 128 {
-			d.QR = qrDataURL("otpauth://totp/webstats:" + url.QueryEscape(a.Email) + "?issuer=webstats&secret=" + url.QueryEscape(secret))
-		}
-		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, d)
+		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, twoFactorData{On: a.TwoFactor, RecoveryCodes: a.RecoveryCodes, Secret: secret, QR: p.setupQR(a, secret), Errors: fe})
 	}
 	if err != nil {
 		return err
@@ -633,16 +747,33 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	return p.renderTwoFactor(w, r, a, http.StatusOK, twoFactorData{On: true, Codes: codes, RecoveryCodes: len(codes)})
 }
 
+// setupQR is the QR code of a setup secret sent back with a form.
+func (p *Pages) setupQR(a engine.Account, secret string) template.URL {
+	if len(secret) > 128 {
+		return ""
+	}
+	return qrDataURL("otpauth://totp/webstats:" + url.PathEscape(a.Email) + "?issuer=webstats&secret=" + url.QueryEscape(secret))
+}
+
 // twoFactorOff serves POST /account/2fa/disable.
 func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
+	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	if wait := takeAll(take); wait > 0 {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes,
+			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
+	}
 	_, err := p.e.DisableTOTP(r.Context(), a.ID, r.PostForm.Get("current_password"))
+	if !wrongPassword(err) {
+		refundAll(take)
+	}
 	if fe := formErrors(err); fe != nil {
 		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes, Errors: fe})
 	}
@@ -666,7 +797,7 @@ type keysData struct {
 
 // keysPage serves GET /account/keys.
 func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -696,7 +827,7 @@ func (p *Pages) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -719,7 +850,7 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return nil
 	}
@@ -747,13 +878,17 @@ type adminData struct {
 	Errors    fieldMsgs
 	CSRF      map[string]string
 	Mode      string
-	Script    string // the address of sites.js (the copy buttons)
+	// Page is the page of the accounts list (adminPerPage a page); Prev
+	// and Next link its neighbours ("" when none).
+	Page       int
+	Prev, Next string
+	Script     string // the address of sites.js (the copy buttons)
 }
 
 // admin returns the admin view of r's account, or errNotFound: the admin
 // pages do not exist for others.
 func (p *Pages) admin(w http.ResponseWriter, r *http.Request) (engine.Account, engine.Admin, bool) {
-	a, ok := p.signedIn(w, r, r.URL.Path)
+	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
 		return a, engine.Admin{}, false
 	}
@@ -777,7 +912,19 @@ func (p *Pages) adminPage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 func (p *Pages) renderAdmin(w http.ResponseWriter, r *http.Request, a engine.Account, ad engine.Admin, status int, d adminData) error {
 	ctx := r.Context()
 	d.Self, d.Mode, d.Script = a.ID, p.registration, p.assetURL("sites.js")
-	d.Accounts = ad.Accounts(ctx)
+	all := ad.Accounts(ctx)
+	d.Page = 1
+	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n > 1 && (n-1)*adminPerPage < len(all) {
+		d.Page = n
+	}
+	lo := (d.Page - 1) * adminPerPage
+	d.Accounts = all[lo:min(lo+adminPerPage, len(all))]
+	if d.Page > 1 {
+		d.Prev = "/admin?page=" + strconv.Itoa(d.Page-1)
+	}
+	if lo+adminPerPage < len(all) {
+		d.Next = "/admin?page=" + strconv.Itoa(d.Page+1)
+	}
 	d.Invites = ad.Invites(ctx)
 	d.CSRF = map[string]string{
 		"/admin/accounts": p.csrfToken(w, r, "/admin/accounts"),

@@ -168,12 +168,20 @@ func TestTwoFactorForms(t *testing.T) {
 	page := c.get("/account/2fa")
 	secret := find(t, `<code id="totp-secret">([A-Z2-7]+)</code>`, page.body)
 	mustContain(t, "setup page", page.body, `src="data:image/png;base64,`)
-	res := c.postForm("/account/2fa", "/account/2fa", url.Values{"secret": {secret}, "code": {"000000"}})
+	res := c.postForm("/account/2fa", "/account/2fa", url.Values{"secret": {secret}, "code": {"000000"}, "current_password": {"correct horse"}})
 	if res.status != http.StatusUnprocessableEntity {
 		t.Fatalf("wrong code: %d", res.status)
 	}
 	mustContain(t, "wrong code", mainText(res.body), "This code is not right.")
-	res = c.postForm("/account/2fa", "/account/2fa", url.Values{"secret": {secret}, "code": {rfcTOTP(secret, f.clock.Now())}})
+	if res.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("2FA page Cache-Control %q, want no-store", res.header.Get("Cache-Control"))
+	}
+	res = c.postForm("/account/2fa", "/account/2fa", url.Values{"secret": {secret}, "code": {rfcTOTP(secret, f.clock.Now())}, "current_password": {"wrong"}})
+	if res.status != http.StatusUnprocessableEntity {
+		t.Fatalf("wrong password: %d", res.status)
+	}
+	mustContain(t, "wrong password", mainText(res.body), "The password is incorrect.")
+	res = c.postForm("/account/2fa", "/account/2fa", url.Values{"secret": {secret}, "code": {rfcTOTP(secret, f.clock.Now())}, "current_password": {"correct horse"}})
 	if res.status != http.StatusOK {
 		t.Fatalf("right code: %d\n%s", res.status, mainText(res.body))
 	}
@@ -211,6 +219,11 @@ func TestTwoFactorForms(t *testing.T) {
 	e.signInPassword("owner@example.org", "correct horse")
 	if res := e.postForm("/login/code", "/login/code", url.Values{"code": {codes[0][1]}}); res.status != http.StatusUnauthorized {
 		t.Errorf("recovery code reused: %d", res.status)
+	}
+	// With 2FA on, the API key no longer signs in to the browser.
+	k := f.client()
+	if res := k.post("/login", url.Values{"csrf": {k.csrfFor("/login", "/login")}, "key": {f.ownerKey}}); res.status != http.StatusForbidden || signedInAs(k) != "" {
+		t.Errorf("key sign-in with 2FA on: %d, want 403 and no session", res.status)
 	}
 	// The code form without a password step goes back to sign-in.
 	if res := f.client().get("/login/code"); res.status != http.StatusSeeOther {
@@ -415,15 +428,26 @@ func TestRegistration(t *testing.T) {
 	if res := f.client().get("/register?invite=" + url.QueryEscape(inv)); res.status != http.StatusGone {
 		t.Errorf("used invitation: %d, want 410", res.status)
 	}
-	// Open: anyone, limited per address.
+	// Closed: even a valid invitation opens nothing.
+	inv2 := strings.TrimPrefix(find(t, `id="new-invite" type="text" readonly value="([^"]+)"`, adm.postForm("/admin", "/admin/invites", nil).body), "/register?invite=")
+	f.p.registration = RegistrationClosed
+	if res := f.client().get("/register?invite=" + url.QueryEscape(inv2)); res.status == http.StatusOK {
+		t.Errorf("closed registration with an invitation: %d", res.status)
+	}
+	// Open: anyone, limited per address, failures too (a taken email is
+	// an answer worth limiting).
 	f.p.registration = RegistrationOpen
 	f.clock.Add(2 * time.Minute) // the buckets refill
+	if res := register(f.client(), "", "owner@example.org"); res.status != http.StatusUnprocessableEntity {
+		t.Fatalf("taken email: %d", res.status)
+	}
+	f.clock.Add(2 * time.Minute)
 	for i := range registrationsPerIP {
 		if res := register(f.client(), "", fmt.Sprintf("open%d@example.org", i)); res.status != http.StatusSeeOther {
 			t.Fatalf("open registration %d: %d", i, res.status)
 		}
 	}
-	if res := register(f.client(), "", "one-more@example.org"); res.status != http.StatusTooManyRequests {
+	if res := register(f.client(), "", "owner@example.org"); res.status != http.StatusTooManyRequests {
 		t.Errorf("past the registration limit: %d, want 429", res.status)
 	}
 	mustContain(t, "login page", mainText(f.client().get("/login").body), "Create an account")
@@ -506,9 +530,9 @@ func TestPasswordReset(t *testing.T) {
 	for range resetsPerAccount + 2 {
 		c.postForm("/reset", "/reset", url.Values{"email": {"other@example.org"}})
 	}
-	time.Sleep(50 * time.Millisecond)
+	f.p.mails.Wait()
 	n := 0
-	for _, m := range mb.wait(t, 2) {
+	for _, m := range mb.wait(t, 0) {
 		if strings.HasPrefix(m, "other@example.org|") {
 			n++
 		}
@@ -573,5 +597,54 @@ func TestAdminForms(t *testing.T) {
 	}
 	if res := o.get("/admin"); res.status != http.StatusOK {
 		t.Errorf("new admin's /admin: %d", res.status)
+	}
+}
+
+// TestSignInBurst: concurrent wrong passwords from one address cannot
+// all be checked: the limit's token is taken before the hash.
+func TestSignInBurst(t *testing.T) {
+	f := newFixture(t)
+	f.p.clientIP = testClientIP
+	c := f.client()
+	c.setPassword(f.ownerKey, "correct horse")
+	b := f.client()
+	tok := b.csrfFor("/login", "/login")
+	var mu sync.Mutex
+	checked := 0
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 30 {
+		wg.Go(func() {
+			<-start
+			res := b.post("/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"guess"}})
+			if res.status == http.StatusUnauthorized {
+				mu.Lock()
+				checked++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if checked > signInFailuresPerIP {
+		t.Errorf("%d wrong passwords checked from one address in one burst, want at most %d", checked, signInFailuresPerIP)
+	}
+}
+
+// TestSessionPasswordGuesses: a signed-in session's password checks
+// (email change, 2FA off) are limited like sign-ins.
+func TestSessionPasswordGuesses(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	c.setPassword(f.ownerKey, "correct horse")
+	tok := c.csrfFor("/account", "/account/email")
+	for i := range signInFailuresPerAccount + 1 {
+		res := c.post("/account/email", url.Values{"csrf": {tok}, "email": {"x@example.org"}, "current_password": {"guess"}})
+		if i < signInFailuresPerAccount && res.status != http.StatusUnprocessableEntity {
+			t.Fatalf("guess %d: %d", i, res.status)
+		}
+		if i == signInFailuresPerAccount && res.status != http.StatusTooManyRequests {
+			t.Errorf("past the limit: %d, want 429", res.status)
+		}
 	}
 }

@@ -308,6 +308,13 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		p.renderLogin(w, r, http.StatusUnauthorized, loginData{Next: next, Key: true, Error: msg})
 		return nil
 	}
+	if a.TwoFactor {
+		// A key opens the API, not the browser of an account whose
+		// owner asked for a second factor.
+		p.renderLogin(w, r, http.StatusForbidden, loginData{Next: next, Key: true,
+			Error: "This account uses two-factor authentication: sign in with your email address and password. The key still opens the API."})
+		return nil
+	}
 	return p.startSession(w, r, a, next)
 }
 

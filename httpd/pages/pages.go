@@ -95,7 +95,9 @@ type Pages struct {
 
 	registration string
 	sendMail     func(ctx context.Context, to, subject, text string) error
-	publicURL    string // without a trailing '/'
+	mailSlots    chan struct{}  // a token per mail being sent (mailAsync)
+	mails        sync.WaitGroup // the mails being sent
+	publicURL    string         // without a trailing '/'
 
 	base func(*http.Request) string // Options.BaseURL; nil: defaultBaseURL
 
@@ -159,7 +161,8 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		codeFails:     limit.New(codeFailuresPerAccount, o.Now),
 		registrations: limit.New(registrationsPerIP, o.Now),
 		resetsIP:      limit.New(resetsPerIP, o.Now),
-		resetsAccount: limit.New(resetsPerAccount, o.Now),
+		resetsAccount: limit.NewEvery(resetsPerAccount, resetEvery, o.Now),
+		mailSlots:     make(chan struct{}, maxMailsAtOnce),
 		sendMail:      o.SendMail,
 		publicURL:     strings.TrimRight(o.PublicURL, "/"),
 		views:         make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
@@ -300,6 +303,8 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, engine.ErrBusy):
 		w.Header().Set("Retry-After", retryAfter(busyRetry))
 		p.errorPage(w, r, http.StatusServiceUnavailable, "Too many passwords are being checked right now. Try again in a few seconds.")
+	case errors.Is(err, engine.ErrConflict):
+		p.errorPage(w, r, http.StatusConflict, "Your account was changed by another request at the same time. Go back, reload the page and try again.")
 	case errors.Is(err, engine.ErrClosed):
 		p.errorPage(w, r, http.StatusServiceUnavailable, "The server is shutting down. Try again in a moment.")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

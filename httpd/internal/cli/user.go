@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/webstats/webstats/engine"
 )
 
@@ -85,13 +87,10 @@ func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
 		if *email == "" {
 			return usagef("user set-password: -email is required")
 		}
-		// One line, without its line ending: what a terminal or a pipe
-		// gives. At most 4 KiB are read.
-		line, err := bufio.NewReaderSize(io.LimitReader(c.stdin, 4096), 4096).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
+		pw, err := c.readPassword()
+		if err != nil {
 			return fmt.Errorf("user set-password: read the password: %w", err)
 		}
-		pw := strings.TrimRight(line, "\r\n")
 		return withEngine(*data, true, func(e *engine.Engine) error {
 			a, err := e.AccountByEmail(ctx, *email)
 			if errors.Is(err, engine.ErrNotFound) {
@@ -106,6 +105,23 @@ func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
 			return nil
 		})
 	}
+}
+
+// readPassword reads one line from stdin, without its line ending: from
+// a terminal without echo (after a prompt on stderr), else from a pipe. At
+// most 4 KiB are read.
+func (c *cli) readPassword() (string, error) {
+	if f, ok := c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(c.stderr, "New password: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(c.stderr)
+		return string(b), err
+	}
+	line, err := bufio.NewReaderSize(io.LimitReader(c.stdin, 4096), 4096).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 func (c *cli) backupCmd(fs *flag.FlagSet) func(context.Context) error {

@@ -18,7 +18,9 @@ const MaxKeys = 1 << 20
 // Limiter is a set of token buckets, one per key, each refilled at PerMinute
 // tokens a minute up to as many. It is safe for concurrent use.
 type Limiter struct {
-	perMinute int
+	perMinute int     // the rate's whole tokens a minute, for headers
+	rate      float64 // tokens a minute
+	burst     float64 // tokens a bucket holds
 	now       func() time.Time
 
 	mu       sync.Mutex // guards buckets, sweepAt and overflow
@@ -38,7 +40,15 @@ func New(perMinute int, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{perMinute: perMinute, now: now, buckets: make(map[string]*bucket), sweepAt: 4096}
+	return &Limiter{perMinute: perMinute, rate: float64(perMinute), burst: float64(perMinute), now: now, buckets: make(map[string]*bucket), sweepAt: 4096}
+}
+
+// NewEvery returns a limiter of burst tokens per key, refilled one every
+// every (for limits slower than one a minute: "3, then one an hour").
+func NewEvery(burst int, every time.Duration, now func() time.Time) *Limiter {
+	l := New(burst, now)
+	l.rate = float64(time.Minute) / float64(every)
+	return l
 }
 
 // PerMinute is the limiter's rate and burst.
@@ -47,14 +57,14 @@ func (l *Limiter) PerMinute() int { return l.perMinute }
 // refillLocked brings b up to now.
 func (l *Limiter) refillLocked(b *bucket, now time.Time) {
 	if el := now.Sub(b.last); el > 0 {
-		b.tokens = min(float64(l.perMinute), b.tokens+el.Minutes()*float64(l.perMinute))
+		b.tokens = min(l.burst, b.tokens+el.Minutes()*l.rate)
 		b.last = now
 	}
 }
 
 // wait is how long until b holds one token.
 func (l *Limiter) wait(b *bucket) time.Duration {
-	return time.Duration((1 - b.tokens) / float64(l.perMinute) * float64(time.Minute))
+	return time.Duration((1 - b.tokens) / l.rate * float64(time.Minute))
 }
 
 // Take removes a token from key's bucket. ok is false when there was none;
@@ -72,7 +82,7 @@ func (l *Limiter) Take(key string) (ok bool, remaining int, wait time.Duration) 
 			l.overflow++
 			return true, l.perMinute - 1, 0
 		}
-		b = &bucket{tokens: float64(l.perMinute), last: now}
+		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
 	l.refillLocked(b, now)
@@ -89,7 +99,7 @@ func (l *Limiter) Refund(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if b := l.buckets[key]; b != nil {
-		b.tokens = min(float64(l.perMinute), b.tokens+1)
+		b.tokens = min(l.burst, b.tokens+1)
 	}
 }
 
@@ -121,7 +131,7 @@ func (l *Limiter) Overflow() int64 {
 func (l *Limiter) sweepLocked(now time.Time) {
 	for k, b := range l.buckets {
 		l.refillLocked(b, now)
-		if b.tokens >= float64(l.perMinute) {
+		if b.tokens >= l.burst {
 			delete(l.buckets, k)
 		}
 	}
