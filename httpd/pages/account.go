@@ -975,13 +975,10 @@ func (p *Pages) adminCreate(w http.ResponseWriter, r *http.Request, _ httprouter
 		if err != nil {
 			return err
 		}
-		return p.renderAdmin(w, r, a, ad, http.StatusCreated, adminData{NewInvite: p.linkBase() + "/register?invite=" + tok})
+		return p.renderAdmin(w, r, a, ad, http.StatusCreated, adminData{NewInvite: p.baseURL(r) + "/register?invite=" + tok})
 	}
 	return errNotFound
 }
-
-// linkBase is the public URL, or "" (links are then relative to the site).
-func (p *Pages) linkBase() string { return p.publicURL }
 
 // adminAccount serves POST /admin/accounts/:id/:op.
 func (p *Pages) adminAccount(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {

@@ -408,7 +408,10 @@ func TestRegistration(t *testing.T) {
 		t.Fatalf("create invitation: %d", res.status)
 	}
 	link := find(t, `id="new-invite" type="text" readonly value="([^"]+)"`, res.body)
-	inv := strings.TrimPrefix(link, "/register?invite=")
+	inv := link[strings.Index(link, "invite=")+len("invite="):]
+	if !strings.HasPrefix(link, f.srv.URL+"/register?invite=") {
+		t.Errorf("invitation link %q, want an absolute link to this server", link)
+	}
 	c := f.client()
 	res = c.postForm("/register?invite="+url.QueryEscape(inv), "/register", url.Values{"invite": {inv}, "email": {"bad"}, "password": {"long enough"}, "password_confirmation": {"long enough"}})
 	if res.status != http.StatusUnprocessableEntity {
@@ -429,7 +432,8 @@ func TestRegistration(t *testing.T) {
 		t.Errorf("used invitation: %d, want 410", res.status)
 	}
 	// Closed: even a valid invitation opens nothing.
-	inv2 := strings.TrimPrefix(find(t, `id="new-invite" type="text" readonly value="([^"]+)"`, adm.postForm("/admin", "/admin/invites", nil).body), "/register?invite=")
+	link2 := find(t, `id="new-invite" type="text" readonly value="([^"]+)"`, adm.postForm("/admin", "/admin/invites", nil).body)
+	inv2 := link2[strings.Index(link2, "invite=")+len("invite="):]
 	f.p.registration = RegistrationClosed
 	if res := f.client().get("/register?invite=" + url.QueryEscape(inv2)); res.status == http.StatusOK {
 		t.Errorf("closed registration with an invitation: %d", res.status)
