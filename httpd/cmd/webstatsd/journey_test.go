@@ -327,9 +327,10 @@ func TestWebAppJourney(t *testing.T) {
 			t.Errorf("create an invitation: status %d, want 201", status)
 		}
 		link := b.value("#new-invite")
-		if !strings.HasPrefix(link, "/register?invite=") {
-			t.Fatalf("invitation link %q, want /register?invite=…", link)
+		if !strings.HasPrefix(link, base+"/register?invite=") {
+			t.Fatalf("invitation link %q, want %s/register?invite=…", link, base)
 		}
+		link = strings.TrimPrefix(link, base)
 		b.shoot(shots, "journey-admin")
 
 		u := newJourneyTab(t, base)
