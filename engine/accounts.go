@@ -51,6 +51,12 @@ const (
 	maxKeyName = 64
 )
 
+// MsgWrongPassword is the message of a wrong current password, under the
+// field "current_password" of a *ValidationError (email change, password
+// change, two-factor changes): callers that count wrong passwords compare
+// with it.
+const MsgWrongPassword = "The password is incorrect."
+
 // Errors of the account methods; use errors.Is.
 var (
 	// ErrDisabled: the account is disabled (by an admin). Its password,
@@ -481,7 +487,7 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 			return Account{}, err
 		}
 		if !ok {
-			verr.add("current_password", "The password is incorrect.")
+			verr.add("current_password", MsgWrongPassword)
 			return Account{}, &verr
 		}
 	}
@@ -498,6 +504,8 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 		}
 		r.PasswordHash = hash
 		r.Gen++
+		// Whoever made the codes wait loses the password with it.
+		r.TOTPFails, r.TOTPWait = 0, time.Time{}
 		return nil
 	})
 }
@@ -524,7 +532,7 @@ func (e *Engine) confirmPassword(ctx context.Context, account uint32, password s
 		return err
 	}
 	if !ok {
-		verr.add("current_password", "The password is incorrect.")
+		verr.add("current_password", MsgWrongPassword)
 		return verr
 	}
 	return nil
@@ -661,6 +669,7 @@ func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Acc
 		}
 		n.PasswordHash = hash
 		n.Gen++
+		n.TOTPFails, n.TOTPWait = 0, time.Time{}
 		return nil
 	})
 }
@@ -770,7 +779,7 @@ func (ad Admin) Accounts(ctx context.Context) []Account { return ad.e.Accounts(c
 
 // CreateAccount creates an account with a first API key, returned here only.
 func (ad Admin) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
-	return ad.e.CreateAccount(ctx, name, email)
+	return ad.e.createAccount(ctx, name, email, ad.stillAdminLocked)
 }
 
 // SetDisabled disables or enables account id. Disabling ends its sessions
@@ -909,6 +918,9 @@ func (ad Admin) DeleteInvite(ctx context.Context, id string) error {
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
+	if err := ad.stillAdminLocked(); err != nil {
+		return err
+	}
 	inv := e.invites[n]
 	if inv == nil {
 		return ErrNotFound

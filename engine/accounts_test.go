@@ -774,3 +774,49 @@ func TestInviteLimits(t *testing.T) {
 		t.Errorf("after the others expired: %v", err)
 	}
 }
+
+// TestUsagePersisted: key and session last-use times are written at a
+// snapshot and survive a reopen; a key revoked and a session ended before
+// the snapshot do not come back.
+func TestUsagePersisted(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, o := openMem(t, c)
+	ctx := context.Background()
+	a, k1, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	info, k2, _ := e.CreateKey(ctx, a.ID, "gone")
+	c.Add(2 * time.Minute)
+	used := c.Now()
+	acc1, _ := e.Authenticate(ctx, k1)
+	e.Authenticate(ctx, k2)
+	tok, _ := e.CreateSession(ctx, acc1, engine.SessionClient{})
+	ended, _ := e.CreateSession(ctx, acc1, engine.SessionClient{})
+	c.Add(2 * time.Minute)
+	seen := c.Now()
+	e.SessionAccount(ctx, tok)
+	e.SessionAccount(ctx, ended)
+	e.RevokeKey(ctx, a.ID, info.ID) // ends `ended`? no: it signed in with k1
+	e.EndSession(ctx, ended)
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err := engine.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	acc, _ := e.Account(ctx, a.ID)
+	if len(acc.Keys) != 1 || !acc.Keys[0].LastUsed.Equal(used) {
+		t.Errorf("keys after reopen: %+v, want one used at %v", acc.Keys, used)
+	}
+	ss := e.Sessions(ctx, a.ID)
+	if len(ss) != 1 || ss[0].ID != engine.SessionID(tok) || !ss[0].LastSeen.Equal(seen) {
+		t.Errorf("sessions after reopen: %+v, want %s seen at %v", ss, engine.SessionID(tok), seen)
+	}
+	if _, err := e.Authenticate(ctx, k2); err == nil {
+		t.Error("the revoked key came back")
+	}
+	if _, err := e.SessionAccount(ctx, ended); err == nil {
+		t.Error("the ended session came back")
+	}
+}

@@ -78,6 +78,12 @@ func (e *Engine) newKey() (string, error) {
 // returns it with the key, which is shown only here: only its hash is
 // stored. Email must be unique. The first account is an admin.
 func (e *Engine) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
+	return e.createAccount(ctx, name, email, nil)
+}
+
+// createAccount is CreateAccount; check, when not nil, runs under the
+// registry lock first (an admin's rights).
+func (e *Engine) createAccount(ctx context.Context, name, email string, check func() error) (Account, string, error) {
 	var verr ValidationError
 	email = checkEmail(email, &verr)
 	name = checkName(name, &verr)
@@ -90,6 +96,11 @@ func (e *Engine) CreateAccount(ctx context.Context, name, email string) (Account
 	defer e.exit()
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
+	if check != nil {
+		if err := check(); err != nil {
+			return Account{}, "", err
+		}
+	}
 	r, err := e.newAccountLocked(name, email, &verr)
 	if err != nil {
 		return Account{}, "", err

@@ -205,10 +205,12 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		e.auth.mu.Unlock()
 		return Account{}, ErrUnauthenticated
 	}
-	account, id, seen := s.Account, s.id(), s.LastSeen
+	account, id, seen, key := s.Account, s.id(), s.LastSeen, s.Key
 	e.auth.mu.Unlock()
 	a, err := e.Account(ctx, account)
-	if err != nil || a.Disabled {
+	if err != nil || a.Disabled ||
+		key != 0 && !slices.ContainsFunc(a.Keys, func(k APIKey) bool { return k.ID == key }) {
+		// (RevokeKey ends the key's sessions; this is the backstop.)
 		return Account{}, ErrUnauthenticated
 	}
 	e.usage.touchSession(id, seen, e.now().UTC().Truncate(time.Second))

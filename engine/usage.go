@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -67,24 +70,42 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// take empties the table and returns what it held.
-func (u *usage) take() (map[keyRef]time.Time, map[uint64]time.Time) {
+// copy returns a copy of the table.
+func (u *usage) copy() (map[keyRef]time.Time, map[uint64]time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	k, s := u.keys, u.sessions
-	if len(k) == 0 && len(s) == 0 {
+	if len(u.keys) == 0 && len(u.sessions) == 0 {
 		return nil, nil
 	}
-	u.init()
-	return k, s
+	return maps.Clone(u.keys), maps.Clone(u.sessions)
+}
+
+// forget removes the entries of keys and sessions that still hold the
+// same time (written); newer ones stay for the next flush.
+func (u *usage) forget(keys map[keyRef]time.Time, sessions map[uint64]time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for ref, t := range keys {
+		if u.keys[ref].Equal(t) {
+			delete(u.keys, ref)
+		}
+	}
+	for id, t := range sessions {
+		if u.sessions[id].Equal(t) {
+			delete(u.sessions, id)
+		}
+	}
 }
 
 // flushUsage writes the recorded last-use times into the account and
-// session records. A record that is gone (a revoked key, an ended session)
-// is skipped. On a write error the remaining times are put back for the
-// next snapshot.
+// session records, in one batch per kind (one sync for all). The account
+// records are made and written under the registry's read lock, so no
+// account changes in between (a writer waits one sync; readers, tracking
+// among them, go on); the session records under e.auth.mu, so that a
+// session ended meanwhile cannot be written back. A time is forgotten
+// only once written and installed; readers see the table until then.
 func (e *Engine) flushUsage() error {
-	keys, sessions := e.usage.take()
+	keys, sessions := e.usage.copy()
 	if keys == nil && sessions == nil {
 		return nil
 	}
@@ -92,7 +113,11 @@ func (e *Engine) flushUsage() error {
 	for ref := range keys {
 		byAccount[ref.account] = append(byAccount[ref.account], ref)
 	}
-	e.regMu.Lock()
+	type pending struct{ old, new *accountRec }
+	var accs []pending
+	var ids []uint64
+	var vals [][]byte
+	e.regMu.RLock()
 	for acc, refs := range byAccount {
 		old := e.accounts[acc]
 		if old == nil {
@@ -109,15 +134,38 @@ func (e *Engine) flushUsage() error {
 		if !changed {
 			continue
 		}
-		if err := e.putAccountLocked(r); err != nil {
-			e.regMu.Unlock()
-			e.restoreUsage(keys, sessions)
+		b, err := json.Marshal(r)
+		if err != nil {
+			e.regMu.RUnlock()
 			return err
+		}
+		accs = append(accs, pending{old, r})
+		ids, vals = append(ids, uint64(r.ID)), append(vals, b)
+	}
+	err := e.store.PutMany(snapshot.KindAccount, ids, vals)
+	e.regMu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("engine: write key uses: %w", err)
+	}
+	e.regMu.Lock()
+	for _, p := range accs {
+		if e.accounts[p.new.ID] == p.old {
+			e.indexAccountLocked(p.new)
+			continue
+		}
+		// Changed between the locks, by a write made after ours: its
+		// record lacks the times, which stay for the next flush.
+		for ref := range keys {
+			if ref.account == p.new.ID {
+				delete(keys, ref)
+			}
 		}
 	}
 	e.regMu.Unlock()
+
+	ids, vals = nil, nil
+	var olds, news []*session
 	e.auth.mu.Lock()
-	defer e.auth.mu.Unlock()
 	for id, t := range sessions {
 		s := e.auth.sessions[id]
 		if s == nil || !t.After(s.LastSeen) {
@@ -125,23 +173,24 @@ func (e *Engine) flushUsage() error {
 		}
 		ns := *s
 		ns.LastSeen = t
-		if err := e.putJSON(snapshot.KindSession, id, &ns); err != nil {
-			e.restoreUsage(nil, sessions)
+		b, err := json.Marshal(&ns)
+		if err != nil {
+			e.auth.mu.Unlock()
 			return err
 		}
-		e.replaceSessionLocked(s, &ns)
+		olds, news = append(olds, s), append(news, &ns)
+		ids, vals = append(ids, id), append(vals, b)
 	}
+	if err := e.store.PutMany(snapshot.KindSession, ids, vals); err != nil {
+		e.auth.mu.Unlock()
+		return fmt.Errorf("engine: write session uses: %w", err)
+	}
+	for i := range olds {
+		e.replaceSessionLocked(olds[i], news[i])
+	}
+	e.auth.mu.Unlock()
+	e.usage.forget(keys, sessions)
 	return nil
-}
-
-// restoreUsage puts times back after a failed flush.
-func (e *Engine) restoreUsage(keys map[keyRef]time.Time, sessions map[uint64]time.Time) {
-	for ref, t := range keys {
-		e.usage.touchKey(ref, time.Time{}, t)
-	}
-	for id, t := range sessions {
-		e.usage.touchSession(id, time.Time{}, t)
-	}
 }
 
 // accountView is r.view() with the key uses recorded since the last

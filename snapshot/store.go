@@ -347,6 +347,33 @@ func (s *Store) Put(k Kind, id uint64, value []byte) error {
 	return wrap(op, err)
 }
 
+// PutMany stores values[i] as record (k, ids[i]) for every i, in one
+// batch: one durable write (one sync) for all. Values are copied.
+func (s *Store) PutMany(k Kind, ids []uint64, values [][]byte) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("put %d %s records", len(ids), k)
+	if err := checkKind(k); err != nil {
+		return wrap(op, err)
+	}
+	if len(ids) != len(values) {
+		return wrap(op, errors.New("ids and values differ in length"))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i, id := range ids {
+		if err := b.Set(registryKey(k, id), values[i], nil); err != nil {
+			return wrap(op, err)
+		}
+	}
+	return wrap(op, s.commit(b))
+}
+
 // Get returns a copy of record (k, id), or ErrNotFound. The returned slice
 // belongs to the caller.
 func (s *Store) Get(k Kind, id uint64) ([]byte, error) {

@@ -627,7 +627,7 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 func wrongPassword(err error) bool {
 	var ve *engine.ValidationError
 	return errors.As(err, &ve) && slices.ContainsFunc(ve.Fields, func(f engine.FieldError) bool {
-		return f.Field == "current_password" && f.Msg == "The password is incorrect."
+		return f.Field == "current_password" && f.Msg == engine.MsgWrongPassword
 	})
 }
 

@@ -483,6 +483,13 @@ func parallel(fns ...func() error) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// A panic here would end the process: handle's recover
+			// does not reach other goroutines.
+			defer func() {
+				if v := recover(); v != nil {
+					errs[i] = fmt.Errorf("pages: panic: %v", v)
+				}
+			}()
 			errs[i] = fn()
 		}()
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,10 @@ const (
 	// room for exclude_params and exclude_ips at the engine's limit of
 	// 65,535 characters each, form-encoded (a newline is %0D%0A).
 	maxSiteForm = 512 << 10
+	// maxGoalForm bounds the body of the goal form: 64 KiB, room for a
+	// display name at the engine's limit (2,006 characters of up to 4
+	// bytes, percent-encoded).
+	maxGoalForm = 64 << 10
 	// verifyMinutes is how far back "verify installation" looks for a
 	// pageview: 10 minutes (the engine's realtime window is 30).
 	verifyMinutes = 10
@@ -63,7 +68,7 @@ func (p *Pages) registerSites(r *httprouter.Router) {
 	r.GET("/websites/:id/delete", p.handle(p.siteHandler(p.deleteForm)))
 	r.POST("/websites/:id/delete", p.handle(p.siteHandler(p.deleteSite)))
 	r.GET("/websites/:id/goals", p.handle(p.siteHandler(p.goalsPage)))
-	r.POST("/websites/:id/goals", p.handle(p.siteHandler(p.addGoal)))
+	r.POST("/websites/:id/goals", p.handleLimit(maxGoalForm, p.siteHandler(p.addGoal)))
 	r.POST("/websites/:id/goals/:goal/delete", p.handle(p.siteHandler(p.deleteGoal)))
 }
 
@@ -276,10 +281,19 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	if d.Page < d.Pages {
 		d.Next = link(d.Page + 1)
 	}
+	// Each row costs three queries: a view slot, as for an overview.
+	release, err := p.viewSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var fns []func() error
 	for i, web := range list.Websites {
 		fns = append(fns, func() error {
 			today, err := own.Today(ctx, web.ID)
+			if errors.Is(err, engine.ErrNotFound) {
+				return nil // deleted meanwhile: its row is left out below
+			}
 			if err != nil {
 				return err
 			}
@@ -308,9 +322,15 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 			return nil
 		})
 	}
-	if err := parallel(fns...); err != nil {
+	err = parallel(fns...)
+	release()
+	if errors.Is(err, engine.ErrNotFound) {
+		err = nil // deleted between the queries of its row
+	}
+	if err != nil {
 		return err
 	}
+	d.Sites = slices.DeleteFunc(d.Sites, func(s siteRow) bool { return s.ID == 0 })
 	p.renderView(w, r, http.StatusOK, "home.html", &view{Title: "Your websites", Account: &a, Body: d})
 	return nil
 }

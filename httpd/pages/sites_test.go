@@ -343,9 +343,9 @@ func TestAddForm(t *testing.T) {
 		t.Errorf("a form over %d bytes: status %d, want 400", maxSiteForm, res.status)
 	}
 	goals := sitePath(f.public.ID, "/goals")
-	res = c.post(goals, url.Values{"csrf": {c.csrfFor(goals, goals)}, "kind": {"event"}, "event_name": {strings.Repeat("e", maxBody)}})
+	res = c.post(goals, url.Values{"csrf": {c.csrfFor(goals, goals)}, "kind": {"event"}, "event_name": {strings.Repeat("e", maxGoalForm)}})
 	if res.status != http.StatusBadRequest {
-		t.Errorf("a goal form over %d bytes: status %d, want 400", maxBody, res.status)
+		t.Errorf("a goal form over %d bytes: status %d, want 400", maxGoalForm, res.status)
 	}
 }
 
@@ -1067,3 +1067,17 @@ func TestFlash(t *testing.T) {
 }
 
 func utf8Len(s string) int { return len([]rune(s)) }
+
+// TestGoalFormFitsValidGoal: the goal form takes a goal at the engine's
+// limits (a display name of 2,006 three-byte characters is 18 KB
+// form-encoded).
+func TestGoalFormFitsValidGoal(t *testing.T) {
+	f := newFixture(t)
+	c := f.signedIn()
+	goals := sitePath(f.public.ID, "/goals")
+	name := strings.Repeat("€", 2006)
+	res := c.post(goals, url.Values{"csrf": {c.csrfFor(goals, goals)}, "kind": {"event"}, "event_name": {"Signup"}, "event_display": {name}})
+	if res.status != http.StatusSeeOther {
+		t.Fatalf("a valid goal: status %d, want 303\n%s", res.status, mainText(res.body))
+	}
+}

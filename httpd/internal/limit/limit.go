@@ -45,13 +45,18 @@ func New(perMinute int, now func() time.Time) *Limiter {
 
 // NewEvery returns a limiter of burst tokens per key, refilled one every
 // every (for limits slower than one a minute: "3, then one an hour").
+// every must be positive. Its PerMinute is the burst.
 func NewEvery(burst int, every time.Duration, now func() time.Time) *Limiter {
+	if every <= 0 {
+		panic("limit: NewEvery with a period that is not positive")
+	}
 	l := New(burst, now)
 	l.rate = float64(time.Minute) / float64(every)
 	return l
 }
 
-// PerMinute is the limiter's rate and burst.
+// PerMinute is the limiter's rate and burst (the burst of a NewEvery
+// limiter).
 func (l *Limiter) PerMinute() int { return l.perMinute }
 
 // refillLocked brings b up to now.
