@@ -351,7 +351,7 @@ func (p *plan) merge(sub *plan) {
 		g.sess.bounced += sg.sess.bounced
 		g.sess.duration += sg.sess.duration
 		g.sess.pageviews += sg.sess.pageviews
-		g.revenue += sg.revenue
+		g.revenue = addMicros(g.revenue, sg.revenue)
 		g.revenueN += sg.revenueN
 		if sg.revCurrency != "" {
 			g.revCurrency = sg.revCurrency
@@ -731,10 +731,13 @@ type plan struct {
 	// slice instead of hashing a gkey per hit.
 	dayGroup0 *group
 	dayGroup1 []*group
-	slotMemo  map[int64]uint32
-	labels    []string
-	labelIDs  map[string]uint32
-	key       []uint32
+	// slots memoises timeLabel by 15-minute slot, direct-mapped: a day's
+	// 96-odd consecutive slots never collide, and a lookup is an index,
+	// not a hash.
+	slots    *[slotCacheSize]slotEntry
+	labels   []string
+	labelIDs map[string]uint32
+	key      []uint32
 
 	warnings map[string]MetricWarning
 	revGoals []int // revenue goals in scope
@@ -770,16 +773,19 @@ type group struct {
 	rows              []uint32 // visit rows of the current day's visitor rows (repeats)
 	sessRows          []uint32 // visit rows of the current day, session grouping (repeats)
 	sess              sessAcc
-	revenue           float64
-	revenueN          int64
-	revCurrency       string
-	engVisits         *roaring.Bitmap // visit rows with engagement, this day
-	engMs             int64
-	engN              int64
-	scroll            map[uint32]int8 // visit row → max scroll, this day
-	scrollSum         int64
-	scrollN           int64
-	hasRows           bool
+	// revenue is the sum in millionths of the currency unit: integers,
+	// so that the sum does not depend on the order days are added in
+	// (scanParallel's workers take days in any order).
+	revenue     int64
+	revenueN    int64
+	revCurrency string
+	engVisits   *roaring.Bitmap // visit rows with engagement, this day
+	engMs       int64
+	engN        int64
+	scroll      map[uint32]int8 // visit row → max scroll, this day
+	scrollSum   int64
+	scrollN     int64
+	hasRows     bool
 }
 
 type sessAcc struct {
@@ -1604,11 +1610,12 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 // a slot never spans two local hours).
 func (p *plan) timeLabel(ms int64) uint32 {
 	slot := floorDiv(ms, 15*60*1000)
-	if id, ok := p.slotMemo[slot]; ok {
-		return id
+	if p.slots == nil {
+		p.slots = new([slotCacheSize]slotEntry)
 	}
-	if p.slotMemo == nil || len(p.slotMemo) > 1<<16 {
-		p.slotMemo = make(map[int64]uint32)
+	e := &p.slots[uint64(slot)%slotCacheSize]
+	if e.set && e.slot == slot {
+		return e.id
 	}
 	label := p.r.TimeBucket(time.UnixMilli(ms))
 	id, ok := p.labelIDs[label]
@@ -1617,8 +1624,19 @@ func (p *plan) timeLabel(ms int64) uint32 {
 		p.labels = append(p.labels, label)
 		p.labelIDs[label] = id
 	}
-	p.slotMemo[slot] = id
+	*e = slotEntry{slot: slot, id: id, set: true}
 	return id
+}
+
+// slotCacheSize is the size of plan.slots: 256 slots of 15 minutes, more
+// than two days.
+const slotCacheSize = 256
+
+// slotEntry is the time label id of a 15-minute slot.
+type slotEntry struct {
+	slot int64
+	id   uint32
+	set  bool
 }
 
 // gkey is a group key of day-local ids (MaxQueryDimensions at most).
@@ -1754,10 +1772,23 @@ func (p *plan) addRevenue(g *group, sd *segDay, i int) {
 		if slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkGoal }) && !slices.Contains(g.dims, any(goal.DisplayName)) {
 			continue
 		}
-		g.revenue += amount
+		g.revenue = addMicros(g.revenue, int64(math.Round(max(-9e12, min(amount, 9e12))*1e6)))
 		g.revenueN++
 		g.revCurrency = goal.Currency
 		return
+	}
+}
+
+// addMicros adds two sums of millionths, saturating instead of wrapping
+// (9.2 trillion units of a currency in one group).
+func addMicros(a, b int64) int64 {
+	switch c := a + b; {
+	case a > 0 && b > 0 && c < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && c >= 0:
+		return math.MinInt64
+	default:
+		return c
 	}
 }
 
@@ -1941,11 +1972,11 @@ func (p *plan) metric(m string, g *group, visitors int64) any {
 		if cur == "" && len(p.revGoals) > 0 {
 			cur = p.goals.Goals[p.revGoals[0]].Currency
 		}
-		v := g.revenue
+		v := float64(g.revenue) / 1e6
 		if m == "average_revenue" {
 			v = 0
 			if g.revenueN > 0 {
-				v = g.revenue / float64(g.revenueN)
+				v = float64(g.revenue) / 1e6 / float64(g.revenueN)
 			}
 		}
 		return formatRevenue(round(v, 3), cur)

@@ -1044,10 +1044,13 @@ func refRevenue(m string, g *refGroup, goalDim int, revGoals map[string]string, 
 		}
 	}
 	// An event converting several revenue goals counts once per goal.
-	sum := 0.0
+	// Amounts are decimals: summed exactly, in millionths (a float sum
+	// would depend on the order, which is a map's here).
+	var micros int64
 	for _, a := range amounts {
-		sum += a
+		micros += int64(math.Round(a * 1e6))
 	}
+	sum := float64(micros) / 1e6
 	v := roundTo(sum, 3)
 	if m == "average_revenue" {
 		if len(amounts) == 0 {
