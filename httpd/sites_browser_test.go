@@ -56,7 +56,7 @@ func TestBrowserSites(t *testing.T) {
 	defer site.Close()
 
 	ctx := browsertest.New(t)
-	b := tab{t, ctx}
+	b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 	shots := screenshotDir(t)
 	shoot := func(name, path, ready string) {
 		t.Helper()
@@ -68,8 +68,8 @@ func TestBrowserSites(t *testing.T) {
 			if s.width < 500 {
 				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
 			}
-			b.do(chromedp.EmulateViewport(s.width, 844, opts...), chromedp.Navigate(stats.URL+path), chromedp.WaitVisible(chromedp.CSS(ready)))
-			if eval[bool](b, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
+			b.Do(chromedp.EmulateViewport(s.width, 844, opts...), chromedp.Navigate(stats.URL+path), chromedp.WaitVisible(chromedp.CSS(ready)))
+			if browsertest.Eval[bool](b.Tab, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
 				t.Errorf("%s at %d px: the page scrolls sideways", name, s.width)
 			}
 			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -82,25 +82,25 @@ func TestBrowserSites(t *testing.T) {
 			}
 			t.Logf("screenshot: %s", file)
 		}
-		b.do(chromedp.EmulateViewport(1280, 900))
+		b.Do(chromedp.EmulateViewport(1280, 900))
 	}
 
 	// Sign in, in Berlin.
-	b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	b.Do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Europe/Berlin"})
 		return err
 	}))
-	b.do(chromedp.Navigate(stats.URL+"/websites/new"), chromedp.SendKeys(chromedp.ID("key"), f.alice))
-	b.submit(chromedp.Submit(chromedp.ID("key")))
+	b.Do(chromedp.Navigate(stats.URL+"/websites/new"), chromedp.SendKeys(chromedp.ID("key"), f.alice))
+	b.Submit(chromedp.Submit(chromedp.ID("key")))
 
 	// Add 127.0.0.1, the host of the test page.
-	if got := b.value("#timezone"); got != "Europe/Berlin" {
+	if got := b.Value("#timezone"); got != "Europe/Berlin" {
 		t.Errorf("time zone %q, want the browser's Europe/Berlin", got)
 	}
 	shoot("sites-add", "/websites/new", "#domain")
-	b.do(chromedp.SendKeys(chromedp.ID("domain"), "127.0.0.1"))
-	b.submit(chromedp.Submit(chromedp.ID("domain")))
-	mustContainText(t, "after add", b.text(".notice"), "127.0.0.1 was added.")
+	b.Do(chromedp.SendKeys(chromedp.ID("domain"), "127.0.0.1"))
+	b.Submit(chromedp.Submit(chromedp.ID("domain")))
+	mustContainText(t, "after add", b.Text(".notice"), "127.0.0.1 was added.")
 	web, err := f.e.Owner(f.aliceID).WebsiteByDomain(context.Background(), "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -114,35 +114,35 @@ func TestBrowserSites(t *testing.T) {
 	}
 
 	// The snippet, and its copy button (shown by the script).
-	snippet = b.value("#snippet")
+	snippet = b.Value("#snippet")
 	want := `<script data-host="` + stats.URL + `" src="` + stats.URL + `/js/script.js" async defer></script>`
 	if snippet != want {
 		t.Errorf("snippet %q, want %q", snippet, want)
 	}
-	b.do(chromedp.Click(chromedp.CSS(`button[data-copy="snippet"]`)),
+	b.Do(chromedp.Click(chromedp.CSS(`button[data-copy="snippet"]`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector(".copied").textContent !== ""`, chromedp.WithPollingTimeout(5*time.Second)))
 
 	// The page with the snippet sends a pageview, which the bot filter
 	// drops: not installed, and the page says why it may be.
-	b.do(chromedp.Navigate(site.URL + "/"))
+	b.Do(chromedp.Navigate(site.URL + "/"))
 	log.wait(t, 1, "first pageview")
 	if got := log.all()[0]; got.code != http.StatusAccepted {
 		t.Errorf("pageview: status %d, want 202", got.code)
 	}
-	b.do(chromedp.Navigate(snippetPage))
-	b.submit(chromedp.Click(chromedp.CSS(`form[action*="/verify"] button`)))
-	mustContainText(t, "verify with bots excluded", b.text("#verify-result"), "Not yet", "The bot filter is on for this website")
+	b.Do(chromedp.Navigate(snippetPage))
+	b.Submit(chromedp.Click(chromedp.CSS(`form[action*="/verify"] button`)))
+	mustContainText(t, "verify with bots excluded", b.Text("#verify-result"), "Not yet", "The bot filter is on for this website")
 
 	// The bot filter off, the page again: installed.
-	b.do(chromedp.Navigate(strings.Replace(snippetPage, "/snippet", "/settings", 1)), chromedp.Click(chromedp.ID("exclude_bots")))
-	b.submit(chromedp.Submit(chromedp.ID("timezone")))
-	mustContainText(t, "settings", b.text(".notice"), "The settings were saved.")
-	b.do(chromedp.Navigate(site.URL + "/"))
+	b.Do(chromedp.Navigate(strings.Replace(snippetPage, "/snippet", "/settings", 1)), chromedp.Click(chromedp.ID("exclude_bots")))
+	b.Submit(chromedp.Submit(chromedp.ID("timezone")))
+	mustContainText(t, "settings", b.Text(".notice"), "The settings were saved.")
+	b.Do(chromedp.Navigate(site.URL + "/"))
 	log.wait(t, 2, "second pageview")
-	b.do(chromedp.Navigate(snippetPage))
-	b.submit(chromedp.Click(chromedp.CSS(`form[action*="/verify"] button`)))
-	mustContainText(t, "verify", b.text("#verify-result"), "Installed. The last pageview arrived this minute (1 in the last 10 minutes).")
-	if eval[string](b, `getComputedStyle(document.querySelector("#verify-result")).backgroundColor`) == eval[string](b, `getComputedStyle(document.body).backgroundColor`) {
+	b.Do(chromedp.Navigate(snippetPage))
+	b.Submit(chromedp.Click(chromedp.CSS(`form[action*="/verify"] button`)))
+	mustContainText(t, "verify", b.Text("#verify-result"), "Installed. The last pageview arrived this minute (1 in the last 10 minutes).")
+	if browsertest.Eval[string](b.Tab, `getComputedStyle(document.querySelector("#verify-result")).backgroundColor`) == browsertest.Eval[string](b.Tab, `getComputedStyle(document.body).backgroundColor`) {
 		t.Error("the result has no colour of its own")
 	}
 
@@ -180,7 +180,7 @@ func TestBrowserSites(t *testing.T) {
 	}
 	check := func(mode, page string, sels ...string) {
 		t.Helper()
-		got := eval[map[string]float64](b, `(`+contrast+`)(`+jsonStrings(sels)+`)`)
+		got := browsertest.Eval[map[string]float64](b.Tab, `(`+contrast+`)(`+jsonStrings(sels)+`)`)
 		for _, sel := range sels {
 			if r := got[sel]; r < 4.5 {
 				t.Errorf("%s mode, %s: the contrast of %s is %.2f:1, want at least 4.5:1", mode, page, sel, r)
@@ -188,10 +188,10 @@ func TestBrowserSites(t *testing.T) {
 		}
 	}
 	for _, mode := range []string{"light", "dark"} {
-		b.do(scheme(mode), chromedp.Navigate(verify), chromedp.WaitVisible(chromedp.ID("verify-result")))
+		b.Do(scheme(mode), chromedp.Navigate(verify), chromedp.WaitVisible(chromedp.ID("verify-result")))
 		check(mode, "snippet", ".result.ok strong", ".result.ok p", ".hint", ".sitenav a[aria-current]", ".sitenav a:not([aria-current])", "textarea.code", "button")
-		b.do(chromedp.Navigate(stats.URL+"/websites/new"), chromedp.SetValue(chromedp.ID("domain"), "a/b/c"))
-		b.submit(chromedp.Submit(chromedp.ID("domain")))
+		b.Do(chromedp.Navigate(stats.URL+"/websites/new"), chromedp.SetValue(chromedp.ID("domain"), "a/b/c"))
+		b.Submit(chromedp.Submit(chromedp.ID("domain")))
 		check(mode, "refused form", ".field-error", ".summary a", ".summary p", "label", ".req", ".hint")
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -203,60 +203,11 @@ func TestBrowserSites(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", file)
 	}
-	b.do(scheme("light"))
+	b.Do(scheme("light"))
 }
 
 // tab drives one browser tab for a test.
-type tab struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-// do runs steps, failing the test on an error.
-func (b tab) do(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// submit runs an action that navigates and waits for the new page.
-func (b tab) submit(a chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if _, err := chromedp.RunResponse(b.ctx, a); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// text returns the visible text of the first element matching a CSS
-// selector, with whitespace collapsed.
-func (b tab) text(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// value returns the value of the form element matching a CSS selector.
-func (b tab) value(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Value(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("value of %s: %v", sel, err)
-	}
-	return s
-}
-
-func eval[T any](b tab, js string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		b.t.Fatalf("%s: %v", js, err)
-	}
-	return v
-}
+type tab struct{ browsertest.Tab }
 
 // jsonStrings writes ss as a JavaScript array of strings.
 func jsonStrings(ss []string) string {

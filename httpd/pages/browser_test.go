@@ -37,47 +37,7 @@ func artifactDir(t *testing.T) string {
 }
 
 // tab drives one browser tab for a test.
-type tab struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-// do runs steps, failing the test on an error.
-func (b tab) do(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// submit runs an action that navigates (a click, a form submission) and
-// waits for the new page.
-func (b tab) submit(a chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if _, err := chromedp.RunResponse(b.ctx, a); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// text returns the visible text of the first element matching a CSS
-// selector, with whitespace collapsed.
-func (b tab) text(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-func eval[T any](b tab, js string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		b.t.Fatalf("%s: %v", js, err)
-	}
-	return v
-}
+type tab struct{ browsertest.Tab }
 
 func TestBrowser(t *testing.T) {
 	ctx := newBrowser(t)
@@ -102,34 +62,34 @@ func TestBrowser(t *testing.T) {
 	}()
 
 	t.Run("sign in", func(t *testing.T) {
-		b := tab{t, ctx}
-		b.do(chromedp.Navigate(base+"/login"), chromedp.SendKeys(chromedp.ID("key"), "ws_not-a-key"))
-		b.submit(chromedp.Submit(chromedp.ID("key")))
-		mustContain(t, "wrong key", b.text(".error"), "This API key is not valid")
-		b.do(chromedp.SendKeys(chromedp.ID("key"), f.ownerKey))
-		b.submit(chromedp.Submit(chromedp.ID("key")))
-		mustContain(t, "websites", b.text("table.sites"), "public.example Public 3 4", "private.example", "secret.example")
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
+		b.Do(chromedp.Navigate(base+"/login"), chromedp.SendKeys(chromedp.ID("key"), "ws_not-a-key"))
+		b.Submit(chromedp.Submit(chromedp.ID("key")))
+		mustContain(t, "wrong key", b.Text(".error"), "This API key is not valid")
+		b.Do(chromedp.SendKeys(chromedp.ID("key"), f.ownerKey))
+		b.Submit(chromedp.Submit(chromedp.ID("key")))
+		mustContain(t, "websites", b.Text("table.sites"), "public.example Public 3 4", "private.example", "secret.example")
 	})
 
 	t.Run("overview", func(t *testing.T) {
-		b := tab{t, ctx}
-		b.do(chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".totals")))
-		mustContain(t, "totals", b.text(".totals"), "UNIQUE VISITORS 3 +200%", "PAGEVIEWS 4 +300%", "VISITS 3 +200%", "EVENTS 1 new")
-		mustContain(t, "pages", b.text("#page table"), "/ 2", xssPage+" 1", "/pricing 1")
-		mustContain(t, "referrers", b.text("#referrer table"), "Search engines 1 source 1", "Social networks 1 source 1", "www.google.com 1")
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
+		b.Do(chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".totals")))
+		mustContain(t, "totals", b.Text(".totals"), "UNIQUE VISITORS 3 +200%", "PAGEVIEWS 4 +300%", "VISITS 3 +200%", "EVENTS 1 new")
+		mustContain(t, "pages", b.Text("#page table"), "/ 2", xssPage+" 1", "/pricing 1")
+		mustContain(t, "referrers", b.Text("#referrer table"), "Search engines 1 source 1", "Social networks 1 source 1", "www.google.com 1")
 		// The style sheet passed the Content-Security-Policy.
-		mustContain(t, "font", eval[string](b, `getComputedStyle(document.body).fontFamily`), "system-ui")
+		mustContain(t, "font", browsertest.Eval[string](b.Tab, `getComputedStyle(document.body).fontFamily`), "system-ui")
 		// The tracked script is visible text.
-		if !eval[bool](b, `Array.from(document.querySelectorAll("#page .v")).some(e => e.textContent === "/<script>alert(1)</script>" && e.offsetHeight > 0)`) {
+		if !browsertest.Eval[bool](b.Tab, `Array.from(document.querySelectorAll("#page .v")).some(e => e.textContent === "/<script>alert(1)</script>" && e.offsetHeight > 0)`) {
 			t.Errorf("the tracked page %q is not shown as visible text", xssPage)
 		}
-		if n := eval[int](b, `document.querySelectorAll("#page script, #landing_page script").length`); n != 0 {
+		if n := browsertest.Eval[int](b.Tab, `document.querySelectorAll("#page script, #landing_page script").length`); n != 0 {
 			t.Errorf("%d script elements in the tables", n)
 		}
 	})
 
 	t.Run("screenshots", func(t *testing.T) {
-		b := tab{t, ctx}
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 		dir := artifactDir(t)
 		for _, s := range []struct {
 			name   string
@@ -140,11 +100,11 @@ func TestBrowser(t *testing.T) {
 			if s.mobile {
 				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
 			}
-			b.do(chromedp.EmulateViewport(s.width, 844, opts...),
+			b.Do(chromedp.EmulateViewport(s.width, 844, opts...),
 				chromedp.Navigate(base+"/stats/public.example"),
 				chromedp.WaitVisible(chromedp.CSS(".tables")))
 			// Only the table wrappers may scroll sideways, never the page.
-			if eval[bool](b, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
+			if browsertest.Eval[bool](b.Tab, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
 				t.Errorf("%s: the page scrolls sideways", s.name)
 			}
 			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -157,11 +117,11 @@ func TestBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot: %s", path)
 		}
-		b.do(chromedp.EmulateViewport(1280, 900))
+		b.Do(chromedp.EmulateViewport(1280, 900))
 	})
 
 	t.Run("dark mode", func(t *testing.T) {
-		b := tab{t, ctx}
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 		scheme := func(v string) chromedp.Action[chromedp.Void] {
 			return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
@@ -170,14 +130,14 @@ func TestBrowser(t *testing.T) {
 				return err
 			})
 		}
-		b.do(scheme("dark"), chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
-		defer b.do(scheme("light"))
-		if got := eval[string](b, `getComputedStyle(document.body).backgroundColor`); got != "rgb(13, 17, 23)" {
+		b.Do(scheme("dark"), chromedp.Navigate(base+"/stats/public.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
+		defer b.Do(scheme("light"))
+		if got := browsertest.Eval[string](b.Tab, `getComputedStyle(document.body).backgroundColor`); got != "rgb(13, 17, 23)" {
 			t.Errorf("dark mode: body background %s, want rgb(13, 17, 23)", got)
 		}
 		// Every text and link stays readable: WCAG AA, 4.5:1 against the
 		// background, for the body, muted text, links and table values.
-		ratio := eval[float64](b, `(() => {
+		ratio := browsertest.Eval[float64](b.Tab, `(() => {
 			const lum = c => { const [r, g, b] = c.match(/\d+/g).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
 			const bg = lum(getComputedStyle(document.body).backgroundColor);
 			let worst = 21;
@@ -204,7 +164,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("filters", func(t *testing.T) {
-		b := tab{t, ctx}
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 		ctx := context.Background()
 		domain, privacy := "explore.example", "0"
 		web, err := f.e.Owner(f.owner.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Privacy: &privacy})
@@ -235,42 +195,42 @@ func TestBrowser(t *testing.T) {
 		google := engine.Filter{Op: "matches", Dimension: "visit:referrer", Clauses: []string{`^google\.com(/|$)`}}
 		us := engine.Filter{Op: "is", Dimension: "visit:country", Clauses: []string{"US"}}
 		notUS := engine.Filter{Op: "is_not", Dimension: "visit:country", Clauses: []string{"US"}}
-		b.do(chromedp.Navigate(base+"/stats/explore.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
-		mustContain(t, "unfiltered", b.text(".totals"), "UNIQUE VISITORS 4 ", api())
+		b.Do(chromedp.Navigate(base+"/stats/explore.example"), chromedp.WaitVisible(chromedp.CSS(".tables")))
+		mustContain(t, "unfiltered", b.Text(".totals"), "UNIQUE VISITORS 4 ", api())
 
 		// Click a referrer, then a country.
-		b.submit(chromedp.Click(chromedp.CSS(`#referrer a.filter[href*="referrer_host"]`)))
-		mustContain(t, "chips", b.text(".chips"), "Referrer host is www.google.com")
-		mustContain(t, "google", b.text(".totals"), "UNIQUE VISITORS 2 ", api(google))
-		mustContain(t, "google's sources", b.text("#referrer table"), "Google 2")
-		mustContain(t, "google's countries", b.text("#country table"), "United Kingdom GB 1", "United States US 1")
-		b.submit(chromedp.Click(chromedp.CSS(`#country a.filter[href*="country%2CUS"]`)))
-		mustContain(t, "chips", b.text(".chips"), "Referrer host is www.google.com", "Country is US")
-		mustContain(t, "google and US", b.text(".totals"), "UNIQUE VISITORS 1 ", "PAGEVIEWS 2 ", api(google, us))
-		mustContain(t, "google and US pages", b.text("#page table"), "/ 1", "/pricing 1")
-		loc, err := chromedp.Run(b.ctx, chromedp.Location())
+		b.Submit(chromedp.Click(chromedp.CSS(`#referrer a.filter[href*="referrer_host"]`)))
+		mustContain(t, "chips", b.Text(".chips"), "Referrer host is www.google.com")
+		mustContain(t, "google", b.Text(".totals"), "UNIQUE VISITORS 2 ", api(google))
+		mustContain(t, "google's sources", b.Text("#referrer table"), "Google 2")
+		mustContain(t, "google's countries", b.Text("#country table"), "United Kingdom GB 1", "United States US 1")
+		b.Submit(chromedp.Click(chromedp.CSS(`#country a.filter[href*="country%2CUS"]`)))
+		mustContain(t, "chips", b.Text(".chips"), "Referrer host is www.google.com", "Country is US")
+		mustContain(t, "google and US", b.Text(".totals"), "UNIQUE VISITORS 1 ", "PAGEVIEWS 2 ", api(google, us))
+		mustContain(t, "google and US pages", b.Text("#page table"), "/ 1", "/pricing 1")
+		loc, err := chromedp.Run(b.Ctx, chromedp.Location())
 		if err != nil {
 			t.Fatal(err)
 		}
 		mustContain(t, "bookmarkable address", loc, "f=is%2Creferrer_host%2Cwww.google.com", "f=is%2Ccountry%2CUS")
 
 		// Remove the referrer, then negate the country.
-		b.submit(chromedp.Click(chromedp.CSS(`.chip:first-child a.remove`)))
-		mustContain(t, "US", b.text(".totals"), "UNIQUE VISITORS 2 ", api(us))
-		if strings.Contains(b.text(".chips"), "Referrer") {
+		b.Submit(chromedp.Click(chromedp.CSS(`.chip:first-child a.remove`)))
+		mustContain(t, "US", b.Text(".totals"), "UNIQUE VISITORS 2 ", api(us))
+		if strings.Contains(b.Text(".chips"), "Referrer") {
 			t.Error("the removed filter is still shown")
 		}
-		b.submit(chromedp.Click(chromedp.CSS(`.chip a.negate`)))
-		mustContain(t, "chips", b.text(".chips"), "Country is not US")
-		mustContain(t, "not US", b.text(".totals"), "UNIQUE VISITORS 2 ", api(notUS))
-		mustContain(t, "not US countries", b.text("#country table"), "United Kingdom GB 2")
+		b.Submit(chromedp.Click(chromedp.CSS(`.chip a.negate`)))
+		mustContain(t, "chips", b.Text(".chips"), "Country is not US")
+		mustContain(t, "not US", b.Text(".totals"), "UNIQUE VISITORS 2 ", api(notUS))
+		mustContain(t, "not US countries", b.Text("#country table"), "United Kingdom GB 2")
 
 		// The comparison chart.
-		b.submit(chromedp.Click(chromedp.CSS(`nav[aria-label="Comparison"] a[href*="compare=previous"]`)))
-		if n := eval[int](b, `document.querySelectorAll("polyline.cmp").length`); n != 1 {
+		b.Submit(chromedp.Click(chromedp.CSS(`nav[aria-label="Comparison"] a[href*="compare=previous"]`)))
+		if n := browsertest.Eval[int](b.Tab, `document.querySelectorAll("polyline.cmp").length`); n != 1 {
 			t.Errorf("%d comparison lines, want 1", n)
 		}
-		mustContain(t, "legend", b.text(".legend"), "Visitors, previous period")
+		mustContain(t, "legend", b.Text(".legend"), "Visitors, previous period")
 		for _, s := range []struct {
 			name  string
 			width int64
@@ -279,11 +239,11 @@ func TestBrowser(t *testing.T) {
 			if s.width < 500 {
 				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
 			}
-			b.do(chromedp.EmulateViewport(s.width, 844, opts...), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".chips")))
-			if eval[bool](b, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
+			b.Do(chromedp.EmulateViewport(s.width, 844, opts...), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".chips")))
+			if browsertest.Eval[bool](b.Tab, `document.documentElement.scrollWidth > document.documentElement.clientWidth + 1`) {
 				t.Errorf("%s: the page scrolls sideways", s.name)
 			}
-			png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+			png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,54 +253,54 @@ func TestBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot: %s", path)
 		}
-		b.do(chromedp.EmulateViewport(1280, 900))
+		b.Do(chromedp.EmulateViewport(1280, 900))
 	})
 
 	t.Run("date range", func(t *testing.T) {
-		b := tab{t, ctx}
-		b.do(chromedp.Navigate(base+"/stats/public.example"),
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
+		b.Do(chromedp.Navigate(base+"/stats/public.example"),
 			chromedp.SetValue(chromedp.ID("from"), "2026-11-20"),
 			chromedp.SetValue(chromedp.ID("to"), "2026-11-20"))
-		b.submit(chromedp.Click(chromedp.CSS(".custom button")))
+		b.Submit(chromedp.Click(chromedp.CSS(".custom button")))
 		loc, err := chromedp.Run(ctx, chromedp.Location())
 		if err != nil {
 			t.Fatal(err)
 		}
 		mustContain(t, "url", loc, "from=2026-11-20", "to=2026-11-20")
-		mustContain(t, "chart", b.text("#chart-title"), "per hour")
-		mustContain(t, "totals", b.text(".totals"), "UNIQUE VISITORS 3 new")
-		b.submit(chromedp.Click(chromedp.CSS(`.presets a[href$="range=7d"]`)))
-		mustContain(t, "preset", b.text(".presets a.current"), "Last 7 days")
-		mustContain(t, "chart", b.text("#chart-title"), "per day")
+		mustContain(t, "chart", b.Text("#chart-title"), "per hour")
+		mustContain(t, "totals", b.Text(".totals"), "UNIQUE VISITORS 3 new")
+		b.Submit(chromedp.Click(chromedp.CSS(`.presets a[href$="range=7d"]`)))
+		mustContain(t, "preset", b.Text(".presets a.current"), "Last 7 days")
+		mustContain(t, "chart", b.Text("#chart-title"), "per day")
 	})
 
 	t.Run("password", func(t *testing.T) {
-		b := tab{t, ctx}
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 		// Sign out first: the owner would not need the password.
-		b.do(chromedp.Navigate(base + "/"))
-		b.submit(chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)))
-		b.do(chromedp.Navigate(base+"/stats/secret.example"), chromedp.SendKeys(chromedp.ID("password"), "not it"))
-		b.submit(chromedp.Submit(chromedp.ID("password")))
-		mustContain(t, "wrong password", b.text(".error"), "Wrong password")
-		b.do(chromedp.SendKeys(chromedp.ID("password"), secretPassword))
-		b.submit(chromedp.Submit(chromedp.ID("password")))
-		mustContain(t, "overview", b.text("h1"), "secret.example")
-		mustContain(t, "overview", b.text(".totals"), "UNIQUE VISITORS")
+		b.Do(chromedp.Navigate(base + "/"))
+		b.Submit(chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)))
+		b.Do(chromedp.Navigate(base+"/stats/secret.example"), chromedp.SendKeys(chromedp.ID("password"), "not it"))
+		b.Submit(chromedp.Submit(chromedp.ID("password")))
+		mustContain(t, "wrong password", b.Text(".error"), "Wrong password")
+		b.Do(chromedp.SendKeys(chromedp.ID("password"), secretPassword))
+		b.Submit(chromedp.Submit(chromedp.ID("password")))
+		mustContain(t, "overview", b.Text("h1"), "secret.example")
+		mustContain(t, "overview", b.Text(".totals"), "UNIQUE VISITORS")
 	})
 
 	t.Run("realtime", func(t *testing.T) {
-		b := tab{t, ctx}
+		b := tab{browsertest.Tab{T: t, Ctx: ctx}}
 		f.track(hit{url: "https://public.example/now", ip: "198.51.100.50", at: testNow.Add(-30 * time.Second)})
-		b.do(chromedp.Navigate(base+"/stats/public.example/realtime"), chromedp.WaitVisible(chromedp.ID("rt-visitors")))
-		if v := b.text("#rt-visitors"); v != "1" {
+		b.Do(chromedp.Navigate(base+"/stats/public.example/realtime"), chromedp.WaitVisible(chromedp.ID("rt-visitors")))
+		if v := b.Text("#rt-visitors"); v != "1" {
 			t.Errorf("visitors %q, want 1", v)
 		}
 		// The script's fetch works under the CSP and updates in place.
 		f.track(hit{url: "https://public.example/now", ip: "198.51.100.51", at: testNow.Add(-20 * time.Second)})
-		b.do(chromedp.Evaluate[chromedp.Void](`document.dispatchEvent(new Event("visibilitychange"))`))
+		b.Do(chromedp.Evaluate[chromedp.Void](`document.dispatchEvent(new Event("visibilitychange"))`))
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("rt-visitors").textContent === "2"`,
 			chromedp.WithPollingTimeout(5*time.Second))); err != nil {
-			t.Errorf("the script did not refresh the visitors to 2: %v (shows %q)", err, b.text("#rt-visitors"))
+			t.Errorf("the script did not refresh the visitors to 2: %v (shows %q)", err, b.Text("#rt-visitors"))
 		}
 	})
 

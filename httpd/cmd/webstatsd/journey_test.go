@@ -112,24 +112,24 @@ func TestWebAppJourney(t *testing.T) {
 		b.typeIn("#key", adminKey)
 		b.submit("form:has(#key) button[type=submit]")
 		b.mustBeAt("/")
-		mustContainText(t, "home after the key", b.text("main"), "Your websites", "You have no websites yet.")
-		mustContainText(t, "header", b.text(".who"), "admin")
+		mustContainText(t, "home after the key", b.Text("main"), "Your websites", "You have no websites yet.")
+		mustContainText(t, "header", b.Text(".who"), "admin")
 
 		// No current password is asked the first time.
 		b.open("/account")
 		if b.exists("#current_password") {
 			t.Error("the account page asks for a current password before one is set")
 		}
-		mustContainText(t, "password section", b.text("#password-h ~ p"), "No password is set")
+		mustContainText(t, "password section", b.Text("#password-h ~ p"), "No password is set")
 		b.typeIn("#new-password", password)
 		b.typeIn("#password_confirmation", password)
 		b.submit(`form[action="/account/password"] button[type=submit]`)
 		b.mustBeAt("/account")
-		mustContainText(t, "after setting the password", b.text(".notice"), "Your password was changed.")
+		mustContainText(t, "after setting the password", b.Text(".notice"), "Your password was changed.")
 
 		b.signOut()
 		b.signIn(email, password, "")
-		mustContainText(t, "header after the password", b.text(".who"), "admin")
+		mustContainText(t, "header after the password", b.Text(".who"), "admin")
 		b.signOut() // each phase ends its session: the sessions phase counts them
 	})
 
@@ -143,15 +143,15 @@ func TestWebAppJourney(t *testing.T) {
 		if !eval[bool](b, `document.getElementById("exclude_bots").checked`) {
 			t.Error("the bot filter is off by default, want on")
 		}
-		b.do(chromedp.Click(chromedp.ID("exclude_bots")))
+		b.Do(chromedp.Click(chromedp.ID("exclude_bots")))
 		b.submit(`form.form button[type=submit]`)
-		mustContainText(t, "after adding", b.text(".notice"), domain+" was added.")
+		mustContainText(t, "after adding", b.Text(".notice"), domain+" was added.")
 		snippetPage := b.location()
 		if !strings.HasSuffix(snippetPage, "/snippet") {
 			t.Fatalf("after adding: at %s, want the snippet page", snippetPage)
 		}
 
-		got := b.value("#snippet")
+		got := b.Value("#snippet")
 		want := `<script data-host="` + base + `" src="` + base + `/js/script.js" async defer></script>`
 		if got != want {
 			t.Errorf("snippet %q, want %q", got, want)
@@ -161,7 +161,7 @@ func TestWebAppJourney(t *testing.T) {
 		mu.Unlock()
 
 		// The page with the snippet sends a pageview: wait for its answer.
-		ev, err := chromedp.Run(b.ctx, chromedp.WaitEvent(network.ResponseReceived, func(e network.EventResponseReceived) bool {
+		ev, err := chromedp.Run(b.Ctx, chromedp.WaitEvent(network.ResponseReceived, func(e network.EventResponseReceived) bool {
 			return e.Response.URL == base+"/api/event" && e.Type != network.ResourceTypePreflight
 		}, chromedp.Navigate(site.URL+"/")))
 		if err != nil {
@@ -173,7 +173,7 @@ func TestWebAppJourney(t *testing.T) {
 
 		b.open(strings.TrimPrefix(snippetPage, base))
 		b.submit(`form[action*="/verify"] button`)
-		mustContainText(t, "verify", b.text("#verify-result"), "Installed.")
+		mustContainText(t, "verify", b.Text("#verify-result"), "Installed.")
 		if !eval[bool](b, `document.getElementById("verify-result").classList.contains("ok")`) {
 			t.Error("the result is not marked ok")
 		}
@@ -186,12 +186,12 @@ func TestWebAppJourney(t *testing.T) {
 		if !eval[bool](b, `document.getElementById("privacy-1").checked`) {
 			t.Error("a new website is not private")
 		}
-		b.do(chromedp.Clear(chromedp.ID("timezone")))
+		b.Do(chromedp.Clear(chromedp.ID("timezone")))
 		b.typeIn("#timezone", "Asia/Tokyo")
-		b.do(chromedp.Click(chromedp.ID("privacy-0")))
+		b.Do(chromedp.Click(chromedp.ID("privacy-0")))
 		b.submit(`form.form button[type=submit]`)
-		mustContainText(t, "after saving", b.text(".notice"), "The settings were saved.")
-		if tz := b.value("#timezone"); tz != "Asia/Tokyo" {
+		mustContainText(t, "after saving", b.Text(".notice"), "The settings were saved.")
+		if tz := b.Value("#timezone"); tz != "Asia/Tokyo" {
 			t.Errorf("saved time zone %q, want Asia/Tokyo", tz)
 		}
 		if !eval[bool](b, `document.getElementById("privacy-0").checked`) {
@@ -202,7 +202,7 @@ func TestWebAppJourney(t *testing.T) {
 		}
 
 		b.open("/")
-		mustContainText(t, "websites", b.text("table.sites tbody"), domain+" Public 1 1")
+		mustContainText(t, "websites", b.Text("table.sites tbody"), domain+" Public 1 1")
 		b.shoot(shots, "journey-websites")
 		b.signOut()
 	})
@@ -215,9 +215,9 @@ func TestWebAppJourney(t *testing.T) {
 		if status := b.submit(`form[action="/account/keys"] button[type=submit]`); status != http.StatusCreated {
 			t.Errorf("create a key: status %d, want 201", status)
 		}
-		mustContainText(t, "keys", b.text(".notice"), "The new key is shown only now.")
-		mustContainText(t, "keys", b.text("table.data tbody"), "CI")
-		apiKey = b.value("#new-key")
+		mustContainText(t, "keys", b.Text(".notice"), "The new key is shown only now.")
+		mustContainText(t, "keys", b.Text("table.data tbody"), "CI")
+		apiKey = b.Value("#new-key")
 		if apiKey == "" || apiKey == adminKey {
 			t.Fatalf("new key %q", apiKey)
 		}
@@ -226,7 +226,7 @@ func TestWebAppJourney(t *testing.T) {
 		if b.exists("#new-key") {
 			t.Error("the keys page shows the new key again")
 		}
-		mustContainText(t, "keys again", b.text("table.data tbody"), "CI")
+		mustContainText(t, "keys again", b.Text("table.data tbody"), "CI")
 
 		var list struct {
 			Data []struct {
@@ -268,7 +268,7 @@ func TestWebAppJourney(t *testing.T) {
 		b.signIn(email, password, "")
 		b.open("/account/2fa")
 		b.shoot(shots, "journey-2fa")
-		secret = b.text("#totp-secret")
+		secret = b.Text("#totp-secret")
 		if secret == "" {
 			t.Fatal("no TOTP key shown")
 		}
@@ -278,7 +278,7 @@ func TestWebAppJourney(t *testing.T) {
 			b.typeIn(`form[action="/account/2fa"] input[name="current_password"]`, password)
 		}
 		b.submit(`form[action="/account/2fa"] button[type=submit]`)
-		mustContainText(t, "after turning it on", b.text(".notice"), "Two-factor authentication is on.")
+		mustContainText(t, "after turning it on", b.Text(".notice"), "Two-factor authentication is on.")
 		recovery = eval[[]string](b, `Array.from(document.querySelectorAll("#recovery-codes code"), c => c.textContent)`)
 		if len(recovery) != 10 {
 			t.Fatalf("%d recovery codes shown, want 10", len(recovery))
@@ -290,7 +290,7 @@ func TestWebAppJourney(t *testing.T) {
 		b.signOut()
 		b.signIn(email, password, rfcTOTP(secret, time.Now().Add(30*time.Second)))
 		b.open("/account")
-		mustContainText(t, "account", b.text("#tfa-h + p"), "On:")
+		mustContainText(t, "account", b.Text("#tfa-h + p"), "On:")
 		b.signOut()
 	})
 
@@ -304,10 +304,10 @@ func TestWebAppJourney(t *testing.T) {
 		if n := eval[int](first, `document.querySelectorAll("#sessions-h ~ .scroll tbody tr").length`); n != 2 {
 			t.Fatalf("%d sessions listed, want 2", n)
 		}
-		mustContainText(t, "sessions", first.text("#sessions-h ~ .scroll tbody"), "(this one)")
+		mustContainText(t, "sessions", first.Text("#sessions-h ~ .scroll tbody"), "(this one)")
 		first.shoot(shots, "journey-account")
 		first.submit(`form[action="/account/sessions/end"] button`)
-		mustContainText(t, "after ending it", first.text(".notice"), "The session was signed out.")
+		mustContainText(t, "after ending it", first.Text(".notice"), "The session was signed out.")
 		if n := eval[int](first, `document.querySelectorAll("#sessions-h ~ .scroll tbody tr").length`); n != 1 {
 			t.Errorf("%d sessions listed after ending one, want 1", n)
 		}
@@ -322,11 +322,11 @@ func TestWebAppJourney(t *testing.T) {
 		b := newJourneyTab(t, base)
 		b.signIn(email, password, nextRecovery(t))
 		b.open("/admin")
-		mustContainText(t, "admin", b.text("main"), "Registration is invite")
+		mustContainText(t, "admin", b.Text("main"), "Registration is invite")
 		if status := b.submit(`form[action="/admin/invites"] button[type=submit]`); status != http.StatusCreated {
 			t.Errorf("create an invitation: status %d, want 201", status)
 		}
-		link := b.value("#new-invite")
+		link := b.Value("#new-invite")
 		if !strings.HasPrefix(link, base+"/register?invite=") {
 			t.Fatalf("invitation link %q, want %s/register?invite=…", link, base)
 		}
@@ -341,8 +341,8 @@ func TestWebAppJourney(t *testing.T) {
 		u.typeIn("#password_confirmation", "invitee password")
 		u.submit(`form[action="/register"] button[type=submit]`)
 		u.mustBeAt("/")
-		mustContainText(t, "invitee's home", u.text("main"), "Your websites", "You have no websites yet.")
-		mustContainText(t, "invitee's header", u.text(".who"), "Invitee")
+		mustContainText(t, "invitee's home", u.Text("main"), "Your websites", "You have no websites yet.")
+		mustContainText(t, "invitee's header", u.Text(".who"), "Invitee")
 		if u.exists("table.sites") || u.exists(`header a[href="/admin"]`) {
 			t.Error("the invitee sees a website list or an Admin link")
 		}
@@ -358,30 +358,21 @@ func TestWebAppJourney(t *testing.T) {
 
 // journeyTab drives one tab of its own browser for a phase of the journey.
 type journeyTab struct {
-	t    *testing.T
-	ctx  context.Context
+	browsertest.Tab
 	base string
 }
 
 // newJourneyTab starts a browser for t (closed when t ends).
 func newJourneyTab(t *testing.T, base string) journeyTab {
-	return journeyTab{t, browsertest.New(t, chromedp.WindowSize(1280, 900)), base}
-}
-
-// do runs steps, failing the test on an error.
-func (b journeyTab) do(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatal(err)
-	}
+	return journeyTab{browsertest.Tab{T: t, Ctx: browsertest.New(t, chromedp.WindowSize(1280, 900))}, base}
 }
 
 // open loads path (of the server) and returns the HTTP status of the page.
 func (b journeyTab) open(path string) int64 {
-	b.t.Helper()
-	resp, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(b.base+path))
+	b.T.Helper()
+	resp, err := chromedp.Run(b.Ctx, chromedp.NavigateResponse(b.base+path))
 	if err != nil {
-		b.t.Fatalf("open %s: %v", path, err)
+		b.T.Fatalf("open %s: %v", path, err)
 	}
 	return resp.Status
 }
@@ -389,73 +380,52 @@ func (b journeyTab) open(path string) int64 {
 // submit clicks the button sel, waits for the page it leads to and returns
 // its HTTP status.
 func (b journeyTab) submit(sel string) int64 {
-	b.t.Helper()
-	resp, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(sel)))
+	b.T.Helper()
+	resp, err := chromedp.RunResponse(b.Ctx, chromedp.Click(chromedp.CSS(sel)))
 	if err != nil {
-		b.t.Fatalf("click %s: %v", sel, err)
+		b.T.Fatalf("click %s: %v", sel, err)
 	}
 	return resp.Status
 }
 
 // typeIn types s into the field sel.
 func (b journeyTab) typeIn(sel, s string) {
-	b.t.Helper()
-	b.do(chromedp.SendKeys(chromedp.CSS(sel), s))
-}
-
-// text returns the visible text of the first element matching sel, with
-// whitespace collapsed.
-func (b journeyTab) text(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// value returns the value of the form element matching sel.
-func (b journeyTab) value(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Value(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("value of %s: %v", sel, err)
-	}
-	return s
+	b.T.Helper()
+	b.Do(chromedp.SendKeys(chromedp.CSS(sel), s))
 }
 
 // exists reports whether the page has an element matching sel (at once,
 // without waiting for one).
 func (b journeyTab) exists(sel string) bool {
-	b.t.Helper()
+	b.T.Helper()
 	q, _ := json.Marshal(sel)
 	return eval[bool](b, `document.querySelector(`+string(q)+`) !== null`)
 }
 
 // location returns the address of the page.
 func (b journeyTab) location() string {
-	b.t.Helper()
-	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	b.T.Helper()
+	loc, err := chromedp.Run(b.Ctx, chromedp.Location())
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return loc
 }
 
 // mustBeAt fails the test unless the page is path of the server.
 func (b journeyTab) mustBeAt(path string) {
-	b.t.Helper()
+	b.T.Helper()
 	loc := b.location()
 	u, err := url.Parse(loc)
 	if err != nil || u.Scheme+"://"+u.Host != b.base || u.Path != path {
-		b.t.Fatalf("at %s, want %s%s", loc, b.base, path)
+		b.T.Fatalf("at %s, want %s%s", loc, b.base, path)
 	}
 }
 
 // signIn signs in with the email and password form and, when code is not
 // empty, the second-factor form, and expects the websites page.
 func (b journeyTab) signIn(email, password, code string) {
-	b.t.Helper()
+	b.T.Helper()
 	b.open("/login")
 	b.typeIn("#email", email)
 	b.typeIn("#password", password)
@@ -466,13 +436,13 @@ func (b journeyTab) signIn(email, password, code string) {
 		b.submit(`form[action="/login/code"] button[type=submit]`)
 	}
 	b.mustBeAt("/")
-	mustContainText(b.t, "signed in", b.text("h1"), "Your websites")
+	mustContainText(b.T, "signed in", b.Text("h1"), "Your websites")
 }
 
 // signOut clicks the header's Sign out button and expects the sign-in
 // page.
 func (b journeyTab) signOut() {
-	b.t.Helper()
+	b.T.Helper()
 	b.submit(`header form[action="/logout"] button`)
 	b.mustBeAt("/login")
 }
@@ -482,10 +452,10 @@ func (b journeyTab) signOut() {
 // into dir as name-<scheme>-<desktop|phone>.png, and checks that the page
 // never scrolls sideways and that dark mode changes the background.
 func (b journeyTab) shoot(dir, name string) {
-	b.t.Helper()
+	b.T.Helper()
 	bg := map[string]string{}
 	for _, scheme := range []string{"light", "dark"} {
-		b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		b.Do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
 			})
@@ -501,26 +471,26 @@ func (b journeyTab) shoot(dir, name string) {
 				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
 			}
 			// The page takes the new width a moment later: wait for it.
-			b.do(chromedp.EmulateViewport(s.width, 844, opts...),
+			b.Do(chromedp.EmulateViewport(s.width, 844, opts...),
 				chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.documentElement.clientWidth === %d`, s.width), chromedp.WithPollingTimeout(10*time.Second)))
 			if wide := eval[[]string](b, overflowJS); len(wide) > 0 {
-				b.t.Errorf("%s, %s, %d px: the page scrolls sideways, past its right edge: %s", name, scheme, s.width, strings.Join(wide, ", "))
+				b.T.Errorf("%s, %s, %d px: the page scrolls sideways, past its right edge: %s", name, scheme, s.width, strings.Join(wide, ", "))
 			}
-			png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+			png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
 			if err != nil {
-				b.t.Fatal(err)
+				b.T.Fatal(err)
 			}
 			file := filepath.Join(dir, name+"-"+scheme+"-"+s.suffix+".png")
 			if err := os.WriteFile(file, png, 0o644); err != nil {
-				b.t.Fatal(err)
+				b.T.Fatal(err)
 			}
-			b.t.Logf("screenshot: %s", file)
+			b.T.Logf("screenshot: %s", file)
 		}
 	}
 	if bg["light"] == bg["dark"] {
-		b.t.Errorf("%s: the same background %s in light and dark mode", name, bg["light"])
+		b.T.Errorf("%s: the same background %s in light and dark mode", name, bg["light"])
 	}
-	b.do(chromedp.EmulateViewport(1280, 900), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	b.Do(chromedp.EmulateViewport(1280, 900), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
 		return err
 	}))
@@ -553,10 +523,10 @@ const overflowJS = `(() => {
 })()`
 
 func eval[T any](b journeyTab, js string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	b.T.Helper()
+	v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[T](js))
 	if err != nil {
-		b.t.Fatalf("%s: %v", js, err)
+		b.T.Fatalf("%s: %v", js, err)
 	}
 	return v
 }
@@ -609,7 +579,7 @@ func greenish(c string) bool {
 }
 
 // mustContainText fails t unless s contains each of subs.
-func mustContainText(t *testing.T, what, s string, subs ...string) {
+func mustContainText(t testing.TB, what, s string, subs ...string) {
 	t.Helper()
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,59 @@ func removeProfile(t testing.TB, dir string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("remove Chromium profile %s: %v", dir, err)
+}
+
+// Tab drives one browser tab for a test: its methods fail the test on an
+// error. Ctx is a context of New.
+type Tab struct {
+	T   testing.TB
+	Ctx context.Context
+}
+
+// Do runs steps.
+func (b Tab) Do(steps ...chromedp.Action[chromedp.Void]) {
+	b.T.Helper()
+	if err := chromedp.Do(b.Ctx, steps...); err != nil {
+		b.T.Fatal(err)
+	}
+}
+
+// Submit runs an action that navigates (a click, a form submission) and
+// waits for the new page.
+func (b Tab) Submit(a chromedp.Action[chromedp.Void]) {
+	b.T.Helper()
+	if _, err := chromedp.RunResponse(b.Ctx, a); err != nil {
+		b.T.Fatal(err)
+	}
+}
+
+// Text returns the visible text of the first element matching a CSS
+// selector, with whitespace collapsed.
+func (b Tab) Text(sel string) string {
+	b.T.Helper()
+	s, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.T.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Value returns the value of the form element matching a CSS selector.
+func (b Tab) Value(sel string) string {
+	b.T.Helper()
+	s, err := chromedp.Run(b.Ctx, chromedp.Value(chromedp.CSS(sel)))
+	if err != nil {
+		b.T.Fatalf("value of %s: %v", sel, err)
+	}
+	return s
+}
+
+// Eval evaluates js in the tab's page.
+func Eval[T any](b Tab, js string) T {
+	b.T.Helper()
+	v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.T.Fatalf("%s: %v", js, err)
+	}
+	return v
 }
