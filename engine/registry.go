@@ -200,6 +200,11 @@ func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) 
 	return a, nil
 }
 
+// NormalizeDomain returns domain as a website record stores it (SPEC
+// §3.2: lower-cased, without http(s)://, a leading www. or a trailing /, an
+// IDN as punycode), and whether it is a valid domain.
+func NormalizeDomain(domain string) (string, bool) { return norm.Domain(domain) }
+
 // Website returns the website id.
 func (o Owner) Website(ctx context.Context, id uint32) (Website, error) {
 	e := o.e

@@ -609,6 +609,7 @@ type snippetData struct {
 	siteHead
 	Snippet string // the HTML to paste
 	Base    string // the server's address
+	Guessed bool   // Base comes from the request, not from -public-url
 	Script  string // the address of sites.js
 	Verify  string // the address of the check
 	Checked bool   // the check ran
@@ -633,7 +634,7 @@ func (p *Pages) snippetData(w http.ResponseWriter, r *http.Request, s *siteReque
 	d := &snippetData{
 		siteHead: p.head(w, r, s, "snippet"),
 		Snippet:  `<script data-host="` + b + `" src="` + b + `/js/script.js" async defer></script>`,
-		Base:     base, Script: p.assetURL("sites.js"), Verify: s.base() + "/verify", Minutes: verifyMinutes,
+		Base:     base, Guessed: p.publicURL == "", Script: p.assetURL("sites.js"), Verify: s.base() + "/verify", Minutes: verifyMinutes,
 		ExcludeBots: s.web.ExcludeBots == 1,
 	}
 	if s.web.ExcludeIPs != nil {
@@ -753,7 +754,10 @@ func (p *Pages) deleteForm(w http.ResponseWriter, r *http.Request, s *siteReques
 // statistics and goals when the form names its domain.
 func (p *Pages) deleteSite(w http.ResponseWriter, r *http.Request, s *siteRequest) error {
 	typed := strings.TrimSpace(r.PostForm.Get("domain"))
-	if !strings.EqualFold(typed, s.web.Domain) {
+	// The domain as typed or as the API would store it ("Bücher.example"
+	// for xn--bcher-kva.example).
+	norm, ok := engine.NormalizeDomain(typed)
+	if !strings.EqualFold(typed, s.web.Domain) && (!ok || norm != s.web.Domain) {
 		d := deleteData{siteHead: p.head(w, r, s, "delete"), Action: s.base() + "/delete", Confirm: field{
 			Name: "confirm", Value: typed,
 			Error: "The domain you typed is not " + s.web.Domain + ". Type it exactly to delete this website.",

@@ -598,6 +598,13 @@ func TestSnippet(t *testing.T) {
 	want := `<script data-host="` + base + `" src="` + base + `/js/script.js" async defer></script>`
 	mustContain(t, "snippet", res.body, `<textarea id="snippet" class="code" rows="4" readonly spellcheck="false" aria-describedby="snippet-hint">`+html.EscapeString(want)+`</textarea>`,
 		`<button type="button" class="secondary" data-copy="snippet" hidden>`, `aria-current="page">Snippet</a>`)
+	// Without -public-url the page says where the address came from.
+	mustContain(t, "snippet without a public URL", mainText(res.body), "The address in it, "+base+", is the one your browser used", "-public-url")
+	f.p.publicURL = "https://stats.example.org"
+	if body := c.get(sitePath(f.public.ID, "/snippet")).body; strings.Contains(body, `id="snippet-address"`) {
+		t.Error("the address hint is shown with a public URL set")
+	}
+	f.p.publicURL = ""
 
 	// withHost asks for the snippet with a Host header (the cookie jar
 	// would send the cookies of that host).
@@ -1079,5 +1086,24 @@ func TestGoalFormFitsValidGoal(t *testing.T) {
 	res := c.post(goals, url.Values{"csrf": {c.csrfFor(goals, goals)}, "kind": {"event"}, "event_name": {"Signup"}, "event_display": {name}})
 	if res.status != http.StatusSeeOther {
 		t.Fatalf("a valid goal: status %d, want 303\n%s", res.status, mainText(res.body))
+	}
+}
+
+// TestDeleteIDN: a website stored as punycode is deleted by typing its
+// domain as people write it.
+func TestDeleteIDN(t *testing.T) {
+	f := newFixture(t)
+	c := f.signedIn()
+	domain := "Bücher.example"
+	web, err := f.e.Owner(f.owner.ID).CreateWebsite(context.Background(), engine.WebsiteInput{Domain: &domain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := sitePath(web.ID, "/delete")
+	if res := c.post(del, url.Values{"csrf": {c.csrfFor(del, del)}, "domain": {"bücher.example"}}); res.status != http.StatusSeeOther {
+		t.Fatalf("delete by the IDN: status %d\n%s", res.status, mainText(res.body))
+	}
+	if _, err := f.e.Owner(f.owner.ID).Website(context.Background(), web.ID); err == nil {
+		t.Error("the website is still there")
 	}
 }
