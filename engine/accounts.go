@@ -754,9 +754,9 @@ func (e *Engine) loadInvites() error {
 	return nil
 }
 
-// Admin is the view of the engine an admin account has: every method
-// acts for that account and was allowed by its being an admin when the
-// Admin was made (Engine.Admin). Make one per request.
+// Admin is the view of the engine an admin account has (Engine.Admin):
+// every method acts for that account and checks again, under the registry
+// lock, that it is still an enabled admin. Make one per request.
 type Admin struct {
 	e     *Engine
 	actor uint32

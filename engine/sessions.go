@@ -20,7 +20,8 @@ import (
 )
 
 // Sign-in sessions (SPEC §11) are server-side records, so that signing out,
-// rotating the API key (and later changing the password) ends them at once.
+// rotating the API keys, changing the password, disabling the account and
+// revoking the key a session signed in with end them at once.
 // A session is known by a random 256-bit token that only the client holds;
 // the engine keeps the token's SHA-256, so a copy of the data directory
 // opens no session. Records are registry records of kind
