@@ -100,6 +100,11 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the source of salts and API keys. Default crypto/rand.Reader.
 	Rand io.Reader
+	// Cluster, when set, makes the engine one node of a cluster: hits go
+	// to the shared log it gives and are applied from it (see Cluster).
+	// The store keeps this node's days, visitor state and registry. Nil:
+	// one process, the log in the store.
+	Cluster Cluster
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 }

@@ -769,6 +769,10 @@ type Metrics struct {
 	// exact filtered statistics keep a row per hit and per visit (SPEC
 	// §10.1), so this grows with the day's hits, not with MemoryBudget.
 	OpenSegmentBytes int64
+	// LogSeq is the sequence of the last log record applied (or skipped:
+	// its website was gone). In cluster mode it is the shared log's, and
+	// every node that has caught up reports the same.
+	LogSeq uint64
 }
 
 // Metrics returns the engine's running counts.
@@ -782,6 +786,7 @@ func (e *Engine) Metrics() Metrics {
 		Overflow:      e.counters.overflow.Load(),
 		Snapshots:     e.counters.snapshots.Load(),
 		LastSnapshot:  time.Duration(e.counters.lastSnapNs.Load()),
+		LogSeq:        e.seq.Load(),
 	}
 	for _, r := range DropReasons() {
 		m.Dropped[r] = e.counters.dropped[r].Load()

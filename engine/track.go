@@ -59,7 +59,12 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	var err error
 	for gi, website := range groups {
 		var ok bool
-		if ok, err = e.ingest(website, cfgs[idx[website][0]].domain, recs, idx[website]); err != nil {
+		if e.opts.Cluster != nil {
+			ok, err = e.publish(ctx, website, recs, idx[website])
+		} else {
+			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, recs, idx[website])
+		}
+		if err != nil {
 			// This website and the later ones are not counted.
 			for _, w := range groups[gi:] {
 				for _, i := range idx[w] {
@@ -543,6 +548,16 @@ func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 	}
 	if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
 		return s, fmt.Errorf("engine: new salt: %w", err)
+	}
+	if c := e.opts.Cluster; c != nil {
+		// Every node hashes a visitor with the same salt.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		s, err = c.Salt(ctx, int32(first), s)
+		cancel()
+		if err != nil {
+			return s, fmt.Errorf("engine: shared salt: %w", err)
+		}
 	}
 	if err := e.store.Put(snapshot.KindSalt, saltID(first), s[:]); err != nil {
 		return s, fmt.Errorf("engine: store salt: %w", err)

@@ -1,0 +1,334 @@
+package jetstream_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
+)
+
+// natsCluster is a JetStream cluster of real nats-server instances run in
+// the test process, each with its own store directory and routes to the
+// others on loopback ports.
+type natsCluster struct {
+	t       *testing.T
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+// freePorts returns n loopback ports free at the time of the call.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+func startNATS(t *testing.T, n int) *natsCluster {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	c := &natsCluster{t: t, servers: make([]*server.Server, n)}
+	for i := range n {
+		var routes []string
+		for j := range n {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+j]))
+			}
+		}
+		c.opts = append(c.opts, &server.Options{
+			ServerName: fmt.Sprintf("n%d", i),
+			Host:       "127.0.0.1",
+			Port:       ports[i],
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			Cluster:    server.ClusterOpts{Name: "webstats", Host: "127.0.0.1", Port: ports[n+i]},
+			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
+			NoLog:      true,
+			NoSigs:     true,
+		})
+	}
+	for i := range n {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			if s != nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+		}
+	})
+	return c
+}
+
+// start starts server i (again, on the same ports and store).
+func (c *natsCluster) start(i int) {
+	c.t.Helper()
+	o := *c.opts[i]
+	s, err := server.NewServer(&o)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		c.t.Fatalf("nats server %d not ready", i)
+	}
+	c.servers[i] = s
+}
+
+// stop stops server i.
+func (c *natsCluster) stop(i int) {
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+	c.servers[i] = nil
+}
+
+func (c *natsCluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port) }
+
+// urls lists every server, i's first: a client reconnects to another one
+// when its own goes away.
+func (c *natsCluster) urls(i int) string {
+	u := []string{c.url(i)}
+	for j := range c.opts {
+		if j != i {
+			u = append(u, c.url(j))
+		}
+	}
+	return strings.Join(u, ",")
+}
+
+// node is one engine of the cluster with its connection.
+type node struct {
+	e   *engine.Engine
+	log *jetstream.Log
+	nc  *nats.Conn
+	dir string
+}
+
+// clock is the test's time, shared by every engine.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+var ctx = context.Background()
+
+// openNode opens an engine on dir following the cluster through urls. The
+// stream and bucket may need a few tries while the cluster elects its
+// leaders.
+func openNode(t *testing.T, urls, dir string, clk *clock) *node {
+	t.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log *jetstream.Log
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		log, err = jetstream.New(c, nc, jetstream.Options{Replicas: 3})
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jetstream: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{e: e, log: log, nc: nc, dir: dir}
+}
+
+func (n *node) close(t *testing.T) {
+	t.Helper()
+	if err := n.e.Close(); err != nil {
+		t.Error(err)
+	}
+	n.nc.Close()
+}
+
+// addSites registers the same account and websites on e. The registry is
+// not shared through the cluster yet: every node gets the same records in
+// the same order, so the ids agree.
+func addSites(t *testing.T, e *engine.Engine, domains ...string) []uint32 {
+	t.Helper()
+	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for _, d := range domains {
+		w, err := e.Owner(acc.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Owner(acc.ID).AddGoal(ctx, w.ID, engine.Goal{EventName: "Signup"}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	return ids
+}
+
+// waitApplied waits until every engine has applied the whole stream.
+func waitApplied(t *testing.T, nodes []*node) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		last, err := nodes[0].log.Last(ctx)
+		if err == nil {
+			done := true
+			for _, n := range nodes {
+				if n.e.Metrics().LogSeq < last {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes did not catch up with the stream (last %d, err %v)", last, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// answers are what an engine says about a website: the 17 statistics and
+// a few segment queries over the whole range.
+func answers(t *testing.T, e *engine.Engine, site uint32, domain string, from, to engine.Date) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	o := e.Unscoped()
+	for _, name := range engine.StatNames() {
+		p, err := o.Stat(ctx, engine.StatQuery{Website: site, Name: name, From: from, To: to, PerPage: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = p.Rows
+	}
+	tot, err := o.Totals(ctx, site, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["totals"] = tot
+	for i, q := range []string{
+		`"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","events"]`,
+		`"metrics":["visitors","visits","bounce_rate"],"dimensions":["visit:source"],"filters":[["contains","event:page",["/"]]]`,
+		`"metrics":["visitors","pageviews"],"dimensions":["time:day","visit:device"]`,
+		`"metrics":["visitors","events","conversion_rate"],"dimensions":["event:goal"]`,
+	} {
+		body := fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s}`, domain, from.String(), to.String(), q)
+		eq, err := engine.ParseQuery([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := o.Query(ctx, site, eq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprint("query", i)] = res.Results
+	}
+	return out
+}
+
+// Three engines on a three-server JetStream cluster, tracking spread over
+// all of them: once every node has applied the stream, every node gives
+// the same answers as a single engine fed the same hits in the same order.
+func TestClusterSameAnswers(t *testing.T) {
+	nc := startNATS(t, 3)
+	clk := &clock{now: bench.DefaultStart}
+	var nodes []*node
+	for i := range 3 {
+		n := openNode(t, nc.urls(i), t.TempDir(), clk)
+		defer n.close(t)
+		nodes = append(nodes, n)
+	}
+	single, err := engine.Open(&engine.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	sites := []bench.Site{
+		{Domain: "a.example", PageviewsPerMonth: 6_000, PagesPerDay: 40},
+		{Domain: "b.example", PageviewsPerMonth: 3_000, PagesPerDay: 20},
+	}
+	var ids []uint32
+	for _, e := range []*engine.Engine{nodes[0].e, nodes[1].e, nodes[2].e, single} {
+		ids = addSites(t, e, sites[0].Domain, sites[1].Domain)
+	}
+	const days = 3
+	k := 0
+	batch := make([]engine.Hit, 0, 8)
+	for h := range bench.NewGenerator(bench.Config{Seed: 11, Sites: sites, Days: days}).Hits() {
+		clk.set(h.Time.Add(time.Second))
+		// One to three hits a call, to each node in turn.
+		batch = append(batch[:0], h)
+		n := nodes[k%3]
+		k++
+		want, err := single.Track(ctx, batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := n.e.Track(ctx, batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Accepted != want.Accepted {
+			t.Fatalf("hit %d: node accepted %d, a single engine %d", k, got.Accepted, want.Accepted)
+		}
+	}
+	waitApplied(t, nodes)
+	first := engine.DateFromTime(bench.DefaultStart)
+	last := first + days - 1
+	for i, id := range ids {
+		want := answers(t, single, id, sites[i].Domain, first, last)
+		if len(want["page"].([]engine.Row)) == 0 {
+			t.Fatalf("%s: no pages counted", sites[i].Domain)
+		}
+		for j, n := range nodes {
+			got := answers(t, n.e, id, sites[i].Domain, first, last)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("%s, node %d differs from a single engine (-single +node):\n%s", sites[i].Domain, j, d)
+			}
+		}
+	}
+	t.Logf("%d calls, stream at %d", k, nodes[0].e.Metrics().LogSeq)
+}
