@@ -149,7 +149,7 @@ var ctx = context.Background()
 // openNode opens an engine on dir following the cluster through urls. The
 // stream and bucket may need a few tries while the cluster elects its
 // leaders.
-func openNode(t *testing.T, urls, dir string, clk *clock) *node {
+func openNode(t *testing.T, urls, dir string, clk *clock, name string) *node {
 	t.Helper()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
@@ -159,7 +159,7 @@ func openNode(t *testing.T, urls, dir string, clk *clock) *node {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		log, err = jetstream.New(c, nc, jetstream.Options{Replicas: 3})
+		log, err = jetstream.New(c, nc, jetstream.Options{Name: name, Replicas: 3})
 		cancel()
 		if err == nil {
 			break
@@ -277,7 +277,7 @@ func TestClusterSameAnswers(t *testing.T) {
 	clk := &clock{now: bench.DefaultStart}
 	var nodes []*node
 	for i := range 3 {
-		n := openNode(t, nc.urls(i), t.TempDir(), clk)
+		n := openNode(t, nc.urls(i), t.TempDir(), clk, "")
 		defer n.close(t)
 		nodes = append(nodes, n)
 	}

@@ -3,7 +3,7 @@
 // salts live in a replicated key-value bucket.
 //
 // The stream WEBSTATS_HITS holds enriched records on the subjects
-// webstats.hits.<p>, p = website mod 64, so that one website's records keep
+// webstats.hits.<p>, p = website mod 64 (Options.Name renames both), so that one website's records keep
 // their order. A publish waits for the acknowledgements of a whole batch
 // (asynchronous publishes, one round trip for the batch, not one per
 // record), and carries a message id per record, so that a publish retried
@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,17 +31,20 @@ import (
 	"github.com/webstats/webstats/engine"
 )
 
-// Names of what the cluster keeps in JetStream.
-const (
-	Stream     = "WEBSTATS_HITS"
-	SubjectAll = "webstats.hits.>"
-	SaltBucket = "ws_salts"
-	// Partitions is the number of subjects websites are spread over.
-	Partitions = 64
-)
+// Partitions is the number of subjects websites are spread over.
+const Partitions = 64
+
+// DefaultName names what a cluster keeps in JetStream: the stream
+// WEBSTATS_HITS with the subjects webstats.hits.<p>, and the bucket
+// webstats_salts.
+const DefaultName = "webstats"
 
 // Options configure a Log.
 type Options struct {
+	// Name prefixes the stream, subjects and buckets, so that several
+	// clusters can share one NATS account (default DefaultName; letters,
+	// digits, '-' and '_').
+	Name string
 	// Replicas of the stream and the buckets: 3 unless set (1 for a
 	// single server).
 	Replicas int
@@ -61,6 +65,8 @@ type Log struct {
 	js    jetstream.JetStream
 	salts jetstream.KeyValue
 	opts  Options
+	// stream, subjects and the subject prefix of websites, from Name.
+	stream, all, prefix string
 	// node and next make the message ids: unique per process and record.
 	node string
 	next atomic.Uint64
@@ -71,6 +77,14 @@ var _ engine.Cluster = (*Log)(nil)
 // New creates (or finds) the stream and the salt bucket on nc's JetStream.
 // The connection stays the caller's to close.
 func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	for _, r := range o.Name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return nil, fmt.Errorf("jetstream: name %q: only letters, digits, '-' and '_'", o.Name)
+		}
+	}
 	if o.Replicas <= 0 {
 		o.Replicas = 3
 	}
@@ -87,9 +101,14 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	l := &Log{nc: nc, js: js, opts: o,
+		stream: strings.ToUpper(o.Name) + "_HITS",
+		all:    o.Name + ".hits.>",
+		prefix: o.Name + ".hits.",
+	}
 	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       Stream,
-		Subjects:   []string{SubjectAll},
+		Name:       l.stream,
+		Subjects:   []string{l.all},
 		Storage:    jetstream.FileStorage,
 		Replicas:   o.Replicas,
 		MaxAge:     o.MaxAge,
@@ -97,26 +116,28 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		Discard:    jetstream.DiscardOld,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: stream %s: %w", Stream, err)
+		return nil, fmt.Errorf("jetstream: stream %s: %w", l.stream, err)
 	}
+	bucket := o.Name + "_salts"
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:   SaltBucket,
+		Bucket:   bucket,
 		Replicas: o.Replicas,
 		Storage:  jetstream.FileStorage,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: bucket %s: %w", SaltBucket, err)
+		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &Log{nc: nc, js: js, salts: kv, opts: o, node: hex.EncodeToString(id[:])}, nil
+	l.salts, l.node = kv, hex.EncodeToString(id[:])
+	return l, nil
 }
 
-// Subject is the subject of a website's records.
-func Subject(website uint32) string {
-	return "webstats.hits." + strconv.Itoa(int(website%Partitions))
+// subject is the subject of a website's records.
+func (l *Log) subject(website uint32) string {
+	return l.prefix + strconv.Itoa(int(website%Partitions))
 }
 
 // Publish implements engine.Cluster: every record is published at once
@@ -129,7 +150,7 @@ func (l *Log) Publish(ctx context.Context, website uint32, records [][]byte) err
 		ctx, cancel = context.WithTimeout(ctx, l.opts.PublishTimeout)
 		defer cancel()
 	}
-	subject := Subject(website)
+	subject := l.subject(website)
 	ids := make([]string, len(records))
 	for i := range ids {
 		ids[i] = l.node + "-" + strconv.FormatUint(l.next.Add(1), 36)
@@ -143,7 +164,7 @@ func (l *Log) Publish(ctx context.Context, website uint32, records [][]byte) err
 		var failed []int
 		var last error
 		for k, i := range todo {
-			f, err := l.js.PublishAsync(subject, records[i], jetstream.WithMsgID(ids[i]), jetstream.WithExpectStream(Stream))
+			f, err := l.js.PublishAsync(subject, records[i], jetstream.WithMsgID(ids[i]), jetstream.WithExpectStream(l.stream))
 			if err != nil {
 				failed, last = append(failed, i), err
 				continue
@@ -178,16 +199,19 @@ func (l *Log) Publish(ctx context.Context, website uint32, records [][]byte) err
 // stream, which the client recreates by itself, in order, after a
 // connection or leader change.
 func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, data []byte) error) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{SubjectAll}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.all}}
 	if after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = after + 1
 	}
-	c, err := l.js.OrderedConsumer(ctx, Stream, cfg)
+	c, err := l.js.OrderedConsumer(ctx, l.stream, cfg)
 	if err != nil {
 		return fmt.Errorf("jetstream: consumer: %w", err)
 	}
-	it, err := c.Messages()
+	// Short pulls with frequent heartbeats: a consumer whose server went
+	// away is noticed and recreated within about a second, not the
+	// default's 30 s pull.
+	it, err := c.Messages(jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("jetstream: consumer: %w", err)
 	}
@@ -226,7 +250,7 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 			return proposal, fmt.Errorf("jetstream: salt: %w", err)
 		}
 		ent, err := l.salts.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if errors.Is(err, jetstream.ErrKeyNotFound) && ctx.Err() == nil {
 			continue // deleted between the two calls
 		}
 		if err != nil {
@@ -241,7 +265,7 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 
 // Last returns the sequence of the stream's last record (0 when empty).
 func (l *Log) Last(ctx context.Context) (uint64, error) {
-	s, err := l.js.Stream(ctx, Stream)
+	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return 0, err
 	}

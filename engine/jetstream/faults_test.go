@@ -1,0 +1,157 @@
+package jetstream_test
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/engine"
+)
+
+var faultSchedules = flag.Int("cluster.schedules", 10, "TestClusterFaults: number of randomized fault schedules")
+
+// Randomized fault schedules on a three-server, three-engine cluster under
+// load: a NATS server stops and comes back, an engine restarts (from its
+// snapshot), an engine is wiped and rejoins empty, snapshots are taken
+// midway. A client sends every hit to the nodes in turn and, when a node
+// fails, sends it again to the next, as a tracker retrying against another
+// node does. Afterwards every node gives the same answers, and they are a
+// single engine's fed the acknowledged hits in order, plus, at most, the
+// hits of calls that failed (an unacknowledged publish may have landed).
+func TestClusterFaults(t *testing.T) {
+	nc := startNATS(t, 3)
+	for seed := range *faultSchedules {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { faultSchedule(t, nc, uint64(seed)) })
+	}
+}
+
+func faultSchedule(t *testing.T, nc *natsCluster, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	name := fmt.Sprintf("faults%d", seed) // a stream and bucket of its own
+	clk := &clock{now: bench.DefaultStart}
+	nodes := make([]*node, 3)
+	for i := range nodes {
+		nodes[i] = openNode(t, nc.urls(i), t.TempDir(), clk, name)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.close(t)
+		}
+	}()
+	single, err := engine.Open(&engine.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	site := bench.Site{Domain: "f.example", PageviewsPerMonth: 4_000, PagesPerDay: 30}
+	var id uint32
+	for _, e := range []*engine.Engine{nodes[0].e, nodes[1].e, nodes[2].e, single} {
+		id = addSites(t, e, site.Domain)[0]
+	}
+	reopen := func(i int, wipe bool) {
+		nodes[i].close(t)
+		dir := nodes[i].dir
+		if wipe {
+			// A new, empty node: its registry first (not shared
+			// through the cluster yet), then it follows the stream
+			// from its start.
+			dir = t.TempDir()
+			e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addSites(t, e, site.Domain)
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nodes[i] = openNode(t, nc.urls(i), dir, clk, name)
+	}
+	var hits []engine.Hit
+	for h := range bench.NewGenerator(bench.Config{Seed: seed, Sites: []bench.Site{site}, Days: 2}).Hits() {
+		hits = append(hits, h)
+	}
+	faultAt := map[int]int{}
+	for range 4 {
+		faultAt[rng.IntN(len(hits))] = rng.IntN(4)
+	}
+	down := -1 // the NATS server stopped, if any
+	failed := 0
+	var log []string
+	for k, h := range hits {
+		if f, ok := faultAt[k]; ok {
+			i := rng.IntN(3)
+			switch {
+			case f == 0 && down < 0:
+				nc.stop(i)
+				down = i
+				log = append(log, fmt.Sprintf("%d: stop nats %d", k, i))
+			case f == 0:
+				nc.start(down)
+				log = append(log, fmt.Sprintf("%d: start nats %d", k, down))
+				down = -1
+			case f == 1:
+				reopen(i, false)
+				log = append(log, fmt.Sprintf("%d: restart engine %d", k, i))
+			case f == 2:
+				reopen(i, true)
+				log = append(log, fmt.Sprintf("%d: wipe engine %d", k, i))
+			case f == 3:
+				if err := nodes[i].e.Snapshot(ctx); err != nil {
+					t.Fatal(err)
+				}
+				log = append(log, fmt.Sprintf("%d: snapshot engine %d", k, i))
+			}
+		}
+		clk.set(h.Time.Add(time.Second))
+		want, err := single.Track(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for try := 0; ; try++ {
+			got, err := nodes[(k+try)%3].e.Track(ctx, h)
+			if err == nil {
+				if got.Accepted != want.Accepted {
+					t.Fatalf("hit %d: accepted %d, a single engine %d", k, got.Accepted, want.Accepted)
+				}
+				break
+			}
+			failed++
+			if try == 5 {
+				t.Fatalf("hit %d: every node failed: %v (%v)", k, err, log)
+			}
+		}
+	}
+	if down >= 0 {
+		nc.start(down)
+	}
+	waitApplied(t, nodes)
+	first := engine.DateFromTime(bench.DefaultStart)
+	want := answers(t, single, id, site.Domain, first, first+1)
+	wantTot := want["totals"].(engine.Totals)
+	for j, n := range nodes {
+		got := answers(t, n.e, id, site.Domain, first, first+1)
+		if failed == 0 {
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("node %d differs from a single engine (-single +node), schedule %v:\n%s", j, log, d)
+			}
+			continue
+		}
+		// Failed calls may have landed: the node then counted more, by
+		// at most their number, and the nodes agree with each other.
+		tot := got["totals"].(engine.Totals)
+		if tot.Pageviews < wantTot.Pageviews || tot.Pageviews > wantTot.Pageviews+uint64(failed) {
+			t.Fatalf("node %d: %d pageviews, want %d to %d, schedule %v", j, tot.Pageviews, wantTot.Pageviews, wantTot.Pageviews+uint64(failed), log)
+		}
+		if j > 0 {
+			if d := cmp.Diff(answers(t, nodes[0].e, id, site.Domain, first, first+1), got); d != "" {
+				t.Fatalf("node %d differs from node 0, schedule %v:\n%s", j, log, d)
+			}
+		}
+	}
+	t.Logf("%d hits, %d failed calls, schedule %v", len(hits), failed, log)
+}
