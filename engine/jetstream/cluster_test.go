@@ -21,13 +21,13 @@ import (
 // the test process, each with its own store directory and routes to the
 // others on loopback ports.
 type natsCluster struct {
-	t       *testing.T
+	t       testing.TB
 	opts    []*server.Options
 	servers []*server.Server
 }
 
 // freePorts returns n loopback ports free at the time of the call.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
 	var ports []int
@@ -45,7 +45,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-func startNATS(t *testing.T, n int) *natsCluster {
+func startNATS(t testing.TB, n int) *natsCluster {
 	t.Helper()
 	ports := freePorts(t, 2*n)
 	c := &natsCluster{t: t, servers: make([]*server.Server, n)}
@@ -149,7 +149,7 @@ var ctx = context.Background()
 // openNode opens an engine on dir following the cluster through urls. The
 // stream and bucket may need a few tries while the cluster elects its
 // leaders.
-func openNode(t *testing.T, urls, dir string, clk *clock, name string) *node {
+func openNode(t testing.TB, urls, dir string, clk *clock, name string) *node {
 	t.Helper()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
@@ -176,7 +176,7 @@ func openNode(t *testing.T, urls, dir string, clk *clock, name string) *node {
 	return &node{e: e, log: log, nc: nc, dir: dir}
 }
 
-func (n *node) close(t *testing.T) {
+func (n *node) close(t testing.TB) {
 	t.Helper()
 	if err := n.e.Close(); err != nil {
 		t.Error(err)
@@ -187,7 +187,7 @@ func (n *node) close(t *testing.T) {
 // addSites registers the same account and websites on e. The registry is
 // not shared through the cluster yet: every node gets the same records in
 // the same order, so the ids agree.
-func addSites(t *testing.T, e *engine.Engine, domains ...string) []uint32 {
+func addSites(t testing.TB, e *engine.Engine, domains ...string) []uint32 {
 	t.Helper()
 	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {

@@ -1,0 +1,126 @@
+package jetstream_test
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/engine"
+)
+
+// BenchmarkClusterTrack measures tracking with 64 writers, one hit per
+// Track, on the medium site's traffic, in the same run:
+//
+//   - single/durable: one engine, each Track returns once its hit is
+//     fsynced (the default webstatsd);
+//   - single/nosync: one engine without fsync;
+//   - cluster/nodes=3: three engines on three in-process NATS servers
+//     (stream replicas 3), writers spread over the engines; each Track
+//     returns once the stream acknowledged its hit. It also reports the
+//     replication lag: every 100 ms the stream's last sequence is noted,
+//     and the time until every engine has applied it is a sample.
+//
+//	go test ./engine/jetstream -run '^$' -bench ClusterTrack -benchtime 30000x -count 3
+//
+// Everything runs on this machine's cores: three NATS servers, three
+// engines and the writers share them, so the cluster figure is a lower
+// bound for three machines.
+func BenchmarkClusterTrack(b *testing.B) {
+	var hits []engine.Hit
+	for h := range bench.NewGenerator(bench.Config{Seed: 3, Sites: []bench.Site{bench.Medium}, Days: 1}).Hits() {
+		hits = append(hits, h)
+	}
+	clk := &clock{now: hits[len(hits)-1].Time.Add(time.Minute)}
+	run := func(b *testing.B, engines []*engine.Engine) {
+		var next atomic.Int64
+		lat := make([][]time.Duration, 64)
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		t0 := time.Now()
+		for w := range 64 {
+			wg.Go(func() {
+				e := engines[w%len(engines)]
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= b.N {
+						return
+					}
+					s := time.Now()
+					if _, err := e.Track(ctx, hits[i%len(hits)]); err != nil {
+						b.Error(err)
+						return
+					}
+					lat[w] = append(lat[w], time.Since(s))
+				}
+			})
+		}
+		wg.Wait()
+		el := time.Since(t0)
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/el.Seconds(), "hits/s")
+		all := slices.Concat(lat...)
+		slices.Sort(all)
+		if len(all) > 0 {
+			b.ReportMetric(float64(all[len(all)*99/100])/1e6, "p99-ms")
+		}
+	}
+	for _, mode := range []string{"durable", "nosync"} {
+		b.Run("single/"+mode, func(b *testing.B) {
+			e, err := engine.Open(&engine.Options{Dir: b.TempDir(), NoSync: mode == "nosync", Now: clk.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			addSites(b, e, bench.Medium.Domain)
+			run(b, []*engine.Engine{e})
+		})
+	}
+	b.Run("cluster/nodes=3", func(b *testing.B) {
+		nc := startNATS(b, 3)
+		var nodes []*node
+		var engines []*engine.Engine
+		for i := range 3 {
+			n := openNode(b, nc.urls(i), b.TempDir(), clk, "")
+			defer n.close(b)
+			addSites(b, n.e, bench.Medium.Domain)
+			nodes = append(nodes, n)
+			engines = append(engines, n.e)
+		}
+		stop := make(chan struct{})
+		var lags []time.Duration
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				last, err := nodes[0].log.Last(ctx)
+				if err != nil || last == 0 {
+					continue
+				}
+				s := time.Now()
+				for _, n := range nodes {
+					for n.e.Metrics().LogSeq < last {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				lags = append(lags, time.Since(s))
+			}
+		})
+		run(b, engines)
+		close(stop)
+		wg.Wait()
+		if len(lags) > 0 {
+			slices.Sort(lags)
+			b.ReportMetric(float64(lags[len(lags)*99/100])/1e6, "lag-p99-ms")
+			b.ReportMetric(float64(lags[len(lags)/2])/1e6, "lag-p50-ms")
+		}
+	})
+}
