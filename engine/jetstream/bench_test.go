@@ -16,14 +16,16 @@ import (
 //
 //   - single/durable: one engine, each Track returns once its hit is
 //     fsynced (the default webstatsd);
+//
 //   - single/nosync: one engine without fsync;
+//
 //   - cluster/nodes=3: three engines on three in-process NATS servers
 //     (stream replicas 3), writers spread over the engines; each Track
 //     returns once the stream acknowledged its hit. It also reports the
 //     replication lag: every 100 ms the stream's last sequence is noted,
 //     and the time until every engine has applied it is a sample.
 //
-//	go test ./engine/jetstream -run '^$' -bench ClusterTrack -benchtime 30000x -count 3
+//     go test ./engine/jetstream -run '^$' -bench ClusterTrack -benchtime 30000x -count 3
 //
 // Everything runs on this machine's cores: three NATS servers, three
 // engines and the writers share them, so the cluster figure is a lower
