@@ -12,20 +12,17 @@ import (
 )
 
 // BenchmarkClusterTrack measures tracking with 64 writers, one hit per
-// Track, on the medium site's traffic, in the same run:
+// Track, on the medium site's traffic, three ways in the same run:
 //
-//   - single/durable: one engine, each Track returns once its hit is
-//     fsynced (the default webstatsd);
+//	go test ./engine/jetstream -run '^$' -bench ClusterTrack -benchtime 30000x -count 3
 //
-//   - single/nosync: one engine without fsync;
-//
-//   - cluster/nodes=3: three engines on three in-process NATS servers
-//     (stream replicas 3), writers spread over the engines; each Track
-//     returns once the stream acknowledged its hit. It also reports the
-//     replication lag: every 100 ms the stream's last sequence is noted,
-//     and the time until every engine has applied it is a sample.
-//
-//     go test ./engine/jetstream -run '^$' -bench ClusterTrack -benchtime 30000x -count 3
+// single/durable is one engine whose Track returns once its hit is fsynced
+// (the default webstatsd); single/nosync the same without fsync;
+// cluster/nodes=3 three engines on three in-process NATS servers (stream
+// replicas 3), the writers spread over the engines, each Track returning
+// once the stream acknowledged its hit. The cluster run also reports the
+// replication lag: every 100 ms the stream's last sequence is noted, and
+// the time until every engine has applied it is a sample.
 //
 // Everything runs on this machine's cores: three NATS servers, three
 // engines and the writers share them, so the cluster figure is a lower
