@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -19,23 +20,37 @@ import (
 // The log's sequence numbers replace the store's: a snapshot records the
 // last one applied, and Open resumes following just after it.
 type Cluster interface {
-	// Publish appends the encoded records of one website to the log, in
-	// order, and returns once every one is acknowledged as durable. On an
-	// error, some may have been appended; Publish must make a retry of
-	// the same call append each record at most once.
-	Publish(ctx context.Context, website uint32, records [][]byte) error
-	// Follow calls fn with every record whose sequence is after after, in
-	// log order, until ctx is done or fn returns an error; it returns that
-	// error (or the context's, or its own).
-	Follow(ctx context.Context, after uint64, fn func(seq uint64, data []byte) error) error
+	// Publish appends one message to the log and returns once it is
+	// acknowledged as durable. A message holds records of one website
+	// (see publish); on an error it may or may not have been appended,
+	// and Publish must make a retry of the same call append it at most
+	// once.
+	Publish(ctx context.Context, website uint32, message []byte) error
+	// Follow calls fn with every message whose sequence is after after,
+	// in log order, until ctx is done or fn returns an error; it returns
+	// that error (or the context's, or its own: a log that lacks messages
+	// after after, trimmed or recreated, is an error, never a silent
+	// skip).
+	Follow(ctx context.Context, after uint64, fn func(seq uint64, message []byte) error) error
 	// Salt returns the salt of the salt period starting on day first (days
 	// since 1970-01-01), which must be the same on every node: the first
 	// proposal made anywhere wins and every later call returns it.
 	Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byte, error)
 }
 
+// maxMessage bounds the records of one message (NATS refuses payloads
+// above 1 MiB by default). A Track call's records of one website go in one
+// message, applied at once on every node, unless they are more (a large
+// import): then in several, published one after the other.
+const maxMessage = 256 << 10
+
 // publish is ingest in cluster mode: the records go to the shared log, and
-// the follower (follow) applies them, here as on every other node.
+// the follower (follow) applies them, here as on every other node. A
+// message is a sequence of records, each preceded by its length (uvarint).
+// Messages are published one after the other, each once the one before is
+// acknowledged, so the log keeps the order of recs; a failure after the
+// first message leaves the earlier ones counted (the call's error says
+// the website's hits were not all counted).
 func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
@@ -43,17 +58,51 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	if s == nil {
 		return false, nil
 	}
-	buf := make([]byte, 0, 256*len(idx))
-	data := make([][]byte, len(idx))
-	for k, i := range idx {
-		start := len(buf)
-		buf = recs[i].appendBinary(buf)
-		data[k] = buf[start:len(buf):len(buf)]
+	var msg, rec []byte
+	send := func() error {
+		if len(msg) == 0 {
+			return nil
+		}
+		if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
+			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+		}
+		msg = msg[:0]
+		return nil
 	}
-	if err := e.opts.Cluster.Publish(ctx, website, data); err != nil {
-		return false, fmt.Errorf("%w: %w", ErrLogFailed, err)
+	for _, i := range idx {
+		rec = recs[i].appendBinary(rec[:0])
+		if len(msg) > 0 && len(msg)+len(rec)+binary.MaxVarintLen64 > maxMessage {
+			if err := send(); err != nil {
+				return false, err
+			}
+		}
+		msg = binary.AppendUvarint(msg, uint64(len(rec)))
+		msg = append(msg, rec...)
+	}
+	if err := send(); err != nil {
+		return false, err
 	}
 	return true, nil
+}
+
+// decodeMessage splits a message of publish into records.
+func decodeMessage(msg []byte, recs []record) ([]record, error) {
+	recs = recs[:0]
+	for len(msg) > 0 {
+		n, k := binary.Uvarint(msg)
+		if k <= 0 || n > uint64(len(msg)-k) {
+			return recs, fmt.Errorf("engine: cluster message: %w", errRecord)
+		}
+		recs = append(recs, record{})
+		if err := recs[len(recs)-1].decode(msg[k : k+int(n)]); err != nil {
+			return recs, err
+		}
+		msg = msg[k+int(n):]
+	}
+	if len(recs) == 0 {
+		return recs, fmt.Errorf("engine: empty cluster message: %w", errRecord)
+	}
+	return recs, nil
 }
 
 // follow applies the shared log from the last record applied until Close,
@@ -67,21 +116,22 @@ func (e *Engine) follow() {
 		cancel()
 	}()
 	defer cancel()
-	var r record
+	var recs []record
 	for ctx.Err() == nil {
-		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(seq uint64, data []byte) error {
+		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(seq uint64, msg []byte) error {
 			if !e.enter() {
 				return ErrClosed
 			}
 			defer e.exit()
-			if err := r.decode(data); err != nil {
-				// A record this engine cannot read is skipped, loudly:
-				// stopping here would stop every website.
-				e.opts.Logger.Error("cluster: skip a record", "seq", seq, "err", err)
-				e.seq.Store(seq)
-				return nil
+			var err error
+			if recs, err = decodeMessage(msg, recs); err != nil {
+				// Skipping it would make this node differ from those
+				// that can read it (a newer version's record during an
+				// upgrade): the follower stops here and retries, and
+				// the lag shows.
+				return fmt.Errorf("message %d: %w", seq, err)
 			}
-			return e.applyShared(seq, &r)
+			return e.applyShared(seq, recs)
 		})
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return
@@ -94,27 +144,38 @@ func (e *Engine) follow() {
 	}
 }
 
-// applyShared applies the record of log sequence seq, as ingest does with
-// its own durable records: pinned, queued, applied. A record its website
-// has already applied (replayed after a restart) is skipped.
-func (e *Engine) applyShared(seq uint64, r *record) error {
+// applyShared applies the records of the message of log sequence seq (one
+// website's), as ingest does with its own durable records: pinned, queued,
+// applied, all under one hold of the shard lock. A message its website has
+// already applied (saved state newer than the snapshot's trim point) is
+// skipped.
+func (e *Engine) applyShared(seq uint64, recs []record) error {
+	website := recs[0].website
+	for i := range recs {
+		if recs[i].website != website {
+			return fmt.Errorf("engine: cluster message %d: records of two websites: %w", seq, errRecord)
+		}
+	}
 	e.regMu.RLock()
-	s := e.sites[r.website]
+	s := e.sites[website]
 	e.regMu.RUnlock()
 	if s == nil {
 		e.seq.Store(seq)
 		return nil
 	}
 	st := s.state
-	sh := e.shardOf(r.website)
+	sh := e.shardOf(website)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if seq <= st.lastSeq || st.deleted {
 		e.seq.Store(seq)
 		return nil
 	}
-	recs := []record{*r}
-	hits, err := e.pinLocked(sh, st, recs, []int{0})
+	idx := make([]int, len(recs))
+	for i := range idx {
+		idx[i] = i
+	}
+	hits, err := e.pinLocked(sh, st, recs, idx)
 	if err != nil {
 		return err
 	}
@@ -122,8 +183,10 @@ func (e *Engine) applyShared(seq uint64, r *record) error {
 		e.seq.Store(seq)
 		return nil
 	}
-	hits[0].seq = seq
-	st.pending = append(st.pending, hits[0])
+	for i := range hits {
+		hits[i].seq = seq
+	}
+	st.pending = append(st.pending, hits...)
 	e.seq.Store(seq)
 	e.drainLocked(st, seq, s.cfg.Load().domain)
 	return nil

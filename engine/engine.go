@@ -218,10 +218,6 @@ func Open(opts *Options) (*Engine, error) {
 		go e.loop(o.SnapshotEvery)
 	}
 	if o.Cluster != nil {
-		// Follow from the last snapshot's trim point, not from the
-		// highest sequence a website has applied: another website may
-		// have records before that one that its saved state lacks.
-		e.seq.Store(e.store.Trim())
 		e.bg.Add(1)
 		go e.follow()
 	}

@@ -109,6 +109,13 @@ func (e *Engine) load() error {
 			dropped = dropped || st.cutPending || len(st.dropped) > 0
 		}
 	}
+	if e.opts.Cluster != nil {
+		// Follow the shared log from the last snapshot's trim point, not
+		// from the highest sequence a website applied: another website's
+		// saved state may lack records before that one. (Also what the
+		// retention snapshot below stores as its trim point.)
+		maxSeq = e.store.Trim()
+	}
 	e.seq.Store(maxSeq)
 	e.lastTrim = e.store.Trim()
 	if dropped {

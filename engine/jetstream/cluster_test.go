@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -67,6 +68,9 @@ func startNATS(t testing.TB, n int) *natsCluster {
 			NoLog:      true,
 			NoSigs:     true,
 		})
+	}
+	if n == 1 { // a lone server, not a cluster of one
+		c.opts[0].Cluster, c.opts[0].Routes = server.ClusterOpts{}, nil
 	}
 	for i := range n {
 		c.start(i)
@@ -297,10 +301,16 @@ func TestClusterSameAnswers(t *testing.T) {
 	const days = 3
 	k := 0
 	batch := make([]engine.Hit, 0, 8)
+	var all []engine.Hit
 	for h := range bench.NewGenerator(bench.Config{Seed: 11, Sites: sites, Days: days}).Hits() {
-		clk.set(h.Time.Add(time.Second))
-		// One to three hits a call, to each node in turn.
-		batch = append(batch[:0], h)
+		all = append(all, h)
+	}
+	for len(all) > 0 {
+		// One to three hits a call (of either website), to each node in
+		// turn.
+		batch = append(batch[:0], all[:min(len(all), 1+k%3)]...)
+		all = all[len(batch):]
+		clk.set(batch[len(batch)-1].Time.Add(time.Second))
 		n := nodes[k%3]
 		k++
 		want, err := single.Track(ctx, batch...)
@@ -332,3 +342,53 @@ func TestClusterSameAnswers(t *testing.T) {
 	}
 	t.Logf("%d calls, stream at %d", k, nodes[0].e.Metrics().LogSeq)
 }
+
+// A node behind the stream's first message (trimmed by age, purged) or
+// ahead of its last (stream recreated) gets ErrGap from Follow, never a
+// silent skip.
+func TestFollowGap(t *testing.T) {
+	c := startNATS(t, 1)
+	conn, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	l, err := jetstream.New(ctx, conn, jetstream.Options{Name: "gap", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := l.Publish(ctx, 1, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow := func(after uint64) (got []uint64, err error) {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		err = l.Follow(c, after, func(seq uint64, _ []byte) error {
+			got = append(got, seq)
+			if seq == 10 {
+				return errDone
+			}
+			return nil
+		})
+		return got, err
+	}
+	if got, err := follow(7); err != errDone || !cmp.Equal(got, []uint64{8, 9, 10}) {
+		t.Fatalf("follow after 7: %v, %v", got, err)
+	}
+	if err := l.PurgeBefore(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := follow(2); !errors.Is(err, jetstream.ErrGap) || len(got) != 0 {
+		t.Fatalf("follow after 2 with 3..6 purged: %v, %v; want ErrGap", got, err)
+	}
+	if got, err := follow(6); err != errDone || len(got) != 4 {
+		t.Fatalf("follow after 6: %v, %v", got, err)
+	}
+	if _, err := follow(12); !errors.Is(err, jetstream.ErrGap) {
+		t.Fatalf("follow after 12 of a stream ending at 10: %v; want ErrGap", err)
+	}
+}
+
+var errDone = errors.New("done")

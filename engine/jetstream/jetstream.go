@@ -4,11 +4,11 @@
 //
 // The stream WEBSTATS_HITS holds enriched records on the subjects
 // webstats.hits.<p>, p = website mod 64 (Options.Name renames both), so that one website's records keep
-// their order. A publish waits for the acknowledgements of a whole batch
-// (asynchronous publishes, one round trip for the batch, not one per
-// record), and carries a message id per record, so that a publish retried
-// after a lost acknowledgement is dropped by the stream's duplicate window
-// rather than counted twice. Every node follows the whole stream with an
+// their order. A message holds one Track call's records of one website
+// (engine.Cluster); it carries an id, so that a publish retried after a
+// lost acknowledgement is dropped by the stream's duplicate window rather
+// than counted twice. Many calls publish at once on one connection, so a
+// node is not bounded by one round trip at a time. Every node follows the whole stream with an
 // ordered consumer starting just after the last record it applied.
 //
 // Only cmd wiring (httpd/internal/cli) and tests import this package; the
@@ -54,8 +54,8 @@ type Options struct {
 	// Duplicates is the window in which a record republished with the same
 	// id is dropped (0: 2 minutes).
 	Duplicates time.Duration
-	// PublishTimeout bounds one Publish when its context has no deadline
-	// (0: 10 s).
+	// PublishTimeout bounds one Publish, its retries included (0: 10 s);
+	// it must stay well below Duplicates.
 	PublishTimeout time.Duration
 }
 
@@ -97,7 +97,10 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = 10 * time.Second
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if o.PublishTimeout > o.Duplicates/2 {
+		return nil, fmt.Errorf("jetstream: PublishTimeout %v must be at most half of Duplicates %v", o.PublishTimeout, o.Duplicates)
+	}
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -140,66 +143,58 @@ func (l *Log) subject(website uint32) string {
 	return l.prefix + strconv.Itoa(int(website%Partitions))
 }
 
-// Publish implements engine.Cluster: every record is published at once
-// (asynchronously, in order, on one connection) and the call returns when
-// the stream has acknowledged them all. Records whose acknowledgement
-// failed are published again, with the same ids, until the context ends.
-func (l *Log) Publish(ctx context.Context, website uint32, records [][]byte) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.opts.PublishTimeout)
-		defer cancel()
-	}
+// Publish implements engine.Cluster: the message is published with an id
+// of its own and the call waits for the acknowledgement. A failure the
+// server did not decide (a timeout, a lost connection, no leader yet) is
+// tried again with the same id, for at most RetryFor, well inside the
+// stream's duplicate window: if the first try did land, the stream drops
+// the second.
+func (l *Log) Publish(ctx context.Context, website uint32, message []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.PublishTimeout)
+	defer cancel()
+	id := l.node + "-" + strconv.FormatUint(l.next.Add(1), 36)
 	subject := l.subject(website)
-	ids := make([]string, len(records))
-	for i := range ids {
-		ids[i] = l.node + "-" + strconv.FormatUint(l.next.Add(1), 36)
-	}
-	todo := make([]int, len(records))
-	for i := range todo {
-		todo[i] = i
-	}
 	for attempt := 0; ; attempt++ {
-		futures := make([]jetstream.PubAckFuture, len(todo))
-		var failed []int
-		var last error
-		for k, i := range todo {
-			f, err := l.js.PublishAsync(subject, records[i], jetstream.WithMsgID(ids[i]), jetstream.WithExpectStream(l.stream))
-			if err != nil {
-				failed, last = append(failed, i), err
-				continue
-			}
-			futures[k] = f
-		}
-		for k, f := range futures {
-			if f == nil {
-				continue
-			}
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				failed, last = append(failed, todo[k]), err
-			case <-ctx.Done():
-				return fmt.Errorf("jetstream: publish: %w", ctx.Err())
-			}
-		}
-		if len(failed) == 0 {
+		_, err := l.js.Publish(ctx, subject, message, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.stream))
+		if err == nil {
 			return nil
 		}
-		todo = failed
+		var api *jetstream.APIError
+		if errors.As(err, &api) || errors.Is(err, nats.ErrMaxPayload) || ctx.Err() != nil {
+			return fmt.Errorf("jetstream: publish: %w", err)
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("jetstream: publish: %w (last: %w)", ctx.Err(), last)
+			return fmt.Errorf("jetstream: publish: %w (last: %w)", ctx.Err(), err)
 		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, time.Second)):
 		}
 	}
 }
 
+// ErrGap is Follow's error when the stream no longer has (or does not yet
+// have) the messages right after the position asked for: trimmed by age,
+// purged, or recreated. The node cannot catch up from the stream alone.
+var ErrGap = errors.New("jetstream: the stream lacks messages this node has not applied")
+
 // Follow implements engine.Cluster with an ordered consumer of the whole
 // stream, which the client recreates by itself, in order, after a
 // connection or leader change.
-func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, data []byte) error) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.all}}
+func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, message []byte) error) error {
+	st, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream: %w", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream: %w", err)
+	}
+	if info.State.LastSeq < after {
+		return fmt.Errorf("%w: it ends at %d, this node applied up to %d (stream recreated?)", ErrGap, info.State.LastSeq, after)
+	}
+	if info.State.FirstSeq > after+1 {
+		return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, info.State.FirstSeq, after)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.all}, MaxResetAttempts: 5}
 	if after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = after + 1
@@ -216,6 +211,9 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, data
 		return fmt.Errorf("jetstream: consumer: %w", err)
 	}
 	defer it.Stop()
+	// Next does not return on ctx while it recreates the consumer; Stop
+	// ends that too.
+	defer context.AfterFunc(ctx, it.Stop)()
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -228,13 +226,17 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, data
 		if err != nil {
 			return fmt.Errorf("jetstream: metadata: %w", err)
 		}
-		if md.Sequence.Stream <= after {
+		seq := md.Sequence.Stream
+		if seq <= after {
 			continue
 		}
-		if err := fn(md.Sequence.Stream, msg.Data()); err != nil {
+		if seq != after+1 {
+			return fmt.Errorf("%w: message %d follows %d", ErrGap, seq, after)
+		}
+		if err := fn(seq, msg.Data()); err != nil {
 			return err
 		}
-		after = md.Sequence.Stream
+		after = seq
 	}
 }
 
@@ -251,7 +253,10 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 		}
 		ent, err := l.salts.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) && ctx.Err() == nil {
-			continue // deleted between the two calls
+			// Deleted between the two calls, or read from a replica
+			// that has not seen it yet.
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
 		if err != nil {
 			return proposal, fmt.Errorf("jetstream: salt: %w", err)
@@ -274,4 +279,14 @@ func (l *Log) Last(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return info.State.LastSeq, nil
+}
+
+// PurgeBefore removes the stream's messages before sequence seq: the trim
+// behind the oldest snapshot still needed (not called by the engine yet).
+func (l *Log) PurgeBefore(ctx context.Context, seq uint64) error {
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx, jetstream.WithPurgeSequence(seq))
 }
