@@ -530,10 +530,21 @@ type saltKey = buckets.Date
 type saltBox struct {
 	mu sync.RWMutex
 	m  map[saltKey][16]byte
+	// making holds the salts being made (stored, or agreed with the
+	// cluster): a caller that needs one waits for it without holding mu,
+	// so the other periods' lookups go on meanwhile.
+	making map[saltKey]*saltCall
+}
+
+// saltCall is a salt being made; done is closed when s and err are set.
+type saltCall struct {
+	done chan struct{}
+	s    [16]byte
+	err  error
 }
 
 // salt returns the salt of the period starting on first, creating (and
-// storing) a random one the first time.
+// storing; in cluster mode, agreeing on) a random one the first time.
 func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 	e.salts.mu.RLock()
 	s, ok := e.salts.m[first]
@@ -542,10 +553,37 @@ func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 		return s, nil
 	}
 	e.salts.mu.Lock()
-	defer e.salts.mu.Unlock()
 	if s, ok := e.salts.m[first]; ok {
+		e.salts.mu.Unlock()
 		return s, nil
 	}
+	if c, ok := e.salts.making[first]; ok {
+		e.salts.mu.Unlock()
+		<-c.done
+		return c.s, c.err
+	}
+	c := &saltCall{done: make(chan struct{})}
+	if e.salts.making == nil {
+		e.salts.making = make(map[saltKey]*saltCall)
+	}
+	e.salts.making[first] = c
+	e.salts.mu.Unlock()
+
+	c.s, c.err = e.makeSalt(first)
+	e.salts.mu.Lock()
+	if c.err == nil {
+		e.salts.m[first] = c.s
+	}
+	delete(e.salts.making, first)
+	e.salts.mu.Unlock()
+	close(c.done)
+	return c.s, c.err
+}
+
+// makeSalt draws the salt of the period starting on first, agrees on it
+// with the cluster, if any, and stores it.
+func (e *Engine) makeSalt(first buckets.Date) ([16]byte, error) {
+	var s [16]byte
 	if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
 		return s, fmt.Errorf("engine: new salt: %w", err)
 	}
@@ -562,7 +600,6 @@ func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 	if err := e.store.Put(snapshot.KindSalt, saltID(first), s[:]); err != nil {
 		return s, fmt.Errorf("engine: store salt: %w", err)
 	}
-	e.salts.m[first] = s
 	return s, nil
 }
 
