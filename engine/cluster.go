@@ -64,7 +64,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 			return nil
 		}
 		if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
-			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+			return fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 		}
 		msg = msg[:0]
 		return nil

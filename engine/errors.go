@@ -29,6 +29,10 @@ var (
 	// unknown (a restart replays what was); no hit is accepted until the
 	// engine is opened again.
 	ErrLogFailed = errors.New("engine: write-ahead log failed; restart needed")
+	// ErrClusterUnavailable: in cluster mode, the shared log did not
+	// acknowledge a publish in time (no quorum, no connection). Whether
+	// it was stored is unknown; a later call may succeed.
+	ErrClusterUnavailable = errors.New("engine: the cluster's log is unavailable")
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

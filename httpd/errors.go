@@ -123,7 +123,7 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errUnauthenticated.code, errUnauthenticated.msg, false
 	case errors.As(err, &jerr):
 		return errBadJSON.code, errBadJSON.msg, false
-	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrLogFailed), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrLogFailed), errors.Is(err, engine.ErrClusterUnavailable), errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errUnavailable.code, errUnavailable.msg, false
 	case errors.Is(err, engine.ErrDiskFull):
 		// Not stored: a 503, never a false 202. The store refused the write before anything was logged or
