@@ -155,6 +155,12 @@ var ctx = context.Background()
 // leaders.
 func openNode(t testing.TB, urls, dir string, clk *clock, name string) *node {
 	t.Helper()
+	return openNodeOn(t, urls, name, 3, clk, &engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1})
+}
+
+// openNodeOn opens an engine with o (its Now and Cluster set here).
+func openNodeOn(t testing.TB, urls, name string, replicas int, clk *clock, o *engine.Options) *node {
+	t.Helper()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +169,7 @@ func openNode(t testing.TB, urls, dir string, clk *clock, name string) *node {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		log, err = jetstream.New(c, nc, jetstream.Options{Name: name, Replicas: 3})
+		log, err = jetstream.New(c, nc, jetstream.Options{Name: name, Replicas: replicas})
 		cancel()
 		if err == nil {
 			break
@@ -173,11 +179,13 @@ func openNode(t testing.TB, urls, dir string, clk *clock, name string) *node {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: log})
+	opts := *o
+	opts.Now, opts.Cluster = clk.Now, log
+	e, err := engine.Open(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{e: e, log: log, nc: nc, dir: dir}
+	return &node{e: e, log: log, nc: nc, dir: o.Dir}
 }
 
 func (n *node) close(t testing.TB) {
