@@ -21,11 +21,13 @@ import (
 // last one applied, and Open resumes following just after it.
 type Cluster interface {
 	// Publish appends one message to the log and returns once it is
-	// acknowledged as durable. A message holds records of one website
-	// (see publish); on an error it may or may not have been appended,
-	// and Publish must make a retry of the same call append it at most
-	// once.
+	// acknowledged as durable. A message holds the records of one Track
+	// call for one website (see publish); on an error it may or may not
+	// have been appended, and Publish must make a retry of the same call
+	// append it at most once.
 	Publish(ctx context.Context, website uint32, message []byte) error
+	// MaxMessage is the largest message Publish takes, in bytes.
+	MaxMessage() int
 	// Follow calls fn with every message whose sequence is after after,
 	// in log order, until ctx is done or fn returns an error; it returns
 	// that error (or the context's, or its own: a log that lacks messages
@@ -38,19 +40,22 @@ type Cluster interface {
 	Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byte, error)
 }
 
-// maxMessage bounds the records of one message (NATS refuses payloads
-// above 1 MiB by default). A Track call's records of one website go in one
-// message, applied at once on every node, unless they are more (a large
-// import): then in several, published one after the other.
-const maxMessage = 256 << 10
+// Messages of publish: a kind byte, then the records, each preceded by its
+// length (uvarint). Kind msgZstd holds them zstd-compressed, after their
+// uncompressed length (uvarint); publish compresses what is larger than
+// zstdAbove. A message is never larger than maxMessageRecords
+// uncompressed (an import of 10 MiB is about 3 MiB of records).
+const (
+	msgPlain          = 'p'
+	msgZstd           = 'z'
+	zstdAbove         = 16 << 10
+	maxMessageRecords = 64 << 20
+)
 
 // publish is ingest in cluster mode: the records go to the shared log, and
-// the follower (follow) applies them, here as on every other node. A
-// message is a sequence of records, each preceded by its length (uvarint).
-// Messages are published one after the other, each once the one before is
-// acknowledged, so the log keeps the order of recs; a failure after the
-// first message leaves the earlier ones counted (the call's error says
-// the website's hits were not all counted).
+// the follower (follow) applies them, here as on every other node. They go
+// as one message, so that a call is counted whole or not at all, on every
+// node: more than the log takes in one message is ErrTooLarge.
 func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
@@ -58,29 +63,23 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	if s == nil {
 		return false, nil
 	}
-	var msg, rec []byte
-	send := func() error {
-		if len(msg) == 0 {
-			return nil
-		}
-		if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
-			return fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
-		}
-		msg = msg[:0]
-		return nil
-	}
+	body := []byte{msgPlain}
+	var rec []byte
 	for _, i := range idx {
 		rec = recs[i].appendBinary(rec[:0])
-		if len(msg) > 0 && len(msg)+len(rec)+binary.MaxVarintLen64 > maxMessage {
-			if err := send(); err != nil {
-				return false, err
-			}
-		}
-		msg = binary.AppendUvarint(msg, uint64(len(rec)))
-		msg = append(msg, rec...)
+		body = binary.AppendUvarint(body, uint64(len(rec)))
+		body = append(body, rec...)
 	}
-	if err := send(); err != nil {
-		return false, err
+	msg := body
+	if len(body) > zstdAbove {
+		msg = binary.AppendUvarint([]byte{msgZstd}, uint64(len(body)-1))
+		msg = zstdEncoder().EncodeAll(body[1:], msg)
+	}
+	if len(body) > maxMessageRecords || len(msg) > e.opts.Cluster.MaxMessage() {
+		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
+	}
+	if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 	}
 	return true, nil
 }
@@ -88,6 +87,24 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 // decodeMessage splits a message of publish into records.
 func decodeMessage(msg []byte, recs []record) ([]record, error) {
 	recs = recs[:0]
+	if len(msg) == 0 {
+		return recs, fmt.Errorf("engine: empty cluster message: %w", errRecord)
+	}
+	switch msg[0] {
+	case msgPlain:
+		msg = msg[1:]
+	case msgZstd:
+		n, k := binary.Uvarint(msg[1:])
+		if k <= 0 || n > maxMessageRecords {
+			return recs, fmt.Errorf("engine: cluster message length: %w", errRecord)
+		}
+		var err error
+		if msg, err = unzstd(msg[1+k:], int(n)); err != nil {
+			return recs, fmt.Errorf("engine: cluster message: %w: %w", errRecord, err)
+		}
+	default:
+		return recs, fmt.Errorf("engine: cluster message of kind %q: %w", msg[0], errRecord)
+	}
 	for len(msg) > 0 {
 		n, k := binary.Uvarint(msg)
 		if k <= 0 || n > uint64(len(msg)-k) {
@@ -100,7 +117,7 @@ func decodeMessage(msg []byte, recs []record) ([]record, error) {
 		msg = msg[k+int(n):]
 	}
 	if len(recs) == 0 {
-		return recs, fmt.Errorf("engine: empty cluster message: %w", errRecord)
+		return recs, fmt.Errorf("engine: cluster message without records: %w", errRecord)
 	}
 	return recs, nil
 }

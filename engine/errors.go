@@ -33,6 +33,11 @@ var (
 	// acknowledge a publish in time (no quorum, no connection). Whether
 	// it was stored is unknown; a later call may succeed.
 	ErrClusterUnavailable = errors.New("engine: the cluster's log is unavailable")
+	// ErrTooLarge: in cluster mode, one call's hits of one website are
+	// more than the cluster's log takes in one message (an import of
+	// many thousand events with a small NATS max_payload). Nothing of
+	// that website was counted.
+	ErrTooLarge = errors.New("engine: too many hits in one call for the cluster's log")
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

@@ -569,15 +569,26 @@ func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 	e.salts.making[first] = c
 	e.salts.mu.Unlock()
 
-	c.s, c.err = e.makeSalt(first)
-	e.salts.mu.Lock()
-	if c.err == nil {
-		e.salts.m[first] = c.s
-	}
-	delete(e.salts.making, first)
-	e.salts.mu.Unlock()
-	close(c.done)
+	e.finishSalt(first, c)
 	return c.s, c.err
+}
+
+// finishSalt makes the salt of c and hands it to its waiters, also when
+// making it panics (Options.Rand's, say): they must wake, with an error.
+func (e *Engine) finishSalt(first buckets.Date, c *saltCall) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s, c.err = [16]byte{}, fmt.Errorf("engine: new salt: %v", r)
+		}
+		e.salts.mu.Lock()
+		if c.err == nil {
+			e.salts.m[first] = c.s
+		}
+		delete(e.salts.making, first)
+		e.salts.mu.Unlock()
+		close(c.done)
+	}()
+	c.s, c.err = e.makeSalt(first)
 }
 
 // makeSalt draws the salt of the period starting on first, agrees on it
@@ -594,7 +605,7 @@ func (e *Engine) makeSalt(first buckets.Date) ([16]byte, error) {
 		s, err = c.Salt(ctx, int32(first), s)
 		cancel()
 		if err != nil {
-			return s, fmt.Errorf("engine: shared salt: %w", err)
+			return s, fmt.Errorf("%w: shared salt: %w", ErrClusterUnavailable, err)
 		}
 	}
 	if err := e.store.Put(snapshot.KindSalt, saltID(first), s[:]); err != nil {

@@ -115,7 +115,7 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return http.StatusUnprocessableEntity, fe, false
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, fieldErrors(ve.Fields), false
-	case errors.As(err, &mbe):
+	case errors.As(err, &mbe), errors.Is(err, engine.ErrTooLarge):
 		return errTooLarge.code, errTooLarge.msg, false
 	case errors.Is(err, engine.ErrNotFound):
 		return errNotFound.code, errNotFound.msg, false

@@ -308,24 +308,28 @@ func TestClusterSameAnswers(t *testing.T) {
 	}
 	const days = 3
 	k := 0
-	batch := make([]engine.Hit, 0, 8)
+	var batch []engine.Hit
 	var all []engine.Hit
 	for h := range bench.NewGenerator(bench.Config{Seed: 11, Sites: sites, Days: days}).Hits() {
 		all = append(all, h)
 	}
 	for len(all) > 0 {
 		// One to three hits a call (of either website), to each node in
-		// turn.
-		batch = append(batch[:0], all[:min(len(all), 1+k%3)]...)
+		// turn, and now and then an import's worth (a compressed message).
+		n := 1 + k%3
+		if k%100 == 99 {
+			n = 400
+		}
+		batch = append(batch[:0], all[:min(len(all), n)]...)
 		all = all[len(batch):]
 		clk.set(batch[len(batch)-1].Time.Add(time.Second))
-		n := nodes[k%3]
+		node := nodes[k%3]
 		k++
 		want, err := single.Track(ctx, batch...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := n.e.Track(ctx, batch...)
+		got, err := node.e.Track(ctx, batch...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,3 +404,39 @@ func TestFollowGap(t *testing.T) {
 }
 
 var errDone = errors.New("done")
+
+// More hits of one website in one call than the log takes in one message
+// are refused whole (ErrTooLarge, a 413 over HTTP): never split, so never
+// half counted.
+func TestClusterTooLarge(t *testing.T) {
+	c := startNATS(t, 1)
+	c.opts[0].MaxPayload = 32 << 10
+	c.stop(0)
+	c.start(0)
+	clk := &clock{now: bench.DefaultStart}
+	n := openNodeOn(t, c.url(0), "large", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true})
+	defer n.close(t)
+	site := bench.Site{Domain: "l.example", PageviewsPerMonth: 30_000, PagesPerDay: 300}
+	id := addSites(t, n.e, site.Domain)[0]
+	var hits []engine.Hit
+	for h := range bench.NewGenerator(bench.Config{Seed: 1, Sites: []bench.Site{site}, Days: 1, BotShare: -1}).Hits() {
+		hits = append(hits, h)
+	}
+	clk.set(hits[len(hits)-1].Time.Add(time.Second))
+	if _, err := n.e.Track(ctx, hits...); !errors.Is(err, engine.ErrTooLarge) {
+		t.Fatalf("%d hits in one call: %v; want ErrTooLarge", len(hits), err)
+	}
+	res, err := n.e.Track(ctx, hits[:50]...)
+	if err != nil || res.Accepted == 0 {
+		t.Fatalf("50 hits: %+v, %v", res, err)
+	}
+	waitApplied(t, []*node{n})
+	day := engine.DateFromTime(hits[0].Time)
+	tot, err := n.e.Unscoped().Totals(ctx, id, day, day+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tot.Pageviews + tot.Events; got != uint64(res.Accepted) {
+		t.Fatalf("counted %d pageviews and events, want the %d accepted of the second call only", got, res.Accepted)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // no record is skipped on resuming, none applied twice.
 func TestClusterCrash(t *testing.T) {
 	c := startNATS(t, 1)
-	for seed := range 4 {
+	for seed := range 8 {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashSchedule(t, c, uint64(seed)) })
 	}
 }
@@ -101,12 +101,13 @@ func crashSchedule(t *testing.T, c *natsCluster, seed uint64) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	snapRng := rand.New(rand.NewPCG(seed, 3)) // the goroutine's own
 	wg.Go(func() {
 		for {
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Duration(rng.IntN(300)) * time.Microsecond):
+			case <-time.After(time.Duration(snapRng.IntN(300)) * time.Microsecond):
 			}
 			if err := f.Snapshot(ctx); err != nil {
 				t.Error(err)
@@ -115,10 +116,15 @@ func crashSchedule(t *testing.T, c *natsCluster, seed uint64) {
 		}
 	})
 	crashAt := last/4 + rng.Uint64N(last/2)
-	for f.Metrics().LogSeq < crashAt {
+	unsynced := rng.IntN(101)
+	deadline := time.Now().Add(30 * time.Second)
+	for f.Metrics().LogSeq < crashAt || f.Metrics().Snapshots == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not reach message %d with a snapshot: %+v", crashAt, f.Metrics())
+		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rand.New(rand.NewPCG(seed, 2))})
+	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 2))})
 	close(stop)
 	wg.Wait()
 	f.Close()

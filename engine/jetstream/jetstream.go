@@ -144,23 +144,25 @@ func (l *Log) subject(website uint32) string {
 }
 
 // Publish implements engine.Cluster: the message is published with an id
-// of its own and the call waits for the acknowledgement. A failure the
-// server did not decide (a timeout, a lost connection, no leader yet) is
-// tried again with the same id, for at most RetryFor, well inside the
-// stream's duplicate window: if the first try did land, the stream drops
-// the second.
+// of its own and the call waits for the acknowledgement, each try for at
+// most two seconds. A failure the server did not decide (a lost
+// acknowledgement, no leader yet) is tried again with the same id, within
+// PublishTimeout, well inside the stream's duplicate window: if an earlier
+// try did land, the stream drops the later one.
 func (l *Log) Publish(ctx context.Context, website uint32, message []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.PublishTimeout)
 	defer cancel()
 	id := l.node + "-" + strconv.FormatUint(l.next.Add(1), 36)
 	subject := l.subject(website)
 	for attempt := 0; ; attempt++ {
-		_, err := l.js.Publish(ctx, subject, message, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.stream))
+		try, cancelTry := context.WithTimeout(ctx, 2*time.Second)
+		_, err := l.js.Publish(try, subject, message, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.stream))
+		cancelTry()
 		if err == nil {
 			return nil
 		}
 		var api *jetstream.APIError
-		if errors.As(err, &api) || errors.Is(err, nats.ErrMaxPayload) || ctx.Err() != nil {
+		if errors.As(err, &api) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) || ctx.Err() != nil {
 			return fmt.Errorf("jetstream: publish: %w", err)
 		}
 		select {
@@ -170,6 +172,10 @@ func (l *Log) Publish(ctx context.Context, website uint32, message []byte) error
 		}
 	}
 }
+
+// MaxMessage implements engine.Cluster: the connection's max payload, less
+// room for the headers.
+func (l *Log) MaxMessage() int { return int(l.nc.MaxPayload()) - 1024 }
 
 // ErrGap is Follow's error when the stream no longer has (or does not yet
 // have) the messages right after the position asked for: trimmed by age,
