@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/webstats/webstats/snapshot"
 )
 
 // Cluster is what the engine needs from a replicated log shared by several
@@ -28,6 +30,10 @@ type Cluster interface {
 	Publish(ctx context.Context, website uint32, message []byte) error
 	// MaxMessage is the largest message Publish takes, in bytes.
 	MaxMessage() int
+	// Identity names the log; it changes when the log is recreated. A
+	// store records the identity of the log it follows, and Open refuses
+	// another: its positions would mean other messages.
+	Identity(ctx context.Context) (string, error)
 	// Follow calls fn with every message whose sequence is after after,
 	// in log order, until ctx is done or fn returns an error; it returns
 	// that error (or the context's, or its own: a log that lacks messages
@@ -122,6 +128,39 @@ func decodeMessage(msg []byte, recs []record) ([]record, error) {
 	return recs, nil
 }
 
+// checkLog makes sure the store follows the cluster's log: it records the
+// log's identity in a store that has applied nothing yet, and refuses a
+// store that follows another log or was written by a single process (its
+// sequence numbers are its own log's).
+func (e *Engine) checkLog() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := e.opts.Cluster.Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: cluster log: %w", err)
+	}
+	stored, err := e.store.Get(snapshot.KindCluster, 1)
+	switch {
+	case err == nil && string(stored) == id:
+		return nil
+	case err == nil:
+		return fmt.Errorf("engine: this data directory follows the log %q, the cluster's is %q (recreated?); a node of this cluster starts from an empty directory", stored, id)
+	case !errors.Is(err, snapshot.ErrNotFound):
+		return fmt.Errorf("engine: cluster log: %w", err)
+	}
+	applied := e.store.Trim() > 0
+	for _, s := range e.sites {
+		applied = applied || s.state.lastSeq > 0
+	}
+	if applied {
+		return fmt.Errorf("engine: this data directory was written without cluster mode (or for another log); a cluster node starts from an empty directory")
+	}
+	if err := e.store.Put(snapshot.KindCluster, 1, []byte(id)); err != nil {
+		return fmt.Errorf("engine: cluster log: %w", err)
+	}
+	return nil
+}
+
 // follow applies the shared log from the last record applied until Close,
 // starting again after an error (a lost connection, a record whose day
 // could not be read) from the first record not applied.
@@ -134,6 +173,7 @@ func (e *Engine) follow() {
 	}()
 	defer cancel()
 	var recs []record
+	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
 		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(seq uint64, msg []byte) error {
 			if !e.enter() {
@@ -153,10 +193,18 @@ func (e *Engine) follow() {
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return
 		}
-		e.opts.Logger.Error("cluster: follow the log", "after", e.seq.Load(), "err", err)
+		// Again after a second, then less and less often (at most every
+		// 30 s) while it makes no progress: a lasting cause (a gap in the
+		// log, a message this version cannot read) is logged, not spun on.
+		if at := e.seq.Load(); at != lastAt {
+			lastAt, wait = at, time.Second
+		} else {
+			wait = min(2*wait, 30*time.Second)
+		}
+		e.opts.Logger.Error("cluster: follow the log", "after", lastAt, "err", err, "again in", wait)
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
 }

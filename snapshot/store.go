@@ -298,6 +298,7 @@ const (
 	KindSession // sign-in sessions, by the first 8 bytes of the token's hash
 	KindGoals   // a website's goals, by website id
 	KindInvite  // account invitations, by the first 8 bytes of the token's hash
+	KindCluster // cluster mode: the identity of the shared log the store follows (id 1)
 )
 
 var kindNames = [...]string{
@@ -310,6 +311,7 @@ var kindNames = [...]string{
 	KindSession: "session",
 	KindGoals:   "goals",
 	KindInvite:  "invite",
+	KindCluster: "cluster",
 }
 
 // String returns the kind's name, or "kind(N)" for an unnamed one.

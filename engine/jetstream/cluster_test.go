@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
@@ -438,5 +440,54 @@ func TestClusterTooLarge(t *testing.T) {
 	}
 	if got := tot.Pageviews + tot.Events; got != uint64(res.Accepted) {
 		t.Fatalf("counted %d pageviews and events, want the %d accepted of the second call only", got, res.Accepted)
+	}
+}
+
+// A data directory follows one log: Open refuses it on a recreated stream
+// (its positions would name other messages) and refuses a directory a
+// single process wrote (its positions are its own log's).
+func TestClusterWrongLog(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart.Add(time.Hour)}
+	dir := t.TempDir()
+	n := openNodeOn(t, c.url(0), "wrong", 1, clk, &engine.Options{Dir: dir, NoSync: true})
+	n.close(t)
+	// The stream is deleted and made again.
+	conn, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	js, err := natsjs.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, "WRONG_HITS"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := jetstream.New(ctx, conn, jetstream.Options{Name: "wrong", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, Now: clk.Now, Cluster: l}); err == nil {
+		e.Close()
+		t.Fatal("a store that followed a deleted stream opened on its successor")
+	}
+	// A single process's store with hits.
+	single := t.TempDir()
+	e, err := engine.Open(&engine.Options{Dir: single, NoSync: true, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addSites(t, e, "w.example")
+	if res, err := e.Track(ctx, engine.Hit{URL: "https://w.example/", UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("8.8.8.8")}); err != nil || res.Accepted != 1 {
+		t.Fatalf("track: %+v %v", res, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := engine.Open(&engine.Options{Dir: single, NoSync: true, Now: clk.Now, Cluster: l}); err == nil {
+		e.Close()
+		t.Fatal("a single process's store opened as a cluster node")
 	}
 }

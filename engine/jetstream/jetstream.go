@@ -177,6 +177,19 @@ func (l *Log) Publish(ctx context.Context, website uint32, message []byte) error
 // room for the headers.
 func (l *Log) MaxMessage() int { return int(l.nc.MaxPayload()) - 1024 }
 
+// Identity implements engine.Cluster: the stream's name and creation time.
+func (l *Log) Identity(ctx context.Context) (string, error) {
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return "", fmt.Errorf("jetstream: stream: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("jetstream: stream: %w", err)
+	}
+	return l.stream + "@" + info.Created.UTC().Format(time.RFC3339Nano), nil
+}
+
 // ErrGap is Follow's error when the stream no longer has (or does not yet
 // have) the messages right after the position asked for: trimmed by age,
 // purged, or recreated. The node cannot catch up from the stream alone.
