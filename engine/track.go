@@ -45,7 +45,7 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	idx := make(map[uint32][]int) // website → its hits
 	for i := range hits {
 		var err error
-		if cfgs[i], res.Reasons[i], err = e.enrich(&hits[i], now, &recs[i]); err != nil {
+		if cfgs[i], res.Reasons[i], err = e.enrich(ctx, &hits[i], now, &recs[i]); err != nil {
 			return TrackResult{Reasons: make([]DropReason, len(hits))}, err
 		}
 		if res.Reasons[i] == DropNone {
@@ -386,7 +386,7 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 // enrichment into r. It needs no lock of the statistics state. An error
 // (the salt of a new period could not be stored) fails the whole call: a
 // hit hashed without its period's salt would be another visitor.
-func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReason, error) {
+func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (*siteConfig, DropReason, error) {
 	cfg := e.lookupSite(h)
 	switch {
 	case cfg == nil:
@@ -428,7 +428,7 @@ func (e *Engine) enrich(h *Hit, now time.Time, r *record) (*siteConfig, DropReas
 		r.event = true
 		r.eventRow = norm.EventRow(name, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
 	}
-	salt, err := e.salt(r.period)
+	salt, err := e.salt(ctx, r.period)
 	if err != nil {
 		return cfg, DropNone, err
 	}
@@ -544,8 +544,9 @@ type saltCall struct {
 }
 
 // salt returns the salt of the period starting on first, creating (and
-// storing; in cluster mode, agreeing on) a random one the first time.
-func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
+// storing; in cluster mode, agreeing on) a random one the first time. A
+// caller waiting for another's making of it gives up when ctx ends.
+func (e *Engine) salt(ctx context.Context, first buckets.Date) ([16]byte, error) {
 	e.salts.mu.RLock()
 	s, ok := e.salts.m[first]
 	e.salts.mu.RUnlock()
@@ -559,8 +560,12 @@ func (e *Engine) salt(first buckets.Date) ([16]byte, error) {
 	}
 	if c, ok := e.salts.making[first]; ok {
 		e.salts.mu.Unlock()
-		<-c.done
-		return c.s, c.err
+		select {
+		case <-c.done:
+			return c.s, c.err
+		case <-ctx.Done():
+			return [16]byte{}, ctx.Err()
+		}
 	}
 	c := &saltCall{done: make(chan struct{})}
 	if e.salts.making == nil {

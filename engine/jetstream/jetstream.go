@@ -109,17 +109,30 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		all:    o.Name + ".hits.>",
 		prefix: o.Name + ".hits.",
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       l.stream,
-		Subjects:   []string{l.all},
-		Storage:    jetstream.FileStorage,
-		Replicas:   o.Replicas,
-		MaxAge:     o.MaxAge,
-		Duplicates: o.Duplicates,
-		Discard:    jetstream.DiscardOld,
-	})
+	// The first node creates the stream; later ones use it as it is, so
+	// that a node started with other options, or an operator's change
+	// (nats stream edit), is not overwritten at each start. Its duplicate
+	// window must still cover a publish's retries.
+	st, err := js.Stream(ctx, l.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       l.stream,
+			Subjects:   []string{l.all},
+			Storage:    jetstream.FileStorage,
+			Replicas:   o.Replicas,
+			MaxAge:     o.MaxAge,
+			Duplicates: o.Duplicates,
+			Discard:    jetstream.DiscardOld,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(ctx, l.stream) // another node was first
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: stream %s: %w", l.stream, err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.Duplicates < 2*o.PublishTimeout {
+		return nil, fmt.Errorf("jetstream: stream %s keeps duplicates %v, less than twice PublishTimeout %v: a retried publish could be counted twice", l.stream, cfg.Duplicates, o.PublishTimeout)
 	}
 	bucket := o.Name + "_salts"
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
