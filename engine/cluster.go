@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/webstats/webstats/snapshot"
@@ -39,7 +40,7 @@ type Cluster interface {
 	// that error (or the context's, or its own: a log that lacks messages
 	// after after, trimmed or recreated, is an error, never a silent
 	// skip).
-	Follow(ctx context.Context, after uint64, fn func(seq uint64, message []byte) error) error
+	Follow(ctx context.Context, after uint64, fn func(m LogMessage) error) error
 	// Salt returns the salt of the salt period starting on day first (days
 	// since 1970-01-01), which must be the same on every node: the first
 	// proposal made anywhere wins and every later call returns it.
@@ -84,7 +85,12 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	if len(body) > maxMessageRecords || len(msg) > e.opts.Cluster.MaxMessage() {
 		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
 	}
-	if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
+	t0 := time.Now()
+	err = e.opts.Cluster.Publish(ctx, website, msg)
+	e.cluster.publishNs.Add(int64(time.Since(t0)))
+	e.cluster.publishes.Add(1)
+	if err != nil {
+		e.cluster.publishErrs.Add(1)
 		return false, fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 	}
 	return true, nil
@@ -126,6 +132,57 @@ func decodeMessage(msg []byte, recs []record) ([]record, error) {
 		return recs, fmt.Errorf("engine: cluster message without records: %w", errRecord)
 	}
 	return recs, nil
+}
+
+// LogMessage is a message of the shared log as Follow gives it.
+type LogMessage struct {
+	Seq  uint64
+	Data []byte
+	// Time is when the log stored it; Pending how many messages the log
+	// holds after it (as the follower last learnt).
+	Time    time.Time
+	Pending uint64
+}
+
+// ClusterMetrics describe a node's place in its cluster (Metrics.Cluster).
+type ClusterMetrics struct {
+	// Applied is the sequence of the last message applied (or skipped);
+	// Pending how many the log held after it when it came.
+	Applied, Pending uint64
+	// Lag is how long the last message applied waited in the log before
+	// this node applied it, when more were pending after it; 0 when it
+	// was the last (the node had caught up).
+	Lag time.Duration
+	// Publishes counts the messages this node published, and PublishTime
+	// the time they took to be acknowledged, in all.
+	Publishes   uint64
+	PublishTime time.Duration
+	// PublishErrors counts the publishes that failed.
+	PublishErrors uint64
+}
+
+// clusterCounters feed ClusterMetrics.
+type clusterCounters struct {
+	pending, lagNs                    atomic.Int64
+	publishes, publishNs, publishErrs atomic.Int64
+}
+
+// ClusterMetrics returns the node's place in its cluster, or nil when the
+// engine is not a node of one. It costs a few atomic loads (Metrics, which
+// includes it, walks every website).
+func (e *Engine) ClusterMetrics() *ClusterMetrics {
+	if e.opts.Cluster == nil {
+		return nil
+	}
+	c := &e.cluster
+	return &ClusterMetrics{
+		Applied:       e.seq.Load(),
+		Pending:       uint64(c.pending.Load()),
+		Lag:           time.Duration(c.lagNs.Load()),
+		Publishes:     uint64(c.publishes.Load()),
+		PublishTime:   time.Duration(c.publishNs.Load()),
+		PublishErrors: uint64(c.publishErrs.Load()),
+	}
 }
 
 // checkLog makes sure the store follows the cluster's log: it records the
@@ -175,13 +232,20 @@ func (e *Engine) follow() {
 	var recs []record
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
-		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(seq uint64, msg []byte) error {
+		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(m LogMessage) error {
 			if !e.enter() {
 				return ErrClosed
 			}
 			defer e.exit()
+			seq := m.Seq
+			var lag time.Duration
+			if m.Pending > 0 {
+				lag = max(0, time.Since(m.Time))
+			}
+			e.cluster.pending.Store(int64(m.Pending))
+			e.cluster.lagNs.Store(int64(lag))
 			var err error
-			if recs, err = decodeMessage(msg, recs); err != nil {
+			if recs, err = decodeMessage(m.Data, recs); err != nil {
 				// Skipping it would make this node differ from those
 				// that can read it (a newer version's record during an
 				// upgrade): the follower stops here and retries, and

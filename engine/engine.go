@@ -60,6 +60,7 @@ type Engine struct {
 	lastCompact  time.Time // when the trimmed log was last compacted
 
 	counters counters
+	cluster  clusterCounters // cluster mode's (Options.Cluster)
 
 	// sealBytes is the size of an open day's segment rows at which a
 	// snapshot seals them into the store (SPEC §13), and at which an apply

@@ -780,6 +780,9 @@ type Metrics struct {
 	// its website was gone). In cluster mode it is the shared log's, and
 	// every node that has caught up reports the same.
 	LogSeq uint64
+	// Cluster is nil unless the engine is a node of a cluster
+	// (Options.Cluster).
+	Cluster *ClusterMetrics
 }
 
 // Metrics returns the engine's running counts.
@@ -794,6 +797,7 @@ func (e *Engine) Metrics() Metrics {
 		Snapshots:     e.counters.snapshots.Load(),
 		LastSnapshot:  time.Duration(e.counters.lastSnapNs.Load()),
 		LogSeq:        e.seq.Load(),
+		Cluster:       e.ClusterMetrics(),
 	}
 	for _, r := range DropReasons() {
 		m.Dropped[r] = e.counters.dropped[r].Load()

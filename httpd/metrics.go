@@ -112,6 +112,8 @@ type engineCollector struct {
 	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
 	evicted, websites, state, overflow         *prometheus.Desc
 	openSeg                                    *prometheus.Desc
+	// cluster mode (engine.Metrics.Cluster)
+	applied, pending, lag, pubs, pubTime, pubErrs *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
@@ -127,12 +129,19 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		state:    prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
 		overflow: prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
 		openSeg:  prometheus.NewDesc("webstats_segments_open_bytes", "Bytes of the segments rows of open days (a row per hit and per visit of today).", nil, nil),
+		applied:  prometheus.NewDesc("webstats_cluster_applied_sequence", "Cluster mode: sequence of the last message of the shared log this node applied.", nil, nil),
+		pending:  prometheus.NewDesc("webstats_cluster_pending_messages", "Cluster mode: messages of the shared log after the last one applied, as its follower last learnt.", nil, nil),
+		lag:      prometheus.NewDesc("webstats_cluster_lag_seconds", "Cluster mode: how long the last message applied waited in the shared log, when more were pending (0 when caught up).", nil, nil),
+		pubs:     prometheus.NewDesc("webstats_cluster_publishes_total", "Cluster mode: messages this node published to the shared log.", nil, nil),
+		pubTime:  prometheus.NewDesc("webstats_cluster_publish_seconds_total", "Cluster mode: time the publishes took to be acknowledged, in all (divided by webstats_cluster_publishes_total: the mean).", nil, nil),
+		pubErrs:  prometheus.NewDesc("webstats_cluster_publish_errors_total", "Cluster mode: publishes that failed (the request was answered 503).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow, c.openSeg} {
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow, c.openSeg,
+		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs} {
 		ch <- d
 	}
 }
@@ -152,4 +161,12 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(m.StateBytes))
 	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(m.Overflow))
 	ch <- prometheus.MustNewConstMetric(c.openSeg, prometheus.GaugeValue, float64(m.OpenSegmentBytes))
+	if cm := m.Cluster; cm != nil {
+		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(cm.Applied))
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(cm.Pending))
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, cm.Lag.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.pubs, prometheus.CounterValue, float64(cm.Publishes))
+		ch <- prometheus.MustNewConstMetric(c.pubTime, prometheus.CounterValue, cm.PublishTime.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.pubErrs, prometheus.CounterValue, float64(cm.PublishErrors))
+	}
 }

@@ -222,9 +222,19 @@ func (s *Server) routes() {
 	}
 
 	s.handle(http.MethodGet, "/healthz", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		writeJSON(w, http.StatusOK, struct {
-			Status string `json:"status"`
-		}{"ok"})
+		type cluster struct {
+			Applied    uint64  `json:"applied"`
+			Pending    uint64  `json:"pending"`
+			LagSeconds float64 `json:"lag_seconds"`
+		}
+		body := struct {
+			Status  string   `json:"status"`
+			Cluster *cluster `json:"cluster,omitempty"` // a node of a cluster: its replication lag
+		}{Status: "ok"}
+		if cm := s.e.ClusterMetrics(); cm != nil {
+			body.Cluster = &cluster{cm.Applied, cm.Pending, cm.Lag.Seconds()}
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	s.handle(http.MethodGet, "/metrics", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		s.metrics.handler.ServeHTTP(w, r)

@@ -2,9 +2,13 @@ package jetstream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -18,6 +22,7 @@ import (
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
+	"github.com/webstats/webstats/httpd"
 )
 
 // natsCluster is a JetStream cluster of real nats-server instances run in
@@ -379,9 +384,12 @@ func TestFollowGap(t *testing.T) {
 	follow := func(after uint64) (got []uint64, err error) {
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		err = l.Follow(c, after, func(seq uint64, _ []byte) error {
-			got = append(got, seq)
-			if seq == 10 {
+		err = l.Follow(c, after, func(m engine.LogMessage) error {
+			got = append(got, m.Seq)
+			if want := 10 - m.Seq; m.Pending != want {
+				t.Errorf("message %d: %d pending, want %d", m.Seq, m.Pending, want)
+			}
+			if m.Seq == 10 {
 				return errDone
 			}
 			return nil
@@ -489,5 +497,55 @@ func TestClusterWrongLog(t *testing.T) {
 	if e, err := engine.Open(&engine.Options{Dir: single, NoSync: true, Now: clk.Now, Cluster: l}); err == nil {
 		e.Close()
 		t.Fatal("a single process's store opened as a cluster node")
+	}
+}
+
+// /healthz and /metrics of a node say where it stands in its cluster.
+func TestClusterHealthz(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart.Add(time.Hour)}
+	n := openNodeOn(t, c.url(0), "health", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true})
+	defer n.close(t)
+	addSites(t, n.e, "h.example")
+	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	for i := range 5 {
+		h := engine.Hit{URL: fmt.Sprintf("https://h.example/%d", i), UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8")}
+		if _, err := n.e.Track(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitApplied(t, []*node{n})
+	srv := httptest.NewServer(httpd.New(n.e, nil))
+	defer srv.Close()
+	get := func(path string) string {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	var health struct {
+		Status  string
+		Cluster *struct {
+			Applied, Pending uint64
+			LagSeconds       float64 `json:"lag_seconds"`
+		}
+	}
+	if err := json.Unmarshal([]byte(get("/healthz")), &health); err != nil {
+		t.Fatal(err)
+	}
+	if health.Status != "ok" || health.Cluster == nil || health.Cluster.Applied != 5 || health.Cluster.Pending != 0 || health.Cluster.LagSeconds != 0 {
+		t.Fatalf("/healthz of a caught-up node after 5 messages: %+v %+v", health, health.Cluster)
+	}
+	m := get("/metrics")
+	for _, want := range []string{"webstats_cluster_applied_sequence 5", "webstats_cluster_pending_messages 0", "webstats_cluster_publishes_total 5", "webstats_cluster_publish_errors_total 0"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

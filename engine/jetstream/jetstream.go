@@ -211,7 +211,7 @@ var ErrGap = errors.New("jetstream: the stream lacks messages this node has not 
 // Follow implements engine.Cluster with an ordered consumer of the whole
 // stream, which the client recreates by itself, in order, after a
 // connection or leader change.
-func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, message []byte) error) error {
+func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMessage) error) error {
 	st, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return fmt.Errorf("jetstream: stream: %w", err)
@@ -265,7 +265,7 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(seq uint64, mess
 		if seq != after+1 {
 			return fmt.Errorf("%w: message %d follows %d", ErrGap, seq, after)
 		}
-		if err := fn(seq, msg.Data()); err != nil {
+		if err := fn(engine.LogMessage{Seq: seq, Data: msg.Data(), Time: md.Timestamp, Pending: md.NumPending}); err != nil {
 			return err
 		}
 		after = seq
