@@ -33,7 +33,9 @@ type Cluster interface {
 	MaxMessage() int
 	// Identity names the log; it changes when the log is recreated. A
 	// store records the identity of the log it follows, and Open refuses
-	// another: its positions would mean other messages.
+	// another: its positions would mean other messages. Follow must fail
+	// with an error wrapping ErrWrongLog once the log's identity is no
+	// longer the one Identity last returned.
 	Identity(ctx context.Context) (string, error)
 	// Follow calls fn with every message whose sequence is after after,
 	// in log order, until ctx is done or fn returns an error; it returns
@@ -86,13 +88,12 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
 	}
 	t0 := time.Now()
-	err = e.opts.Cluster.Publish(ctx, website, msg)
-	e.cluster.publishNs.Add(int64(time.Since(t0)))
-	e.cluster.publishes.Add(1)
-	if err != nil {
+	if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
 		e.cluster.publishErrs.Add(1)
 		return false, fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 	}
+	e.cluster.publishNs.Add(int64(time.Since(t0)))
+	e.cluster.publishes.Add(1)
 	return true, nil
 }
 
@@ -153,18 +154,27 @@ type ClusterMetrics struct {
 	// this node applied it, when more were pending after it; 0 when it
 	// was the last (the node had caught up).
 	Lag time.Duration
-	// Publishes counts the messages this node published, and PublishTime
-	// the time they took to be acknowledged, in all.
+	// Publishes counts the messages this node published (acknowledged),
+	// and PublishTime the time they took to be acknowledged, in all.
 	Publishes   uint64
 	PublishTime time.Duration
 	// PublishErrors counts the publishes that failed.
 	PublishErrors uint64
+	// FollowError is why the follower is not following, since its last
+	// progress ("" while it follows); FollowErrors counts its failures.
+	// A node with a FollowError answers from a log position that may be
+	// behind: Applied stops, and Pending and Lag are those of the last
+	// message it applied.
+	FollowError  string
+	FollowErrors uint64
 }
 
 // clusterCounters feed ClusterMetrics.
 type clusterCounters struct {
 	pending, lagNs                    atomic.Int64
 	publishes, publishNs, publishErrs atomic.Int64
+	followErrs                        atomic.Int64
+	followErr                         atomic.Pointer[string]
 }
 
 // ClusterMetrics returns the node's place in its cluster, or nil when the
@@ -175,14 +185,19 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		return nil
 	}
 	c := &e.cluster
-	return &ClusterMetrics{
+	m := &ClusterMetrics{
 		Applied:       e.seq.Load(),
 		Pending:       uint64(c.pending.Load()),
 		Lag:           time.Duration(c.lagNs.Load()),
 		Publishes:     uint64(c.publishes.Load()),
 		PublishTime:   time.Duration(c.publishNs.Load()),
 		PublishErrors: uint64(c.publishErrs.Load()),
+		FollowErrors:  uint64(c.followErrs.Load()),
 	}
+	if p := c.followErr.Load(); p != nil {
+		m.FollowError = *p
+	}
+	return m
 }
 
 // checkLog makes sure the store follows the cluster's log: it records the
@@ -201,7 +216,7 @@ func (e *Engine) checkLog() error {
 	case err == nil && string(stored) == id:
 		return nil
 	case err == nil:
-		return fmt.Errorf("engine: this data directory follows the log %q, the cluster's is %q (recreated?); a node of this cluster starts from an empty directory", stored, id)
+		return fmt.Errorf("%w: it follows %q, the cluster's is %q (recreated?); a node of this cluster starts from an empty directory", ErrWrongLog, stored, id)
 	case !errors.Is(err, snapshot.ErrNotFound):
 		return fmt.Errorf("engine: cluster log: %w", err)
 	}
@@ -210,7 +225,7 @@ func (e *Engine) checkLog() error {
 		applied = applied || s.state.lastSeq > 0
 	}
 	if applied {
-		return fmt.Errorf("engine: this data directory was written without cluster mode (or for another log); a cluster node starts from an empty directory")
+		return fmt.Errorf("%w: it was written without cluster mode (or for another log); a cluster node starts from an empty directory", ErrWrongLog)
 	}
 	if err := e.store.Put(snapshot.KindCluster, 1, []byte(id)); err != nil {
 		return fmt.Errorf("engine: cluster log: %w", err)
@@ -244,6 +259,7 @@ func (e *Engine) follow() {
 			}
 			e.cluster.pending.Store(int64(m.Pending))
 			e.cluster.lagNs.Store(int64(lag))
+			e.cluster.followErr.Store(nil)
 			var err error
 			if recs, err = decodeMessage(m.Data, recs); err != nil {
 				// Skipping it would make this node differ from those
@@ -258,14 +274,17 @@ func (e *Engine) follow() {
 			return
 		}
 		// Again after a second, then less and less often (at most every
-		// 30 s) while it makes no progress: a lasting cause (a gap in the
+		// 10 s) while it makes no progress: a lasting cause (a gap in the
 		// log, a message this version cannot read) is logged, not spun on.
 		if at := e.seq.Load(); at != lastAt {
 			lastAt, wait = at, time.Second
 		} else {
-			wait = min(2*wait, 30*time.Second)
+			wait = min(2*wait, 10*time.Second)
 		}
-		e.opts.Logger.Error("cluster: follow the log", "after", lastAt, "err", err, "again in", wait)
+		msg := err.Error()
+		e.cluster.followErr.Store(&msg)
+		e.cluster.followErrs.Add(1)
+		e.opts.Logger.Error("cluster: follow the log", "after", lastAt, "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):

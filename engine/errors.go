@@ -38,6 +38,10 @@ var (
 	// many thousand events with a small NATS max_payload). Nothing of
 	// that website was counted.
 	ErrTooLarge = errors.New("engine: too many hits in one call for the cluster's log")
+	// ErrWrongLog: in cluster mode, the data directory follows another
+	// log than the cluster's (recreated, or the directory was written by
+	// a single process): its positions would name other messages.
+	ErrWrongLog = errors.New("engine: the data directory follows another log")
 )
 
 // FieldError is one invalid field with a message in the wording of the API's

@@ -226,13 +226,16 @@ func (s *Server) routes() {
 			Applied    uint64  `json:"applied"`
 			Pending    uint64  `json:"pending"`
 			LagSeconds float64 `json:"lag_seconds"`
+			// Why the node's follower stopped, since its last progress:
+			// its answers may be behind the cluster's.
+			Error string `json:"error,omitempty"`
 		}
 		body := struct {
 			Status  string   `json:"status"`
 			Cluster *cluster `json:"cluster,omitempty"` // a node of a cluster: its replication lag
 		}{Status: "ok"}
 		if cm := s.e.ClusterMetrics(); cm != nil {
-			body.Cluster = &cluster{cm.Applied, cm.Pending, cm.Lag.Seconds()}
+			body.Cluster = &cluster{cm.Applied, cm.Pending, cm.Lag.Seconds(), cm.FollowError}
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

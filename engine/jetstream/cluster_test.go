@@ -477,9 +477,11 @@ func TestClusterWrongLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, Now: clk.Now, Cluster: l}); err == nil {
-		e.Close()
-		t.Fatal("a store that followed a deleted stream opened on its successor")
+	if e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, Now: clk.Now, Cluster: l}); !errors.Is(err, engine.ErrWrongLog) {
+		if err == nil {
+			e.Close()
+		}
+		t.Fatalf("a store that followed a deleted stream, opened on its successor: %v; want ErrWrongLog", err)
 	}
 	// A single process's store with hits.
 	single := t.TempDir()
@@ -494,9 +496,72 @@ func TestClusterWrongLog(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := engine.Open(&engine.Options{Dir: single, NoSync: true, Now: clk.Now, Cluster: l}); err == nil {
-		e.Close()
-		t.Fatal("a single process's store opened as a cluster node")
+	if e, err := engine.Open(&engine.Options{Dir: single, NoSync: true, Now: clk.Now, Cluster: l}); !errors.Is(err, engine.ErrWrongLog) {
+		if err == nil {
+			e.Close()
+		}
+		t.Fatalf("a single process's store opened as a cluster node: %v; want ErrWrongLog", err)
+	}
+}
+
+// A running node whose stream is deleted and made again stops following
+// (ErrWrongLog, in /healthz's terms its follow error) instead of applying
+// the new stream's messages from its old position.
+func TestClusterLogRecreatedLive(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart.Add(time.Hour)}
+	n := openNodeOn(t, c.url(0), "live", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true})
+	defer n.close(t)
+	id := addSites(t, n.e, "r.example")[0]
+	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	track := func(e *engine.Engine, k int) {
+		t.Helper()
+		h := engine.Hit{URL: fmt.Sprintf("https://r.example/%d", k), UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8")}
+		if _, err := e.Track(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 5 {
+		track(n.e, k)
+	}
+	waitApplied(t, []*node{n})
+	conn, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	js, err := natsjs.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, "LIVE_HITS"); err != nil {
+		t.Fatal(err)
+	}
+	// Another node makes the stream again and tracks 7 hits into it.
+	other := openNodeOn(t, c.url(0), "live", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true})
+	defer other.close(t)
+	addSites(t, other.e, "r.example")
+	for k := range 7 {
+		track(other.e, 10+k)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cm := n.e.ClusterMetrics()
+		if strings.Contains(cm.FollowError, engine.ErrWrongLog.Error()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not notice its stream was made again: %+v", cm)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	day := engine.DateFromTime(clk.Now())
+	tot, err := n.e.Unscoped().Totals(ctx, id, day, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Pageviews != 5 {
+		t.Fatalf("the node counted %d pageviews, want its 5: it applied messages of the new stream", tot.Pageviews)
 	}
 }
 

@@ -70,6 +70,8 @@ type Log struct {
 	// node and next make the message ids: unique per process and record.
 	node string
 	next atomic.Uint64
+	// expect is the identity Identity last returned.
+	expect atomic.Pointer[string]
 }
 
 var _ engine.Cluster = (*Log)(nil)
@@ -115,6 +117,10 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	// window must still cover a publish's retries.
 	st, err := js.Stream(ctx, l.stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		var logID [12]byte
+		if _, err := rand.Read(logID[:]); err != nil {
+			return nil, err
+		}
 		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:       l.stream,
 			Subjects:   []string{l.all},
@@ -123,6 +129,10 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 			MaxAge:     o.MaxAge,
 			Duplicates: o.Duplicates,
 			Discard:    jetstream.DiscardOld,
+			// The log's identity: kept by a restore of the stream
+			// (which gives it a new creation time), new when the
+			// stream is made again.
+			Metadata: map[string]string{logIDKey: hex.EncodeToString(logID[:])},
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, l.stream) // another node was first
@@ -135,11 +145,17 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		return nil, fmt.Errorf("jetstream: stream %s keeps duplicates %v, less than twice PublishTimeout %v: a retried publish could be counted twice", l.stream, cfg.Duplicates, o.PublishTimeout)
 	}
 	bucket := o.Name + "_salts"
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:   bucket,
-		Replicas: o.Replicas,
-		Storage:  jetstream.FileStorage,
-	})
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:   bucket,
+			Replicas: o.Replicas,
+			Storage:  jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, bucket) // another node was first
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
 	}
@@ -190,17 +206,47 @@ func (l *Log) Publish(ctx context.Context, website uint32, message []byte) error
 // room for the headers.
 func (l *Log) MaxMessage() int { return int(l.nc.MaxPayload()) - 1024 }
 
-// Identity implements engine.Cluster: the stream's name and creation time.
+// logIDKey is the stream metadata key of the log's identity.
+const logIDKey = "webstats_log_id"
+
+// Identity implements engine.Cluster: the id New put in the stream's
+// metadata (or, for a stream made otherwise, its creation time). Follow
+// then refuses a stream of another identity (ErrWrongLog).
 func (l *Log) Identity(ctx context.Context) (string, error) {
+	id, err := l.identity(ctx)
+	if err == nil {
+		l.expect.Store(&id)
+	}
+	return id, err
+}
+
+func (l *Log) identity(ctx context.Context) (string, error) {
 	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return "", fmt.Errorf("jetstream: stream: %w", err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return "", fmt.Errorf("jetstream: stream: %w", err)
+	info := s.CachedInfo()
+	if id := info.Config.Metadata[logIDKey]; id != "" {
+		return l.stream + "#" + id, nil
 	}
 	return l.stream + "@" + info.Created.UTC().Format(time.RFC3339Nano), nil
+}
+
+// checkIdentity fails with engine.ErrWrongLog when the stream is not the
+// one Identity named.
+func (l *Log) checkIdentity(ctx context.Context) error {
+	want := l.expect.Load()
+	if want == nil {
+		return nil
+	}
+	id, err := l.identity(ctx)
+	if err != nil {
+		return err
+	}
+	if id != *want {
+		return fmt.Errorf("jetstream: %w: the stream is %q, the node follows %q (deleted and made again?)", engine.ErrWrongLog, id, *want)
+	}
+	return nil
 }
 
 // ErrGap is Follow's error when the stream no longer has (or does not yet
@@ -212,6 +258,9 @@ var ErrGap = errors.New("jetstream: the stream lacks messages this node has not 
 // stream, which the client recreates by itself, in order, after a
 // connection or leader change.
 func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMessage) error) error {
+	if err := l.checkIdentity(ctx); err != nil {
+		return err
+	}
 	st, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
 		return fmt.Errorf("jetstream: stream: %w", err)
@@ -246,6 +295,7 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 	// Next does not return on ctx while it recreates the consumer; Stop
 	// ends that too.
 	defer context.AfterFunc(ctx, it.Stop)()
+	consumer := ""
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -257,6 +307,17 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 		md, err := msg.Metadata()
 		if err != nil {
 			return fmt.Errorf("jetstream: metadata: %w", err)
+		}
+		if md.Consumer != consumer {
+			// The ordered consumer was made again (a lost server, a
+			// leader change, or a stream deleted and made again): the
+			// stream must still be the one followed.
+			if consumer != "" {
+				if err := l.checkIdentity(ctx); err != nil {
+					return err
+				}
+			}
+			consumer = md.Consumer
 		}
 		seq := md.Sequence.Stream
 		if seq <= after {
