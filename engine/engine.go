@@ -214,13 +214,6 @@ func Open(opts *Options) (*Engine, error) {
 		e.geo.Close()
 		return nil, err
 	}
-	if o.Cluster != nil {
-		if err := e.checkLog(); err != nil {
-			e.store.Close()
-			e.geo.Close()
-			return nil, err
-		}
-	}
 	if o.SnapshotEvery > 0 {
 		e.bg.Add(1)
 		go e.loop(o.SnapshotEvery)

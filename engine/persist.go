@@ -57,6 +57,13 @@ func (e *Engine) load() error {
 	if err != nil {
 		return err
 	}
+	if e.opts.Cluster != nil {
+		// Before anything below writes (migrations, retention's
+		// snapshot): a directory of another log is left as it is.
+		if err := e.checkLog(); err != nil {
+			return err
+		}
+	}
 	for id, s := range e.sites {
 		st := s.state
 		err := e.store.StatePeriods(id, func(first int32) error {
