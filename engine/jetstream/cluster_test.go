@@ -115,6 +115,25 @@ func (c *natsCluster) stop(i int) {
 	c.servers[i] = nil
 }
 
+// deleteStream deletes a stream through server 0 and returns the
+// connection it used, which the test's cleanup closes.
+func (c *natsCluster) deleteStream(t testing.TB, name string) *nats.Conn {
+	t.Helper()
+	conn, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	js, err := natsjs.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 func (c *natsCluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port) }
 
 // urls lists every server, i's first: a client reconnects to another one
@@ -461,18 +480,7 @@ func TestClusterWrongLog(t *testing.T) {
 	n := openNodeOn(t, c.url(0), "wrong", 1, clk, &engine.Options{Dir: dir, NoSync: true})
 	n.close(t)
 	// The stream is deleted and made again.
-	conn, err := nats.Connect(c.url(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	js, err := natsjs.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := js.DeleteStream(ctx, "WRONG_HITS"); err != nil {
-		t.Fatal(err)
-	}
+	conn := c.deleteStream(t, "WRONG_HITS")
 	l, err := jetstream.New(ctx, conn, jetstream.Options{Name: "wrong", Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -525,18 +533,7 @@ func TestClusterLogRecreatedLive(t *testing.T) {
 		track(n.e, k)
 	}
 	waitApplied(t, []*node{n})
-	conn, err := nats.Connect(c.url(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	js, err := natsjs.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := js.DeleteStream(ctx, "LIVE_HITS"); err != nil {
-		t.Fatal(err)
-	}
+	c.deleteStream(t, "LIVE_HITS")
 	// Another node makes the stream again and tracks 7 hits into it.
 	other := openNodeOn(t, c.url(0), "live", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true})
 	defer other.close(t)
