@@ -191,25 +191,31 @@ func (e *Engine) indexAccountLocked(r *accountRec) {
 
 // modifyAccount applies fn to a copy of account id's record under regMu
 // and stores it. fn returns an error to leave the record as it was.
-func (e *Engine) modifyAccount(id uint32, fn func(r *accountRec) error) (Account, error) {
+func (e *Engine) modifyAccount(ctx context.Context, id uint32, fn func(r *accountRec) error) (Account, error) {
 	if !e.enter() {
 		return Account{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	old, ok := e.accounts[id]
-	if !ok {
-		return Account{}, ErrNotFound
-	}
-	r := old.clone()
-	if err := fn(r); err != nil {
+	var a Account
+	err := e.regDo(ctx, func() error {
+		old, ok := e.accounts[id]
+		if !ok {
+			return ErrNotFound
+		}
+		r := old.clone()
+		if err := fn(r); err != nil {
+			return err
+		}
+		if err := e.putAccountLocked(r); err != nil {
+			return err
+		}
+		a = r.view()
+		return nil
+	})
+	if err != nil {
 		return Account{}, err
 	}
-	if err := e.putAccountLocked(r); err != nil {
-		return Account{}, err
-	}
-	return r.view(), nil
+	return a, nil
 }
 
 // newSecret returns n random bytes in base64url.
@@ -302,31 +308,39 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 		return Account{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	var inv *invite
-	if in.Invite != "" {
-		if inv = e.inviteLocked(in.Invite); inv == nil {
-			return Account{}, ErrInvite
+	var a Account
+	err = e.regDo(ctx, func() error {
+		var inv *invite
+		if in.Invite != "" {
+			if inv = e.inviteLocked(in.Invite); inv == nil {
+				return ErrInvite
+			}
 		}
-	}
-	r, err := e.newAccountLocked(name, email, &verr)
+		verr := verr
+		r, err := e.newAccountLocked(name, email, &verr)
+		if err != nil {
+			return err
+		}
+		r.PasswordHash = hash
+		r.Admin = false // the first account comes from serve or the CLI, never a form
+		if inv != nil {
+			// Used up first: a crash between the two leaves the
+			// invitation spent and no account, never an invitation
+			// that works twice.
+			if err := e.dropInviteLocked(inv); err != nil {
+				return err
+			}
+		}
+		if err := e.commitNewAccountLocked(r); err != nil {
+			return err
+		}
+		a = r.view()
+		return nil
+	})
 	if err != nil {
 		return Account{}, err
 	}
-	r.PasswordHash = hash
-	r.Admin = false // the first account comes from serve or the CLI, never a form
-	if inv != nil {
-		// Used up first: a crash between the two leaves the invitation
-		// spent and no account, never an invitation that works twice.
-		if err := e.dropInviteLocked(inv); err != nil {
-			return Account{}, err
-		}
-	}
-	if err := e.commitNewAccountLocked(r); err != nil {
-		return Account{}, err
-	}
-	return r.view(), nil
+	return a, nil
 }
 
 // newAccountLocked checks the email's uniqueness and the account limit and
@@ -392,7 +406,7 @@ func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (AP
 		return APIKey{}, "", err
 	}
 	var key string
-	a, err := e.modifyAccount(account, func(r *accountRec) error {
+	a, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if len(r.Keys) >= MaxKeysPerAccount {
 			verr.add("name", "An account has at most 20 API keys. Revoke one first.")
 			return &verr
@@ -409,7 +423,7 @@ func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (AP
 
 // RevokeKey deletes account's API key id: it stops working at once.
 func (e *Engine) RevokeKey(ctx context.Context, account, id uint32) error {
-	_, err := e.modifyAccount(account, func(r *accountRec) error {
+	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == id })
 		if i < 0 {
 			return ErrNotFound
@@ -495,7 +509,7 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 	if err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(account, func(r *accountRec) error {
+	return e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if r.PasswordHash != old.PasswordHash {
 			return fmt.Errorf("engine: set password: %w", ErrConflict)
 		}
@@ -548,7 +562,7 @@ func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string)
 	if err := verr.orNil(); err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(account, func(r *accountRec) error {
+	return e.modifyAccount(ctx, account, func(r *accountRec) error {
 		r.Name = name
 		return nil
 	})
@@ -564,7 +578,7 @@ func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, passwor
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(account, func(r *accountRec) error {
+	return e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if id, taken := e.emails[strings.ToLower(email)]; taken && id != account {
 			verr.add("email", "The email has already been taken.")
 			return &verr
@@ -660,7 +674,7 @@ func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Acc
 	if err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(r.ID, func(n *accountRec) error {
+	return e.modifyAccount(ctx, r.ID, func(n *accountRec) error {
 		if n.PasswordHash != r.PasswordHash || n.Gen != r.Gen || n.Email != r.Email || n.Disabled {
 			return ErrInvite // used meanwhile
 		}
@@ -720,7 +734,7 @@ func (e *Engine) CheckInvite(ctx context.Context, token string) bool {
 
 // dropInviteLocked deletes inv. regMu must be held for writing.
 func (e *Engine) dropInviteLocked(inv *invite) error {
-	if err := e.store.Delete(snapshot.KindInvite, inv.id()); err != nil {
+	if err := e.regDelete(snapshot.KindInvite, inv.id()); err != nil {
 		return fmt.Errorf("engine: delete invitation: %w", err)
 	}
 	delete(e.invites, inv.id())
@@ -789,7 +803,7 @@ func (ad Admin) SetDisabled(ctx context.Context, id uint32, disabled bool) (Acco
 	if id == ad.actor {
 		return Account{}, ErrForbidden
 	}
-	return ad.e.modifyAccount(id, func(r *accountRec) error {
+	return ad.e.modifyAccount(ctx, id, func(r *accountRec) error {
 		if err := ad.stillAdminLocked(); err != nil {
 			return err
 		}
@@ -813,7 +827,7 @@ func (ad Admin) SetAdmin(ctx context.Context, id uint32, admin bool) (Account, e
 	if id == ad.actor {
 		return Account{}, ErrForbidden
 	}
-	return ad.e.modifyAccount(id, func(r *accountRec) error {
+	return ad.e.modifyAccount(ctx, id, func(r *accountRec) error {
 		if err := ad.stillAdminLocked(); err != nil {
 			return err
 		}
@@ -860,28 +874,32 @@ func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
 		return "", Invite{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	if err := ad.stillAdminLocked(); err != nil {
-		return "", Invite{}, err
-	}
-	for _, old := range e.invites {
-		if !now.Before(old.Expires) {
-			if err := e.dropInviteLocked(old); err != nil {
-				return "", Invite{}, err
+	err = e.regDo(ctx, func() error {
+		if err := ad.stillAdminLocked(); err != nil {
+			return err
+		}
+		for _, old := range e.invites {
+			if !now.Before(old.Expires) {
+				if err := e.dropInviteLocked(old); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if len(e.invites) >= MaxInvites {
-		return "", Invite{}, &ValidationError{Fields: []FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
-	}
-	if _, dup := e.invites[inv.id()]; dup {
-		return "", Invite{}, fmt.Errorf("engine: new invitation: id collision")
-	}
-	if err := e.putJSON(snapshot.KindInvite, inv.id(), inv); err != nil {
+		if len(e.invites) >= MaxInvites {
+			return &ValidationError{Fields: []FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
+		}
+		if _, dup := e.invites[inv.id()]; dup {
+			return fmt.Errorf("engine: new invitation: id collision")
+		}
+		if err := e.putJSON(snapshot.KindInvite, inv.id(), inv); err != nil {
+			return err
+		}
+		e.invites[inv.id()] = inv
+		return nil
+	})
+	if err != nil {
 		return "", Invite{}, err
 	}
-	e.invites[inv.id()] = inv
 	return token, inv.public(), nil
 }
 
@@ -916,14 +934,14 @@ func (ad Admin) DeleteInvite(ctx context.Context, id string) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	if err := ad.stillAdminLocked(); err != nil {
-		return err
-	}
-	inv := e.invites[n]
-	if inv == nil {
-		return ErrNotFound
-	}
-	return e.dropInviteLocked(inv)
+	return e.regDo(ctx, func() error {
+		if err := ad.stillAdminLocked(); err != nil {
+			return err
+		}
+		inv := e.invites[n]
+		if inv == nil {
+			return ErrNotFound
+		}
+		return e.dropInviteLocked(inv)
+	})
 }

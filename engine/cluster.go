@@ -25,7 +25,10 @@ import (
 type Cluster interface {
 	// Publish appends one message to the log and returns once it is
 	// acknowledged as durable. A message holds the records of one Track
-	// call for one website (see publish); on an error it may or may not
+	// call for one website (see publish), or, with website 0, a registry
+	// transaction (regtx.go), which every node follows whatever websites
+	// it holds; messages of one website (0 included) keep their order. On
+	// an error it may or may not
 	// have been appended, and Publish must make a retry of the same call
 	// append it at most once.
 	Publish(ctx context.Context, website uint32, message []byte) error
@@ -43,6 +46,8 @@ type Cluster interface {
 	// after after, trimmed or recreated, is an error, never a silent
 	// skip).
 	Follow(ctx context.Context, after uint64, fn func(m LogMessage) error) error
+	// Last returns the sequence of the log's last message (0: none).
+	Last(ctx context.Context) (uint64, error)
 	// Salt returns the salt of the salt period starting on day first (days
 	// since 1970-01-01), which must be the same on every node: the first
 	// proposal made anywhere wins and every later call returns it.
@@ -160,6 +165,9 @@ type ClusterMetrics struct {
 	PublishTime time.Duration
 	// PublishErrors counts the publishes that failed.
 	PublishErrors uint64
+	// RegistryConflicts counts this node's registry changes that another
+	// node's came before, and that were run again (regtx.go).
+	RegistryConflicts uint64
 	// FollowError is why the follower is not following, since its last
 	// progress ("" while it follows); FollowErrors counts its failures.
 	// A node with a FollowError answers from a log position that may be
@@ -173,7 +181,7 @@ type ClusterMetrics struct {
 type clusterCounters struct {
 	pending, lagNs                    atomic.Int64
 	publishes, publishNs, publishErrs atomic.Int64
-	followErrs                        atomic.Int64
+	followErrs, regConflicts          atomic.Int64
 	followErr                         atomic.Pointer[string]
 }
 
@@ -193,6 +201,8 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		PublishTime:   time.Duration(c.publishNs.Load()),
 		PublishErrors: uint64(c.publishErrs.Load()),
 		FollowErrors:  uint64(c.followErrs.Load()),
+
+		RegistryConflicts: uint64(c.regConflicts.Load()),
 	}
 	if p := c.followErr.Load(); p != nil {
 		m.FollowError = *p
@@ -214,13 +224,15 @@ func (e *Engine) checkLog() error {
 	stored, err := e.store.Get(snapshot.KindCluster, 1)
 	switch {
 	case err == nil && string(stored) == id:
-		return nil
+		return e.loadRegVersion()
 	case err == nil:
 		return fmt.Errorf("%w: it follows %q, the cluster's is %q (recreated?); a node of this cluster starts from an empty directory", ErrWrongLog, stored, id)
 	case !errors.Is(err, snapshot.ErrNotFound):
 		return fmt.Errorf("engine: cluster log: %w", err)
 	}
-	applied := e.store.Trim() > 0
+	// (A cluster's registry comes from its log: accounts or websites
+	// made by a single process would exist on this node only.)
+	applied := e.store.Trim() > 0 || len(e.accounts) > 0 || len(e.sites) > 0
 	for _, s := range e.sites {
 		applied = applied || s.state.lastSeq > 0
 	}
@@ -260,6 +272,13 @@ func (e *Engine) follow() {
 			e.cluster.pending.Store(int64(m.Pending))
 			e.cluster.lagNs.Store(int64(lag))
 			e.cluster.followErr.Store(nil)
+			if len(m.Data) > 0 && m.Data[0] == msgRegistry {
+				rm, err := decodeRegistry(m.Data)
+				if err != nil {
+					return fmt.Errorf("message %d: %w", seq, err)
+				}
+				return e.applyRegistry(seq, rm)
+			}
 			var err error
 			if recs, err = decodeMessage(m.Data, recs); err != nil {
 				// Skipping it would make this node differ from those
@@ -338,4 +357,30 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 	e.seq.Store(seq)
 	e.drainLocked(st, seq, s.cfg.Load().domain)
 	return nil
+}
+
+// catchUp waits, at most Options.CatchUp, until the follower has applied
+// the log up to its last message now: Open returns a node that answers
+// with the registry and statistics of the cluster, not from behind.
+func (e *Engine) catchUp() {
+	if e.opts.CatchUp < 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.CatchUp)
+	defer cancel()
+	last, err := e.opts.Cluster.Last(ctx)
+	if err != nil {
+		e.opts.Logger.Warn("cluster: the log's last message", "err", err)
+		return
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for e.seq.Load() < last {
+		select {
+		case <-ctx.Done():
+			e.opts.Logger.Warn("cluster: open before catching up", "applied", e.seq.Load(), "last", last)
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -41,6 +41,13 @@ type Engine struct {
 	domains     map[string]uint32 // normalised domain → website id
 	nextAccount uint32            // last account id assigned
 	nextWebsite uint32            // last website id assigned
+	// Cluster mode (regtx.go): the dry run in progress, whose writes are
+	// collected; the log position of the last registry transaction
+	// applied; the transactions this node waits for.
+	regTx      *regTx
+	regSeq     uint64
+	regWaiting regWaiters
+	regTxMu    sync.Mutex // one change at a time on this node (regDo)
 
 	auth  authState // password hash gate and sessions (sessions.go)
 	usage usage     // last uses of keys and sessions, written at snapshots (usage.go)
@@ -221,6 +228,7 @@ func Open(opts *Options) (*Engine, error) {
 	if o.Cluster != nil {
 		e.bg.Add(1)
 		go e.follow()
+		e.catchUp()
 	}
 	return e, nil
 }

@@ -111,36 +111,44 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 	if len(verr.Fields) > 0 {
 		return Goal{}, verr
 	}
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	s, ok := e.sites[website]
-	if !ok || !o.owns(s.web) {
-		return Goal{}, ErrNotFound
-	}
-	old := s.goals
-	if old == nil {
-		old = &goalSet{}
-	}
-	for _, x := range old.Goals {
-		if g.EventName != "" && x.EventName == g.EventName || g.PagePath != "" && x.PagePath == g.PagePath {
-			return x, nil // find or create
+	var out Goal
+	err := e.regDo(ctx, func() error {
+		s, ok := e.sites[website]
+		if !ok || !o.owns(s.web) {
+			return ErrNotFound
 		}
-		if x.DisplayName == g.DisplayName {
-			verr.add("display_name", "has already been taken")
-			return Goal{}, verr
+		old := s.goals
+		if old == nil {
+			old = &goalSet{}
 		}
-	}
-	if len(old.Goals) >= MaxGoals {
-		verr.add("goal", fmt.Sprintf("a website has at most %d goals", MaxGoals))
-		return Goal{}, verr
-	}
-	next := &goalSet{Next: old.Next + 1, Goals: append(slices.Clone(old.Goals), g)}
-	g.ID = next.Next
-	next.Goals[len(next.Goals)-1] = g
-	if err := e.putGoalsLocked(s, website, next); err != nil {
+		for _, x := range old.Goals {
+			if g.EventName != "" && x.EventName == g.EventName || g.PagePath != "" && x.PagePath == g.PagePath {
+				out = x // find or create
+				return nil
+			}
+			if x.DisplayName == g.DisplayName {
+				verr.add("display_name", "has already been taken")
+				return verr
+			}
+		}
+		if len(old.Goals) >= MaxGoals {
+			verr.add("goal", fmt.Sprintf("a website has at most %d goals", MaxGoals))
+			return verr
+		}
+		next := &goalSet{Next: old.Next + 1, Goals: append(slices.Clone(old.Goals), g)}
+		g := g
+		g.ID = next.Next
+		next.Goals[len(next.Goals)-1] = g
+		if err := e.putGoalsLocked(s, website, next); err != nil {
+			return err
+		}
+		out = g
+		return nil
+	})
+	if err != nil {
 		return Goal{}, err
 	}
-	return g, nil
+	return out, nil
 }
 
 func (o Owner) deleteGoal(ctx context.Context, website uint32, id uint64) error {
@@ -149,18 +157,18 @@ func (o Owner) deleteGoal(ctx context.Context, website uint32, id uint64) error 
 		return ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	s, ok := e.sites[website]
-	if !ok || !o.owns(s.web) || s.goals == nil {
-		return ErrNotFound
-	}
-	i := slices.IndexFunc(s.goals.Goals, func(g Goal) bool { return g.ID == id })
-	if i < 0 {
-		return ErrNotFound
-	}
-	next := &goalSet{Next: s.goals.Next, Goals: slices.Delete(slices.Clone(s.goals.Goals), i, i+1)}
-	return e.putGoalsLocked(s, website, next)
+	return e.regDo(ctx, func() error {
+		s, ok := e.sites[website]
+		if !ok || !o.owns(s.web) || s.goals == nil {
+			return ErrNotFound
+		}
+		i := slices.IndexFunc(s.goals.Goals, func(g Goal) bool { return g.ID == id })
+		if i < 0 {
+			return ErrNotFound
+		}
+		next := &goalSet{Next: s.goals.Next, Goals: slices.Delete(slices.Clone(s.goals.Goals), i, i+1)}
+		return e.putGoalsLocked(s, website, next)
+	})
 }
 
 // putGoalsLocked stores and publishes a website's new goals. regMu is held.

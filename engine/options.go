@@ -105,6 +105,12 @@ type Options struct {
 	// The store keeps this node's days, visitor state and registry. Nil:
 	// one process, the log in the store.
 	Cluster Cluster
+	// CatchUp bounds how long Open waits, in cluster mode, for the node to
+	// apply the log up to its last message at Open (the registry with it),
+	// so that a new or restarted node does not answer from behind. Default
+	// one minute; past it Open returns and the follower goes on (/healthz
+	// shows the lag). Negative: no wait.
+	CatchUp time.Duration
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 }
@@ -135,6 +141,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 30 * time.Second
+	}
+	if c.CatchUp == 0 {
+		c.CatchUp = time.Minute
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -341,11 +341,29 @@ type pendingChunks struct {
 // collected here (marked clean before it is written) can leave memory
 // before the write is done.
 func (e *Engine) snapshot() error {
+	// In cluster mode the flush waits for the follower, which takes
+	// snapMu to delete a website's data: it runs before the lock.
+	shared := e.opts.Cluster != nil
+	flush := func() {
+		if err := e.flushUsage(); err != nil {
+			// Only last-use times: the snapshot goes on, they wait for
+			// the next.
+			e.opts.Logger.Error("write key and session uses", "err", err)
+		}
+	}
+	if shared {
+		select {
+		case <-e.stop:
+			// Closing: the follower has stopped, and these times
+			// (informational) are lost.
+		default:
+			flush()
+		}
+	}
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
-	if err := e.flushUsage(); err != nil {
-		// Only last-use times: the snapshot goes on, they wait for the next.
-		e.opts.Logger.Error("write key and session uses", "err", err)
+	if !shared {
+		flush()
 	}
 	start := time.Now()
 	// Every record up to trim is applied, except those still pending,

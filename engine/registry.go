@@ -94,25 +94,32 @@ func (e *Engine) createAccount(ctx context.Context, name, email string, check fu
 		return Account{}, "", ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	if check != nil {
-		if err := check(); err != nil {
-			return Account{}, "", err
+	var a Account
+	var key string
+	err := e.regDo(ctx, func() error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
 		}
-	}
-	r, err := e.newAccountLocked(name, email, &verr)
+		verr := verr
+		r, err := e.newAccountLocked(name, email, &verr)
+		if err != nil {
+			return err
+		}
+		if key, err = e.addKeyLocked(r, "default"); err != nil {
+			return err
+		}
+		if err := e.commitNewAccountLocked(r); err != nil {
+			return err
+		}
+		a = r.view()
+		return nil
+	})
 	if err != nil {
 		return Account{}, "", err
 	}
-	key, err := e.addKeyLocked(r, "default")
-	if err != nil {
-		return Account{}, "", err
-	}
-	if err := e.commitNewAccountLocked(r); err != nil {
-		return Account{}, "", err
-	}
-	return r.view(), key, nil
+	return a, key, nil
 }
 
 // Accounts returns every account, by id.
@@ -154,7 +161,7 @@ func (e *Engine) Account(ctx context.Context, id uint32) (Account, error) {
 // leaked key; the web app revokes keys one by one.
 func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) {
 	var key string
-	_, err := e.modifyAccount(account, func(r *accountRec) error {
+	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		// End the sessions before the new key is stored: a crash between
 		// the two leaves the account signed out with its old keys, never
 		// signed in with sessions the rotation should have ended.
@@ -326,24 +333,31 @@ func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, err
 		return Website{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	if err := e.checkNewWebsiteLocked(account, w.Domain, &verr); err != nil {
-		return Website{}, err // the domain was taken meanwhile
-	}
-	if pwHash != "" {
-		w.PasswordHash = pwHash
-	}
-	w.ID = e.nextWebsite + 1
-	if err := e.putCounterLocked(counterWebsite, uint64(w.ID)); err != nil {
+	var out Website
+	err = e.regDo(ctx, func() error {
+		w, verr := w, verr
+		if err := e.checkNewWebsiteLocked(account, w.Domain, &verr); err != nil {
+			return err // the domain was taken meanwhile
+		}
+		if pwHash != "" {
+			w.PasswordHash = pwHash
+		}
+		w.ID = e.nextWebsite + 1
+		if err := e.putCounterLocked(counterWebsite, uint64(w.ID)); err != nil {
+			return err
+		}
+		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+			return err
+		}
+		e.nextWebsite = w.ID
+		e.addSiteLocked(&w, newSiteState(w.ID))
+		out = w
+		return nil
+	})
+	if err != nil {
 		return Website{}, err
 	}
-	if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
-		return Website{}, err
-	}
-	e.nextWebsite = w.ID
-	e.addSiteLocked(&w, newSiteState(w.ID))
-	return w, nil
+	return out, nil
 }
 
 // checkNewWebsite returns ErrNotFound for an unknown account, else verr
@@ -401,26 +415,32 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		return Website{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	s, ok := e.sites[id]
-	if !ok || !o.owns(s.web) {
-		return Website{}, ErrNotFound
-	}
-	w := *s.web
-	e.applyInput(&w, in, &verr)
-	if err := verr.orNil(); err != nil {
+	var out Website
+	err = e.regDo(ctx, func() error {
+		s, ok := e.sites[id]
+		if !ok || !o.owns(s.web) {
+			return ErrNotFound
+		}
+		w, verr := *s.web, verr
+		e.applyInput(&w, in, &verr)
+		if err := verr.orNil(); err != nil {
+			return err
+		}
+		if pwHash != "" {
+			w.PasswordHash = pwHash
+		}
+		w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
+		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+			return err
+		}
+		s.setWebsite(&w)
+		out = w
+		return nil
+	})
+	if err != nil {
 		return Website{}, err
 	}
-	if pwHash != "" {
-		w.PasswordHash = pwHash
-	}
-	w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
-	if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
-		return Website{}, err
-	}
-	s.setWebsite(&w)
-	return w, nil
+	return out, nil
 }
 
 // applyInput validates the optional fields of in into w. It checks a
@@ -498,29 +518,40 @@ func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	s, ok := e.sites[id]
-	if !ok || !o.owns(s.web) {
-		e.regMu.Unlock()
-		return ErrNotFound
-	}
-	// The record goes first: if the store refuses (a full disk), nothing
-	// changed, in memory or on disk. Once it is gone, Open ignores the
-	// website's other keys, removed below.
-	if err := e.store.Delete(snapshot.KindWebsite, uint64(id)); err != nil {
-		e.regMu.Unlock()
-		return fmt.Errorf("engine: delete website %d: %w", id, err)
-	}
-	if s.goals != nil {
-		if err := e.store.Delete(snapshot.KindGoals, uint64(id)); err != nil {
-			// The website is gone; Open drops goals of no website.
-			e.opts.Logger.Error("delete goals", "website", id, "err", err)
+	var gone *site
+	err := e.regDo(ctx, func() error {
+		s, ok := e.sites[id]
+		if !ok || !o.owns(s.web) {
+			return ErrNotFound
 		}
+		// The record goes first: if the store refuses (a full disk),
+		// nothing changed, in memory or on disk. Once it is gone, Open
+		// ignores the website's other keys, removed below.
+		if err := e.regDelete(snapshot.KindWebsite, uint64(id)); err != nil {
+			return err
+		}
+		if s.goals != nil {
+			if err := e.regDelete(snapshot.KindGoals, uint64(id)); err != nil {
+				// The website is gone; Open drops goals of no website.
+				e.opts.Logger.Error("delete goals", "website", id, "err", err)
+			}
+		}
+		delete(e.sites, id)
+		delete(e.domains, s.web.Domain)
+		gone = s
+		return nil
+	})
+	if err != nil || e.opts.Cluster != nil {
+		// (In cluster mode the follower dropped the data: applyRegistry.)
+		return err
 	}
-	delete(e.sites, id)
-	delete(e.domains, s.web.Domain)
-	e.regMu.Unlock()
+	return e.dropSiteData(gone)
+}
 
+// dropSiteData drops the statistics of a website removed from the
+// registry, in memory and then in the store.
+func (e *Engine) dropSiteData(s *site) error {
+	id := s.web.ID
 	sh := e.shardOf(id)
 	sh.mu.Lock()
 	s.state.deleted = true
@@ -567,17 +598,11 @@ func (e *Engine) putJSON(kind snapshot.Kind, id uint64, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := e.store.Put(kind, id, b); err != nil {
-		return fmt.Errorf("engine: write registry: %w", err)
-	}
-	return nil
+	return e.regPut(kind, id, b)
 }
 
 func (e *Engine) putCounterLocked(which uint64, v uint64) error {
-	if err := e.store.Put(snapshot.KindCounter, which, strconv.AppendUint(nil, v, 10)); err != nil {
-		return fmt.Errorf("engine: write registry: %w", err)
-	}
-	return nil
+	return e.regPut(snapshot.KindCounter, which, strconv.AppendUint(nil, v, 10))
 }
 
 // loadRegistry reads accounts, websites, counters and sessions from the

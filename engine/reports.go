@@ -53,13 +53,15 @@ func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportK
 		return ErrClosed
 	}
 	defer e.exit()
-	if _, err := e.Unscoped().site(website); err != nil {
-		return err
-	}
-	if err := e.store.Put(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
-		return fmt.Errorf("engine: record report of website %d: %w", website, err)
-	}
-	return nil
+	return e.regDo(ctx, func() error {
+		if _, ok := e.sites[website]; !ok {
+			return ErrNotFound
+		}
+		if err := e.regPut(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
+			return fmt.Errorf("engine: record report of website %d: %w", website, err)
+		}
+		return nil
+	})
 }
 
 // Secret returns the server secret called name (for example the key that
@@ -73,21 +75,24 @@ func (e *Engine) Secret(ctx context.Context, name string) ([32]byte, error) {
 	defer e.exit()
 	h := sha256.Sum256([]byte(name))
 	id := binary.BigEndian.Uint64(h[:8])
-	e.regMu.Lock() // serialises creation
-	defer e.regMu.Unlock()
-	v, err := e.store.Get(snapshot.KindSecret, id)
-	if err == nil && len(v) == len(s) {
-		copy(s[:], v)
-		return s, nil
-	}
-	if err != nil && !errors.Is(err, snapshot.ErrNotFound) {
-		return s, fmt.Errorf("engine: secret %q: %w", name, err)
-	}
-	if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
-		return s, fmt.Errorf("engine: secret %q: %w", name, err)
-	}
-	if err := e.store.Put(snapshot.KindSecret, id, s[:]); err != nil {
-		return s, fmt.Errorf("engine: secret %q: %w", name, err)
-	}
-	return s, nil
+	// regDo serialises creation; in cluster mode the first node's
+	// secret is every node's.
+	err := e.regDo(ctx, func() error {
+		v, err := e.store.Get(snapshot.KindSecret, id)
+		if err == nil && len(v) == len(s) {
+			copy(s[:], v)
+			return nil
+		}
+		if err != nil && !errors.Is(err, snapshot.ErrNotFound) {
+			return fmt.Errorf("engine: secret %q: %w", name, err)
+		}
+		if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
+			return fmt.Errorf("engine: secret %q: %w", name, err)
+		}
+		if err := e.regPut(snapshot.KindSecret, id, s[:]); err != nil {
+			return fmt.Errorf("engine: secret %q: %w", name, err)
+		}
+		return nil
+	})
+	return s, err
 }

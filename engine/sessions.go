@@ -151,33 +151,37 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 		return "", ErrClosed
 	}
 	defer e.exit()
-	// regMu (read) keeps RotateKey out until the session is stored, so a
+	// regMu keeps RotateKey out until the session is stored, so a
 	// rotation ends it or refuses it.
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	cur, ok := e.accounts[a.ID]
-	if !ok || cur.Gen != a.Gen || cur.Disabled ||
-		a.ViaKey != 0 && !slices.ContainsFunc(cur.Keys, func(k APIKey) bool { return k.ID == a.ViaKey }) {
-		return "", ErrUnauthenticated
-	}
-	e.auth.mu.Lock()
-	defer e.auth.mu.Unlock()
-	if _, dup := e.auth.sessions[s.id()]; dup {
-		// 2^-64 per pair of sessions; refuse rather than shadow one.
-		return "", fmt.Errorf("engine: new session: id collision")
-	}
-	for _, old := range slices.Clone(e.auth.byAccount[a.ID]) {
-		if !now.Before(old.Expires) || len(e.auth.byAccount[a.ID]) >= MaxSessionsPerAccount {
-			if err := e.removeSessionLocked(old); err != nil {
-				return "", err
+	err = e.regDo(ctx, func() error {
+		cur, ok := e.accounts[a.ID]
+		if !ok || cur.Gen != a.Gen || cur.Disabled ||
+			a.ViaKey != 0 && !slices.ContainsFunc(cur.Keys, func(k APIKey) bool { return k.ID == a.ViaKey }) {
+			return ErrUnauthenticated
+		}
+		e.auth.mu.Lock()
+		defer e.auth.mu.Unlock()
+		if _, dup := e.auth.sessions[s.id()]; dup {
+			// 2^-64 per pair of sessions; refuse rather than shadow one.
+			return fmt.Errorf("engine: new session: id collision")
+		}
+		for _, old := range slices.Clone(e.auth.byAccount[a.ID]) {
+			if !now.Before(old.Expires) || len(e.auth.byAccount[a.ID]) >= MaxSessionsPerAccount {
+				if err := e.removeSessionLocked(old); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := e.putJSON(snapshot.KindSession, s.id(), s); err != nil {
+		if err := e.putJSON(snapshot.KindSession, s.id(), s); err != nil {
+			return err
+		}
+		e.auth.sessions[s.id()] = s
+		e.auth.byAccount[a.ID] = append(e.auth.byAccount[a.ID], s)
+		return nil
+	})
+	if err != nil {
 		return "", err
 	}
-	e.auth.sessions[s.id()] = s
-	e.auth.byAccount[a.ID] = append(e.auth.byAccount[a.ID], s)
 	return token, nil
 }
 
@@ -200,8 +204,13 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		return Account{}, ErrUnauthenticated
 	}
 	if !e.now().Before(s.Expires) {
-		if err := e.removeSessionLocked(s); err != nil {
-			e.opts.Logger.Error("delete expired session", "err", err)
+		// (In cluster mode a deletion is a registry transaction: the
+		// session stays until the account's next sign-in or Open drops
+		// it, refused meanwhile.)
+		if e.opts.Cluster == nil {
+			if err := e.removeSessionLocked(s); err != nil {
+				e.opts.Logger.Error("delete expired session", "err", err)
+			}
 		}
 		e.auth.mu.Unlock()
 		return Account{}, ErrUnauthenticated
@@ -229,13 +238,15 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	e.auth.mu.Lock()
-	defer e.auth.mu.Unlock()
-	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
-	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
-		return nil
-	}
-	return e.removeSessionLocked(s)
+	return e.regDo(ctx, func() error {
+		e.auth.mu.Lock()
+		defer e.auth.mu.Unlock()
+		s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
+		if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
+			return nil
+		}
+		return e.removeSessionLocked(s)
+	})
 }
 
 // replaceSessionLocked puts ns in the place of s (records are replaced,
@@ -264,6 +275,11 @@ func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
 		}
 	}
 	slices.Reverse(out)
+	// Sessions made at the same instant (on several nodes of a cluster, or
+	// in one's order and after a restart in another's) by id.
+	slices.SortStableFunc(out, func(a, b Session) int {
+		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.ID, b.ID))
+	})
 	return out
 }
 
@@ -278,13 +294,15 @@ func (e *Engine) EndSessionID(ctx context.Context, account uint32, id string) er
 		return ErrClosed
 	}
 	defer e.exit()
-	e.auth.mu.Lock()
-	defer e.auth.mu.Unlock()
-	s := e.auth.sessions[n]
-	if s == nil || s.Account != account {
-		return ErrNotFound
-	}
-	return e.removeSessionLocked(s)
+	return e.regDo(ctx, func() error {
+		e.auth.mu.Lock()
+		defer e.auth.mu.Unlock()
+		s := e.auth.sessions[n]
+		if s == nil || s.Account != account {
+			return ErrNotFound
+		}
+		return e.removeSessionLocked(s)
+	})
 }
 
 // EndSessions ends every session of account ("sign out everywhere").
@@ -294,7 +312,7 @@ func (e *Engine) EndSessions(ctx context.Context, account uint32) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	return e.endSessionsLocked(account)
+	return e.regDo(ctx, func() error { return e.endSessionsLocked(account) })
 }
 
 // endSessionsLocked ends every session of account. It takes e.auth.mu; the
@@ -328,9 +346,15 @@ func (e *Engine) endKeySessionsLocked(account, key uint32) error {
 // removeSessionLocked deletes s from the store, then from memory.
 // e.auth.mu must be held, and the caller must have entered.
 func (e *Engine) removeSessionLocked(s *session) error {
-	if err := e.store.Delete(snapshot.KindSession, s.id()); err != nil {
+	if err := e.regDelete(snapshot.KindSession, s.id()); err != nil {
 		return fmt.Errorf("engine: end session: %w", err)
 	}
+	e.forgetSessionLocked(s)
+	return nil
+}
+
+// forgetSessionLocked removes s from memory. e.auth.mu must be held.
+func (e *Engine) forgetSessionLocked(s *session) {
 	delete(e.auth.sessions, s.id())
 	list := e.auth.byAccount[s.Account]
 	if i := slices.Index(list, s); i >= 0 {
@@ -341,7 +365,6 @@ func (e *Engine) removeSessionLocked(s *session) error {
 	} else {
 		e.auth.byAccount[s.Account] = list
 	}
-	return nil
 }
 
 // loadSessions reads the sessions from the store after the accounts, and

@@ -109,7 +109,7 @@ func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code, p
 		codes[i] = s[:5] + "-" + s[5:]
 		hashes[i] = hashToken(s)
 	}
-	_, err := e.modifyAccount(account, func(r *accountRec) error {
+	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if r.TOTPSecret != "" {
 			verr.add("code", "Two-factor authentication is on already. Turn it off first.")
 			return &verr
@@ -132,7 +132,7 @@ func (e *Engine) DisableTOTP(ctx context.Context, account uint32, password strin
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(account, func(r *accountRec) error {
+	return e.modifyAccount(ctx, account, func(r *accountRec) error {
 		r.TOTPSecret, r.TOTPStep, r.Recovery = "", 0, nil
 		r.TOTPFails, r.TOTPWait = 0, time.Time{}
 		r.Gen++
@@ -149,7 +149,7 @@ func (e *Engine) CheckSecondFactor(ctx context.Context, a Account, code string) 
 	code = normCode(code)
 	now := e.now()
 	wrong := false
-	got, err := e.modifyAccount(a.ID, func(r *accountRec) error {
+	got, err := e.modifyAccount(ctx, a.ID, func(r *accountRec) error {
 		if r.Gen != a.Gen || r.Disabled || r.TOTPSecret == "" {
 			return ErrUnauthenticated
 		}

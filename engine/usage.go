@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -109,6 +110,9 @@ func (e *Engine) flushUsage() error {
 	if keys == nil && sessions == nil {
 		return nil
 	}
+	if e.opts.Cluster != nil {
+		return e.flushUsageShared(keys, sessions)
+	}
 	byAccount := make(map[uint32][]keyRef)
 	for ref := range keys {
 		byAccount[ref.account] = append(byAccount[ref.account], ref)
@@ -203,4 +207,75 @@ func (e *Engine) accountView(r *accountRec) Account {
 		}
 	}
 	return a
+}
+
+// usageChunk is how many records a registry transaction of
+// flushUsageShared writes at most.
+const usageChunk = 64
+
+// flushUsageShared is flushUsage in cluster mode: the times go into the
+// records as registry transactions of at most usageChunk records, and are
+// forgotten once all are applied (a failed flush is made again at the next
+// snapshot; what was applied then changes nothing).
+func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64]time.Time) error {
+	ctx := context.Background()
+	accounts := make(map[uint32]bool)
+	for ref := range keys {
+		accounts[ref.account] = true
+	}
+	ids := slices.Sorted(maps.Keys(accounts))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), usageChunk)]
+		ids = ids[len(chunk):]
+		err := e.regDo(ctx, func() error {
+			for _, acc := range chunk {
+				old := e.accounts[acc]
+				if old == nil {
+					continue
+				}
+				r, changed := old.clone(), false
+				for i, k := range r.Keys {
+					if t, ok := keys[keyRef{acc, k.ID}]; ok && t.After(k.LastUsed) {
+						r.Keys[i].LastUsed, changed = t, true
+					}
+				}
+				if changed {
+					if err := e.putAccountLocked(r); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("engine: write key uses: %w", err)
+		}
+	}
+	sids := slices.Sorted(maps.Keys(sessions))
+	for len(sids) > 0 {
+		chunk := sids[:min(len(sids), usageChunk)]
+		sids = sids[len(chunk):]
+		err := e.regDo(ctx, func() error {
+			e.auth.mu.Lock()
+			defer e.auth.mu.Unlock()
+			for _, id := range chunk {
+				s := e.auth.sessions[id]
+				if s == nil || !sessions[id].After(s.LastSeen) {
+					continue
+				}
+				ns := *s
+				ns.LastSeen = sessions[id]
+				if err := e.putJSON(snapshot.KindSession, id, &ns); err != nil {
+					return err
+				}
+				e.replaceSessionLocked(s, &ns)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("engine: write session uses: %w", err)
+		}
+	}
+	e.usage.forget(keys, sessions)
+	return nil
 }

@@ -22,24 +22,31 @@ func (o Owner) RemoveWebsitePassword(ctx context.Context, id uint32) (Website, e
 		return Website{}, ErrClosed
 	}
 	defer e.exit()
-	e.regMu.Lock()
-	defer e.regMu.Unlock()
-	s, ok := e.sites[id]
-	if !ok || !o.owns(s.web) {
-		return Website{}, ErrNotFound
-	}
-	if s.web.Privacy == 2 {
-		return Website{}, &ValidationError{Fields: []FieldError{{"password", "The password field is required when privacy is 2."}}}
-	}
-	if s.web.PasswordHash == "" {
-		return *s.web, nil
-	}
-	w := *s.web
-	w.PasswordHash = ""
-	w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
-	if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+	var out Website
+	err := e.regDo(ctx, func() error {
+		s, ok := e.sites[id]
+		if !ok || !o.owns(s.web) {
+			return ErrNotFound
+		}
+		if s.web.Privacy == 2 {
+			return &ValidationError{Fields: []FieldError{{"password", "The password field is required when privacy is 2."}}}
+		}
+		out = *s.web
+		if s.web.PasswordHash == "" {
+			return nil
+		}
+		w := *s.web
+		w.PasswordHash = ""
+		w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
+		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+			return err
+		}
+		s.setWebsite(&w)
+		out = w
+		return nil
+	})
+	if err != nil {
 		return Website{}, err
 	}
-	s.setWebsite(&w)
-	return w, nil
+	return out, nil
 }

@@ -113,7 +113,7 @@ type engineCollector struct {
 	evicted, websites, state, overflow         *prometheus.Desc
 	openSeg                                    *prometheus.Desc
 	// cluster mode (engine.Metrics.Cluster)
-	applied, pending, lag, pubs, pubTime, pubErrs, followErrs *prometheus.Desc
+	applied, pending, lag, pubs, pubTime, pubErrs, regConfl, followErrs *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
@@ -135,6 +135,7 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		pubs:       prometheus.NewDesc("webstats_cluster_publishes_total", "Cluster mode: messages this node published to the shared log.", nil, nil),
 		pubTime:    prometheus.NewDesc("webstats_cluster_publish_seconds_total", "Cluster mode: time the publishes took to be acknowledged, in all (divided by webstats_cluster_publishes_total: the mean).", nil, nil),
 		pubErrs:    prometheus.NewDesc("webstats_cluster_publish_errors_total", "Cluster mode: publishes that failed (the request was answered 503).", nil, nil),
+		regConfl:   prometheus.NewDesc("webstats_cluster_registry_conflicts_total", "Cluster mode: registry changes of this node another node's came before (each was run again).", nil, nil),
 		followErrs: prometheus.NewDesc("webstats_cluster_follow_errors_total", "Cluster mode: times the follower of the shared log stopped on an error (it starts again, backing off while it makes no progress; /healthz says why).", nil, nil),
 	}
 }
@@ -142,7 +143,7 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow, c.openSeg,
-		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs, c.followErrs} {
+		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs, c.regConfl, c.followErrs} {
 		ch <- d
 	}
 }
@@ -169,6 +170,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.pubs, prometheus.CounterValue, float64(cm.Publishes))
 		ch <- prometheus.MustNewConstMetric(c.pubTime, prometheus.CounterValue, cm.PublishTime.Seconds())
 		ch <- prometheus.MustNewConstMetric(c.pubErrs, prometheus.CounterValue, float64(cm.PublishErrors))
+		ch <- prometheus.MustNewConstMetric(c.regConfl, prometheus.CounterValue, float64(cm.RegistryConflicts))
 		ch <- prometheus.MustNewConstMetric(c.followErrs, prometheus.CounterValue, float64(cm.FollowErrors))
 	}
 }

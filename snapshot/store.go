@@ -376,6 +376,44 @@ func (s *Store) PutMany(k Kind, ids []uint64, values [][]byte) error {
 	return wrap(op, s.commit(b))
 }
 
+// Op is one write of Store.Write: a record put, or deleted when Delete.
+type Op struct {
+	Kind   Kind
+	ID     uint64
+	Value  []byte
+	Delete bool
+}
+
+// Write applies ops in order, in one batch: all of them are durable
+// together (one sync), or none is written. Values are copied.
+func (s *Store) Write(ops []Op) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("write %d registry records", len(ops))
+	if len(ops) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, o := range ops {
+		if err := checkKind(o.Kind); err != nil {
+			return wrap(op, err)
+		}
+		var err error
+		if o.Delete {
+			err = b.Delete(registryKey(o.Kind, o.ID), nil)
+		} else {
+			err = b.Set(registryKey(o.Kind, o.ID), o.Value, nil)
+		}
+		if err != nil {
+			return wrap(op, err)
+		}
+	}
+	return wrap(op, s.commit(b))
+}
+
 // Get returns a copy of record (k, id), or ErrNotFound. The returned slice
 // belongs to the caller.
 func (s *Store) Get(k Kind, id uint64) ([]byte, error) {

@@ -84,10 +84,11 @@ func BenchmarkClusterTrack(b *testing.B) {
 		for i := range 3 {
 			n := openNode(b, nc.urls(i), b.TempDir(), clk, "")
 			defer n.close(b)
-			addSites(b, n.e, bench.Medium.Domain)
 			nodes = append(nodes, n)
 			engines = append(engines, n.e)
 		}
+		addSites(b, nodes[0].e, bench.Medium.Domain)
+		waitApplied(b, nodes)
 		stop := make(chan struct{})
 		var lags []time.Duration
 		var wg sync.WaitGroup

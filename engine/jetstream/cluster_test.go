@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,9 +223,9 @@ func (n *node) close(t testing.TB) {
 	n.nc.Close()
 }
 
-// addSites registers the same account and websites on e. The registry is
-// not shared through the cluster yet: every node gets the same records in
-// the same order, so the ids agree.
+// addSites registers an account and its websites (each with a goal) on e:
+// on one node of a cluster, whose registry goes through the log to the
+// others, and on a single engine, where the ids come out the same.
 func addSites(t testing.TB, e *engine.Engine, domains ...string) []uint32 {
 	t.Helper()
 	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
@@ -246,7 +247,7 @@ func addSites(t testing.TB, e *engine.Engine, domains ...string) []uint32 {
 }
 
 // waitApplied waits until every engine has applied the whole stream.
-func waitApplied(t *testing.T, nodes []*node) {
+func waitApplied(t testing.TB, nodes []*node) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -328,10 +329,11 @@ func TestClusterSameAnswers(t *testing.T) {
 		{Domain: "a.example", PageviewsPerMonth: 6_000, PagesPerDay: 40},
 		{Domain: "b.example", PageviewsPerMonth: 3_000, PagesPerDay: 20},
 	}
-	var ids []uint32
-	for _, e := range []*engine.Engine{nodes[0].e, nodes[1].e, nodes[2].e, single} {
-		ids = addSites(t, e, sites[0].Domain, sites[1].Domain)
+	ids := addSites(t, nodes[0].e, sites[0].Domain, sites[1].Domain)
+	if got := addSites(t, single, sites[0].Domain, sites[1].Domain); !slices.Equal(got, ids) {
+		t.Fatalf("website ids %v in the cluster, %v in one process", ids, got)
 	}
+	waitApplied(t, nodes)
 	const days = 3
 	k := 0
 	var batch []engine.Hit
@@ -601,11 +603,17 @@ func TestClusterHealthz(t *testing.T) {
 	if err := json.Unmarshal([]byte(get("/healthz")), &health); err != nil {
 		t.Fatal(err)
 	}
-	if health.Status != "ok" || health.Cluster == nil || health.Cluster.Applied != 5 || health.Cluster.Pending != 0 || health.Cluster.LagSeconds != 0 {
-		t.Fatalf("/healthz of a caught-up node after 5 messages: %+v %+v", health, health.Cluster)
+	// 5 hits and 4 registry transactions: the account, the website, its
+	// goal, and the server secret httpd.New asks for.
+	const msgs = 9
+	if last, err := n.log.Last(ctx); err != nil || last != msgs {
+		t.Fatalf("the stream holds %d messages (%v), want %d", last, err, msgs)
+	}
+	if health.Status != "ok" || health.Cluster == nil || health.Cluster.Applied != msgs || health.Cluster.Pending != 0 || health.Cluster.LagSeconds != 0 {
+		t.Fatalf("/healthz of a caught-up node after %d messages: %+v %+v", msgs, health, health.Cluster)
 	}
 	m := get("/metrics")
-	for _, want := range []string{"webstats_cluster_applied_sequence 5", "webstats_cluster_pending_messages 0", "webstats_cluster_publishes_total 5", "webstats_cluster_publish_errors_total 0"} {
+	for _, want := range []string{"webstats_cluster_applied_sequence 9", "webstats_cluster_pending_messages 0", "webstats_cluster_publishes_total 9", "webstats_cluster_publish_errors_total 0"} {
 		if !strings.Contains(m, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -63,17 +63,8 @@ func crashSchedule(t *testing.T, c *natsCluster, seed uint64) {
 	// The follower under test, on a file system that can lose power.
 	fs := vfs.NewCrashableMem()
 	conn, l := newLog()
+	// (Its registry comes from the log too.)
 	opts := engine.Options{FS: fs, Dir: "data", SnapshotEvery: -1, Now: clk.Now, Retention: 2}
-	{
-		e, err := engine.Open(&opts) // its registry first, then it follows
-		if err != nil {
-			t.Fatal(err)
-		}
-		addSites(t, e, domains...)
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var hits []engine.Hit
 	for h := range bench.NewGenerator(bench.Config{Seed: seed, Sites: sites, Days: 3}).Hits() {
 		hits = append(hits, h)

@@ -3,8 +3,9 @@
 // salts live in a replicated key-value bucket.
 //
 // The stream WEBSTATS_HITS holds enriched records on the subjects
-// webstats.hits.<p>, p = website mod 64 (Options.Name renames both), so that one website's records keep
-// their order. A message holds one Track call's records of one website
+// webstats.hits.<p>, p = website mod 64 (Options.Name renames both), so
+// that one website's records keep their order, and the registry's
+// transactions on webstats.hits.registry. A message holds one Track call's records of one website
 // (engine.Cluster); it carries an id, so that a publish retried after a
 // lost acknowledgement is dropped by the stream's duplicate window rather
 // than counted twice. Many calls publish at once on one connection, so a
@@ -167,8 +168,13 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	return l, nil
 }
 
-// subject is the subject of a website's records.
+// subject is the subject of a website's records; website 0's, the
+// registry's transactions, is <name>.hits.registry, which every node
+// follows whatever partitions it holds.
 func (l *Log) subject(website uint32) string {
+	if website == 0 {
+		return l.prefix + "registry"
+	}
 	return l.prefix + strconv.Itoa(int(website%Partitions))
 }
 
@@ -361,7 +367,8 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 	}
 }
 
-// Last returns the sequence of the stream's last record (0 when empty).
+// Last implements engine.Cluster: the sequence of the stream's last message
+// (0 when empty).
 func (l *Log) Last(ctx context.Context) (uint64, error) {
 	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {

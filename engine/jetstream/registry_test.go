@@ -1,0 +1,317 @@
+package jetstream_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/engine"
+)
+
+var registryOps = flag.Int("cluster.registry-ops", 60, "registry changes each node makes in TestClusterRegistry")
+
+// registryView is what a node says of its registry: every account with its
+// keys and sessions, every website with its goals, the invitations and a
+// server secret.
+type registryView struct {
+	Accounts []engine.Account
+	Websites []engine.Website
+	Goals    map[uint32][]engine.Goal
+	Sessions map[uint32][]engine.Session
+	Invites  []engine.Invite
+	Secret   [32]byte
+}
+
+func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
+	t.Helper()
+	v := registryView{Goals: map[uint32][]engine.Goal{}, Sessions: map[uint32][]engine.Session{}}
+	v.Accounts = e.Accounts(ctx)
+	for _, a := range v.Accounts {
+		v.Sessions[a.ID] = e.Sessions(ctx, a.ID)
+	}
+	for id := uint32(1); id <= maxWebsite; id++ {
+		w, err := e.Unscoped().Website(ctx, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Websites = append(v.Websites, w)
+		if v.Goals[id], err = e.Unscoped().Goals(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(v.Accounts) > 0 {
+		ad, err := e.Admin(v.Accounts[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Invites = ad.Invites(ctx)
+	}
+	return v
+}
+
+// checkUnique fails when two accounts share an email or two websites a
+// domain: what a registry shared by racing nodes must never allow.
+func checkUnique(t *testing.T, v registryView) {
+	t.Helper()
+	emails, domains := map[string]uint32{}, map[string]uint32{}
+	for _, a := range v.Accounts {
+		if other, dup := emails[strings.ToLower(a.Email)]; dup {
+			t.Errorf("accounts %d and %d share the email %s", other, a.ID, a.Email)
+		}
+		emails[strings.ToLower(a.Email)] = a.ID
+	}
+	for _, w := range v.Websites {
+		if other, dup := domains[w.Domain]; dup {
+			t.Errorf("websites %d and %d share the domain %s", other, w.ID, w.Domain)
+		}
+		domains[w.Domain] = w.ID
+	}
+}
+
+// Two nodes create the same domain (and the same email) at the same time,
+// many times over: exactly one of each pair wins, and the other gets the
+// validation error one process gives (SPEC §3.2's 422).
+func TestClusterRegistryRace(t *testing.T) {
+	nc := startNATS(t, 3)
+	clk := &clock{now: bench.DefaultStart}
+	var nodes []*node
+	for i := range 2 {
+		n := openNode(t, nc.urls(i), t.TempDir(), clk, "")
+		defer n.close(t)
+		nodes = append(nodes, n)
+	}
+	owner, _, err := nodes[0].e.CreateAccount(ctx, "Owner", "owner@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, nodes)
+	taken := func(err error, field string) bool {
+		var verr *engine.ValidationError
+		if !errors.As(err, &verr) {
+			return false
+		}
+		for _, f := range verr.Fields {
+			if f.Field == field && strings.Contains(f.Msg, "already been taken") {
+				return true
+			}
+		}
+		return false
+	}
+	const rounds = 20
+	for r := range rounds {
+		domain := fmt.Sprintf("race%d.example", r)
+		email := fmt.Sprintf("race%d@example.org", r)
+		var wg sync.WaitGroup
+		var werr, aerr [2]error
+		start := make(chan struct{})
+		for i, n := range nodes {
+			wg.Go(func() {
+				<-start
+				_, werr[i] = n.e.Owner(owner.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
+				_, _, aerr[i] = n.e.CreateAccount(ctx, "", email)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, pair := range []struct {
+			what  string
+			field string
+			errs  [2]error
+		}{{"website " + domain, "domain", werr}, {"account " + email, "email", aerr}} {
+			won := 0
+			for _, err := range pair.errs {
+				switch {
+				case err == nil:
+					won++
+				case !taken(err, pair.field):
+					t.Fatalf("%s: %v; want nil or the field %q taken", pair.what, err, pair.field)
+				}
+			}
+			if won != 1 {
+				t.Fatalf("%s: %d nodes created it (%v)", pair.what, won, pair.errs)
+			}
+		}
+	}
+	waitApplied(t, nodes)
+	v0 := viewOf(t, nodes[0].e, 2*rounds)
+	if len(v0.Websites) != rounds || len(v0.Accounts) != rounds+1 {
+		t.Fatalf("%d websites and %d accounts, want %d and %d", len(v0.Websites), len(v0.Accounts), rounds, rounds+1)
+	}
+	checkUnique(t, v0)
+	if diff := cmp.Diff(v0, viewOf(t, nodes[1].e, 2*rounds)); diff != "" {
+		t.Fatalf("the nodes' registries differ (-node 0 +node 1):\n%s", diff)
+	}
+}
+
+// Three nodes change the registry at once in every way there is (accounts,
+// keys, websites, goals, sessions, invitations), on names chosen from small
+// sets so that they collide. Every change a node reports done is seen by
+// every node; once all have applied the log, their registries are equal,
+// with unique emails and domains. They stay equal after one node restarts
+// and another starts from an empty directory (the registry is rebuilt from
+// the log alone).
+func TestClusterRegistry(t *testing.T) {
+	nc := startNATS(t, 3)
+	clk := &clock{now: bench.DefaultStart}
+	nodes := make([]*node, 3)
+	for i := range nodes {
+		nodes[i] = openNode(t, nc.urls(i), t.TempDir(), clk, "")
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.close(t)
+		}
+	}()
+	admin, _, err := nodes[0].e.CreateAccount(ctx, "Admin", "admin@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, nodes)
+	ops := *registryOps
+	if testing.Short() {
+		ops = min(ops, 40)
+	}
+	l := &ledger{created: map[uint32]string{}, deleted: map[uint32]bool{}}
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			for k := range ops {
+				if err := registryStep(n.e, admin.ID, rng, k, l); err != nil {
+					t.Errorf("node %d, change %d: %v", i, k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	compare := func(when string) {
+		t.Helper()
+		waitApplied(t, nodes)
+		const maxWebsite = 1000
+		v0 := viewOf(t, nodes[0].e, maxWebsite)
+		checkUnique(t, v0)
+		if len(v0.Websites) == 0 || len(v0.Accounts) < 2 {
+			t.Fatalf("%s: the workload made %d websites and %d accounts", when, len(v0.Websites), len(v0.Accounts))
+		}
+		have := map[uint32]string{}
+		for _, w := range v0.Websites {
+			have[w.ID] = w.Domain
+		}
+		if len(l.created) == 0 {
+			t.Fatalf("%s: no website was created", when)
+		}
+		for id, d := range l.created {
+			if got, ok := have[id]; l.deleted[id] == ok || ok && got != d {
+				t.Errorf("%s: website %d (%s) created, deleted %v: the registry has %q", when, id, d, l.deleted[id], got)
+			}
+		}
+		for i := 1; i < len(nodes); i++ {
+			if diff := cmp.Diff(v0, viewOf(t, nodes[i].e, maxWebsite)); diff != "" {
+				t.Fatalf("%s: registries differ (-node 0 +node %d):\n%s", when, i, diff)
+			}
+		}
+	}
+	compare("after the changes")
+	nodes[2].close(t)
+	nodes[2] = openNode(t, nc.urls(2), nodes[2].dir, clk, "")
+	nodes[1].close(t)
+	nodes[1] = openNode(t, nc.urls(1), t.TempDir(), clk, "")
+	compare("after a restart and a new node")
+}
+
+// ledger is what the nodes reported done: the websites created (id and
+// domain) and deleted.
+type ledger struct {
+	mu      sync.Mutex
+	created map[uint32]string
+	deleted map[uint32]bool
+}
+
+func (l *ledger) note(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn()
+}
+
+// registryStep makes one random change of the registry on e. Refusals the
+// engine gives in one process too (a taken name, a website or key another
+// node deleted) are part of the game; any other error is returned.
+func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledger) error {
+	accounts := e.Accounts(ctx)
+	acc := accounts[rng.IntN(len(accounts))]
+	own := e.Owner(acc.ID).Websites(ctx, engine.WebsiteQuery{PerPage: 100}).Websites
+	var err error
+	switch op := rng.IntN(10); {
+	case op == 0:
+		_, _, err = e.CreateAccount(ctx, "", fmt.Sprintf("u%d@example.org", rng.IntN(12)))
+	case op == 1:
+		_, _, err = e.CreateKey(ctx, acc.ID, fmt.Sprint("key", k))
+	case op == 2 && len(acc.Keys) > 1:
+		err = e.RevokeKey(ctx, acc.ID, acc.Keys[rng.IntN(len(acc.Keys))].ID)
+	case op <= 4:
+		d := fmt.Sprintf("s%d.example", rng.IntN(25))
+		var w engine.Website
+		if w, err = e.Owner(acc.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &d}); err == nil {
+			l.note(func() { l.created[w.ID] = w.Domain })
+		}
+	case op == 5 && len(own) > 0:
+		tz := []string{"UTC", "Europe/Berlin", "America/New_York"}[rng.IntN(3)]
+		privacy := fmt.Sprint(rng.IntN(2))
+		_, err = e.Owner(acc.ID).UpdateWebsite(ctx, own[rng.IntN(len(own))].ID, engine.WebsiteInput{Timezone: &tz, Privacy: &privacy})
+	case op == 6 && len(own) > 0 && rng.IntN(3) == 0:
+		id := own[rng.IntN(len(own))].ID
+		if err = e.Owner(acc.ID).DeleteWebsite(ctx, id); err == nil {
+			l.note(func() { l.deleted[id] = true })
+		}
+	case op == 6 && len(own) > 0:
+		w := own[rng.IntN(len(own))].ID
+		goals, gerr := e.Owner(acc.ID).Goals(ctx, w)
+		if gerr == nil && len(goals) > 0 && rng.IntN(2) == 0 {
+			err = e.Owner(acc.ID).DeleteGoal(ctx, w, goals[rng.IntN(len(goals))].ID)
+		} else if gerr == nil {
+			_, err = e.Owner(acc.ID).AddGoal(ctx, w, engine.Goal{EventName: fmt.Sprint("Event", rng.IntN(5))})
+		} else {
+			err = gerr
+		}
+	case op == 7:
+		a, aerr := e.Account(ctx, acc.ID)
+		if aerr != nil {
+			return aerr
+		}
+		_, err = e.CreateSession(ctx, a, engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
+	case op == 8:
+		if s := e.Sessions(ctx, acc.ID); len(s) > 0 {
+			err = e.EndSessionID(ctx, acc.ID, s[rng.IntN(len(s))].ID)
+		}
+	default:
+		ad, aerr := e.Admin(admin)
+		if aerr != nil {
+			return aerr
+		}
+		if inv := ad.Invites(ctx); len(inv) > 0 && rng.IntN(2) == 0 {
+			err = ad.DeleteInvite(ctx, inv[rng.IntN(len(inv))].ID)
+		} else {
+			_, _, err = ad.CreateInvite(ctx)
+		}
+	}
+	var verr *engine.ValidationError
+	switch {
+	case err == nil, errors.As(err, &verr), errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrUnauthenticated):
+		return nil
+	}
+	return err
+}
