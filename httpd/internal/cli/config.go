@@ -55,6 +55,8 @@ type Config struct {
 	Mail    Mail   // -smtp-*, -public-url
 
 	Registration string // -registration: closed, invite or open
+
+	Cluster Cluster // -nats*: cluster mode
 }
 
 // Mail is the mail setup shared by serve and report.
@@ -108,6 +110,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Reports, "reports", "weekly", "email reports to owners of websites with email = 1: weekly, monthly or off")
 	fs.StringVar(&cfg.Registration, "registration", "closed", "who may create an account in the browser: closed (admins and the CLI only), invite (with an admin's invitation link) or open (anyone)")
 	cfg.Mail.RegisterFlags(fs)
+	cfg.Cluster.RegisterFlags(fs)
 }
 
 // Validate checks the values that the flag types do not.
@@ -152,7 +155,7 @@ func (cfg *Config) Validate() error {
 	if _, err := cfg.logLevel(); err != nil {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", cfg.LogLevel)
 	}
-	return nil
+	return cfg.Cluster.validate()
 }
 
 func (cfg *Config) logLevel() (slog.Level, error) {

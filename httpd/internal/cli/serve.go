@@ -87,7 +87,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	if snapEvery == 0 {
 		snapEvery = -1 // the engine's "off"; its 0 means the default
 	}
-	e, err := engine.Open(&engine.Options{
+	eo := &engine.Options{
 		Dir:           cfg.Data,
 		SaltPeriod:    salt,
 		GeoIP:         cfg.GeoIP,
@@ -96,7 +96,17 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		Retention:     cfg.Retention,
 		MaxValues:     cfg.MaxValues,
 		Logger:        log.With("component", "engine"),
-	})
+	}
+	var node *clusterNode
+	if cfg.Cluster.enabled() {
+		var err error
+		if node, err = startCluster(ctx, &cfg.Cluster, cfg.Data, log); err != nil {
+			return err
+		}
+		defer node.close() // after e.Close below
+		eo.Cluster = node.log
+	}
+	e, err := engine.Open(eo)
 	if err != nil {
 		return openError(cfg.Data, err)
 	}
@@ -179,6 +189,12 @@ func firstAccount(ctx context.Context, e *engine.Engine, dir string, stdout io.W
 		return nil
 	}
 	_, key, err := e.CreateAccount(ctx, "admin", adminEmail)
+	var verr *engine.ValidationError
+	if errors.As(err, &verr) && len(e.Accounts(ctx)) > 0 {
+		// Cluster mode: another node, started at the same time, made it.
+		log.Info("the first account was created by another node of the cluster")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("create the first account: %w", err)
 	}
