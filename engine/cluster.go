@@ -260,10 +260,14 @@ func (e *Engine) follow() {
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
 		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(m LogMessage) error {
-			if !e.enter() {
+			// Not e.enter: a registry change waits for the follower
+			// while it holds enter's read lock, which Close's write
+			// lock would then keep the follower from taking. Close
+			// stops the follower (ctx) and waits for it (e.bg)
+			// before it closes the store.
+			if ctx.Err() != nil {
 				return ErrClosed
 			}
-			defer e.exit()
 			seq := m.Seq
 			var lag time.Duration
 			if m.Pending > 0 {

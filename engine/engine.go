@@ -47,7 +47,7 @@ type Engine struct {
 	regTx      *regTx
 	regSeq     uint64
 	regWaiting regWaiters
-	regTxMu    sync.Mutex // one change at a time on this node (regDo)
+	regTxSem   chan struct{} // one change at a time on this node (regDo)
 
 	auth  authState // password hash gate and sessions (sessions.go)
 	usage usage     // last uses of keys and sessions, written at snapshots (usage.go)
@@ -153,6 +153,15 @@ func (s *site) setWebsite(w *Website) {
 	s.cfg.Store(c)
 }
 
+// setWebsiteLocked makes w the website's record. In a cluster's dry run
+// it does nothing: s.cfg is read without regMu, and the record is
+// installed when its transaction is applied. e.regMu must be held.
+func (e *Engine) setWebsiteLocked(s *site, w *Website) {
+	if e.regTx == nil {
+		s.setWebsite(w)
+	}
+}
+
 // addSiteLocked registers w. e.regMu must be held.
 func (e *Engine) addSiteLocked(w *Website, st *siteState) {
 	s := &site{state: st}
@@ -185,6 +194,7 @@ func Open(opts *Options) (*Engine, error) {
 		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
+		regTxSem: make(chan struct{}, 1),
 		// The log is compacted compactLogEvery after start first.
 		lastCompact: time.Now(),
 	}

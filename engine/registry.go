@@ -433,7 +433,7 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
 			return err
 		}
-		s.setWebsite(&w)
+		e.setWebsiteLocked(s, &w)
 		out = w
 		return nil
 	})
@@ -646,7 +646,9 @@ func (e *Engine) loadRegistry() error {
 	if err != nil {
 		return err
 	}
-	if e.enabledAdminsLocked() == 0 {
+	if e.opts.Cluster == nil && e.enabledAdminsLocked() == 0 {
+		// (Not in cluster mode: a node's own write would make its
+		// registry differ from the others'.)
 		// Stores from before admins: the first enabled account becomes
 		// one (and a store whose admins are all disabled gets one back).
 		ids := slices.Sorted(maps.Keys(e.accounts))

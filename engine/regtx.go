@@ -71,19 +71,49 @@ type regKey struct {
 // mode fn is a dry run, published and applied as a transaction (see
 // above), and run again (at most regTries times) when another transaction
 // came first, until regWait; regDo returns once this node applied it. fn
-// must leave its results in variables the caller reads after regDo: a run
-// that conflicted is followed by another. A node makes one change at a
-// time (regTxMu), so its own changes queue instead of conflicting.
+// must leave its results in variables the caller reads after regDo, set
+// afresh by each run: a run that conflicted is followed by another. A node
+// makes one change at a time (regTxSem), so its own changes queue instead
+// of conflicting.
 func (e *Engine) regDo(ctx context.Context, fn func() error) error {
+	return e.regDoAs(ctx, regWrite, fn)
+}
+
+// regLock is the lock a change takes in one process.
+type regLock int
+
+const (
+	regWrite regLock = iota // regMu for writing
+	regRead                 // regMu for reading (fn serialises with its own locks, e.auth.mu)
+	regNone                 // none (fn takes its own)
+)
+
+// regDoAs is regDo for a change that, in one process, needs only the lock
+// given (sessions and reports, which had no need of regMu's write lock,
+// keep off it). In cluster mode every change is a dry run under regMu's
+// write lock.
+func (e *Engine) regDoAs(ctx context.Context, lock regLock, fn func() error) error {
 	if e.opts.Cluster == nil {
-		e.regMu.Lock()
-		defer e.regMu.Unlock()
+		switch lock {
+		case regWrite:
+			e.regMu.Lock()
+			defer e.regMu.Unlock()
+		case regRead:
+			e.regMu.RLock()
+			defer e.regMu.RUnlock()
+		}
 		return fn()
 	}
-	ctx, cancel := context.WithTimeout(ctx, regWait)
+	// The caller going away does not cut a change short: once published
+	// it may apply anyway, and its outcome should be known.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), regWait)
 	defer cancel()
-	e.regTxMu.Lock()
-	defer e.regTxMu.Unlock()
+	select {
+	case e.regTxSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: registry changes are queued on this node: %w", ErrClusterUnavailable, ctx.Err())
+	}
+	defer func() { <-e.regTxSem }()
 	for tries := 1; ; tries++ {
 		e.regMu.Lock()
 		tx := &regTx{base: e.regSeq, seen: make(map[regKey]bool)}
@@ -113,6 +143,18 @@ func (e *Engine) regDo(ctx context.Context, fn func() error) error {
 		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond)))):
 		}
 	}
+}
+
+// regTxBytes is the size of the records the dry run in progress has
+// written so far (0 outside one). regMu is held for writing.
+func (e *Engine) regTxBytes() int {
+	n := 0
+	if tx := e.regTx; tx != nil {
+		for _, o := range tx.ops {
+			n += len(o.Value) + 16
+		}
+	}
+	return n
 }
 
 // regPut stores a registry record (in a dry run: collects it).
@@ -390,9 +432,10 @@ func decodeRegistry(msg []byte) (regMessage, error) {
 // one batch, then installed in memory. A transaction this store already
 // decided (before a restart) is skipped.
 func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
-	e.regMu.Lock()
+	// Only the follower changes regSeq (under regMu, for the dry runs
+	// that read it), so it reads it without the lock, and writes the
+	// store before taking it: tracking and queries wait for no fsync.
 	if seq <= e.regSeq {
-		e.regMu.Unlock()
 		e.seq.Store(seq)
 		return nil
 	}
@@ -403,14 +446,13 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 		// stops the follower here, before anything changed.
 		apply, err := e.decodeOps(m.ops)
 		if err != nil {
-			e.regMu.Unlock()
 			return fmt.Errorf("message %d: %w", seq, err)
 		}
 		ops := append(slices.Clone(m.ops), snapshot.Op{Kind: snapshot.KindCluster, ID: regVersionID, Value: strconv.AppendUint(nil, seq, 10)})
 		if err := e.store.Write(ops); err != nil {
-			e.regMu.Unlock()
 			return fmt.Errorf("engine: apply registry transaction %d: %w", seq, err)
 		}
+		e.regMu.Lock()
 		e.auth.mu.Lock()
 		for _, fn := range apply {
 			if s := fn(); s != nil {
@@ -419,8 +461,8 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 		}
 		e.auth.mu.Unlock()
 		e.regSeq = seq
+		e.regMu.Unlock()
 	}
-	e.regMu.Unlock()
 	var err error
 	for _, s := range dropped {
 		err = errors.Join(err, e.dropSiteData(s))

@@ -53,7 +53,7 @@ func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportK
 		return ErrClosed
 	}
 	defer e.exit()
-	return e.regDo(ctx, func() error {
+	return e.regDoAs(ctx, regRead, func() error {
 		if _, ok := e.sites[website]; !ok {
 			return ErrNotFound
 		}

@@ -153,7 +153,7 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 	defer e.exit()
 	// regMu keeps RotateKey out until the session is stored, so a
 	// rotation ends it or refuses it.
-	err = e.regDo(ctx, func() error {
+	err = e.regDoAs(ctx, regRead, func() error {
 		cur, ok := e.accounts[a.ID]
 		if !ok || cur.Gen != a.Gen || cur.Disabled ||
 			a.ViaKey != 0 && !slices.ContainsFunc(cur.Keys, func(k APIKey) bool { return k.ID == a.ViaKey }) {
@@ -197,10 +197,12 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		return Account{}, ErrClosed
 	}
 	defer e.exit()
+	e.rlockShared()
 	e.auth.mu.Lock()
 	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
 	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 {
 		e.auth.mu.Unlock()
+		e.runlockShared()
 		return Account{}, ErrUnauthenticated
 	}
 	if !e.now().Before(s.Expires) {
@@ -213,10 +215,12 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 			}
 		}
 		e.auth.mu.Unlock()
+		e.runlockShared()
 		return Account{}, ErrUnauthenticated
 	}
 	account, id, seen, key := s.Account, s.id(), s.LastSeen, s.Key
 	e.auth.mu.Unlock()
+	e.runlockShared()
 	a, err := e.Account(ctx, account)
 	if err != nil || a.Disabled ||
 		key != 0 && !slices.ContainsFunc(a.Keys, func(k APIKey) bool { return k.ID == key }) {
@@ -238,7 +242,7 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	return e.regDo(ctx, func() error {
+	return e.regDoAs(ctx, regNone, func() error {
 		e.auth.mu.Lock()
 		defer e.auth.mu.Unlock()
 		s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
@@ -262,6 +266,8 @@ func (e *Engine) replaceSessionLocked(s, ns *session) {
 // Sessions returns the unexpired sessions of account, newest first.
 func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
 	now := e.now()
+	e.rlockShared()
+	defer e.runlockShared()
 	e.auth.mu.Lock()
 	defer e.auth.mu.Unlock()
 	var out []Session
@@ -294,7 +300,7 @@ func (e *Engine) EndSessionID(ctx context.Context, account uint32, id string) er
 		return ErrClosed
 	}
 	defer e.exit()
-	return e.regDo(ctx, func() error {
+	return e.regDoAs(ctx, regNone, func() error {
 		e.auth.mu.Lock()
 		defer e.auth.mu.Unlock()
 		s := e.auth.sessions[n]
@@ -312,7 +318,7 @@ func (e *Engine) EndSessions(ctx context.Context, account uint32) error {
 		return ErrClosed
 	}
 	defer e.exit()
-	return e.regDo(ctx, func() error { return e.endSessionsLocked(account) })
+	return e.regDoAs(ctx, regNone, func() error { return e.endSessionsLocked(account) })
 }
 
 // endSessionsLocked ends every session of account. It takes e.auth.mu; the
@@ -405,4 +411,20 @@ func (e *Engine) loadSessions() error {
 		}
 	}
 	return nil
+}
+
+// rlockShared takes regMu for reading in cluster mode, where a registry
+// change's dry run (under regMu's write lock) changes sessions that must
+// not be seen before it is put back; runlockShared releases it. In one
+// process the sessions' own lock is enough.
+func (e *Engine) rlockShared() {
+	if e.opts.Cluster != nil {
+		e.regMu.RLock()
+	}
+}
+
+func (e *Engine) runlockShared() {
+	if e.opts.Cluster != nil {
+		e.regMu.RUnlock()
+	}
 }

@@ -150,6 +150,7 @@ func (e *Engine) CheckSecondFactor(ctx context.Context, a Account, code string) 
 	now := e.now()
 	wrong := false
 	got, err := e.modifyAccount(ctx, a.ID, func(r *accountRec) error {
+		wrong = false // (a run again, in cluster mode, starts afresh)
 		if r.Gen != a.Gen || r.Disabled || r.TOTPSecret == "" {
 			return ErrUnauthenticated
 		}

@@ -209,26 +209,27 @@ func (e *Engine) accountView(r *accountRec) Account {
 	return a
 }
 
-// usageChunk is how many records a registry transaction of
-// flushUsageShared writes at most.
-const usageChunk = 64
-
 // flushUsageShared is flushUsage in cluster mode: the times go into the
-// records as registry transactions of at most usageChunk records, and are
-// forgotten once all are applied (a failed flush is made again at the next
-// snapshot; what was applied then changes nothing).
+// records as registry transactions of at most half the log's largest
+// message each, and are forgotten once all are applied (a failed flush is
+// made again at the next snapshot; what was applied then changes nothing).
 func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64]time.Time) error {
 	ctx := context.Background()
+	limit := e.opts.Cluster.MaxMessage() / 2
 	accounts := make(map[uint32]bool)
 	for ref := range keys {
 		accounts[ref.account] = true
 	}
 	ids := slices.Sorted(maps.Keys(accounts))
 	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), usageChunk)]
-		ids = ids[len(chunk):]
+		done := 0
 		err := e.regDo(ctx, func() error {
-			for _, acc := range chunk {
+			done = 0
+			for _, acc := range ids {
+				if done > 0 && e.regTxBytes() >= limit {
+					break
+				}
+				done++
 				old := e.accounts[acc]
 				if old == nil {
 					continue
@@ -250,15 +251,20 @@ func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64
 		if err != nil {
 			return fmt.Errorf("engine: write key uses: %w", err)
 		}
+		ids = ids[done:]
 	}
 	sids := slices.Sorted(maps.Keys(sessions))
 	for len(sids) > 0 {
-		chunk := sids[:min(len(sids), usageChunk)]
-		sids = sids[len(chunk):]
+		done := 0
 		err := e.regDo(ctx, func() error {
+			done = 0
 			e.auth.mu.Lock()
 			defer e.auth.mu.Unlock()
-			for _, id := range chunk {
+			for _, id := range sids {
+				if done > 0 && e.regTxBytes() >= limit {
+					break
+				}
+				done++
 				s := e.auth.sessions[id]
 				if s == nil || !sessions[id].After(s.LastSeen) {
 					continue
@@ -275,6 +281,7 @@ func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64
 		if err != nil {
 			return fmt.Errorf("engine: write session uses: %w", err)
 		}
+		sids = sids[done:]
 	}
 	e.usage.forget(keys, sessions)
 	return nil

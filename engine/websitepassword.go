@@ -41,7 +41,7 @@ func (o Owner) RemoveWebsitePassword(ctx context.Context, id uint32) (Website, e
 		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
 			return err
 		}
-		s.setWebsite(&w)
+		e.setWebsiteLocked(s, &w)
 		out = w
 		return nil
 	})

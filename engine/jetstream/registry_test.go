@@ -49,6 +49,10 @@ func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
 			t.Fatal(err)
 		}
 	}
+	var err error
+	if v.Secret, err = e.Secret(ctx, "cookies"); err != nil {
+		t.Fatal(err)
+	}
 	if len(v.Accounts) > 0 {
 		ad, err := e.Admin(v.Accounts[0].ID)
 		if err != nil {
@@ -181,7 +185,7 @@ func TestClusterRegistry(t *testing.T) {
 	if testing.Short() {
 		ops = min(ops, 40)
 	}
-	l := &ledger{created: map[uint32]string{}, deleted: map[uint32]bool{}}
+	l := &ledger{created: map[uint32]string{}, deleted: map[uint32]bool{}, keys: map[string][2]uint32{}}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Go(func() {
@@ -200,6 +204,13 @@ func TestClusterRegistry(t *testing.T) {
 	}
 	compare := func(when string) {
 		t.Helper()
+		// A snapshot writes each node's key and session uses, as
+		// registry transactions every node applies.
+		for _, n := range nodes {
+			if err := n.e.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 		waitApplied(t, nodes)
 		const maxWebsite = 1000
 		v0 := viewOf(t, nodes[0].e, maxWebsite)
@@ -224,6 +235,52 @@ func TestClusterRegistry(t *testing.T) {
 				t.Fatalf("%s: registries differ (-node 0 +node %d):\n%s", when, i, diff)
 			}
 		}
+		// (After the views: an API key's use is its node's until a
+		// snapshot writes it.) Every key a node gave out works on every
+		// node exactly while
+		// its account still lists it, and every email finds its
+		// account: the indexes agree with the records.
+		listed := map[[2]uint32]bool{}
+		for _, a := range v0.Accounts {
+			for _, k := range a.Keys {
+				listed[[2]uint32{a.ID, k.ID}] = true
+			}
+		}
+		if len(l.keys) == 0 {
+			t.Fatalf("%s: no key was created", when)
+		}
+		for i, n := range nodes {
+			for key, ref := range l.keys {
+				a, err := n.e.Authenticate(ctx, key)
+				if works := err == nil && a.ID == ref[0] && a.ViaKey == ref[1]; works != listed[ref] {
+					t.Errorf("%s: node %d: key %v works %v, listed %v (%v)", when, i, ref, works, listed[ref], err)
+				}
+			}
+			// Every email and domain of the workload's sets, made or
+			// not (a change dropped for a conflict must leave none in
+			// the indexes).
+			emails, domains := map[string]uint32{}, map[string]uint32{}
+			for _, a := range v0.Accounts {
+				emails[a.Email] = a.ID
+			}
+			for _, w := range v0.Websites {
+				domains[w.Domain] = w.ID
+			}
+			for k := range 12 {
+				email := fmt.Sprintf("u%d@example.org", k)
+				a, err := n.e.AccountByEmail(ctx, email)
+				if want, ok := emails[email]; ok != (err == nil) || a.ID != want {
+					t.Errorf("%s: node %d: %s finds account %d (%v), want %d", when, i, email, a.ID, err, want)
+				}
+			}
+			for k := range 25 {
+				d := fmt.Sprintf("s%d.example", k)
+				w, err := n.e.Unscoped().WebsiteByDomain(ctx, d)
+				if want, ok := domains[d]; ok != (err == nil) || w.ID != want {
+					t.Errorf("%s: node %d: %s finds website %d (%v), want %d", when, i, d, w.ID, err, want)
+				}
+			}
+		}
 	}
 	compare("after the changes")
 	nodes[2].close(t)
@@ -239,6 +296,7 @@ type ledger struct {
 	mu      sync.Mutex
 	created map[uint32]string
 	deleted map[uint32]bool
+	keys    map[string][2]uint32 // API key → its account and key id
 }
 
 func (l *ledger) note(fn func()) {
@@ -258,8 +316,21 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 	switch op := rng.IntN(10); {
 	case op == 0:
 		_, _, err = e.CreateAccount(ctx, "", fmt.Sprintf("u%d@example.org", rng.IntN(12)))
+	case op == 1 && rng.IntN(8) == 0:
+		var key string
+		if key, err = e.RotateKey(ctx, acc.ID); err == nil {
+			a, aerr := e.Account(ctx, acc.ID)
+			if aerr != nil {
+				return aerr
+			}
+			l.note(func() { l.keys[key] = [2]uint32{acc.ID, a.Keys[len(a.Keys)-1].ID} })
+		}
 	case op == 1:
-		_, _, err = e.CreateKey(ctx, acc.ID, fmt.Sprint("key", k))
+		var ak engine.APIKey
+		var key string
+		if ak, key, err = e.CreateKey(ctx, acc.ID, fmt.Sprint("key", k)); err == nil {
+			l.note(func() { l.keys[key] = [2]uint32{acc.ID, ak.ID} })
+		}
 	case op == 2 && len(acc.Keys) > 1:
 		err = e.RevokeKey(ctx, acc.ID, acc.Keys[rng.IntN(len(acc.Keys))].ID)
 	case op <= 4:
@@ -293,6 +364,10 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 			return aerr
 		}
 		_, err = e.CreateSession(ctx, a, engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
+	case op == 8 && rng.IntN(6) == 0:
+		err = e.EndSessions(ctx, acc.ID)
+	case op == 8 && len(own) > 0 && rng.IntN(5) == 0:
+		err = e.SetLastReport(ctx, own[rng.IntN(len(own))].ID, engine.ReportWeekly, engine.Date(20_000+k))
 	case op == 8:
 		if s := e.Sessions(ctx, acc.ID); len(s) > 0 {
 			err = e.EndSessionID(ctx, acc.ID, s[rng.IntN(len(s))].ID)
