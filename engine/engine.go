@@ -153,13 +153,19 @@ func (s *site) setWebsite(w *Website) {
 	s.cfg.Store(c)
 }
 
-// setWebsiteLocked makes w the website's record. In a cluster's dry run
-// it does nothing: s.cfg is read without regMu, and the record is
-// installed when its transaction is applied. e.regMu must be held.
-func (e *Engine) setWebsiteLocked(s *site, w *Website) {
+// putWebsiteLocked stamps w's UpdatedAt, stores it and makes it the
+// website's record. In a cluster's dry run the record is only collected:
+// s.cfg is read without regMu, and the record is installed when its
+// transaction is applied. e.regMu must be held for writing.
+func (e *Engine) putWebsiteLocked(s *site, w *Website) error {
+	w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
+	if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), w); err != nil {
+		return err
+	}
 	if e.regTx == nil {
 		s.setWebsite(w)
 	}
+	return nil
 }
 
 // addSiteLocked registers w. e.regMu must be held.

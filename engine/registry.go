@@ -429,11 +429,9 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		if pwHash != "" {
 			w.PasswordHash = pwHash
 		}
-		w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
-		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+		if err := e.putWebsiteLocked(s, &w); err != nil {
 			return err
 		}
-		e.setWebsiteLocked(s, &w)
 		out = w
 		return nil
 	})

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
-
-	"github.com/webstats/webstats/snapshot"
 )
 
 // RemoveWebsitePassword removes the password of website id, so that the
@@ -37,11 +34,9 @@ func (o Owner) RemoveWebsitePassword(ctx context.Context, id uint32) (Website, e
 		}
 		w := *s.web
 		w.PasswordHash = ""
-		w.UpdatedAt = e.now().UTC().Truncate(time.Microsecond)
-		if err := e.putJSON(snapshot.KindWebsite, uint64(w.ID), &w); err != nil {
+		if err := e.putWebsiteLocked(s, &w); err != nil {
 			return err
 		}
-		e.setWebsiteLocked(s, &w)
 		out = w
 		return nil
 	})
