@@ -120,7 +120,7 @@ func (c *natsCluster) stop(i int) {
 // connection it used, which the test's cleanup closes.
 func (c *natsCluster) deleteStream(t testing.TB, name string) *nats.Conn {
 	t.Helper()
-	conn, err := nats.Connect(c.url(0))
+	conn, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func openNode(t testing.TB, urls, dir string, clk *clock, name string) *node {
 // openNodeOn opens an engine with o (its Now and Cluster set here).
 func openNodeOn(t testing.TB, urls, name string, replicas int, clk *clock, o *engine.Options) *node {
 	t.Helper()
-	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestClusterSameAnswers(t *testing.T) {
 // silent skip.
 func TestFollowGap(t *testing.T) {
 	c := startNATS(t, 1)
-	conn, err := nats.Connect(c.url(0))
+	conn, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func crashSchedule(t *testing.T, c *natsCluster, seed uint64) {
 	defer single.Close()
 	ids := addSites(t, single, domains...)
 	newLog := func() (*nats.Conn, *jetstream.Log) {
-		conn, err := nats.Connect(c.url(0))
+		conn, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
 		if err != nil {
 			t.Fatal(err)
 		}

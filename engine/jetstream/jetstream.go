@@ -78,8 +78,15 @@ type Log struct {
 var _ engine.Cluster = (*Log)(nil)
 
 // New creates (or finds) the stream and the salt bucket on nc's JetStream.
-// The connection stays the caller's to close.
+// The connection stays the caller's to close. It must be made without a
+// reconnect buffer (nats.ReconnectBufSize(-1)): a message buffered while
+// the connection is down would be sent after Publish gave up, so that a
+// call answered 503 would still be counted (and again when the client
+// sends it once more), or a registry change reported failed still made.
 func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
+	if nc.Opts.ReconnectBufSize >= 0 {
+		return nil, errors.New("jetstream: the connection buffers messages while it reconnects; make it with nats.ReconnectBufSize(-1)")
+	}
 	if o.Name == "" {
 		o.Name = DefaultName
 	}

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
 )
 
 var registryOps = flag.Int("cluster.registry-ops", 60, "registry changes each node makes in TestClusterRegistry")
@@ -389,4 +392,144 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 		return nil
 	}
 	return err
+}
+
+// While the log is unreachable every registry change fails with
+// ErrClusterUnavailable and leaves the node's registry exactly as it was,
+// indexes included (a dry run's email, domain or key must not linger);
+// once the log is back, the same changes succeed. New refuses a
+// connection that would buffer a publish while disconnected and send it
+// after Publish gave up.
+func TestClusterRegistryUnavailable(t *testing.T) {
+	c := startNATS(t, 1)
+	buffered, err := nats.Connect(c.url(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buffered.Close()
+	if _, err := jetstream.New(ctx, buffered, jetstream.Options{Name: "down", Replicas: 1}); err == nil {
+		t.Fatal("New took a connection with a reconnect buffer")
+	}
+	nc, err := nats.Connect(c.url(0), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	log, err := jetstream.New(ctx, nc, jetstream.Options{Name: "down", Replicas: 1, PublishTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: bench.DefaultStart}
+	e, err := engine.Open(&engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	admin, key1, err := e.CreateAccount(ctx, "Admin", "admin@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := "w.example"
+	w, err := e.Owner(admin.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goal, err := e.Owner(admin.ID).AddGoal(ctx, w.ID, engine.Goal{EventName: "Signup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, key2, err := e.CreateKey(ctx, admin.ID, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.Account(ctx, admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ua := engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+	if _, err := e.CreateSession(ctx, a, ua); err != nil {
+		t.Fatal(err)
+	}
+	ad, err := e.Admin(admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ad.CreateInvite(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := viewOf(t, e, 10)
+
+	c.stop(0)
+	tz, newDomain, newEmail := "Europe/Berlin", "new.example", "new@example.org"
+	changes := map[string]func() error{
+		"CreateAccount": func() error { _, _, err := e.CreateAccount(ctx, "", newEmail); return err },
+		"CreateKey":     func() error { _, _, err := e.CreateKey(ctx, admin.ID, "third"); return err },
+		"RevokeKey":     func() error { return e.RevokeKey(ctx, admin.ID, k2.ID) },
+		"RotateKey":     func() error { _, err := e.RotateKey(ctx, admin.ID); return err },
+		"UpdateProfile": func() error { _, err := e.UpdateProfile(ctx, admin.ID, "Renamed"); return err },
+		"CreateWebsite": func() error {
+			_, err := e.Owner(admin.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &newDomain})
+			return err
+		},
+		"UpdateWebsite": func() error {
+			_, err := e.Owner(admin.ID).UpdateWebsite(ctx, w.ID, engine.WebsiteInput{Timezone: &tz})
+			return err
+		},
+		"DeleteWebsite": func() error { return e.Owner(admin.ID).DeleteWebsite(ctx, w.ID) },
+		"AddGoal": func() error {
+			_, err := e.Owner(admin.ID).AddGoal(ctx, w.ID, engine.Goal{EventName: "Purchase"})
+			return err
+		},
+		"DeleteGoal":    func() error { return e.Owner(admin.ID).DeleteGoal(ctx, w.ID, goal.ID) },
+		"CreateSession": func() error { _, err := e.CreateSession(ctx, a, ua); return err },
+		"EndSessions":   func() error { return e.EndSessions(ctx, admin.ID) },
+		"CreateInvite":  func() error { _, _, err := ad.CreateInvite(ctx); return err },
+		"DeleteInvite":  func() error { return ad.DeleteInvite(ctx, before.Invites[0].ID) },
+		"SetLastReport": func() error { return e.SetLastReport(ctx, w.ID, engine.ReportWeekly, 20_000) },
+	}
+	for name, change := range changes {
+		if err := change(); !errors.Is(err, engine.ErrClusterUnavailable) {
+			t.Errorf("%s with the log down: %v, want ErrClusterUnavailable", name, err)
+		}
+	}
+	if diff := cmp.Diff(before, viewOf(t, e, 10)); diff != "" {
+		t.Fatalf("failed changes changed the registry (-before +after):\n%s", diff)
+	}
+	for _, key := range []string{key1, key2} {
+		if _, err := e.Authenticate(ctx, key); err != nil {
+			t.Errorf("a key stopped working: %v", err)
+		}
+	}
+	if _, err := e.AccountByEmail(ctx, newEmail); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("the failed account's email finds %v", err)
+	}
+	if _, err := e.Unscoped().WebsiteByDomain(ctx, newDomain); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("the failed website's domain finds %v", err)
+	}
+	if _, _, err := e.LastReport(ctx, w.ID, engine.ReportWeekly); err != nil {
+		t.Error(err)
+	}
+
+	c.start(0)
+	// The same changes now succeed: no dry run left a name taken.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, err := e.CreateAccount(ctx, "", newEmail)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, engine.ErrClusterUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("CreateAccount with the log back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := e.Owner(admin.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &newDomain}); err != nil {
+		t.Fatalf("CreateWebsite with the log back: %v", err)
+	}
+	if _, err := e.Owner(admin.ID).AddGoal(ctx, w.ID, engine.Goal{EventName: "Purchase"}); err != nil {
+		t.Fatalf("AddGoal with the log back: %v", err)
+	}
+	if err := e.Owner(admin.ID).DeleteWebsite(ctx, w.ID); err != nil {
+		t.Fatalf("DeleteWebsite with the log back: %v", err)
+	}
 }

@@ -127,7 +127,7 @@ func startCluster(ctx context.Context, c *Cluster, data string, log *slog.Logger
 		urls = append([]string{s.ClientURL()}, urls...)
 		log.Info("embedded NATS server started", "clients", s.ClientURL(), "routes", c.Routes, "store", o.StoreDir)
 	}
-	opts := []nats.Option{nats.Name("webstatsd"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	opts := []nats.Option{nats.Name("webstatsd"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1)}
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
