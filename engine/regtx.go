@@ -55,10 +55,11 @@ const msgRegistry = 'r'
 
 // regTx collects the writes of a dry run, with what puts memory back.
 type regTx struct {
-	base uint64
-	ops  []snapshot.Op
-	seen map[regKey]bool
-	undo []func()
+	base  uint64
+	ops   []snapshot.Op
+	bytes int // of ops, about as encoded
+	seen  map[regKey]bool
+	undo  []func()
 }
 
 type regKey struct {
@@ -84,7 +85,7 @@ type regLock int
 
 const (
 	regWrite regLock = iota // regMu for writing
-	regRead                 // regMu for reading (fn serialises with its own locks, e.auth.mu)
+	regRead                 // regMu for reading (fn takes e.auth.mu for what it changes, or only writes the store)
 	regNone                 // none (fn takes its own)
 )
 
@@ -104,16 +105,22 @@ func (e *Engine) regDoAs(ctx context.Context, lock regLock, fn func() error) err
 		}
 		return fn()
 	}
-	// The caller going away does not cut a change short: once published
-	// it may apply anyway, and its outcome should be known.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), regWait)
-	defer cancel()
+	// The caller going away (or its deadline) does not cut a change
+	// short: once published it may apply anyway, and its outcome should
+	// be known. Its regWait starts once it has its turn on this node, so
+	// that time spent queued cannot cut short one already published.
+	ctx = context.WithoutCancel(ctx)
+	queued, cancelQueue := context.WithTimeout(ctx, regWait)
 	select {
 	case e.regTxSem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: registry changes are queued on this node: %w", ErrClusterUnavailable, ctx.Err())
+		cancelQueue()
+	case <-queued.Done():
+		cancelQueue()
+		return fmt.Errorf("%w: registry changes are queued on this node: %w", ErrClusterUnavailable, queued.Err())
 	}
 	defer func() { <-e.regTxSem }()
+	ctx, cancel := context.WithTimeout(ctx, regWait)
+	defer cancel()
 	for tries := 1; ; tries++ {
 		e.regMu.Lock()
 		tx := &regTx{base: e.regSeq, seen: make(map[regKey]bool)}
@@ -148,13 +155,10 @@ func (e *Engine) regDoAs(ctx context.Context, lock regLock, fn func() error) err
 // regTxBytes is the size of the records the dry run in progress has
 // written so far (0 outside one). regMu is held for writing.
 func (e *Engine) regTxBytes() int {
-	n := 0
 	if tx := e.regTx; tx != nil {
-		for _, o := range tx.ops {
-			n += len(o.Value) + 16
-		}
+		return tx.bytes
 	}
-	return n
+	return 0
 }
 
 // regPut stores a registry record (in a dry run: collects it).
@@ -162,6 +166,7 @@ func (e *Engine) regPut(kind snapshot.Kind, id uint64, value []byte) error {
 	if tx := e.regTx; tx != nil {
 		e.saveLocked(tx, kind, id, value)
 		tx.ops = append(tx.ops, snapshot.Op{Kind: kind, ID: id, Value: slices.Clone(value)})
+		tx.bytes += len(value) + 16
 		return nil
 	}
 	if err := e.store.Put(kind, id, value); err != nil {
@@ -175,6 +180,7 @@ func (e *Engine) regDelete(kind snapshot.Kind, id uint64) error {
 	if tx := e.regTx; tx != nil {
 		e.saveLocked(tx, kind, id, nil)
 		tx.ops = append(tx.ops, snapshot.Op{Kind: kind, ID: id, Delete: true})
+		tx.bytes += 16
 		return nil
 	}
 	if err := e.store.Delete(kind, id); err != nil {
@@ -470,7 +476,10 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 	e.seq.Store(seq)
 	e.regWaiting.mu.Lock()
 	if done := e.regWaiting.m[m.id]; done != nil {
-		done <- applied
+		select {
+		case done <- applied:
+		default: // (an id twice in the log: the first answer stands)
+		}
 	}
 	e.regWaiting.mu.Unlock()
 	if err != nil {

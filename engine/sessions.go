@@ -187,7 +187,8 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 
 // SessionAccount returns the account of the session whose token is token,
 // or ErrUnauthenticated when there is none: never created, ended, or
-// expired (an expired session is deleted here).
+// expired (an expired session is deleted here; in cluster mode at the
+// account's next sign-in, or at Open).
 func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, error) {
 	if token == "" || len(token) > maxSessionToken {
 		return Account{}, ErrUnauthenticated

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -210,79 +211,93 @@ func (e *Engine) accountView(r *accountRec) Account {
 }
 
 // flushUsageShared is flushUsage in cluster mode: the times go into the
-// records as registry transactions of at most half the log's largest
-// message each, and are forgotten once all are applied (a failed flush is
-// made again at the next snapshot; what was applied then changes nothing).
+// records as registry transactions of about half the log's largest message
+// at most, and are forgotten once all are applied (a failed flush is made
+// again at the next snapshot; what was applied then changes nothing).
 func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64]time.Time) error {
-	ctx := context.Background()
-	limit := e.opts.Cluster.MaxMessage() / 2
 	accounts := make(map[uint32]bool)
 	for ref := range keys {
 		accounts[ref.account] = true
 	}
 	ids := slices.Sorted(maps.Keys(accounts))
-	for len(ids) > 0 {
-		done := 0
-		err := e.regDo(ctx, func() error {
-			done = 0
-			for _, acc := range ids {
-				if done > 0 && e.regTxBytes() >= limit {
-					break
-				}
-				done++
-				old := e.accounts[acc]
-				if old == nil {
-					continue
-				}
-				r, changed := old.clone(), false
-				for i, k := range r.Keys {
-					if t, ok := keys[keyRef{acc, k.ID}]; ok && t.After(k.LastUsed) {
-						r.Keys[i].LastUsed, changed = t, true
-					}
-				}
-				if changed {
-					if err := e.putAccountLocked(r); err != nil {
-						return err
-					}
-				}
-			}
+	err := e.flushShared(len(ids), false, func(i int) error {
+		acc := ids[i]
+		old := e.accounts[acc]
+		if old == nil {
 			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("engine: write key uses: %w", err)
 		}
-		ids = ids[done:]
+		r, changed := old.clone(), false
+		for j, k := range r.Keys {
+			if t, ok := keys[keyRef{acc, k.ID}]; ok && t.After(k.LastUsed) {
+				r.Keys[j].LastUsed, changed = t, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return e.putAccountLocked(r)
+	})
+	if err != nil {
+		return fmt.Errorf("engine: write key uses: %w", err)
 	}
 	sids := slices.Sorted(maps.Keys(sessions))
-	for len(sids) > 0 {
+	err = e.flushShared(len(sids), true, func(i int) error {
+		id := sids[i]
+		s := e.auth.sessions[id]
+		if s == nil || !sessions[id].After(s.LastSeen) {
+			return nil
+		}
+		ns := *s
+		ns.LastSeen = sessions[id]
+		if err := e.putJSON(snapshot.KindSession, id, &ns); err != nil {
+			return err
+		}
+		e.replaceSessionLocked(s, &ns)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: write session uses: %w", err)
+	}
+	e.usage.forget(keys, sessions)
+	return nil
+}
+
+// flushShared calls put(i) for i in [0, n) in registry transactions (with
+// e.auth.mu held too when auth), each cut once its records reach half the
+// log's largest message. One the log refuses as too large is made again
+// with half as many records; a single record too large for the log is
+// left out (logged): its times are lost rather than every flush after.
+func (e *Engine) flushShared(n int, auth bool, put func(i int) error) error {
+	limit := e.opts.Cluster.MaxMessage() / 2
+	for start, most := 0, n; start < n; {
 		done := 0
-		err := e.regDo(ctx, func() error {
+		err := e.regDo(context.Background(), func() error {
 			done = 0
-			e.auth.mu.Lock()
-			defer e.auth.mu.Unlock()
-			for _, id := range sids {
+			if auth {
+				e.auth.mu.Lock()
+				defer e.auth.mu.Unlock()
+			}
+			for i := start; i < n && done < most; i++ {
 				if done > 0 && e.regTxBytes() >= limit {
 					break
 				}
 				done++
-				s := e.auth.sessions[id]
-				if s == nil || !sessions[id].After(s.LastSeen) {
-					continue
-				}
-				ns := *s
-				ns.LastSeen = sessions[id]
-				if err := e.putJSON(snapshot.KindSession, id, &ns); err != nil {
+				if err := put(i); err != nil {
 					return err
 				}
-				e.replaceSessionLocked(s, &ns)
 			}
 			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("engine: write session uses: %w", err)
+		switch {
+		case errors.Is(err, ErrTooLarge) && done > 1:
+			most = done / 2
+			continue
+		case errors.Is(err, ErrTooLarge):
+			e.opts.Logger.Error("cluster: a record with its last-use times is larger than the log takes; the times are dropped", "err", err)
+		case err != nil:
+			return err
 		}
-		sids = sids[done:]
+		start += done
 	}
-	e.usage.forget(keys, sessions)
 	return nil
 }

@@ -26,6 +26,7 @@ var registryOps = flag.Int("cluster.registry-ops", 60, "registry changes each no
 type registryView struct {
 	Accounts []engine.Account
 	Websites []engine.Website
+	Reports  map[uint32]engine.Date // the last weekly report sent, by website
 	Goals    map[uint32][]engine.Goal
 	Sessions map[uint32][]engine.Session
 	Invites  []engine.Invite
@@ -34,7 +35,7 @@ type registryView struct {
 
 func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
 	t.Helper()
-	v := registryView{Goals: map[uint32][]engine.Goal{}, Sessions: map[uint32][]engine.Session{}}
+	v := registryView{Goals: map[uint32][]engine.Goal{}, Sessions: map[uint32][]engine.Session{}, Reports: map[uint32]engine.Date{}}
 	v.Accounts = e.Accounts(ctx)
 	for _, a := range v.Accounts {
 		v.Sessions[a.ID] = e.Sessions(ctx, a.ID)
@@ -50,6 +51,11 @@ func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
 		v.Websites = append(v.Websites, w)
 		if v.Goals[id], err = e.Unscoped().Goals(ctx, id); err != nil {
 			t.Fatal(err)
+		}
+		if d, ok, err := e.LastReport(ctx, id, engine.ReportWeekly); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			v.Reports[id] = d
 		}
 	}
 	var err error
@@ -322,11 +328,11 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 	case op == 1 && rng.IntN(8) == 0:
 		var key string
 		if key, err = e.RotateKey(ctx, acc.ID); err == nil {
-			a, aerr := e.Account(ctx, acc.ID)
-			if aerr != nil {
-				return aerr
+			// (Its id, by the key itself: another node may have
+			// added or revoked keys since.)
+			if a, aerr := e.Authenticate(ctx, key); aerr == nil {
+				l.note(func() { l.keys[key] = [2]uint32{acc.ID, a.ViaKey} })
 			}
-			l.note(func() { l.keys[key] = [2]uint32{acc.ID, a.Keys[len(a.Keys)-1].ID} })
 		}
 	case op == 1:
 		var ak engine.APIKey
@@ -366,7 +372,12 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 		if aerr != nil {
 			return aerr
 		}
-		_, err = e.CreateSession(ctx, a, engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
+		var token string
+		token, err = e.CreateSession(ctx, a, engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
+		if err == nil {
+			// A use of the session, written by the next snapshot.
+			_, _ = e.SessionAccount(ctx, token)
+		}
 	case op == 8 && rng.IntN(6) == 0:
 		err = e.EndSessions(ctx, acc.ID)
 	case op == 8 && len(own) > 0 && rng.IntN(5) == 0:
