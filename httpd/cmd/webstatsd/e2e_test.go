@@ -135,6 +135,15 @@ type server struct {
 // /healthz.
 func startServer(t *testing.T, bin, data string, extra ...string) *server {
 	t.Helper()
+	s := launch(t, bin, data, extra...)
+	s.waitUp(t, 20*time.Second)
+	return s
+}
+
+// launch starts bin serve on data and a free port, with the extra flags,
+// without waiting for it (waitUp does).
+func launch(t *testing.T, bin, data string, extra ...string) *server {
+	t.Helper()
 	s := &server{stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan error, 1)}
 	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h"}, extra...)
 	s.cmd = exec.Command(bin, args...)
@@ -150,7 +159,14 @@ func startServer(t *testing.T, bin, data string, extra ...string) *server {
 			<-s.done
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	return s
+}
+
+// waitUp waits, at most wait, until s logged its address, and checks that
+// it answers /healthz.
+func (s *server) waitUp(t *testing.T, wait time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
 	for s.addr == "" {
 		select {
 		case err := <-s.done:
@@ -158,7 +174,7 @@ func startServer(t *testing.T, bin, data string, extra ...string) *server {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("webstatsd did not log its address in 20s:\n%s", s.stderr.String())
+			t.Fatalf("webstatsd did not log its address in %v:\n%s", wait, s.stderr.String())
 		}
 		s.addr = listenAddr(s.stderr.String())
 	}
@@ -170,7 +186,6 @@ func startServer(t *testing.T, bin, data string, extra ...string) *server {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz: %s", resp.Status)
 	}
-	return s
 }
 
 // listenAddr finds the address in the "webstatsd listening" log line.

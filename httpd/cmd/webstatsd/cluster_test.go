@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Three webstatsd processes, each with its NATS server inside, started as
+// the README's "Running a cluster" says. Eight clients send pageviews (the
+// Plausible Events API) to them in turn and, when one fails a request (a
+// refused or cut connection, a 5xx), send the same pageview to the next.
+// One process is killed with SIGKILL under that load and started again
+// later on its data directory. In the end every process counts every pageview that was
+// answered 202, and at most one more per failed attempt (a request that
+// was in the log when its process died, then sent again), all the same.
+func TestClusterKill9(t *testing.T) {
+	bin := buildBinary(t)
+	// NATS client and route ports, free at the time of the call.
+	var ports []int
+	var ls []net.Listener
+	for range 6 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	dirs := make([]string, 3)
+	flags := make([][]string, 3)
+	for i := range 3 {
+		var routes []string
+		for j := range 3 {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
+			}
+		}
+		dirs[i] = filepath.Join(t.TempDir(), "data")
+		flags[i] = []string{"-snapshot-every", "2s", "-reports", "off",
+			"-nats-embed", fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			"-nats-cluster", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
+			"-nats-routes", strings.Join(routes, ",")}
+	}
+	servers := make([]*server, 3)
+	for i := range servers {
+		servers[i] = launch(t, bin, dirs[i], flags[i]...)
+	}
+	for _, s := range servers {
+		s.waitUp(t, 2*time.Minute) // the NATS cluster forms first
+	}
+	var key string
+	for _, s := range servers {
+		if k, _, _ := strings.Cut(s.stdout.String(), "\n"); k != "" {
+			if key != "" {
+				t.Fatal("two servers created the admin account")
+			}
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatal("no server created the admin account")
+	}
+	hc := &http.Client{Timeout: 15 * time.Second}
+	call := func(s *server, method, path, ctype, body string) (int, string, error) {
+		req, err := http.NewRequest(method, s.base()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	code, body, err := call(servers[0], "POST", "/api/v1/websites", "application/x-www-form-urlencoded", url.Values{"domain": {"k.example"}}.Encode())
+	if err != nil || code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("create a website: %d %s %v", code, body, err)
+	}
+	var created struct{ Data struct{ ID int } }
+	if err := json.Unmarshal([]byte(body), &created); err != nil || created.Data.ID == 0 {
+		t.Fatalf("create a website: %s (%v)", body, err)
+	}
+	eventually := func(what string, fn func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !fn() {
+			if time.Now().After(deadline) {
+				for i, s := range servers {
+					t.Logf("server %d stderr:\n%s", i, s.stderr.String())
+				}
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	knows := func() bool {
+		for _, s := range servers {
+			if code, _, err := call(s, "GET", fmt.Sprint("/api/v1/websites/", created.Data.ID), "", ""); err != nil || code != http.StatusOK {
+				return false
+			}
+		}
+		return true
+	}
+	eventually("every server to know the website", knows)
+
+	// Eight clients at once, so that the kill cuts requests in flight.
+	const events, killAt, restartAt, victim, clients = 800, 250, 500, 1, 8
+	var mu sync.Mutex // guards servers[victim] while it is replaced
+	serverOf := func(i int) *server {
+		mu.Lock()
+		defer mu.Unlock()
+		return servers[i]
+	}
+	var next, acked, failed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range clients {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= events {
+					return
+				}
+				ev := fmt.Sprintf(`{"name":"pageview","url":"https://k.example/p%d","domain":"k.example"}`, k)
+				for try := 0; ; try++ {
+					code, body, err := call(serverOf((k+try)%3), "POST", "/api/event", "application/json", ev)
+					if err == nil && code == http.StatusAccepted {
+						acked.Add(1)
+						break
+					}
+					if err == nil && code < 500 {
+						errs <- fmt.Errorf("event %d: %d %s", k, code, body)
+						return
+					}
+					failed.Add(1)
+					if try == 20 {
+						errs <- fmt.Errorf("event %d: every server failed it (last: %d %v)", k, code, err)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	for acked.Load() < killAt {
+		time.Sleep(time.Millisecond)
+	}
+	serverOf(victim).kill(t)
+	for acked.Load() < restartAt {
+		time.Sleep(time.Millisecond)
+	}
+	s := launch(t, bin, dirs[victim], flags[victim]...)
+	s.waitUp(t, 2*time.Minute)
+	mu.Lock()
+	servers[victim] = s
+	mu.Unlock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	from := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	to := time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	query := fmt.Sprintf(`{"site_id":"k.example","metrics":["pageviews"],"date_range":[%q,%q]}`, from, to)
+	counts := make([]int, 3)
+	eventually("every server to count every acknowledged pageview", func() bool {
+		for i, s := range servers {
+			code, body, err := call(s, "POST", "/api/v2/query", "application/json", query)
+			var res struct{ Results []struct{ Metrics []int } }
+			if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil || len(res.Results) != 1 {
+				return false
+			}
+			counts[i] = res.Results[0].Metrics[0]
+			if counts[i] < int(acked.Load()) {
+				return false
+			}
+		}
+		return true
+	})
+	ack, fail := int(acked.Load()), int(failed.Load())
+	if ack != events {
+		t.Fatalf("%d of %d pageviews acknowledged", ack, events)
+	}
+	for i, n := range counts {
+		if n > ack+fail || n != counts[0] {
+			t.Errorf("server %d counts %d pageviews; %d were acknowledged, %d attempts failed, server 0 counts %d", i, n, ack, fail, counts[0])
+		}
+	}
+	t.Logf("%d pageviews acknowledged, %d attempts failed, every server counts %d", ack, fail, counts[0])
+}
