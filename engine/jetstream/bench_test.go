@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func BenchmarkClusterTrack(b *testing.B) {
 		lat := make([][]time.Duration, 64)
 		var wg sync.WaitGroup
 		b.ResetTimer()
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), cpuTime()
 		for w := range 64 {
 			wg.Go(func() {
 				e := engines[w%len(engines)]
@@ -60,6 +61,7 @@ func BenchmarkClusterTrack(b *testing.B) {
 		el := time.Since(t0)
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/el.Seconds(), "hits/s")
+		b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/hit")
 		all := slices.Concat(lat...)
 		slices.Sort(all)
 		if len(all) > 0 {
@@ -122,5 +124,27 @@ func BenchmarkClusterTrack(b *testing.B) {
 			b.ReportMetric(float64(lags[len(lags)*99/100])/1e6, "lag-p99-ms")
 			b.ReportMetric(float64(lags[len(lags)/2])/1e6, "lag-p50-ms")
 		}
+		// What one more node costs: a new node applies every message of
+		// the stream (no partitions yet), here all b.N hits, one message
+		// each, before its Open returns (Options.CatchUp), alone on the
+		// machine's cores with the NATS servers.
+		t0, cpu0 := time.Now(), cpuTime()
+		n := openNodeOn(b, nc.urls(0), "", 3, clk, &engine.Options{Dir: b.TempDir(), NoSync: true, SnapshotEvery: -1, CatchUp: 10 * time.Minute})
+		el, cpu := time.Since(t0), cpuTime()-cpu0
+		defer n.close(b)
+		if got := n.e.Metrics().LogSeq; got < uint64(b.N) {
+			b.Fatalf("the new node opened at message %d of %d", got, b.N)
+		}
+		b.ReportMetric(float64(b.N)/el.Seconds(), "join-hits/s")
+		b.ReportMetric(float64(cpu)/1e3/float64(b.N), "join-cpu-us/hit")
 	})
+}
+
+// cpuTime is the CPU time (user and system) this process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
