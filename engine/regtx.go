@@ -41,8 +41,9 @@ import (
 // follower never draws or reads the clock. Secrets travel as their hashes
 // only, as they are stored.
 
-// regWait bounds a change in cluster mode: its runs, publishes and the
-// waits for this node to apply them, after conflicts included.
+// regWait bounds a change in cluster mode twice: the wait for its turn on
+// the node, then its runs, publishes and the waits for this node to apply
+// them, after conflicts included.
 const regWait = 10 * time.Second
 
 // regVersionID is the snapshot.KindCluster record that holds the log

@@ -297,7 +297,7 @@ func (e *Engine) flushShared(n int, auth bool, put func(i int) error) error {
 		case err != nil:
 			return err
 		}
-		start += done
+		start, most = start+done, n // (one large record does not slow the rest)
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ import (
 // Partitions is the number of subjects websites are spread over.
 const Partitions = 64
 
+// ErrReconnectBuffer is New's answer to a connection that buffers
+// messages while it reconnects.
+var ErrReconnectBuffer = errors.New("jetstream: the connection buffers messages while it reconnects; make it with nats.ReconnectBufSize(-1)")
+
 // DefaultName names what a cluster keeps in JetStream: the stream
 // WEBSTATS_HITS with the subjects webstats.hits.<p>, and the bucket
 // webstats_salts.
@@ -85,7 +89,7 @@ var _ engine.Cluster = (*Log)(nil)
 // sends it once more), or a registry change reported failed still made.
 func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if nc.Opts.ReconnectBufSize >= 0 {
-		return nil, errors.New("jetstream: the connection buffers messages while it reconnects; make it with nats.ReconnectBufSize(-1)")
+		return nil, ErrReconnectBuffer
 	}
 	if o.Name == "" {
 		o.Name = DefaultName
