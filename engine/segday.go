@@ -43,7 +43,7 @@ type segDay struct {
 	vEntryHost []uint32
 	vExitHost  []uint32
 	vCityID    []uint32
-	vAttr      []uint32 // numVA ids a visit
+	vAttr      [numVA][]uint32 // by attribute, a column each: a filter's scan reads one in order
 
 	// Hits, by row, in the order they were applied.
 	hVisit   []uint32 // visit row, or noVisit
@@ -81,6 +81,10 @@ type segDay struct {
 	tail       *segDay
 
 	size int // memory estimate, bytes
+
+	// dm is what queries keep of the day once it no longer changes; set
+	// when the day is made, never written once it is shared.
+	dm *dayMemo
 }
 
 // segCat is the kind of value a string of the dictionary was added for;
@@ -141,7 +145,7 @@ const noVisit = ^uint32(0)
 const segOther = "(other)"
 
 func newSegDay() *segDay {
-	return &segDay{strs: []string{""}, ids: map[string]uint32{"": 0}}
+	return &segDay{strs: []string{""}, ids: map[string]uint32{"": 0}, dm: new(dayMemo)}
 }
 
 // id returns the id of s, adding it; beyond limit distinct strings a new
@@ -186,7 +190,9 @@ func (d *segDay) addVisit(period int32, visitor uint32, ms int64, attr *[numVA]u
 	d.vEntryHost = append(d.vEntryHost, host)
 	d.vExitHost = append(d.vExitHost, host)
 	d.vCityID = append(d.vCityID, cityID)
-	d.vAttr = append(d.vAttr, attr[:]...)
+	for a, id := range attr {
+		d.vAttr[a] = append(d.vAttr[a], id)
+	}
 	d.size += segVisitBytes
 	return n
 }
@@ -241,6 +247,7 @@ func (d *segDay) rowBytes() int {
 func (d *segDay) compact() {
 	if d.parts == 0 {
 		d.sortByVisit()
+		d.dm = new(dayMemo) // the rows moved
 	}
 }
 
@@ -339,6 +346,7 @@ func (d *segDay) clone() *segDay {
 		return d.tail.clone()
 	}
 	c := *d
+	c.dm = new(dayMemo) // c changes
 	// The strings only grow, and only the writer (the copy) adds any: the
 	// copy shares them, its appends past d's length never seen by d (the
 	// capacity is cut), and the map of ids, which only the writer reads.
@@ -349,7 +357,10 @@ func (d *segDay) clone() *segDay {
 	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews), slices.Clone(d.vFlags)
 	c.vEntry, c.vExit = slices.Clone(d.vEntry), slices.Clone(d.vExit)
 	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost), slices.Clone(d.vExitHost)
-	c.vCityID, c.vAttr = slices.Clone(d.vCityID), slices.Clone(d.vAttr)
+	c.vCityID = slices.Clone(d.vCityID)
+	for a := range numVA {
+		c.vAttr[a] = slices.Clone(d.vAttr[a])
+	}
 	c.hVisit, c.hMs, c.hKind = slices.Clone(d.hVisit), slices.Clone(d.hMs), slices.Clone(d.hKind)
 	c.hName, c.hPage, c.hHost = slices.Clone(d.hName), slices.Clone(d.hPage), slices.Clone(d.hHost)
 	c.hValue, c.hUnit = slices.Clone(d.hValue), slices.Clone(d.hUnit)
@@ -526,8 +537,8 @@ func (d *segDay) appendRows(c []byte) []byte {
 	u32(d.vCityID)
 	c = append(c, d.vFlags...)
 	for a := range numVA {
-		for i := range nv {
-			u(uint64(d.vAttr[i*numVA+a]))
+		for _, id := range d.vAttr[a][:nv] {
+			u(uint64(id))
 		}
 	}
 	nh := len(d.hMs)
@@ -615,7 +626,7 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
 	dd := decoder{b: c}
-	d := &segDay{}
+	d := &segDay{dm: new(dayMemo)}
 	ns := dd.count()
 	if ns == 0 {
 		return bad("strings")
@@ -657,7 +668,8 @@ const maxParts = 1 << 20
 // decodePart decodes a sealed part (appendPart) of a day with ns strings.
 // strCols returns the columns of d that hold string ids.
 func (d *segDay) strCols() [][]uint32 {
-	return [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.vAttr, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props}
+	cols := [][]uint32{d.vEntry, d.vExit, d.vEntryHost, d.vExitHost, d.hName, d.hPage, d.hHost, d.hValue, d.hUnit, d.props}
+	return append(cols, d.vAttr[:]...)
 }
 
 func decodePart(b []byte, ns int) (*segDay, error) {
@@ -755,15 +767,16 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	for i := range d.vFlags {
 		d.vFlags[i] = dd.byte()
 	}
-	d.vAttr = make([]uint32, nv*numVA)
 	for a := range numVA {
-		for i := range nv {
+		col := make([]uint32, nv)
+		for i := range col {
 			v := dd.uvarint()
 			if v > 1<<32-1 {
 				dd.bad = true
 			}
-			d.vAttr[i*numVA+a] = uint32(v)
+			col[i] = uint32(v)
 		}
+		d.vAttr[a] = col
 	}
 	nh := dd.count()
 	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
@@ -952,6 +965,7 @@ func (d *segDay) visitsFromHits() bool {
 // estimate recomputes the memory estimate of d.
 func (d *segDay) estimate() int {
 	n := 64 + len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
+	n += segMemoBytes + len(d.vStart)*dayMemoKeys/8
 	for _, s := range d.strs {
 		n += len(s) + 16
 	}
@@ -972,7 +986,7 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 	if len(parts) < int(d.parts) {
 		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, errRecord)
 	}
-	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d}
+	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d, dm: new(dayMemo)}
 	for i, b := range parts[:d.parts] {
 		p, err := cache.decode(b, len(d.strs))
 		if err != nil {
@@ -1017,7 +1031,9 @@ func (w *segDay) appendRowsOf(p *segDay) error {
 	w.vEntryHost = append(w.vEntryHost, p.vEntryHost...)
 	w.vExitHost = append(w.vExitHost, p.vExitHost...)
 	w.vCityID = append(w.vCityID, p.vCityID...)
-	w.vAttr = append(w.vAttr, p.vAttr...)
+	for a := range numVA {
+		w.vAttr[a] = append(w.vAttr[a], p.vAttr[a]...)
+	}
 	w.hVisit = append(w.hVisit, p.hVisit...)
 	w.hMs = append(w.hMs, p.hMs...)
 	w.hKind = append(w.hKind, p.hKind...)
@@ -1042,6 +1058,7 @@ func (w *segDay) appendRowsOf(p *segDay) error {
 // written.
 func (d *segDay) sealed() *segDay {
 	return &segDay{
+		dm:   new(dayMemo),
 		strs: d.strs, counts: d.counts, parts: d.parts + 1,
 		offV: d.offV + uint32(d.visits()), offH: d.offH + uint32(d.hits()),
 	}
@@ -1053,6 +1070,7 @@ func (d *segDay) sealed() *segDay {
 func (d *segDay) dropSealed(part *segDay) *segDay {
 	nv, nh := part.visits(), part.hits()
 	c := &segDay{
+		dm:   new(dayMemo),
 		strs: d.strs, ids: d.ids, counts: d.counts, parts: part.parts + 1,
 		offV: d.offV + uint32(nv), offH: d.offH + uint32(nh),
 	}
@@ -1061,7 +1079,10 @@ func (d *segDay) dropSealed(part *segDay) *segDay {
 	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews[nv:]), slices.Clone(d.vFlags[nv:])
 	c.vEntry, c.vExit = slices.Clone(d.vEntry[nv:]), slices.Clone(d.vExit[nv:])
 	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost[nv:]), slices.Clone(d.vExitHost[nv:])
-	c.vCityID, c.vAttr = slices.Clone(d.vCityID[nv:]), slices.Clone(d.vAttr[nv*numVA:])
+	c.vCityID = slices.Clone(d.vCityID[nv:])
+	for a := range numVA {
+		c.vAttr[a] = slices.Clone(d.vAttr[a][nv:])
+	}
 	c.hVisit, c.hMs, c.hKind = slices.Clone(d.hVisit[nh:]), slices.Clone(d.hMs[nh:]), slices.Clone(d.hKind[nh:])
 	c.hName, c.hPage, c.hHost = slices.Clone(d.hName[nh:]), slices.Clone(d.hPage[nh:]), slices.Clone(d.hHost[nh:])
 	c.hValue, c.hUnit = slices.Clone(d.hValue[nh:]), slices.Clone(d.hUnit[nh:])

@@ -115,7 +115,7 @@ func FuzzSegDay(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.scanDay(d)
+			p.scanDay(d, false)
 			p.sortRows(p.rows())
 		}
 	})

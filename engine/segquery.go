@@ -234,7 +234,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 		switch {
 		case sd.hits() == 0 || p.err != nil:
 		case locked:
-			p.scanDay(sd)
+			p.scanDay(sd, false)
 		default:
 			later = append(later, sd)
 		}
@@ -257,7 +257,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 			if i%16 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if p.scanDay(sd); p.err != nil {
+			if p.scanDay(sd, true); p.err != nil {
 				return p.err
 			}
 		}
@@ -290,7 +290,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 				if i >= len(days) {
 					return
 				}
-				sub.scanDay(days[i])
+				sub.scanDay(days[i], true)
 			}
 		})
 	}
@@ -960,6 +960,9 @@ type fnode struct {
 	goalSet []int
 	// prop leaves: the key id of the current day (noKey if absent).
 	keyID uint32
+	// key names a leaf's test (operator, dimension, clauses, modifier),
+	// for dayMemo.
+	key string
 }
 
 const noKey = ^uint32(0)
@@ -979,6 +982,7 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 	}
 	n.leaf = true
 	n.spec = specOf(f.Dimension)
+	n.key = fmt.Sprintf("%q %q %q %t;", f.Op, f.Dimension, f.Clauses, f.CaseInsensitive)
 	clauses := f.Clauses
 	fold := f.CaseInsensitive
 	label := n.spec.blankLabel()
@@ -1106,17 +1110,29 @@ func (n *fnode) visitLevel() bool {
 
 // visitLeaves settles vpass for the simple visit-level filters (a leaf on
 // a visit column) in one pass over the day's visits: a tight loop over the
-// column and the leaf's memo, instead of a tree walk per visit.
-func (p *plan) visitLeaves(sd *segDay) {
+// column and the leaf's memo, instead of a tree walk per visit. memo (sd's,
+// if frozen) keeps the visits they exclude for the next query with the
+// same filters: a dashboard asks a dozen of the same days.
+func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 	all := true
+	var key []byte
 	for _, n := range p.visitConj {
-		s := n.spec
-		if !n.leaf || s.kind < dkVisitAttr || s.kind == dkCity || s.kind == dkCountryName {
+		if !n.simpleVisitLeaf() {
 			all = false
 			continue
 		}
+		key = append(key, n.key...)
+	}
+	if memo != nil && len(key) > 0 && memo.excluded(string(key), p.vpass) {
+		p.settle(all)
+		return
+	}
+	for _, n := range p.visitConj {
+		s := n.spec
+		if !n.simpleVisitLeaf() {
+			continue
+		}
 		var col []uint32
-		stride, off := 1, 0
 		switch s.kind {
 		case dkEntry:
 			col = sd.vEntry
@@ -1127,14 +1143,14 @@ func (p *plan) visitLeaves(sd *segDay) {
 		case dkExitHost:
 			col = sd.vExitHost
 		default:
-			col, stride, off = sd.vAttr, numVA, s.attr
+			col = sd.vAttr[s.attr]
 		}
 		memo := n.memo
 		for v := range sd.visits() {
 			if p.vpass[v] == 2 {
 				continue
 			}
-			id := col[v*stride+off]
+			id := col[v]
 			m := memo[id]
 			if m == 0 {
 				n.memoTest(sd, id, s.filterValue)
@@ -1145,13 +1161,30 @@ func (p *plan) visitLeaves(sd *segDay) {
 			}
 		}
 	}
-	if all {
-		for v, st := range p.vpass {
-			if st == 0 {
-				p.vpass[v] = 1
-			}
+	if memo != nil && len(key) > 0 {
+		memo.keepExcluded(string(key), p.vpass)
+	}
+	p.settle(all)
+}
+
+// settle marks the visits vpass has not excluded as passing, when every
+// visit-level filter was a simple one (all).
+func (p *plan) settle(all bool) {
+	if !all {
+		return
+	}
+	for v, st := range p.vpass {
+		if st == 0 {
+			p.vpass[v] = 1
 		}
 	}
+}
+
+// simpleVisitLeaf reports whether n is a leaf on a visit column that
+// visitLeaves tests in its loop.
+func (n *fnode) simpleVisitLeaf() bool {
+	s := n.spec
+	return n.leaf && s.kind >= dkVisitAttr && s.kind != dkCity && s.kind != dkCountryName
 }
 
 // visitPasses evaluates the visit-level filters for the visit of hit i,
@@ -1289,7 +1322,7 @@ func (p *plan) visitValue(sd *segDay, v uint32, s dimSpec) uint32 {
 	case dkExitHost:
 		return sd.vExitHost[v]
 	}
-	return sd.vAttr[int(v)*numVA+s.attr]
+	return sd.vAttr[s.attr][v]
 }
 
 // hitMatchesGoal reports whether hit i converts goal g.
@@ -1351,8 +1384,10 @@ func floorDiv(a, b int64) int64 {
 // ---------------------------------------------------------------------------
 // Scanning
 
-// scanDay adds one day's segments to the groups.
-func (p *plan) scanDay(sd *segDay) {
+// scanDay adds one day's segments to the groups. frozen: sd no longer
+// changes (it is not an open day read under the shard lock), so what the
+// query finds of it may be kept on it for the next (dayMemo).
+func (p *plan) scanDay(sd *segDay, frozen bool) {
 	if sd.hits() == 0 {
 		return
 	}
@@ -1378,8 +1413,12 @@ func (p *plan) scanDay(sd *segDay) {
 	p.vpass = slices.Grow(p.vpass[:0], sd.visits())[:sd.visits()]
 	clear(p.vpass)
 	p.orphanPass = 0
-	whole := p.wholeDay(sd)
-	p.visitLeaves(sd)
+	var memo *dayMemo
+	if frozen {
+		memo = sd.memo()
+	}
+	whole := p.wholeDay(sd, memo)
+	p.visitLeaves(sd, memo)
 	visitChecked := false
 	hit := func(i int) {
 		kind := sd.hKind[i]
@@ -1484,13 +1523,24 @@ func (p *plan) scanDay(sd *segDay) {
 }
 
 // wholeDay reports whether every hit of sd is in the range (most days of
-// a range): no per-hit time check is needed then.
-func (p *plan) wholeDay(sd *segDay) bool {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+// a range): no per-hit time check is needed then. memo: sd's, if frozen.
+func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
+	var lo, hi int64
+	if memo != nil {
+		lo, hi = memo.span(sd)
+	} else {
+		lo, hi = hitSpan(sd)
+	}
+	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
+}
+
+// hitSpan returns the first and last hit times of sd (Unix ms).
+func hitSpan(sd *segDay) (lo, hi int64) {
+	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
 	for _, ms := range sd.hMs {
 		lo, hi = min(lo, ms), max(hi, ms)
 	}
-	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
+	return lo, hi
 }
 
 // touch marks g as having rows in the current day.
