@@ -702,6 +702,7 @@ type plan struct {
 	// the others (tested per hit).
 	visitConj, hitConj []*fnode
 	vpass              []uint8 // by visit row: 0 unknown, 1 passes, 2 fails
+	settled            bool    // a 0 in vpass passes (settle)
 	orphanPass         uint8
 
 	needSess bool // bounce_rate, visit_duration or views_per_visit asked
@@ -1167,18 +1168,27 @@ func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 	p.settle(all)
 }
 
-// settle marks the visits vpass has not excluded as passing, when every
-// visit-level filter was a simple one (all).
-func (p *plan) settle(all bool) {
-	if !all {
-		return
+// visitCol returns the column of sd that holds visit dimension s by visit
+// row (visitValue's), nil for a dimension found otherwise (keysOf).
+func visitCol(sd *segDay, s dimSpec) []uint32 {
+	switch s.kind {
+	case dkEntry:
+		return sd.vEntry
+	case dkExit:
+		return sd.vExit
+	case dkEntryHost:
+		return sd.vEntryHost
+	case dkExitHost:
+		return sd.vExitHost
+	case dkVisitAttr, dkCountryName:
+		return sd.vAttr[s.attr]
 	}
-	for v, st := range p.vpass {
-		if st == 0 {
-			p.vpass[v] = 1
-		}
-	}
+	return nil
 }
+
+// settle records that vpass settled every visit (a 0 passes), when every
+// visit-level filter was a simple one (all).
+func (p *plan) settle(all bool) { p.settled = all }
 
 // simpleVisitLeaf reports whether n is a leaf on a visit column that
 // visitLeaves tests in its loop.
@@ -1190,6 +1200,17 @@ func (n *fnode) simpleVisitLeaf() bool {
 // visitPasses evaluates the visit-level filters for the visit of hit i,
 // once per visit and day.
 func (p *plan) visitPasses(sd *segDay, i int) bool {
+	if v := sd.hVisit[i]; v != noVisit {
+		if st := p.vpass[v]; st != 0 || p.settled {
+			return st != 2
+		}
+	}
+	return p.visitTest(sd, i)
+}
+
+// visitTest evaluates the visit-level filters for the visit of hit i
+// and keeps the answer in vpass (orphanPass for an orphan).
+func (p *plan) visitTest(sd *segDay, i int) bool {
 	v := sd.hVisit[i]
 	st := &p.orphanPass
 	if v != noVisit {
@@ -1403,21 +1424,23 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	p.filter.startDay(p, sd)
 	// When every dimension is the visit's, a visit's hits all fall in one
 	// group: it is found once per visit.
+	var memo *dayMemo
+	if frozen {
+		memo = sd.memo()
+	}
+	whole := p.wholeDay(sd, memo)
+	// byVisit: every hit of a visit counts in its group, found once.
+	byVisit := sd.grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng
 	var vgroup []*group
 	var orphans *group
-	if p.visitOnly {
+	if p.visitOnly && !byVisit {
 		vgroup = make([]*group, sd.visits())
 	}
 	p.mark = slices.Grow(p.mark[:0], sd.visits())[:sd.visits()]
 	clear(p.mark)
 	p.vpass = slices.Grow(p.vpass[:0], sd.visits())[:sd.visits()]
 	clear(p.vpass)
-	p.orphanPass = 0
-	var memo *dayMemo
-	if frozen {
-		memo = sd.memo()
-	}
-	whole := p.wholeDay(sd, memo)
+	p.orphanPass, p.settled = 0, false
 	p.visitLeaves(sd, memo)
 	visitChecked := false
 	hit := func(i int) {
@@ -1472,19 +1495,41 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 			})
 		}
 	}
-	if sd.grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng {
+	if byVisit {
 		// Every hit of a visit counts in its one group: a visit at a time.
+		// With one dimension on a visit column, its group is found by the
+		// column's id (group's dayGroup1), without keysOf.
+		var col []uint32
+		if len(p.dims) == 1 {
+			col = visitCol(sd, p.dims[0])
+		}
+		test := len(p.visitConj) > 0 && !p.settled
 		lo := 0
-		for v := range sd.visits() {
-			_, hi := sd.visitHits(uint32(v))
-			if lo < hi && (len(p.visitConj) == 0 || p.visitPasses(sd, lo)) {
-				var g *group
-				p.keysOf(sd, lo, false, 0, func(x *group) { g = x })
-				if g == nil {
-					return // p.err
-				}
-				p.countVisit(g, sd, uint32(v), lo, hi)
+		for v, end := range sd.hitEnd {
+			hi := int(end)
+			if lo == hi {
+				continue
 			}
+			if st := p.vpass[v]; st == 2 || st == 0 && test && !p.visitTest(sd, lo) {
+				lo = hi
+				continue
+			}
+			var g *group
+			if col != nil {
+				if id := col[v]; int(id) < len(p.dayGroup1) {
+					g = p.dayGroup1[id]
+				}
+				if g == nil {
+					p.key[0] = col[v]
+					g = p.group(sd)
+				}
+			} else {
+				p.keysOf(sd, lo, false, 0, func(x *group) { g = x })
+			}
+			if g == nil {
+				return // p.err
+			}
+			p.countVisit(g, sd, uint32(v), lo, hi)
 			lo = hi
 		}
 		for i := lo; i < sd.hits() && p.err == nil; i++ {
@@ -1494,9 +1539,10 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		// A visit its visit-level filters exclude is skipped whole.
 		lo := 0
 		visitChecked = true
-		for v := range sd.visits() {
-			_, hi := sd.visitHits(uint32(v))
-			if lo < hi && p.visitPasses(sd, lo) {
+		test := !p.settled
+		for v, end := range sd.hitEnd {
+			hi := int(end)
+			if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
 				for i := lo; i < hi && p.err == nil; i++ {
 					hit(i)
 				}
