@@ -10,6 +10,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -713,6 +714,7 @@ type plan struct {
 
 	groups map[string]*group
 	order  []*group
+	keyBuf []byte // globalGroup's
 
 	// visitOnly: every dimension is the visit's (none of the hit, time
 	// or goal), so a visit's hits fall in one group.
@@ -1186,6 +1188,32 @@ func visitCol(sd *segDay, s dimSpec) []uint32 {
 	return nil
 }
 
+// hitCol returns the column of sd that holds hit dimension s by hit row,
+// nil for a dimension found otherwise (keysOf).
+func hitCol(sd *segDay, s dimSpec) []uint32 {
+	switch s.kind {
+	case dkHitName:
+		return sd.hName
+	case dkHitPage:
+		return sd.hPage
+	case dkHitHost:
+		return sd.hHost
+	}
+	return nil
+}
+
+// group1 returns the group of value id of the plan's one dimension (a
+// column's: hitCol, visitCol) on the current day, nil on error (p.err).
+func (p *plan) group1(sd *segDay, id uint32) *group {
+	if int(id) < len(p.dayGroup1) {
+		if g := p.dayGroup1[id]; g != nil {
+			return g
+		}
+	}
+	p.key[0] = id
+	return p.group(sd)
+}
+
 // settle records that vpass settled every visit (a 0 passes), when every
 // visit-level filter was a simple one (all).
 func (p *plan) settle(all bool) { p.settled = all }
@@ -1442,6 +1470,12 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	clear(p.vpass)
 	p.orphanPass, p.settled = 0, false
 	p.visitLeaves(sd, memo)
+	// With one dimension on a column of hit rows, a hit's group is found
+	// by the column's id (group1), without keysOf.
+	var hcol []uint32
+	if len(p.dims) == 1 {
+		hcol = hitCol(sd, p.dims[0])
+	}
 	visitChecked := false
 	hit := func(i int) {
 		kind := sd.hKind[i]
@@ -1487,7 +1521,13 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 			p.count(g, sd, i, kind, v)
 			return
 		}
-		p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
+		if hcol != nil {
+			if g := p.group1(sd, hcol[i]); g != nil {
+				p.count(g, sd, i, kind, v)
+			}
+		} else {
+			p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
+		}
 		if p.needSess && p.page >= 0 && v != noVisit {
 			p.keysOf(sd, i, true, 0, func(g *group) {
 				p.touch(g)
@@ -1516,13 +1556,7 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 			}
 			var g *group
 			if col != nil {
-				if id := col[v]; int(id) < len(p.dayGroup1) {
-					g = p.dayGroup1[id]
-				}
-				if g == nil {
-					p.key[0] = col[v]
-					g = p.group(sd)
-				}
+				g = p.group1(sd, col[v])
 			} else {
 				p.keysOf(sd, lo, false, 0, func(x *group) { g = x })
 			}
@@ -1779,43 +1813,56 @@ func (p *plan) group(sd *segDay) *group {
 }
 
 // globalGroup returns the group of the current key's values, creating it.
+// Its key is each value length-prefixed (a city's id in decimal), built in
+// a reused buffer: only a new group allocates.
 func (p *plan) globalGroup(sd *segDay) *group {
-	var b strings.Builder
+	b := p.keyBuf[:0]
+	for j, s := range p.dims {
+		if s.kind == dkCity {
+			b = strconv.AppendUint(append(b, 'c'), uint64(p.key[j]), 10)
+			b = append(b, 0)
+			continue
+		}
+		v := p.dimString(sd, s, p.key[j])
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	p.keyBuf = b
+	if g, ok := p.groups[string(b)]; ok {
+		return g
+	}
+	if len(p.groups) >= MaxQueryGroups || p.shared != nil && p.shared.groups.Add(1) > 2*MaxQueryGroups {
+		p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
+		return nil
+	}
 	dims := make([]any, len(p.dims))
 	for j, s := range p.dims {
-		id := p.key[j]
-		var v any
-		switch s.kind {
-		case dkTime:
-			v = p.labels[id]
-		case dkGoal:
-			v = p.goals.Goals[id].DisplayName
-		case dkCity:
-			v = int64(id)
-		case dkProp:
-			if id == keyNone {
-				v = "(none)"
-			} else {
-				v = sd.strs[id]
-			}
-		default:
-			v = s.display(sd.strs[id])
+		if s.kind == dkCity {
+			dims[j] = int64(p.key[j])
+		} else {
+			dims[j] = p.dimString(sd, s, p.key[j])
 		}
-		dims[j] = v
-		fmt.Fprintf(&b, "%v\x00", v)
 	}
-	k := b.String()
-	g, ok := p.groups[k]
-	if !ok {
-		if len(p.groups) >= MaxQueryGroups || p.shared != nil && p.shared.groups.Add(1) > 2*MaxQueryGroups {
-			p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
-			return nil
-		}
-		g = &group{key: k, dims: dims, id: int32(len(p.order) + 1)}
-		p.groups[k] = g
-		p.order = append(p.order, g)
-	}
+	g := &group{key: string(b), dims: dims, id: int32(len(p.order) + 1)}
+	p.groups[g.key] = g
+	p.order = append(p.order, g)
 	return g
+}
+
+// dimString is the value shown for id of dimension s (any but a city).
+func (p *plan) dimString(sd *segDay, s dimSpec, id uint32) string {
+	switch s.kind {
+	case dkTime:
+		return p.labels[id]
+	case dkGoal:
+		return p.goals.Goals[id].DisplayName
+	case dkProp:
+		if id == keyNone {
+			return "(none)"
+		}
+		return sd.strs[id]
+	}
+	return s.display(sd.strs[id])
 }
 
 // engagement adds engagement report i to its groups.
