@@ -4,7 +4,5 @@ package engine
 // for benchmarks that measure a query on its own (off: every query
 // evaluates its filters). It returns the previous setting.
 func SetDayMemo(on bool) bool {
-	was := useDayMemo
-	useDayMemo = on
-	return was
+	return useDayMemo.Swap(on)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -82,8 +83,9 @@ type segDay struct {
 
 	size int // memory estimate, bytes
 
-	// dm is what queries keep of the day once it no longer changes; set
-	// when the day is made, never written once it is shared.
+	// dm is what queries keep of the day once it no longer changes
+	// (dayMemo); set when the day is made, never written once it is
+	// shared; nil for a day that may change, or a small one.
 	dm *dayMemo
 }
 
@@ -145,7 +147,7 @@ const noVisit = ^uint32(0)
 const segOther = "(other)"
 
 func newSegDay() *segDay {
-	return &segDay{strs: []string{""}, ids: map[string]uint32{"": 0}, dm: new(dayMemo)}
+	return &segDay{strs: []string{""}, ids: map[string]uint32{"": 0}}
 }
 
 // id returns the id of s, adding it; beyond limit distinct strings a new
@@ -247,7 +249,9 @@ func (d *segDay) rowBytes() int {
 func (d *segDay) compact() {
 	if d.parts == 0 {
 		d.sortByVisit()
-		d.dm = new(dayMemo) // the rows moved
+		d.dm = newDayMemo(d.visits()) // closed: queries read it unlocked
+	} else {
+		d.dm = nil // never read: queries read it made whole
 	}
 }
 
@@ -346,7 +350,7 @@ func (d *segDay) clone() *segDay {
 		return d.tail.clone()
 	}
 	c := *d
-	c.dm = new(dayMemo) // c changes
+	c.dm = nil // c changes
 	// The strings only grow, and only the writer (the copy) adds any: the
 	// copy shares them, its appends past d's length never seen by d (the
 	// capacity is cut), and the map of ids, which only the writer reads.
@@ -626,7 +630,7 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
 	}
 	dd := decoder{b: c}
-	d := &segDay{dm: new(dayMemo)}
+	d := &segDay{}
 	ns := dd.count()
 	if ns == 0 {
 		return bad("strings")
@@ -657,6 +661,9 @@ func decodeSegDay(b []byte) (*segDay, error) {
 	}
 	if d.parts == 0 && (d.offV != 0 || d.offH != 0) {
 		return bad("rows before the first without parts")
+	}
+	if d.parts == 0 {
+		d.dm = newDayMemo(d.visits()) // a day with parts is read made whole
 	}
 	d.size = d.estimate()
 	return d, nil
@@ -964,8 +971,10 @@ func (d *segDay) visitsFromHits() bool {
 
 // estimate recomputes the memory estimate of d.
 func (d *segDay) estimate() int {
-	n := 64 + len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
-	n += segMemoBytes + len(d.vStart)*dayMemoKeys/8
+	n := int(unsafe.Sizeof(*d)) + len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
+	if d.dm != nil {
+		n += memoBytes(len(d.vStart))
+	}
 	for _, s := range d.strs {
 		n += len(s) + 16
 	}
@@ -986,7 +995,7 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 	if len(parts) < int(d.parts) {
 		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, errRecord)
 	}
-	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d, dm: new(dayMemo)}
+	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d}
 	for i, b := range parts[:d.parts] {
 		p, err := cache.decode(b, len(d.strs))
 		if err != nil {
@@ -1010,6 +1019,7 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 			w.vFlags[v] |= vfInteractive
 		}
 	}
+	w.dm = newDayMemo(w.visits())
 	w.size = w.estimate() + d.rowBytes()
 	return w, nil
 }
@@ -1058,7 +1068,6 @@ func (w *segDay) appendRowsOf(p *segDay) error {
 // written.
 func (d *segDay) sealed() *segDay {
 	return &segDay{
-		dm:   new(dayMemo),
 		strs: d.strs, counts: d.counts, parts: d.parts + 1,
 		offV: d.offV + uint32(d.visits()), offH: d.offH + uint32(d.hits()),
 	}
@@ -1070,7 +1079,6 @@ func (d *segDay) sealed() *segDay {
 func (d *segDay) dropSealed(part *segDay) *segDay {
 	nv, nh := part.visits(), part.hits()
 	c := &segDay{
-		dm:   new(dayMemo),
 		strs: d.strs, ids: d.ids, counts: d.counts, parts: part.parts + 1,
 		offV: d.offV + uint32(nv), offH: d.offH + uint32(nh),
 	}

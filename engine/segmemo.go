@@ -2,8 +2,8 @@ package engine
 
 import (
 	"math/bits"
-	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // dayMemo keeps, on a day that no longer changes, what queries found of it
@@ -13,31 +13,51 @@ import (
 // this answers all but the first from a bitset.
 //
 // Bounded: dayMemoKeys entries of a bit a visit, keys of at most
-// maxDayMemoKey bytes, counted in the day's memory estimate (segMemoBytes).
-// A day gets its memo when it is made (newSegDay, decoding, whole, clone),
-// and the field is never written once the day is shared: a copy of the
-// day (clone) gets a memo of its own.
+// maxDayMemoKey bytes, counted in the day's memory estimate. Only a day
+// that may be read without the shard lock gets one, when it is made: one
+// decoded from the store, one made whole, and one closed (compact); and
+// only with minMemoVisits visits or more, below which a filter's pass
+// over the visits costs microseconds. The field is never written once the
+// day is shared: a copy for writing (clone) has none.
 type dayMemo struct {
 	spanOnce sync.Once
 	lo, hi   int64
 
-	mu   sync.Mutex
-	keys [dayMemoKeys]string
-	excl [dayMemoKeys][]uint64 // bit v: visit row v excluded
-	next int                   // the entry to replace next
+	mu      sync.Mutex
+	entries [dayMemoKeys]memoEntry
+	tick    uint64
+}
+
+// memoEntry is the visits a set of filters (key) excluded: bit v of excl
+// is visit row v.
+type memoEntry struct {
+	key  string
+	excl []uint64
+	used uint64 // the memo's tick when last found
 }
 
 const (
 	dayMemoKeys   = 4
 	maxDayMemoKey = 512
-	// segMemoBytes is the memo's share of a day's memory estimate: the
-	// struct and its keys at most, then dayMemoKeys bits a visit.
-	segMemoBytes = 256 + dayMemoKeys*maxDayMemoKey
+	minMemoVisits = 1024
 )
+
+// memoBytes is what a memo may hold for a day of nv visits, at most.
+func memoBytes(nv int) int {
+	return 256 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8)
+}
+
+// newDayMemo returns a memo for a day of nv visits, nil for a small day.
+func newDayMemo(nv int) *dayMemo {
+	if nv < minMemoVisits {
+		return nil
+	}
+	return new(dayMemo)
+}
 
 // memo returns d's memo: nil for a day without one.
 func (d *segDay) memo() *dayMemo {
-	if !useDayMemo {
+	if !useDayMemo.Load() {
 		return nil
 	}
 	return d.dm
@@ -45,7 +65,12 @@ func (d *segDay) memo() *dayMemo {
 
 // useDayMemo is off only in benchmarks that measure a query on its own
 // (SetDayMemo in export_test.go).
-var useDayMemo = true
+var useDayMemo atomic.Bool
+
+func init() { useDayMemo.Store(true) }
+
+// dayMemoHits counts the times a memo knew a query's filters (for tests).
+var dayMemoHits atomic.Int64
 
 // span returns the first and last hit times of sd (hitSpan), computed once.
 func (m *dayMemo) span(sd *segDay) (lo, hi int64) {
@@ -59,27 +84,32 @@ func (m *dayMemo) excluded(key string, vpass []uint8) bool {
 	if m == nil || len(key) > maxDayMemoKey {
 		return false
 	}
+	var excl []uint64
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, k := range m.keys {
-		if k != key || m.excl[i] == nil {
-			continue
+	for i := range m.entries {
+		if en := &m.entries[i]; en.excl != nil && en.key == key {
+			m.tick++
+			en.used, excl = m.tick, en.excl
+			break
 		}
-		if len(m.excl[i]) != (len(vpass)+63)/64 {
-			return false // not this day's visits: never, but not assumed
-		}
-		for w, word := range m.excl[i] {
-			for word != 0 {
-				vpass[w*64+bits.TrailingZeros64(word)] = 2
-				word &= word - 1
-			}
-		}
-		return true
 	}
-	return false
+	m.mu.Unlock()
+	// An entry's bitset never changes once kept: read without the lock.
+	if excl == nil || len(excl) != (len(vpass)+63)/64 {
+		return false // the length: never, but not assumed
+	}
+	for w, word := range excl {
+		for word != 0 {
+			vpass[w*64+bits.TrailingZeros64(word)] = 2
+			word &= word - 1
+		}
+	}
+	dayMemoHits.Add(1)
+	return true
 }
 
-// keepExcluded keeps which visits vpass excludes (2) under key.
+// keepExcluded keeps which visits vpass excludes (2) under key, in place
+// of the least recently used entry.
 func (m *dayMemo) keepExcluded(key string, vpass []uint8) {
 	if m == nil || len(key) > maxDayMemoKey {
 		return
@@ -92,9 +122,24 @@ func (m *dayMemo) keepExcluded(key string, vpass []uint8) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if i := slices.Index(m.keys[:], key); i >= 0 && m.excl[i] != nil {
-		return // another query kept it meanwhile
+	victim := -1
+	for i := range m.entries {
+		if en := &m.entries[i]; en.key == key && en.excl != nil {
+			if len(en.excl) == len(excl) {
+				return // another query kept it meanwhile
+			}
+			victim = i // of other rows: never, but not assumed
+			break
+		}
 	}
-	m.keys[m.next], m.excl[m.next] = key, excl
-	m.next = (m.next + 1) % dayMemoKeys
+	if victim < 0 {
+		victim = 0
+		for i := range m.entries {
+			if m.entries[i].used < m.entries[victim].used {
+				victim = i
+			}
+		}
+	}
+	m.tick++
+	m.entries[victim] = memoEntry{key: key, excl: excl, used: m.tick}
 }

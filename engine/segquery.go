@@ -704,7 +704,11 @@ type plan struct {
 	visitConj, hitConj []*fnode
 	vpass              []uint8 // by visit row: 0 unknown, 1 passes, 2 fails
 	settled            bool    // a 0 in vpass passes (settle)
-	orphanPass         uint8
+	// memoKey names the simple visit-level filters (their leaves' keys),
+	// "" for none; allSimple: every visit-level filter is one.
+	memoKey    string
+	allSimple  bool
+	orphanPass uint8
 
 	needSess bool // bounce_rate, visit_duration or views_per_visit asked
 	needEng  bool // time_on_page or scroll_depth asked
@@ -841,6 +845,15 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 				p.visitConj = append(p.visitConj, c)
 			} else {
 				p.hitConj = append(p.hitConj, c)
+			}
+		}
+		// The simple visit-level filters name what a day memo keeps.
+		p.allSimple = true
+		for _, c := range p.visitConj {
+			if c.simpleVisitLeaf() {
+				p.memoKey += c.key
+			} else {
+				p.allSimple = false
 			}
 		}
 	}
@@ -985,7 +998,9 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 	}
 	n.leaf = true
 	n.spec = specOf(f.Dimension)
-	n.key = fmt.Sprintf("%q %q %q %t;", f.Op, f.Dimension, f.Clauses, f.CaseInsensitive)
+	if n.simpleVisitLeaf() {
+		n.key = fmt.Sprintf("%q %q %q %t;", f.Op, f.Dimension, f.Clauses, f.CaseInsensitive)
+	}
 	clauses := f.Clauses
 	fold := f.CaseInsensitive
 	label := n.spec.blankLabel()
@@ -1117,17 +1132,8 @@ func (n *fnode) visitLevel() bool {
 // if frozen) keeps the visits they exclude for the next query with the
 // same filters: a dashboard asks a dozen of the same days.
 func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
-	all := true
-	var key []byte
-	for _, n := range p.visitConj {
-		if !n.simpleVisitLeaf() {
-			all = false
-			continue
-		}
-		key = append(key, n.key...)
-	}
-	if memo != nil && len(key) > 0 && memo.excluded(string(key), p.vpass) {
-		p.settle(all)
+	if memo != nil && p.memoKey != "" && memo.excluded(p.memoKey, p.vpass) {
+		p.settle(p.allSimple)
 		return
 	}
 	for _, n := range p.visitConj {
@@ -1135,39 +1141,27 @@ func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 		if !n.simpleVisitLeaf() {
 			continue
 		}
-		var col []uint32
-		switch s.kind {
-		case dkEntry:
-			col = sd.vEntry
-		case dkExit:
-			col = sd.vExit
-		case dkEntryHost:
-			col = sd.vEntryHost
-		case dkExitHost:
-			col = sd.vExitHost
-		default:
-			col = sd.vAttr[s.attr]
-		}
-		memo := n.memo
+		col := visitCol(sd, s)
+		seen := n.memo
 		for v := range sd.visits() {
 			if p.vpass[v] == 2 {
 				continue
 			}
 			id := col[v]
-			m := memo[id]
+			m := seen[id]
 			if m == 0 {
 				n.memoTest(sd, id, s.filterValue)
-				m = memo[id]
+				m = seen[id]
 			}
 			if m == 2 {
 				p.vpass[v] = 2
 			}
 		}
 	}
-	if memo != nil && len(key) > 0 {
-		memo.keepExcluded(string(key), p.vpass)
+	if memo != nil && p.memoKey != "" {
+		memo.keepExcluded(p.memoKey, p.vpass)
 	}
-	p.settle(all)
+	p.settle(p.allSimple)
 }
 
 // visitCol returns the column of sd that holds visit dimension s by visit

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestDayMemo: a closed day's memo answers a repeated filter (counted in
+// dayMemoHits), a set of filters it does not know is evaluated, and the
+// visits written to the day later (copy on write, closed again) are
+// counted: no entry outlives the rows it was made of. Each query's
+// answer is the number of visitors from Google the test tracked.
+func TestDayMemo(t *testing.T) {
+	ctx := context.Background()
+	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	now := day.Add(36 * time.Hour) // the day is closed in every time zone
+	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return now }})
+	defer e.Close()
+	visits := minMemoVisits + 100
+	google := 0
+	track := func(first, n int) {
+		t.Helper()
+		var hs []Hit
+		for i := first; i < first+n; i++ {
+			h := hardHit(site, day.Add(time.Duration(i)*time.Second), fmt.Sprint("v", i), "https://hard.example/p")
+			if i%3 == 0 {
+				h.Referrer = "https://www.google.com/"
+				google++
+			}
+			hs = append(hs, h)
+		}
+		if _, err := e.Track(ctx, hs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := func(what string, filters string, want int) {
+		t.Helper()
+		q, err := ParseQuery([]byte(`{"site_id":"hard.example","date_range":["2026-11-20","2026-11-20"],"metrics":["visitors"],"filters":[` + filters + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Unscoped().Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Results[0].Metrics[0]); got != fmt.Sprint(want) {
+			t.Errorf("%s: %s visitors, want %d", what, got, want)
+		}
+	}
+	fromGoogle := `["is","visit:source",["Google"]]`
+	notDirect := `["is_not","visit:source",["Direct / None"]]`
+	track(0, visits)
+	if err := e.Snapshot(ctx); err != nil { // closes the day: compacted, with a memo
+		t.Fatal(err)
+	}
+	h0 := dayMemoHits.Load()
+	ask("first", fromGoogle, google)
+	if n := dayMemoHits.Load() - h0; n != 0 {
+		t.Errorf("the first query found %d memo entries", n)
+	}
+	ask("again", fromGoogle, google)
+	if n := dayMemoHits.Load() - h0; n != 1 {
+		t.Errorf("the repeated query found %d memo entries, want 1", n)
+	}
+	ask("other filters", notDirect+`,`+fromGoogle, google)
+	if n := dayMemoHits.Load() - h0; n != 1 {
+		t.Errorf("other filters found %d memo entries, want none", n)
+	}
+	// Later visits on the closed day, some from Google.
+	track(visits, 20) // the bitsets keep their length: 1,144 visits fill 18 words as 1,124 do
+	ask("written again", fromGoogle, google)
+	if err := e.Snapshot(ctx); err != nil { // closed again
+		t.Fatal(err)
+	}
+	ask("closed again", fromGoogle, google)
+	ask("closed again, repeated", fromGoogle, google)
+	ask("closed again, other filters", notDirect+`,`+fromGoogle, google)
+	if n := dayMemoHits.Load() - h0; n < 2 {
+		t.Errorf("the closed day's new memo was never used (%d entries found in all)", n)
+	}
+}
