@@ -18,7 +18,7 @@ open an Engine, register websites, Track hits, and query statistics.
     AccountByEmail, Authenticate, RotateKey.
   - Server bookkeeping, on *Engine, used by httpd: Secret (cookie keys),
     CheckPassword (a website's statistics password), LastReport and
-    SetLastReport (periodic e-mail reports).
+    SetLastReport, ClaimReport and ReleaseReport (periodic e-mail reports).
 
 Days are Dates (an alias of buckets.Date: ParseDate, DateOf, DateFromTime).
 Errors are the sentinels below (use errors.Is) or a *ValidationError whose

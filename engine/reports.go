@@ -32,6 +32,11 @@ func (e *Engine) LastReport(ctx context.Context, website uint32, kind ReportKind
 		return 0, false, ErrClosed
 	}
 	defer e.exit()
+	return e.storedReport(website, kind)
+}
+
+// storedReport reads the record of the last report sent (or claimed).
+func (e *Engine) storedReport(website uint32, kind ReportKind) (Date, bool, error) {
 	v, err := e.store.Get(snapshot.KindReport, reportID(website, kind))
 	if errors.Is(err, snapshot.ErrNotFound) {
 		return 0, false, nil
@@ -61,6 +66,66 @@ func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportK
 			return fmt.Errorf("engine: record report of website %d: %w", website, err)
 		}
 		return nil
+	})
+}
+
+// ClaimReport records that the caller sends the report of the period
+// starting on first, unless the record says that period (or a later one)
+// was sent or claimed already; it reports whether the claim is the
+// caller's. The record goes first so that, in a cluster, the one node
+// whose claim commits sends the report and the others see it claimed (a
+// registry transaction: a claim that lost is run again and finds the
+// winner's). prev and hadPrev are the record before the claim, for
+// ReleaseReport. A process that stops between its claim and the delivery
+// leaves that period unsent: a report is sent at most once.
+func (e *Engine) ClaimReport(ctx context.Context, website uint32, kind ReportKind, first Date) (claimed bool, prev Date, hadPrev bool, err error) {
+	if !e.enter() {
+		return false, 0, false, ErrClosed
+	}
+	defer e.exit()
+	err = e.regDo(ctx, func() error {
+		claimed, prev, hadPrev = false, 0, false
+		if _, ok := e.sites[website]; !ok {
+			return ErrNotFound
+		}
+		last, ok, err := e.storedReport(website, kind)
+		if err != nil {
+			return err
+		}
+		prev, hadPrev = last, ok
+		if ok && last >= first {
+			return nil // sent, or being sent by another
+		}
+		if err := e.regPut(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
+			return fmt.Errorf("engine: claim report of website %d: %w", website, err)
+		}
+		claimed = true
+		return nil
+	})
+	return claimed, prev, hadPrev, err
+}
+
+// ReleaseReport undoes the caller's claim (ClaimReport) of the period
+// starting on first, whose report could not be sent: the record goes back
+// to prev (to none without hadPrev), unless it no longer says first.
+func (e *Engine) ReleaseReport(ctx context.Context, website uint32, kind ReportKind, first, prev Date, hadPrev bool) error {
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	return e.regDo(ctx, func() error {
+		if _, ok := e.sites[website]; !ok {
+			return nil // deleted, and its record with it
+		}
+		last, ok, err := e.storedReport(website, kind)
+		if err != nil || !ok || last != first {
+			return err
+		}
+		id := reportID(website, kind)
+		if !hadPrev {
+			return e.regDelete(snapshot.KindReport, id)
+		}
+		return e.regPut(snapshot.KindReport, id, strconv.AppendInt(nil, int64(prev), 10))
 	})
 }
 

@@ -20,13 +20,15 @@
 // A weekly report covers Monday to Sunday and is due from Monday 06:00; a
 // monthly report covers a calendar month and is due from the 1st at 06:00;
 // days and times are those of the website's time zone. The first day of
-// the last period sent is stored per website ([engine.Engine.SetLastReport])
-// once the SMTP server has accepted the mail, so a restart neither repeats
-// nor skips a report. Only the latest due period is ever sent: a report less
-// than one period late (the server was down at 06:00) goes out at the next
-// tick, older unsent periods are skipped and logged. A crash between the
-// server's acceptance and the record resends the report with the same
-// Message-ID, so mail systems can drop the duplicate.
+// the last period sent is stored per website, claimed before the mail is
+// composed ([engine.Engine.ClaimReport]: in a cluster only one node's claim
+// commits, and only that node sends) and released if the SMTP server does
+// not accept it ([engine.Engine.ReleaseReport]), so a restart neither
+// repeats nor skips a report. Only the latest due period is ever sent: a
+// report less than one period late (the server was down at 06:00) goes out
+// at the next tick, older unsent periods are skipped and logged. A crash
+// between the claim and the server's acceptance leaves that period unsent:
+// a report goes out at most once.
 //
 // A failed delivery is retried with exponential backoff (1m, 2m, 4m, …, at
 // most 1h, see [Options.Backoff]) until it succeeds or a newer period is due.

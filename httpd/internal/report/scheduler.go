@@ -178,9 +178,10 @@ func (s *Scheduler) wait() time.Duration {
 }
 
 // Tick makes one pass: for every website with email = 1 whose latest due
-// period has not been sent, it composes the report, sends it to the owner
-// of the website and records it (engine.SetLastReport) once the SMTP server
-// has accepted it. Unsent periods older than that are skipped, logged and
+// period has not been sent, it claims it (engine.ClaimReport: in a
+// cluster only one node gets the claim), composes the report and sends it
+// to the owner of the website; a failed delivery releases the claim
+// (engine.ReleaseReport). Unsent periods older than that are skipped, logged and
 // recorded as done. A failed delivery is logged and retried by a later Tick
 // once its backoff has passed; when the server cannot be reached at all,
 // the pass stops there and the other websites wait for the next one. Tick
@@ -273,20 +274,33 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 		s.retries[w.ID] = r
 	}
 	attrs = append(attrs, "first", due.String())
+	// Claimed before it is sent: of the nodes of a cluster, only the one
+	// whose claim commits sends it.
+	claimed, prev, hadPrev, err := s.e.ClaimReport(ctx, w.ID, p.kind(), due)
+	if err != nil {
+		log.Error("email report: claim", append(attrs, "err", err)...)
+		return err
+	}
+	if !claimed {
+		delete(s.retries, w.ID)
+		s.sent[w.ID] = due // sent, or being sent, by another node
+		return nil
+	}
 	to, err := deliver(ctx, s.e, w, due, "", &s.opts)
 	if err != nil {
 		r.attempts++
 		wait := s.opts.Backoff(r.attempts)
 		r.next = now.Add(wait)
 		log.Warn("email report failed, will retry", append(attrs, "attempt", r.attempts, "retry_in", wait.String(), "err", err)...)
+		if rerr := s.e.ReleaseReport(ctx, w.ID, p.kind(), due, prev, hadPrev); rerr != nil {
+			// Recorded as sent: no node retries it.
+			log.Error("email report: release the claim of a report not sent", append(attrs, "err", rerr)...)
+			return errors.Join(err, rerr)
+		}
 		return err
 	}
 	delete(s.retries, w.ID)
-	s.sent[w.ID] = due // even if the record fails: no resend by this process
-	if err := s.e.SetLastReport(ctx, w.ID, p.kind(), due); err != nil {
-		log.Error("email report sent but not recorded: it may be sent again after a restart", append(attrs, "err", err)...)
-		return err
-	}
+	s.sent[w.ID] = due
 	log.Info("email report sent", append(attrs, "to", to)...)
 	return nil
 }
