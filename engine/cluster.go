@@ -183,6 +183,7 @@ type clusterCounters struct {
 	publishes, publishNs, publishErrs atomic.Int64
 	followErrs, regConflicts          atomic.Int64
 	followErr                         atomic.Pointer[string]
+	gap                               atomic.Bool // the last follow error was ErrLogGap
 }
 
 // ClusterMetrics returns the node's place in its cluster, or nil when the
@@ -306,6 +307,7 @@ func (e *Engine) follow() {
 		}
 		msg := err.Error()
 		e.cluster.followErr.Store(&msg)
+		e.cluster.gap.Store(errors.Is(err, ErrLogGap))
 		e.cluster.followErrs.Add(1)
 		e.opts.Logger.Error("cluster: follow the log", "after", lastAt, "err", err, "retry_in", wait)
 		select {
@@ -366,25 +368,35 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 // catchUp waits, at most Options.CatchUp, until the follower has applied
 // the log up to its last message now: Open returns a node that answers
 // with the registry and statistics of the cluster, not from behind.
-func (e *Engine) catchUp() {
+func (e *Engine) catchUp() error {
 	if e.opts.CatchUp < 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.opts.CatchUp)
 	defer cancel()
 	last, err := e.opts.Cluster.Last(ctx)
 	if err != nil {
 		e.opts.Logger.Warn("cluster: the log's last message", "err", err)
-		return
+		return nil
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for e.seq.Load() < last {
+		if e.cluster.gap.Load() {
+			// The log will not come to hold what it lacks: a node that
+			// opened anyway would answer without that history.
+			msg := ""
+			if p := e.cluster.followErr.Load(); p != nil {
+				msg = *p
+			}
+			return fmt.Errorf("%w (%s): start the node on an empty data directory, from the cluster's seed", ErrLogGap, msg)
+		}
 		select {
 		case <-ctx.Done():
 			e.opts.Logger.Warn("cluster: open before catching up", "applied", e.seq.Load(), "last", last)
-			return
+			return nil
 		case <-tick.C:
 		}
 	}
+	return nil
 }

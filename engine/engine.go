@@ -244,7 +244,9 @@ func Open(opts *Options) (*Engine, error) {
 	if o.Cluster != nil {
 		e.bg.Add(1)
 		go e.follow()
-		e.catchUp()
+		if err := e.catchUp(); err != nil {
+			return nil, errors.Join(err, e.Close())
+		}
 	}
 	return e, nil
 }

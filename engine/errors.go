@@ -33,6 +33,11 @@ var (
 	// acknowledge a publish in time (no quorum, no connection). Whether
 	// it was stored is unknown; a later call may succeed.
 	ErrClusterUnavailable = errors.New("engine: the cluster's log is unavailable")
+	// ErrLogGap: in cluster mode, the shared log no longer holds (or does
+	// not hold yet) messages this node has not applied: its data directory
+	// is older than the log keeps (start the node on an empty directory to
+	// begin from the cluster's seed), or belongs to another log.
+	ErrLogGap = errors.New("engine: the cluster's log lacks messages this node needs")
 	// ErrTooLarge: in cluster mode, one call's hits of one website are
 	// more than the cluster's log takes in one message (an import of
 	// many thousand events with a small NATS max_payload). Nothing of

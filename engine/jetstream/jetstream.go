@@ -269,7 +269,7 @@ func (l *Log) checkIdentity(ctx context.Context) error {
 // ErrGap is Follow's error when the stream no longer has (or does not yet
 // have) the messages right after the position asked for: trimmed by age,
 // purged, or recreated. The node cannot catch up from the stream alone.
-var ErrGap = errors.New("jetstream: the stream lacks messages this node has not applied")
+var ErrGap = fmt.Errorf("jetstream: %w", engine.ErrLogGap)
 
 // Follow implements engine.Cluster with an ordered consumer of the whole
 // stream, which the client recreates by itself, in order, after a

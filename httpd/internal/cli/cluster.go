@@ -28,6 +28,9 @@ type Cluster struct {
 	Routes   string // -nats-routes: route URLs of the other embedded servers
 	Dir      string // -nats-dir: the embedded server's JetStream store (default <data>/nats)
 	Replicas int    // -nats-replicas: copies of the log
+	// -nats-seed-every: how old the cluster's seed may get before a node
+	// puts a new one (0: this node puts none)
+	SeedEvery time.Duration
 }
 
 // RegisterFlags registers the cluster flags on fs.
@@ -39,6 +42,7 @@ func (c *Cluster) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Routes, "nats-routes", "", "route `URLs` (nats://host:port, comma-separated) of the other processes' embedded NATS servers")
 	fs.StringVar(&c.Dir, "nats-dir", "", "`directory` of the embedded NATS server's JetStream store (default: <data>/nats)")
 	fs.IntVar(&c.Replicas, "nats-replicas", 0, "copies of the shared log and salts (default 3; 1 with a lone embedded server)")
+	fs.DurationVar(&c.SeedEvery, "nats-seed-every", defaultSeedEvery, "put a seed (a copy of this node's store, from which a new node starts) when the cluster's latest is older than `duration`; 0: this node puts none")
 }
 
 // validate checks the cluster flags.
@@ -50,6 +54,8 @@ func (c *Cluster) validate() error {
 		return errors.New("-nats-routes needs -nats-cluster")
 	case c.Replicas < 0:
 		return fmt.Errorf("-nats-replicas %d: want 1 or more", c.Replicas)
+	case c.SeedEvery < 0 || c.SeedEvery > 0 && c.SeedEvery < time.Minute:
+		return fmt.Errorf("-nats-seed-every %v: want 0 or at least a minute", c.SeedEvery)
 	case c.Creds != "" && c.NATS == "":
 		return errors.New("-nats-creds needs -nats")
 	}

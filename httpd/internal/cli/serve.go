@@ -105,6 +105,10 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		}
 		defer node.close() // after e.Close below
 		eo.Cluster = node.log
+		// A new node (no store yet) starts from the cluster's seed.
+		if _, err := restoreSeed(ctx, node.log, cfg.Data, log); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
 	}
 	e, err := engine.Open(eo)
 	if err != nil {
@@ -151,6 +155,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	bgCtx, stopBg := context.WithCancel(ctx)
 	if cfg.BackupEvery > 0 {
 		bg.Go(func() { backupLoop(bgCtx, e, cfg.BackupDir, cfg.BackupEvery, log) })
+	}
+	if node != nil && cfg.Cluster.SeedEvery > 0 {
+		bg.Go(func() { seedLoop(bgCtx, e, node.log, cfg.Data, cfg.Cluster.SeedEvery, log.With("component", "seed")) })
 	}
 	if cfg.Reports == "off" {
 		log.Info("email reports are off (-reports off)")

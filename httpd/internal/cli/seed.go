@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"archive/tar"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
+)
+
+// Seeds (engine/jetstream, "Seeds"): every node checks now and then that
+// the cluster's seed is recent, and if not puts one (a tar of a backup of
+// its store); a node started on an empty data directory starts from the
+// latest seed instead of replaying the stream, which keeps only MaxAge.
+
+// defaultSeedEvery is -nats-seed-every's default: well inside the stream's
+// 7 days, so that a seed always covers what the stream dropped.
+const defaultSeedEvery = 6 * time.Hour
+
+// seedLoop puts a seed whenever the latest one is older than every (or
+// missing), checking at random times a quarter of every apart on average,
+// the first within a minute.
+func seedLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data string, every time.Duration, log *slog.Logger) {
+	wait := time.Duration(rand.Int64N(int64(time.Minute)))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = every/8 + time.Duration(rand.Int64N(int64(every/4)))
+		cur, err := jl.Seed(ctx)
+		switch {
+		case errors.Is(err, jetstream.ErrNoSeed):
+		case err != nil:
+			log.Warn("seed: read the latest", "err", err)
+			continue
+		case time.Since(cur.Time) < every:
+			continue
+		}
+		start := time.Now()
+		stored, seq, err := putSeed(ctx, e, jl, data)
+		switch {
+		case err != nil:
+			log.Error("seed: put", "err", err)
+		case stored:
+			log.Info("seed stored", "seq", seq, "duration", time.Since(start))
+		}
+	}
+}
+
+// putSeed puts a seed of e's store: its log position read first, then a
+// snapshot and a backup (which hold at least that), written as a tar into
+// the seeds bucket as it is read. It reports whether it was stored (not
+// when a seed as recent was there) and its position.
+func putSeed(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data string) (bool, uint64, error) {
+	seq := e.Metrics().LogSeq
+	if err := e.Snapshot(ctx); err != nil {
+		return false, 0, err
+	}
+	tmp, err := tempName(data, ".seed-put-")
+	if err != nil {
+		return false, 0, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := e.Backup(ctx, tmp); err != nil {
+		return false, 0, err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(writeTar(pw, tmp))
+	}()
+	stored, err := jl.PutSeed(ctx, seq, pr)
+	pr.CloseWithError(errors.New("seed: put ended")) // stops writeTar if PutSeed returned early
+	<-done                                           // before tmp is removed
+	return stored, seq, err
+}
+
+// restoreSeed writes the latest seed into data when data holds no store
+// yet, and reports whether it did. No seed: nothing to do, the node
+// replays the stream.
+func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.Logger) (bool, error) {
+	if has, err := hasStore(data); err != nil || has {
+		return false, err
+	}
+	// The NATS cluster may still be electing its leaders (the other nodes
+	// starting too): a failed lookup is tried again, as startCluster does.
+	deadline := time.Now().Add(joinWait)
+	for {
+		try, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := jl.Seed(try)
+		cancel()
+		if errors.Is(err, jetstream.ErrNoSeed) {
+			return false, nil
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return false, err
+		}
+		log.Info("waiting for the NATS cluster to answer for the seed", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	info, rc, err := jl.GetSeed(ctx) // its reader reads with ctx
+	if errors.Is(err, jetstream.ErrNoSeed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		return false, err
+	}
+	tmp, err := tempName(data, ".seed-get-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := readTar(rc, tmp); err != nil {
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return false, err
+	}
+	for _, ent := range ents {
+		if err := os.Rename(filepath.Join(tmp, ent.Name()), filepath.Join(data, ent.Name())); err != nil {
+			return false, fmt.Errorf("seed: %w", err)
+		}
+	}
+	log.Info("started from the cluster's seed", "seq", info.Seq, "bytes", info.Size, "stored", info.Time)
+	return true, nil
+}
+
+// hasStore reports whether dir holds a store (a Pebble manifest).
+func hasStore(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, ent := range ents {
+		if strings.HasPrefix(ent.Name(), "MANIFEST-") || strings.HasPrefix(ent.Name(), "marker.manifest") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// tempName returns a path in dir, not yet used, starting with prefix.
+func tempName(dir, prefix string) (string, error) {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, prefix+hex.EncodeToString(b[:])), nil
+}
+
+// writeTar writes the regular files and directories under dir as a tar.
+func writeTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.ToSlash(rel) + "/", Mode: 0o750})
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("seed: %s is not a regular file", rel)
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.ToSlash(rel), Size: fi.Size(), Mode: 0o640}); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// readTar writes a tar of writeTar's into dir (which must not exist):
+// directories and regular files only, every name inside dir.
+func readTar(r io.Reader, dir string) error {
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		return err
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("tar: name %q outside the directory", h.Name)
+		}
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(path, 0o750); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := writeFile(path, tr); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("tar: %q is neither a file nor a directory", h.Name)
+		}
+	}
+}
+
+// writeFile writes r to a new file at path, synced.
+func writeFile(path string, r io.Reader) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
