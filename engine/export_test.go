@@ -6,3 +6,8 @@ package engine
 func SetDayMemo(on bool) bool {
 	return useDayMemo.Swap(on)
 }
+
+// Every day of a test has a memo, however small, so that the randomized
+// tests (model, metamorphic, sealed, determinism) check it against their
+// references; TestDayMemo sets the threshold back to test it.
+func init() { minMemoVisits = 1 }

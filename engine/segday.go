@@ -351,6 +351,9 @@ func (d *segDay) clone() *segDay {
 	}
 	c := *d
 	c.dm = nil // c changes
+	if d.dm != nil {
+		c.size -= memoBytes(d.visits())
+	}
 	// The strings only grow, and only the writer (the copy) adds any: the
 	// copy shares them, its appends past d's length never seen by d (the
 	// capacity is cut), and the map of ids, which only the writer reads.

@@ -39,8 +39,11 @@ type memoEntry struct {
 const (
 	dayMemoKeys   = 4
 	maxDayMemoKey = 512
-	minMemoVisits = 1024
 )
+
+// minMemoVisits is the fewest visits of a day with a memo. A variable so
+// that the tests' small days have one too (export_test.go).
+var minMemoVisits = 1024
 
 // memoBytes is what a memo may hold for a day of nv visits, at most.
 func memoBytes(nv int) int {

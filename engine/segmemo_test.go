@@ -15,11 +15,14 @@ import (
 // counted: no entry outlives the rows it was made of. Each query's
 // answer is the number of visitors from Google the test tracked.
 func TestDayMemo(t *testing.T) {
+	defer func(n int) { minMemoVisits = n }(minMemoVisits)
+	minMemoVisits = 1024 // the server's: the small days of other tests get one too
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	now := day.Add(36 * time.Hour) // the day is closed in every time zone
 	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return now }})
-	defer e.Close()
+	var err error
+	defer func() { e.Close() }()
 	visits := minMemoVisits + 100
 	google := 0
 	track := func(first, n int) {
@@ -68,7 +71,7 @@ func TestDayMemo(t *testing.T) {
 	}
 	ask("other filters", notDirect+`,`+fromGoogle, google)
 	if n := dayMemoHits.Load() - h0; n != 1 {
-		t.Errorf("other filters found %d memo entries, want none", n)
+		t.Errorf("other filters found a memo entry (%d in all, want 1)", n)
 	}
 	// Later visits on the closed day, some from Google.
 	track(visits, 20) // the bitsets keep their length: 1,144 visits fill 18 words as 1,124 do
@@ -81,5 +84,69 @@ func TestDayMemo(t *testing.T) {
 	ask("closed again, other filters", notDirect+`,`+fromGoogle, google)
 	if n := dayMemoHits.Load() - h0; n < 2 {
 		t.Errorf("the closed day's new memo was never used (%d entries found in all)", n)
+	}
+	// Least recently used out: five sets of filters, the first asked again
+	// before the fifth comes, so the second is the one dropped.
+	sets := []string{fromGoogle, notDirect, `["is","visit:browser",["Firefox"]]`, `["is_not","visit:country",["ZZ"]]`, `["is","visit:device",["Desktop"]]`}
+	for _, f := range sets[:4] {
+		ask("fill", f+`,`+fromGoogle, google)
+	}
+	ask("refresh", sets[0]+`,`+fromGoogle, google)
+	ask("fifth", sets[4]+`,`+fromGoogle, google)
+	h1 := dayMemoHits.Load()
+	ask("kept", sets[0]+`,`+fromGoogle, google)
+	if dayMemoHits.Load() != h1+1 {
+		t.Error("the most recently used entry was dropped")
+	}
+	ask("dropped", sets[1]+`,`+fromGoogle, google)
+	if dayMemoHits.Load() != h1+1 {
+		t.Error("the least recently used entry was kept")
+	}
+	// After a restart the day is decoded from the store with a memo of its
+	// own, which the second query uses.
+	fs := e.opts.FS
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := e.opts
+	o.FS = fs
+	if e, err = Open(&o); err != nil {
+		t.Fatal(err)
+	}
+	h2 := dayMemoHits.Load()
+	ask("reopened", fromGoogle, google)
+	ask("reopened, repeated", fromGoogle, google)
+	if dayMemoHits.Load() != h2+1 {
+		t.Errorf("the reopened day's memo found %d entries, want 1", dayMemoHits.Load()-h2)
+	}
+}
+
+// TestGroupKeyValues: two rows whose values differ only in where one
+// value ends ("xy","z" and "x","yz") are two groups: a group's key keeps
+// its values apart (globalGroup's length prefixes).
+func TestGroupKeyValues(t *testing.T) {
+	ctx := context.Background()
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return day.Add(time.Hour) }})
+	defer e.Close()
+	var hs []Hit
+	for i, kv := range [][2]string{{"xy", "z"}, {"x", "yz"}} {
+		h := hardHit(site, day.Add(time.Duration(i)*time.Minute), fmt.Sprint("v", i), "https://hard.example/")
+		h.Props = []Prop{{Key: "a", Value: kv[0]}, {Key: "b", Value: kv[1]}}
+		hs = append(hs, h)
+	}
+	if _, err := e.Track(ctx, hs...); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ParseQuery([]byte(`{"site_id":"hard.example","date_range":["2026-11-20","2026-11-20"],"metrics":["visitors"],"dimensions":["event:props:a","event:props:b"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Unscoped().Query(ctx, site, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(res.Results), res.Results)
 	}
 }
