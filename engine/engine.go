@@ -314,6 +314,15 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true // no operation is in flight now, and none starts
 	e.life.Unlock()
+	if e.opts.Cluster != nil {
+		// The last uses of keys and sessions go into the registry while
+		// the follower still runs (a registry transaction waits for it to
+		// apply): the final snapshot comes after it has stopped. With
+		// the log down this waits regWait and they are lost.
+		if err := e.flushUsage(); err != nil {
+			e.opts.Logger.Error("write key and session uses", "err", err)
+		}
+	}
 	close(e.stop)
 	e.bg.Wait()
 	err := e.snapshot()

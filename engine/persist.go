@@ -354,8 +354,8 @@ func (e *Engine) snapshot() error {
 	if shared {
 		select {
 		case <-e.stop:
-			// Closing: the follower has stopped, and these times
-			// (informational) are lost.
+			// Closing: the follower has stopped; Close flushed them
+			// before it stopped it.
 		default:
 			flush()
 		}
