@@ -1,11 +1,14 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,14 +17,17 @@ import (
 // Seeds. A new node replays the stream from its first message; the stream
 // keeps MaxAge (7 days) of them, so after that a new node would miss the
 // older history. A seed is one node's store as of a point of the log, in
-// an object store bucket beside the stream (<name>_seeds, one object,
-// replaced by each new seed): a new node starts from the latest seed and
-// follows the stream from there. The store's format is the caller's (the
-// command writes a tar of an engine backup); the object store checks its
-// digest on every read.
+// an object store bucket beside the stream (<name>_seeds): a new node
+// starts from the latest seed and follows the stream from there. Each seed
+// is an object of its own, named by its position and the node that put it,
+// so that nodes putting seeds at once never write the same object; a put
+// deletes the seeds older than the two latest (the one before the latest
+// may be being read by a starting node). The store's format is the
+// caller's (the command writes a tar of an engine backup); the object
+// store checks its digest when a reader reaches its end.
 
-// seedObject is the one object of the seeds bucket.
-const seedObject = "seed"
+// seedPrefix starts the names of the seeds bucket's objects.
+const seedPrefix = "seed-"
 
 // Seed metadata keys.
 const (
@@ -29,7 +35,12 @@ const (
 	seedLogKey = "webstats_log_id"
 )
 
-// ErrNoSeed is GetSeed's answer when the bucket holds no seed of this log.
+// seedPutTimeout bounds one PutSeed, and the reading of a seed; the
+// caller stops a put sooner by failing its reader (a put cancelled through
+// its context could not delete the chunks it wrote).
+const seedPutTimeout = 6 * time.Hour
+
+// ErrNoSeed is the answer when the bucket holds no seed of this log.
 var ErrNoSeed = errors.New("jetstream: no seed of this log")
 
 // SeedInfo describes a seed.
@@ -40,6 +51,8 @@ type SeedInfo struct {
 	// Size is the seed's bytes, and Time when it was stored.
 	Size uint64
 	Time time.Time
+
+	name string
 }
 
 // seeds returns the seeds bucket, creating it if create is set; without,
@@ -66,42 +79,57 @@ func (l *Log) seeds(ctx context.Context, create bool) (jetstream.ObjectStore, er
 	return os, nil
 }
 
+// list returns the seeds of this log in os, the latest first.
+func (l *Log) list(ctx context.Context, os jetstream.ObjectStore) ([]SeedInfo, error) {
+	id, err := l.identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := os.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: seeds: %w", err)
+	}
+	var out []SeedInfo
+	for _, info := range infos {
+		if !strings.HasPrefix(info.Name, seedPrefix) || info.Metadata[seedLogKey] != id {
+			continue // not a seed, or of a log made again since
+		}
+		seq, err := strconv.ParseUint(info.Metadata[seedSeqKey], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, SeedInfo{Seq: seq, Size: info.Size, Time: info.ModTime, name: info.Name})
+	}
+	slices.SortFunc(out, func(a, b SeedInfo) int {
+		return cmp.Or(cmp.Compare(b.Seq, a.Seq), b.Time.Compare(a.Time), strings.Compare(a.name, b.name))
+	})
+	return out, nil
+}
+
 // Seed describes the latest seed of this log; ErrNoSeed if there is none.
 func (l *Log) Seed(ctx context.Context) (SeedInfo, error) {
 	os, err := l.seeds(ctx, false)
 	if err != nil {
 		return SeedInfo{}, err
 	}
-	info, err := os.GetInfo(ctx, seedObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return SeedInfo{}, ErrNoSeed
-	}
-	if err != nil {
-		return SeedInfo{}, fmt.Errorf("jetstream: seed: %w", err)
-	}
-	return l.seedInfo(ctx, info)
-}
-
-// seedInfo checks that info is a seed of this log and describes it.
-func (l *Log) seedInfo(ctx context.Context, info *jetstream.ObjectInfo) (SeedInfo, error) {
-	id, err := l.identity(ctx)
+	seeds, err := l.list(ctx, os)
 	if err != nil {
 		return SeedInfo{}, err
 	}
-	if info.Metadata[seedLogKey] != id {
-		return SeedInfo{}, ErrNoSeed // of a log made again since
+	if len(seeds) == 0 {
+		return SeedInfo{}, ErrNoSeed
 	}
-	seq, err := strconv.ParseUint(info.Metadata[seedSeqKey], 10, 64)
-	if err != nil {
-		return SeedInfo{}, fmt.Errorf("jetstream: seed: sequence %q", info.Metadata[seedSeqKey])
-	}
-	return SeedInfo{Seq: seq, Size: info.Size, Time: info.ModTime}, nil
+	return seeds[0], nil
 }
 
-// PutSeed stores r as the seed of the log as of message seq, in place of
-// the one there, unless that one is as recent (its Seq ≥ seq): nodes put
-// seeds on their own schedules, and a lagging node's must not replace a
-// newer one. It reports whether r was stored.
+// PutSeed stores r as a seed of the log as of message seq, unless a seed
+// as recent is there (Seq ≥ seq: nodes put seeds on their own schedules),
+// and then deletes the seeds older than the two latest. It reports
+// whether r was stored. To stop it, fail r: the put then deletes what it
+// wrote.
 func (l *Log) PutSeed(ctx context.Context, seq uint64, r io.Reader) (bool, error) {
 	switch cur, err := l.Seed(ctx); {
 	case errors.Is(err, ErrNoSeed):
@@ -118,40 +146,65 @@ func (l *Log) PutSeed(ctx context.Context, seq uint64, r io.Reader) (bool, error
 	if err != nil {
 		return false, err
 	}
-	_, err = os.Put(ctx, jetstream.ObjectMeta{
-		Name:     seedObject,
+	putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seedPutTimeout)
+	defer cancel()
+	_, err = os.Put(putCtx, jetstream.ObjectMeta{
+		Name:     fmt.Sprintf("%s%020d-%s", seedPrefix, seq, l.node),
 		Metadata: map[string]string{seedSeqKey: strconv.FormatUint(seq, 10), seedLogKey: id},
 	}, r)
 	if err != nil {
 		return false, fmt.Errorf("jetstream: put seed: %w", err)
 	}
-	return true, nil
+	seeds, err := l.list(ctx, os)
+	if err != nil {
+		return true, err
+	}
+	var errs []error
+	for _, old := range seeds[min(2, len(seeds)):] {
+		if err := os.Delete(ctx, old.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return true, errors.Join(errs...)
 }
 
-// GetSeed opens the latest seed of this log for reading: the reader fails
-// if the bytes do not match the digest they were stored with. The caller
-// closes it. ErrNoSeed if there is none.
+// GetSeed opens the latest seed of this log for reading (within ctx, and
+// at most seedPutTimeout): the reader fails at its end if the bytes do not
+// match the digest they were stored with. The caller closes it.
+// ErrNoSeed if there is none.
 func (l *Log) GetSeed(ctx context.Context) (SeedInfo, io.ReadCloser, error) {
 	os, err := l.seeds(ctx, false)
 	if err != nil {
 		return SeedInfo{}, nil, err
 	}
-	res, err := os.Get(ctx, seedObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
+	seeds, err := l.list(ctx, os)
+	if err != nil {
+		return SeedInfo{}, nil, err
+	}
+	if len(seeds) == 0 {
 		return SeedInfo{}, nil, ErrNoSeed
 	}
+	// Without a deadline the client would give the whole reading its
+	// default of 5 s.
+	readCtx, cancel := context.WithTimeout(ctx, seedPutTimeout)
+	res, err := os.Get(readCtx, seeds[0].name)
 	if err != nil {
+		cancel()
 		return SeedInfo{}, nil, fmt.Errorf("jetstream: seed: %w", err)
 	}
-	info, err := res.Info()
-	if err == nil {
-		var si SeedInfo
-		if si, err = l.seedInfo(ctx, info); err == nil {
-			return si, res, nil
-		}
-	}
-	res.Close()
-	return SeedInfo{}, nil, err
+	return seeds[0], &seedReader{ReadCloser: res, cancel: cancel}, nil
+}
+
+// seedReader is a seed being read; Close ends its context.
+type seedReader struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (r *seedReader) Close() error {
+	err := r.ReadCloser.Close()
+	r.cancel()
+	return err
 }
 
 // First returns the sequence of the stream's first message (what MaxAge

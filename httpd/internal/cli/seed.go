@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,19 +85,86 @@ func putSeed(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data stri
 		defer close(done)
 		pw.CloseWithError(writeTar(pw, tmp))
 	}()
+	// Cancelling ctx fails the reader: the put then deletes what it wrote.
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	stored, err := jl.PutSeed(ctx, seq, pr)
+	stop()
 	pr.CloseWithError(errors.New("seed: put ended")) // stops writeTar if PutSeed returned early
 	<-done                                           // before tmp is removed
 	return stored, seq, err
 }
 
-// restoreSeed writes the latest seed into data when data holds no store
-// yet, and reports whether it did. No seed: nothing to do, the node
-// replays the stream.
-func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.Logger) (bool, error) {
-	if has, err := hasStore(data); err != nil || has {
-		return false, err
+// startFrom prepares data for a node of the cluster: it finishes or undoes
+// what a crash left (an interrupted restore, temporary directories), and
+// when data holds no store, writes the latest seed into it. Without a
+// seed it checks that the log still starts at its first message: a node
+// that replayed a log whose start was dropped would answer without that
+// history (engine.ErrLogGap), so it is refused before any store is made.
+func startFrom(ctx context.Context, jl *jetstream.Log, data string, log *slog.Logger) error {
+	if err := sweepSeeds(data); err != nil {
+		return err
 	}
+	if has, err := hasStore(data); err != nil || has {
+		return err
+	}
+	restored, err := restoreSeed(ctx, jl, data, log)
+	if err != nil || restored {
+		return err
+	}
+	first, err := jl.First(ctx)
+	if err != nil {
+		return err
+	}
+	if first > 1 {
+		return fmt.Errorf("%w: the log starts at message %d and the cluster has no seed: let a node that has the history put one (-nats-seed-every), then start this one again", engine.ErrLogGap, first)
+	}
+	return nil
+}
+
+// seedRestoring names the file that lists, during a restore, the entries
+// being moved into the data directory: found at start, they are removed
+// and the restore is made again.
+const seedRestoring = ".seed-restoring"
+
+// sweepSeeds removes what a crash left of seeds in data: an interrupted
+// restore's entries, and temporary directories.
+func sweepSeeds(data string) error {
+	list, err := os.ReadFile(filepath.Join(data, seedRestoring))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		for name := range strings.Lines(string(list)) {
+			name = strings.TrimSuffix(name, "\n")
+			if name == "" || !filepath.IsLocal(name) || strings.ContainsRune(name, filepath.Separator) {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(data, name)); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(filepath.Join(data, seedRestoring)); err != nil {
+			return err
+		}
+	}
+	tmps, err := filepath.Glob(filepath.Join(data, ".seed-[pg][ue]t-*"))
+	if err != nil {
+		return err
+	}
+	for _, t := range tmps {
+		if err := os.RemoveAll(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreSeed writes the latest seed into data, which holds no store, and
+// reports whether it did (no seed: false). The entries are moved in with a
+// list of them written first (seedRestoring), the manifest and markers
+// last, so that a crash midway is undone at the next start (sweepSeeds).
+func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.Logger) (bool, error) {
 	// The NATS cluster may still be electing its leaders (the other nodes
 	// starting too): a failed lookup is tried again, as startCluster does.
 	deadline := time.Now().Add(joinWait)
@@ -119,7 +187,7 @@ func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.
 		case <-time.After(time.Second):
 		}
 	}
-	info, rc, err := jl.GetSeed(ctx) // its reader reads with ctx
+	info, rc, err := jl.GetSeed(ctx)
 	if errors.Is(err, jetstream.ErrNoSeed) {
 		return false, nil
 	}
@@ -138,8 +206,38 @@ func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.
 	if err := readTar(rc, tmp); err != nil {
 		return false, fmt.Errorf("seed: %w", err)
 	}
+	// The object's digest is checked when its reader reaches the end,
+	// which the tar reader stops short of.
+	if n, err := io.Copy(io.Discard, rc); err != nil || n != 0 {
+		return false, fmt.Errorf("seed: %d bytes after the archive: %w", n, err)
+	}
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
+		return false, err
+	}
+	// The manifest and Pebble's markers last: until they are in, the
+	// directory holds no store (hasStore).
+	last := func(name string) bool {
+		return strings.HasPrefix(name, "MANIFEST-") || strings.HasPrefix(name, "marker.")
+	}
+	slices.SortStableFunc(ents, func(a, b fs.DirEntry) int {
+		la, lb := last(a.Name()), last(b.Name())
+		switch {
+		case la == lb:
+			return strings.Compare(a.Name(), b.Name())
+		case la:
+			return 1
+		}
+		return -1
+	})
+	var list strings.Builder
+	for _, ent := range ents {
+		list.WriteString(ent.Name() + "\n")
+	}
+	if err := writeFile(filepath.Join(data, seedRestoring), strings.NewReader(list.String())); err != nil {
+		return false, err
+	}
+	if err := syncDir(data); err != nil {
 		return false, err
 	}
 	for _, ent := range ents {
@@ -147,8 +245,26 @@ func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.
 			return false, fmt.Errorf("seed: %w", err)
 		}
 	}
+	if err := syncDir(data); err != nil {
+		return false, err
+	}
+	if err := os.Remove(filepath.Join(data, seedRestoring)); err != nil {
+		return false, err
+	}
+	if err := syncDir(data); err != nil {
+		return false, err
+	}
 	log.Info("started from the cluster's seed", "seq", info.Seq, "bytes", info.Size, "stored", info.Time)
 	return true, nil
+}
+
+// syncDir syncs a directory, so that the names moved into it last.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // hasStore reports whether dir holds a store (a Pebble manifest).

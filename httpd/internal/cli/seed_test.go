@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
 )
 
 // TestSeed: a node puts a seed; the stream is then purged up to it (what
@@ -125,8 +127,11 @@ func TestSeed(t *testing.T) {
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the refusal took %v", d)
 	}
-	if ok, err := restoreSeed(ctx, nodeB.log, dirB, log); err != nil || !ok {
-		t.Fatalf("restoreSeed: %v, %v", ok, err)
+	if err := startFrom(ctx, nodeB.log, dirB, log); err != nil {
+		t.Fatalf("startFrom: %v", err)
+	}
+	if has, err := hasStore(dirB); err != nil || !has {
+		t.Fatalf("no store after startFrom: %v", err)
 	}
 	b, err := engine.Open(&engine.Options{Dir: dirB, NoSync: true, SnapshotEvery: -1, Now: clock, Cluster: nodeB.log})
 	if err != nil {
@@ -147,8 +152,80 @@ func TestSeed(t *testing.T) {
 	if diff := cmp.Diff(answer(a), answer(b)); diff != "" {
 		t.Fatalf("after a hit on the seeded node (-A +B):\n%s", diff)
 	}
-	if ok, err := restoreSeed(ctx, nodeB.log, dirB, log); err != nil || ok {
-		t.Fatalf("a directory with a store seeded again: %v, %v", ok, err)
+	before, _ := os.ReadDir(dirB)
+	if err := startFrom(ctx, nodeB.log, dirB, log); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadDir(dirB); len(after) != len(before) {
+		t.Fatalf("a directory with a store seeded again: %d entries, then %d", len(before), len(after))
+	}
+	// A restore a crash cut short: its list names what it moved in; the
+	// next start removes those and restores again.
+	dirE := filepath.Join(t.TempDir(), "e")
+	if err := os.MkdirAll(filepath.Join(dirE, ".seed-get-0123"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"000042.sst": "junk", "MANIFEST-000042": "junk", seedRestoring: "000042.sst\nMANIFEST-000042\n"} {
+		if err := os.WriteFile(filepath.Join(dirE, name), []byte(body), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := startFrom(ctx, nodeB.log, dirE, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"000042.sst", "MANIFEST-000042", seedRestoring, ".seed-get-0123"} {
+		if _, err := os.Stat(filepath.Join(dirE, name)); err == nil {
+			t.Errorf("%s left after the interrupted restore was undone", name)
+		}
+	}
+	e, err := engine.Open(&engine.Options{Dir: dirE, NoSync: true, SnapshotEvery: -1, Now: clock, Cluster: nodeB.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSeq(e)
+	if diff := cmp.Diff(answer(a), answer(e)); diff != "" {
+		t.Errorf("restored again after a crash (-A +E):\n%s", diff)
+	}
+	e.Close()
+	// Seeds older than the two latest are deleted.
+	for range 2 {
+		track(a, 5, "/more", 1)
+		waitSeq(a)
+		if ok, _, err := putSeed(ctx, a, nodeA.log, dirA); err != nil || !ok {
+			t.Fatalf("putSeed: %v, %v", ok, err)
+		}
+	}
+	js, err := natsjs.New(nodeA.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := js.ObjectStore(ctx, "webstats_seeds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, err := store.List(ctx); err != nil || len(objs) != 2 {
+		t.Errorf("%d seeds kept (%v), want 2", len(objs), err)
+	}
+	// A log whose start was dropped, without a seed: a new node is refused
+	// before it makes a store.
+	other, err := jetstream.New(ctx, nodeA.nc, jetstream.Options{Name: "other", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := other.Publish(ctx, 1, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.PurgeBefore(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	dirF := filepath.Join(t.TempDir(), "f")
+	if err := startFrom(ctx, other, dirF, log); !errors.Is(err, engine.ErrLogGap) {
+		t.Errorf("a new node on a log without its start and no seed: %v, want ErrLogGap", err)
+	}
+	if has, _ := hasStore(dirF); has {
+		t.Error("the refused node made a store")
 	}
 	if ents, _ := filepath.Glob(filepath.Join(dirB, ".seed-*")); len(ents) != 0 {
 		t.Errorf("restoreSeed left %v", ents)

@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		defer node.close() // after e.Close below
 		eo.Cluster = node.log
 		// A new node (no store yet) starts from the cluster's seed.
-		if _, err := restoreSeed(ctx, node.log, cfg.Data, log); err != nil {
+		if err := startFrom(ctx, node.log, cfg.Data, log); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
 	}

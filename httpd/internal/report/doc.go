@@ -23,12 +23,12 @@
 // the last period sent is stored per website, claimed before the mail is
 // composed ([engine.Engine.ClaimReport]: in a cluster only one node's claim
 // commits, and only that node sends) and released if the SMTP server does
-// not accept it ([engine.Engine.ReleaseReport]), so a restart neither
-// repeats nor skips a report. Only the latest due period is ever sent: a
-// report less than one period late (the server was down at 06:00) goes out
-// at the next tick, older unsent periods are skipped and logged. A crash
-// between the claim and the server's acceptance leaves that period unsent:
-// a report goes out at most once.
+// not accept it ([engine.Engine.ReleaseReport]), so a restart does not
+// repeat a report. Only the latest due period is ever sent: a report less
+// than one period late (the server was down at 06:00) goes out at the next
+// tick, older unsent periods are skipped and logged. A crash between the
+// claim and the server's answer leaves that period unsent (at most once;
+// a reply lost after the server took the mail sends it again).
 //
 // A failed delivery is retried with exponential backoff (1m, 2m, 4m, …, at
 // most 1h, see [Options.Backoff]) until it succeeds or a newer period is due.

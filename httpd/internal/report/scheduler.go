@@ -101,8 +101,9 @@ type Scheduler struct {
 	// retries holds, per website, the delivery that failed and when to try
 	// it again.
 	retries map[uint32]*retry
-	// sent caches, per website, the first day of the last period recorded
-	// as sent (engine.LastReport), to spare the store a read every minute.
+	// sent holds, per website, the first day of the last period this
+	// scheduler sent, to spare the store a read every minute. (What
+	// another node claimed is read each time: it may be released.)
 	sent map[uint32]engine.Date
 	// locs caches the time zones of the websites.
 	locs map[string]*time.Location
@@ -255,19 +256,18 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 		return err
 	}
 	if ok && last >= due {
-		s.sent[w.ID] = last
+		// Sent, or claimed by another node. Not kept in s.sent: if that
+		// node's delivery fails it releases the claim, and this one may
+		// send it.
 		return nil
 	}
 	if ok && last < p.prev(due) {
 		// The reports of next(last) … prev(due) are more than one period
-		// late: skipped, and recorded so that they are not retried.
+		// late: skipped. The claim of due below records that (a separate
+		// write could put the record back behind another node's claim).
 		skipFrom, skipTo := p.next(last), p.prev(due)
 		log.Warn("email report skipped: more than one period late",
 			append(attrs, "from", skipFrom.String(), "to", p.last(skipTo).String())...)
-		if err := s.e.SetLastReport(ctx, w.ID, p.kind(), skipTo); err != nil {
-			log.Error("email report: record skipped report", append(attrs, "err", err)...)
-			return err
-		}
 	}
 	if r == nil || r.first != due {
 		r = &retry{first: due}
@@ -283,8 +283,7 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 	}
 	if !claimed {
 		delete(s.retries, w.ID)
-		s.sent[w.ID] = due // sent, or being sent, by another node
-		return nil
+		return nil // sent, or being sent, by another node
 	}
 	to, err := deliver(ctx, s.e, w, due, "", &s.opts)
 	if err != nil {
