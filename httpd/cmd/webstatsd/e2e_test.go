@@ -133,7 +133,7 @@ type server struct {
 // startServer starts bin serve on data and a free port, with the extra
 // flags (which override the defaults here), and waits until it answers
 // /healthz.
-func startServer(t *testing.T, bin, data string, extra ...string) *server {
+func startServer(t testing.TB, bin, data string, extra ...string) *server {
 	t.Helper()
 	s := launch(t, bin, data, extra...)
 	s.waitUp(t, 20*time.Second)
@@ -142,7 +142,7 @@ func startServer(t *testing.T, bin, data string, extra ...string) *server {
 
 // launch starts bin serve on data and a free port, with the extra flags,
 // without waiting for it (waitUp does).
-func launch(t *testing.T, bin, data string, extra ...string) *server {
+func launch(t testing.TB, bin, data string, extra ...string) *server {
 	t.Helper()
 	s := &server{stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan error, 1)}
 	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json", "-snapshot-every", "1h"}, extra...)
@@ -164,7 +164,7 @@ func launch(t *testing.T, bin, data string, extra ...string) *server {
 
 // waitUp waits, at most wait, until s logged its address, and checks that
 // it answers /healthz.
-func (s *server) waitUp(t *testing.T, wait time.Duration) {
+func (s *server) waitUp(t testing.TB, wait time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for s.addr == "" {
@@ -201,7 +201,7 @@ func listenAddr(logs string) string {
 }
 
 // stop sends SIGTERM and expects a clean exit.
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 
 // buildBinary builds webstatsd once (go build reuses the test's compiled
 // packages) and returns its path; without a go tool the test is skipped.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
