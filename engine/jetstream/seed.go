@@ -21,8 +21,8 @@ import (
 // starts from the latest seed and follows the stream from there. Each seed
 // is an object of its own, named by its position and the node that put it,
 // so that nodes putting seeds at once never write the same object; a put
-// deletes the seeds older than the two latest (the one before the latest
-// may be being read by a starting node). The store's format is the
+// deletes the seeds older than the two latest once no reading of them can
+// still be going on (dropSeeds). The store's format is the
 // caller's (the command writes a tar of an engine backup); the object
 // store checks its digest when a reader reaches its end.
 
@@ -35,10 +35,12 @@ const (
 	seedLogKey = "webstats_log_id"
 )
 
-// seedPutTimeout bounds one PutSeed, and the reading of a seed; the
-// caller stops a put sooner by failing its reader (a put cancelled through
-// its context could not delete the chunks it wrote).
-const seedPutTimeout = 6 * time.Hour
+// readLimit bounds the reading of a seed of size bytes: two minutes and a
+// MiB a second. A seed read is never cut short by the client's default
+// (5 s for a context without a deadline), and a stalled one ends.
+func readLimit(size uint64) time.Duration {
+	return 2*time.Minute + time.Duration(size>>20)*time.Second
+}
 
 // ErrNoSeed is the answer when the bucket holds no seed of this log.
 var ErrNoSeed = errors.New("jetstream: no seed of this log")
@@ -128,8 +130,8 @@ func (l *Log) Seed(ctx context.Context) (SeedInfo, error) {
 // PutSeed stores r as a seed of the log as of message seq, unless a seed
 // as recent is there (Seq ≥ seq: nodes put seeds on their own schedules),
 // and then deletes the seeds older than the two latest. It reports
-// whether r was stored. To stop it, fail r: the put then deletes what it
-// wrote.
+// whether r was stored (with an error if the deletion of old seeds
+// failed). To stop it, fail r: the put then deletes what it wrote.
 func (l *Log) PutSeed(ctx context.Context, seq uint64, r io.Reader) (bool, error) {
 	switch cur, err := l.Seed(ctx); {
 	case errors.Is(err, ErrNoSeed):
@@ -146,30 +148,60 @@ func (l *Log) PutSeed(ctx context.Context, seq uint64, r io.Reader) (bool, error
 	if err != nil {
 		return false, err
 	}
-	putCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seedPutTimeout)
-	defer cancel()
-	_, err = os.Put(putCtx, jetstream.ObjectMeta{
+	// Not cancelled with ctx, and without a deadline (the client then
+	// times out each acknowledgement): a put whose reader fails deletes
+	// what it wrote.
+	_, err = os.Put(context.WithoutCancel(ctx), jetstream.ObjectMeta{
 		Name:     fmt.Sprintf("%s%020d-%s", seedPrefix, seq, l.node),
 		Metadata: map[string]string{seedSeqKey: strconv.FormatUint(seq, 10), seedLogKey: id},
 	}, r)
 	if err != nil {
 		return false, fmt.Errorf("jetstream: put seed: %w", err)
 	}
+	return true, l.dropSeeds(ctx, os, id)
+}
+
+// dropSeeds deletes the seeds no node needs: those of another log (made
+// again since) and, beyond the two latest, each seed whose successor is
+// older than a reading of it may take (a node that started reading it
+// when it was the latest has finished or given up).
+func (l *Log) dropSeeds(ctx context.Context, os jetstream.ObjectStore, id string) error {
+	infos, err := os.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jetstream: seeds: %w", err)
+	}
 	seeds, err := l.list(ctx, os)
 	if err != nil {
-		return true, err
+		return err
 	}
+	var drop []string
+	for _, info := range infos {
+		if info.Name == "seed" || strings.HasPrefix(info.Name, seedPrefix) && info.Metadata[seedLogKey] != id {
+			drop = append(drop, info.Name)
+		}
+	}
+	for i := 2; i < len(seeds); i++ {
+		if time.Since(seeds[i-1].Time) > readLimit(seeds[i].Size) {
+			drop = append(drop, seeds[i].name)
+		}
+	}
+	// Not cancelled with ctx: a delete cut between its marker and its
+	// purge would leave chunks nothing names.
+	dctx := context.WithoutCancel(ctx)
 	var errs []error
-	for _, old := range seeds[min(2, len(seeds)):] {
-		if err := os.Delete(ctx, old.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+	for _, name := range drop {
+		if err := os.Delete(dctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			errs = append(errs, err)
 		}
 	}
-	return true, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // GetSeed opens the latest seed of this log for reading (within ctx, and
-// at most seedPutTimeout): the reader fails at its end if the bytes do not
+// at most readLimit of its size): the reader fails at its end if the bytes do not
 // match the digest they were stored with. The caller closes it.
 // ErrNoSeed if there is none.
 func (l *Log) GetSeed(ctx context.Context) (SeedInfo, io.ReadCloser, error) {
@@ -185,8 +217,8 @@ func (l *Log) GetSeed(ctx context.Context) (SeedInfo, io.ReadCloser, error) {
 		return SeedInfo{}, nil, ErrNoSeed
 	}
 	// Without a deadline the client would give the whole reading its
-	// default of 5 s.
-	readCtx, cancel := context.WithTimeout(ctx, seedPutTimeout)
+	// default of 5 s; a stalled reading ends at readLimit.
+	readCtx, cancel := context.WithTimeout(ctx, readLimit(seeds[0].Size))
 	res, err := os.Get(readCtx, seeds[0].name)
 	if err != nil {
 		cancel()

@@ -54,8 +54,8 @@ func (c *Cluster) validate() error {
 		return errors.New("-nats-routes needs -nats-cluster")
 	case c.Replicas < 0:
 		return fmt.Errorf("-nats-replicas %d: want 1 or more", c.Replicas)
-	case c.SeedEvery < 0 || c.SeedEvery > 0 && c.SeedEvery < time.Minute:
-		return fmt.Errorf("-nats-seed-every %v: want 0 or at least a minute", c.SeedEvery)
+	case c.SeedEvery < 0 || c.SeedEvery > 0 && c.SeedEvery < minSeedEvery:
+		return fmt.Errorf("-nats-seed-every %v: want 0 or at least %v", c.SeedEvery, minSeedEvery)
 	case c.Creds != "" && c.NATS == "":
 		return errors.New("-nats-creds needs -nats")
 	}

@@ -30,6 +30,13 @@ import (
 // 7 days, so that a seed always covers what the stream dropped.
 const defaultSeedEvery = 6 * time.Hour
 
+// minSeedEvery is -nats-seed-every's least value: each seed is a copy of
+// the store, and each deleted one leaves a marker in the bucket.
+const minSeedEvery = time.Hour
+
+// seedPutLimit bounds the writing of one seed.
+const seedPutLimit = 6 * time.Hour
+
 // seedLoop puts a seed whenever the latest one is older than every (or
 // missing), checking at random times a quarter of every apart on average,
 // the first within a minute.
@@ -54,6 +61,8 @@ func seedLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data str
 		start := time.Now()
 		stored, seq, err := putSeed(ctx, e, jl, data)
 		switch {
+		case err != nil && stored:
+			log.Warn("seed stored; deleting the old seeds failed", "seq", seq, "err", err)
 		case err != nil:
 			log.Error("seed: put", "err", err)
 		case stored:
@@ -85,10 +94,13 @@ func putSeed(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data stri
 		defer close(done)
 		pw.CloseWithError(writeTar(pw, tmp))
 	}()
-	// Cancelling ctx fails the reader: the put then deletes what it wrote.
+	// Cancelling ctx, or a put past seedPutLimit, fails the reader: the
+	// put then deletes what it wrote.
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+	timer := time.AfterFunc(seedPutLimit, func() { pr.CloseWithError(errors.New("seed: put took too long")) })
 	stored, err := jl.PutSeed(ctx, seq, pr)
 	stop()
+	timer.Stop()
 	pr.CloseWithError(errors.New("seed: put ended")) // stops writeTar if PutSeed returned early
 	<-done                                           // before tmp is removed
 	return stored, seq, err
@@ -137,7 +149,7 @@ func sweepSeeds(data string) error {
 	default:
 		for name := range strings.Lines(string(list)) {
 			name = strings.TrimSuffix(name, "\n")
-			if name == "" || !filepath.IsLocal(name) || strings.ContainsRune(name, filepath.Separator) {
+			if !movable(name) {
 				continue
 			}
 			if err := os.RemoveAll(filepath.Join(data, name)); err != nil {
@@ -160,6 +172,14 @@ func sweepSeeds(data string) error {
 	return nil
 }
 
+// movable reports whether name may be a file a restore moves into the data
+// directory (a store's file: not ".", "..", a hidden file, the embedded
+// NATS server's directory, a path or a name with NUL).
+func movable(name string) bool {
+	return name != "" && name != "nats" && !strings.HasPrefix(name, ".") &&
+		filepath.IsLocal(name) && !strings.ContainsAny(name, "/\\\x00")
+}
+
 // restoreSeed writes the latest seed into data, which holds no store, and
 // reports whether it did (no seed: false). The entries are moved in with a
 // list of them written first (seedRestoring), the manifest and markers
@@ -170,12 +190,21 @@ func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.
 	deadline := time.Now().Add(joinWait)
 	for {
 		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := jl.Seed(try)
+		latest, err := jl.Seed(try)
 		cancel()
 		if errors.Is(err, jetstream.ErrNoSeed) {
 			return false, nil
 		}
 		if err == nil {
+			// A seed the log has moved past would leave a store Open
+			// refuses: refused here, before any store is made.
+			first, err := jl.First(ctx)
+			if err != nil {
+				return false, err
+			}
+			if first > latest.Seq+1 {
+				return false, fmt.Errorf("%w: the latest seed covers the log up to message %d, and the log starts at %d: let a node that has the history put a newer one (-nats-seed-every), then start this one again", engine.ErrLogGap, latest.Seq, first)
+			}
 			break
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
@@ -208,12 +237,23 @@ func restoreSeed(ctx context.Context, jl *jetstream.Log, data string, log *slog.
 	}
 	// The object's digest is checked when its reader reaches the end,
 	// which the tar reader stops short of.
-	if n, err := io.Copy(io.Discard, rc); err != nil || n != 0 {
-		return false, fmt.Errorf("seed: %d bytes after the archive: %w", n, err)
+	switch n, err := io.Copy(io.Discard, rc); {
+	case err != nil:
+		return false, fmt.Errorf("seed: %w", err)
+	case n != 0:
+		return false, fmt.Errorf("seed: %d bytes after the archive", n)
 	}
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
 		return false, err
+	}
+	for _, ent := range ents {
+		if !ent.Type().IsRegular() || !movable(ent.Name()) {
+			return false, fmt.Errorf("seed: %q is not a store's file", ent.Name())
+		}
+		if _, err := os.Lstat(filepath.Join(data, ent.Name())); err == nil {
+			return false, fmt.Errorf("seed: %s is in the data directory already", ent.Name())
+		}
 	}
 	// The manifest and Pebble's markers last: until they are in, the
 	// directory holds no store (hasStore).
