@@ -381,15 +381,21 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 // Last implements engine.Cluster: the sequence of the stream's last message
 // (0 when empty).
 func (l *Log) Last(ctx context.Context) (uint64, error) {
+	st, err := l.state(ctx)
+	return st.LastSeq, err
+}
+
+// state returns the stream's state, read from the server.
+func (l *Log) state(ctx context.Context) (jetstream.StreamState, error) {
 	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, err
 	}
-	return info.State.LastSeq, nil
+	return info.State, nil
 }
 
 // PurgeBefore removes the stream's messages before sequence seq: the trim

@@ -242,13 +242,6 @@ func (r *seedReader) Close() error {
 // First returns the sequence of the stream's first message (what MaxAge
 // and purges left; past the last one when the stream is empty).
 func (l *Log) First(ctx context.Context) (uint64, error) {
-	s, err := l.js.Stream(ctx, l.stream)
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.FirstSeq, nil
+	st, err := l.state(ctx)
+	return st.FirstSeq, err
 }
