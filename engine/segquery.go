@@ -1355,17 +1355,7 @@ func (p *plan) propValue(sd *segDay, i int, key uint32) string {
 
 // visitValue is the string id of a visit dimension of visit row v.
 func (p *plan) visitValue(sd *segDay, v uint32, s dimSpec) uint32 {
-	switch s.kind {
-	case dkEntry:
-		return sd.vEntry[v]
-	case dkExit:
-		return sd.vExit[v]
-	case dkEntryHost:
-		return sd.vEntryHost[v]
-	case dkExitHost:
-		return sd.vExitHost[v]
-	}
-	return sd.vAttr[s.attr][v]
+	return visitCol(sd, s)[v]
 }
 
 // hitMatchesGoal reports whether hit i converts goal g.
