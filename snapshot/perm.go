@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -72,17 +73,26 @@ func private(name string, f vfs.File, err error) (vfs.File, error) {
 
 // tightenPerms clears the group and other permission bits of dir and of
 // everything in it, where set, and logs a warning saying what it changed.
-// Symbolic links are not followed.
+// Symbolic links are not followed. A file that goes away during the walk is
+// passed over: the directory may hold what another writer changes meanwhile
+// (the embedded NATS server's store, <data>/nats, with its temporary files).
 func tightenPerms(dir string, log *slog.Logger) error {
 	var changed []string
+	gone := func(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if gone(err) && path != dir {
+				return nil
+			}
 			return err
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
 		info, err := d.Info()
+		if gone(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -91,7 +101,9 @@ func tightenPerms(dir string, log *slog.Logger) error {
 		if mode == want {
 			return nil
 		}
-		if err := os.Chmod(path, want); err != nil {
+		if err := os.Chmod(path, want); gone(err) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -116,4 +117,51 @@ func TestPermissions(t *testing.T) {
 	if warn := logs.find("permissions"); len(warn) != 0 {
 		t.Errorf("warning on an owner-only directory: %q", warn)
 	}
+}
+
+// TestTightenPermsWhileFilesChange: files created and removed in a
+// subdirectory while the walk runs (the embedded NATS server's store under
+// the data directory does so) never fail it; a file that stays is still
+// tightened. (Before, a file gone between the listing and its lstat failed
+// Open: "lstat …/nats/…/tav.idx.tmp: no such file or directory".)
+func TestTightenPermsWhileFilesChange(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "nats")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stay := filepath.Join(dir, "stay")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := filepath.Join(sub, fmt.Sprintf("f%d.tmp", i%64))
+			os.WriteFile(name, nil, 0o644)
+			os.Remove(name)
+		}
+	}()
+	for range 300 {
+		if err := os.WriteFile(stay, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(stay, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := tightenPerms(dir, slog.New(slog.DiscardHandler)); err != nil {
+			close(stop)
+			<-done
+			t.Fatalf("tightenPerms with files coming and going: %v", err)
+		}
+		if fi, err := os.Stat(stay); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("the lasting file: %v, %v", fi.Mode(), err)
+		}
+	}
+	close(stop)
+	<-done
 }
