@@ -569,3 +569,88 @@ func dirSize(b *testing.B, dir string) int64 {
 	}
 	return n
 }
+
+// BenchmarkFirstQuery measures issue #16's "first query of each statistic
+// over 365 days after a restart" in the engine, without HTTP. The store is a
+// year of about a million hits (200 pages a day) that an engine tracked and
+// then closed, so its final snapshot holds every day and the log is empty.
+// Each run opens a copy, then asks each of the 17 statistics once over the
+// year: the first query reads the year from the store. It reports the Open,
+// the first query (the one that reads), and the slowest of the 17.
+//
+//	go test ./engine -run '^$' -bench '^BenchmarkFirstQuery$' -benchtime 5x -count 3
+func BenchmarkFirstQuery(b *testing.B) {
+	mfs := snapshot.NewMemFS()
+	site := bench.Site{Domain: "restart.example", PageviewsPerMonth: 80_000, PagesPerDay: 200}
+	cfg := bench.Config{Seed: 16, Sites: []bench.Site{site}, Days: 365}
+	end := bench.DefaultStart.AddDate(0, 0, cfg.Days+1)
+	src := benchOpen(b, engine.Options{FS: mfs, Dir: "src", NoSync: true}, end)
+	id := benchSites(b, src, site.Domain)[0]
+	hits := make([]engine.Hit, 0, 1024)
+	var n int
+	flush := func() {
+		res, err := src.Track(benchCtx, hits...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += res.Accepted
+		hits = hits[:0]
+	}
+	for h := range bench.NewGenerator(cfg).Hits() {
+		if hits = append(hits, h); len(hits) == cap(hits) {
+			flush()
+		}
+	}
+	flush()
+	if err := src.Close(); err != nil {
+		b.Fatal(err)
+	}
+	from := buckets.DateFromTime(bench.DefaultStart)
+	to := from + 364
+	var open, first, slowest []time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		dir := fmt.Sprintf("copy-%d", i)
+		s, err := snapshot.Open(&snapshot.Options{FS: mfs, Dir: "src", NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Backup(benchCtx, dir); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		runtime.GC()
+		b.StartTimer()
+		t0 := time.Now()
+		e, err := engine.Open(&engine.Options{FS: mfs, Dir: dir, SnapshotEvery: -1, NoSync: true, Now: func() time.Time { return end }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		open = append(open, time.Since(t0))
+		var most time.Duration
+		for j, name := range engine.StatNames() {
+			t0 := time.Now()
+			if _, err := e.Unscoped().Stat(benchCtx, engine.StatQuery{Website: id, Name: name, From: from, To: to}); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(t0)
+			if j == 0 {
+				first = append(first, d)
+			}
+			most = max(most, d)
+		}
+		slowest = append(slowest, most)
+		b.StopTimer()
+		e.Close()
+		mfs.RemoveAll(dir)
+		b.StartTimer()
+	}
+	med := func(xs []time.Duration) float64 {
+		slices.Sort(xs)
+		return float64(xs[len(xs)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(n), "hits")
+	b.ReportMetric(med(open), "open-ms")
+	b.ReportMetric(med(first), "first-query-ms")
+	b.ReportMetric(med(slowest), "slowest-query-ms")
+}

@@ -143,12 +143,16 @@ func (e *Engine) load() error {
 // the store: replay's version of ingest's pinning (nothing runs beside it).
 func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 	ent, ok := st.days[r.date]
-	if _, listed := st.dates[r.date]; !ok && listed {
+	if _, listed := st.dates[r.date]; listed && (!ok || segMissing(ent)) {
 		d, err := e.readDay(st.id, r.date)
 		if err != nil {
 			return nil, nil, err
 		}
-		ent = e.residentLocked(st, r.date, d)
+		if ok {
+			e.fillSegLocked(ent, d.seg)
+		} else {
+			ent = e.residentLocked(st, r.date, d)
+		}
 	}
 	p, ok := st.periods[r.period]
 	if !ok && (r.event || r.seg.engagement) {
@@ -173,13 +177,17 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 	// The day of the visit r may continue, when another.
 	if id, ok := p.index[r.hash]; ok {
 		v := &p.visits[id-p.first]
-		if _, res := st.days[v.day]; !res && v.row != noVisit && v.day != r.date {
+		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != noVisit && v.day != r.date {
 			if _, listed := st.dates[v.day]; listed {
 				d, err := e.readDay(st.id, v.day)
 				if err != nil {
 					return nil, nil, err
 				}
-				e.residentLocked(st, v.day, d)
+				if res {
+					e.fillSegLocked(vent, d.seg)
+				} else {
+					e.residentLocked(st, v.day, d)
+				}
 			}
 		}
 	}
@@ -260,12 +268,16 @@ func encodeDay(d *buckets.Day, seg *segDay) ([]byte, error) {
 	return seg.appendBinary(b), nil
 }
 
-// decodeDay decodes a day value of the store.
-func decodeDay(data []byte) (storedDay, error) {
+// decodeDay decodes a day value of the store; its segments too when
+// withSeg (else seg is nil).
+func decodeDay(data []byte, withSeg bool) (storedDay, error) {
 	d := buckets.NewDay(0)
 	if len(data) > 0 && data[0] != dayEnvelope {
 		if err := d.UnmarshalBinary(data); err != nil {
 			return storedDay{}, err
+		}
+		if !withSeg {
+			return storedDay{day: d}, nil
 		}
 		return storedDay{day: d, seg: newSegDay()}, nil
 	}
@@ -276,6 +288,9 @@ func decodeDay(data []byte) (storedDay, error) {
 	body := data[1+k:]
 	if err := d.UnmarshalBinary(body[:n]); err != nil {
 		return storedDay{}, err
+	}
+	if !withSeg {
+		return storedDay{day: d}, nil
 	}
 	seg, err := decodeSegDay(body[n:])
 	if err != nil {
@@ -290,7 +305,7 @@ func (e *Engine) readDay(website uint32, date buckets.Date) (storedDay, error) {
 	if err != nil {
 		return storedDay{}, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
 	}
-	d, err := decodeDay(data)
+	d, err := decodeDay(data, true)
 	if err != nil {
 		return storedDay{}, fmt.Errorf("engine: website %d day %v: %w", website, date, err)
 	}

@@ -261,17 +261,18 @@ var hourNames = func() (h [24]string) {
 // frozen days after it is released, so a long query never holds up tracking.
 // locked, when not nil, is called under the lock first.
 func (e *Engine) scan(ctx context.Context, s *site, from, to buckets.Date, locked func(*siteState), fn func(buckets.Date, *buckets.Day)) error {
-	return e.scanDays(ctx, s, from, to, locked, func(date buckets.Date, d storedDay) { fn(date, d.day) })
+	return e.scanDays(ctx, s, from, to, false, locked, func(date buckets.Date, d storedDay) { fn(date, d.day) })
 }
 
-// scanDays is scan giving each day's segments too.
-func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, locked func(*siteState), fn func(buckets.Date, storedDay)) error {
+// scanDays is scan giving each day's segments too when withSeg (else a
+// day's seg may be nil).
+func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, withSeg bool, locked func(*siteState), fn func(buckets.Date, storedDay)) error {
 	if !e.enter() {
 		return ErrClosed
 	}
 	defer e.exit()
 	sh := e.shardOf(s.cfg.Load().id)
-	loaded, pinned, err := e.loadRange(s, sh, from, to)
+	loaded, pinned, err := e.loadRange(s, sh, from, to, withSeg)
 	if err != nil {
 		return err
 	}
@@ -294,6 +295,9 @@ func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, l
 	}
 	visit := func(date buckets.Date, ent *dayEntry) {
 		ent.used = tick
+		if withSeg && segMissing(ent) {
+			return // loadRange read it whole for this query (below)
+		}
 		if ent.frozen {
 			frozen = append(frozen, ref{date, storedDay{day: ent.day, seg: ent.seg}})
 		} else {
@@ -301,8 +305,10 @@ func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, l
 		}
 	}
 	for date, d := range loaded {
-		if _, ok := st.days[date]; !ok {
-			frozen = append(frozen, ref{date, d}) // evicted meanwhile
+		if ent, ok := st.days[date]; !ok || withSeg && segMissing(ent) {
+			// Evicted meanwhile, or resident without the segments this
+			// query needs (loadRange could not set them).
+			frozen = append(frozen, ref{date, d})
 		}
 	}
 	if int(to-from)+1 > len(st.days) {
@@ -328,29 +334,29 @@ func (e *Engine) scanDays(ctx context.Context, s *site, from, to buckets.Date, l
 	return nil
 }
 
-// loadRange makes every day of [from, to] that has data resident, reading
-// the missing ones from the store without holding the shard lock. It returns
-// the days it read: eviction may drop them from the resident days before the
-// caller uses them.
-func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[buckets.Date]storedDay, []*dayEntry, error) {
+// loadRange makes every day of [from, to] that has data resident, with its
+// segments when withSeg, reading the missing ones from the store without
+// holding the shard lock. It returns the days it read: eviction may drop
+// them from the resident days before the caller uses them.
+func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date, withSeg bool) (map[buckets.Date]storedDay, []*dayEntry, error) {
 	st := s.state
+	absent := func(date buckets.Date) bool {
+		ent, ok := st.days[date]
+		return !ok || withSeg && segMissing(ent)
+	}
 	for round := 0; ; round++ {
 		sh.mu.Lock()
 		var missing []buckets.Date
 		if int(to-from)+1 > len(st.dates) {
 			for date := range st.dates {
-				if date >= from && date <= to {
-					if _, ok := st.days[date]; !ok {
-						missing = append(missing, date)
-					}
+				if date >= from && date <= to && absent(date) {
+					missing = append(missing, date)
 				}
 			}
 		} else {
 			for date := from; date <= to; date++ {
-				if _, ok := st.dates[date]; ok {
-					if _, ok := st.days[date]; !ok {
-						missing = append(missing, date)
-					}
+				if _, ok := st.dates[date]; ok && absent(date) {
+					missing = append(missing, date)
 				}
 			}
 		}
@@ -368,8 +374,8 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			return ok // else resident: not needed
 		}
 		err := e.store.DaysWithParts(st.id, int32(missing[0]), int32(missing[len(missing)-1]), want, func(date int32, data []byte, parts [][]byte) error {
-			d, err := decodeDay(data)
-			if err == nil {
+			d, err := decodeDay(data, withSeg)
+			if err == nil && withSeg {
 				// A day read for queries is made whole: its sealed
 				// parts with it.
 				d.seg, err = d.seg.whole(parts, e.parts)
@@ -399,16 +405,19 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date) (map[bucke
 			}
 		}
 		for date, d := range loaded {
-			_, resident := st.days[date]
+			ent, resident := st.days[date]
 			_, listed := st.dates[date]
 			switch {
-			case resident || !listed || st.deleted:
+			case resident && (!segMissing(ent) || d.seg == nil) || !listed || st.deleted:
 				delete(loaded, date) // resident already (perhaps changed), or gone
-			case st.evictGen == gen:
+			case st.evictGen != gen:
+				// Still evicting after many rounds: the copy serves this
+				// query only.
+			case resident:
+				e.fillSegLocked(ent, d.seg) // withSeg: it was missing them
+			default:
 				e.residentLocked(st, date, d)
 			}
-			// Else (still evicting after many rounds) the copy serves this
-			// query only.
 		}
 		pinned := pinRangeLocked(st, from, to)
 		sh.mu.Unlock()

@@ -77,7 +77,7 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 		return m.day, nil
 	}
 	sh.mu.Unlock()
-	loaded, pinned, err := e.loadRange(s, sh, first, last)
+	loaded, pinned, err := e.loadRange(s, sh, first, last, false)
 	if err != nil {
 		return nil, err
 	}

@@ -81,9 +81,10 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 // that day is gone (retention).
 func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
 	vent, ok := st.days[v.day]
-	if !ok {
-		// Not resident: ingest pins the day of every visit a record
-		// continues, so only retention can have dropped it.
+	if !ok || segMissing(vent) {
+		// Not resident (or without its segments): ingest pins the day of
+		// every visit a record continues, with its segments, so only
+		// retention can have dropped it.
 		return nil
 	}
 	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {

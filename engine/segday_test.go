@@ -187,7 +187,7 @@ func TestSegDayHighRatio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, err := decodeDay(data)
+	sd, err := decodeDay(data, true)
 	if err != nil {
 		t.Fatalf("decode the stored day: %v", err)
 	}

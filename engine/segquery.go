@@ -384,7 +384,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	var cached []*segDay
 	var tooLarge error
 	id := s.cfg.Load().id
-	err := e.scanDays(ctx, s, from, to, nil, func(date buckets.Date, d storedDay) {
+	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
 			fn(d.seg, d.open)

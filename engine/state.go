@@ -63,8 +63,13 @@ type siteState struct {
 // dayEntry is a resident day bucket.
 type dayEntry struct {
 	day *buckets.Day
-	// seg is the day's segments store (never nil); it follows day's rules
-	// (frozen, shared, copied on write together).
+	// seg is the day's segments store; it follows day's rules (frozen,
+	// shared, copied on write together). It is nil on a frozen day read
+	// from the store for a query of its buckets only (the 17 statistics,
+	// month rollups): decoding segments is most of the cost of reading a
+	// day, so they stay in the store until a segment query or a write
+	// needs them, and are then read and set (fillSegLocked). Only frozen
+	// days may lack segments: a day is made writable only with them.
 	seg *segDay
 	// frozen days are never modified: queries read them without the lock,
 	// and a write replaces day with a modified clone (copy on write).
@@ -242,6 +247,9 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		st.dates[date] = struct{}{}
 		e.invalidateMonthLocked(st, date)
 	}
+	if ent.seg == nil {
+		panic("engine: a day made writable without its segments")
+	}
 	if ent.frozen {
 		e.invalidateMonthLocked(st, date)
 		e.counters.resident.Add(-int64(ent.size))
@@ -261,11 +269,29 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 // a day of the UTC date).
 func (e *Engine) residentLocked(st *siteState, date buckets.Date, d storedDay) *dayEntry {
 	closed := date < buckets.DateFromTime(e.now().UTC())-1
-	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, closed: closed, size: d.day.SizeBytes() + d.seg.size, used: e.counters.tick.Add(1)}
+	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, closed: closed, size: d.day.SizeBytes(), used: e.counters.tick.Add(1)}
+	if d.seg != nil {
+		ent.size += d.seg.size
+	}
 	st.days[date] = ent
 	e.counters.resident.Add(int64(ent.size))
 	return ent
 }
+
+// fillSegLocked gives a resident day read without its segments (frozen,
+// unchanged since: a day is made writable only with them) the segments of
+// the same day read again from the store, and charges them.
+func (e *Engine) fillSegLocked(ent *dayEntry, seg *segDay) {
+	if ent.seg != nil || !ent.frozen {
+		return
+	}
+	ent.seg = seg
+	ent.size += seg.size
+	e.counters.resident.Add(int64(seg.size))
+}
+
+// segMissing reports a day resident without its segments.
+func segMissing(ent *dayEntry) bool { return ent.seg == nil }
 
 // residentPeriodLocked adds visitor state read from the store (or new) to
 // the resident periods.

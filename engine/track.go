@@ -201,7 +201,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		}
 		for _, i := range idx {
 			r := &recs[i]
-			if _, ok := st.days[r.date]; !ok {
+			if ent, ok := st.days[r.date]; !ok || segMissing(ent) {
 				if _, ok := st.dates[r.date]; ok {
 					add(need{r.date, 0, true})
 				}
@@ -218,7 +218,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 			if id, ok := p.index[r.hash]; ok {
 				v := &p.visits[id-p.first]
 				if v.row != noVisit && v.day != r.date {
-					if _, ok := st.days[v.day]; !ok {
+					if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
 						if _, ok := st.dates[v.day]; ok {
 							add(need{v.day, 0, true})
 						}
@@ -275,8 +275,10 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 		}
 		for j, m := range missing {
 			if m.day {
-				if _, ok := st.days[m.date]; !ok {
+				if ent, ok := st.days[m.date]; !ok {
 					e.residentLocked(st, m.date, days[j])
+				} else {
+					e.fillSegLocked(ent, days[j].seg)
 				}
 			} else if _, ok := st.periods[m.first]; !ok && pers[j] != nil {
 				e.residentPeriodLocked(st, m.first, pers[j])

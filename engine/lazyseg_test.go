@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// TestLazySegments: after a restart, the 17 statistics read days without
+// their segments (decoding them is most of the cost of reading a day). A
+// segment query, a late hit on such a day and a hit continuing a visit
+// that began on one then read the segments and set them, and every answer
+// equals that of an engine that never restarted and got the same hits. The
+// bytes charged for resident days follow the segments set.
+func TestLazySegments(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 11, 10, 0, 0, 0, 0, time.UTC) // a Tuesday: one weekly salt period to the 15th
+	now := base.AddDate(0, 0, 10)                         // every day closed
+	o := Options{SaltPeriod: SaltWeek, QueryCache: -1, Now: func() time.Time { return now }}
+	fs := vfs.NewMem()
+	e, site := hardEngine(t, fs, o)
+	ref, refSite := hardEngine(t, vfs.NewMem(), o)
+	defer func() { e.Close() }()
+	defer ref.Close()
+	if site != refSite {
+		t.Fatalf("site ids %d and %d", site, refSite)
+	}
+	track := func(hs ...Hit) {
+		t.Helper()
+		for _, x := range []*Engine{e, ref} {
+			if _, err := x.Track(ctx, hs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var hs []Hit
+	for d := range 5 {
+		day := base.AddDate(0, 0, d)
+		for v := range 30 {
+			h := hardHit(site, day.Add(time.Duration(8*60+v*7)*time.Minute), fmt.Sprint("v", v), fmt.Sprintf("/p%d", v%6))
+			if v%4 == 0 {
+				h.Referrer = "https://www.google.com/"
+			}
+			hs = append(hs, h, hardHit(site, h.Time.Add(3*time.Minute), h.Visitor, "/next"))
+		}
+		// A visit begun at 23:50 of the day, continued after midnight.
+		hs = append(hs, hardHit(site, day.Add(23*time.Hour+50*time.Minute), "night", "/late"))
+	}
+	track(hs...)
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopen := func() {
+		t.Helper()
+		var err error
+		if e, err = Open(&Options{FS: fs, Dir: "data", SnapshotEvery: -1, SaltPeriod: SaltWeek, QueryCache: -1, Now: o.Now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopen()
+	from, to := buckets.DateFromTime(base), buckets.DateFromTime(base)+4
+	stats := func(what string) {
+		t.Helper()
+		for _, name := range StatNames() {
+			q := StatQuery{Website: site, Name: name, From: from, To: to}
+			got, err := e.Unscoped().Stat(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Unscoped().Stat(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: Stat(%s) differs (-want +got):\n%s", what, name, diff)
+			}
+		}
+	}
+	query := func(what, body string) {
+		t.Helper()
+		q, err := ParseQuery([]byte(`{"site_id":"hard.example","date_range":["2026-11-10","2026-11-14"],` + body + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Unscoped().Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Unscoped().Query(ctx, site, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: query %s differs (-want +got):\n%s", what, body, diff)
+		}
+	}
+	// lacking counts the resident days without segments, and checks the
+	// bytes charged for resident days against their sizes.
+	lacking := func() (n int) {
+		t.Helper()
+		s := e.sites[site]
+		sh := e.shardOf(site)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		var sum int64
+		for _, ent := range s.state.days {
+			if ent.frozen {
+				sum += int64(ent.size)
+				want := ent.day.SizeBytes()
+				if ent.seg != nil {
+					want += ent.seg.size
+				}
+				if ent.size != want {
+					t.Errorf("a day charged %d bytes, holds %d", ent.size, want)
+				}
+			}
+			if ent.seg == nil {
+				n++
+			}
+		}
+		for _, m := range s.state.months {
+			sum += int64(m.size)
+		}
+		if got := e.counters.resident.Load(); got != sum {
+			t.Errorf("resident bytes: counted %d, days and months hold %d", got, sum)
+		}
+		return n
+	}
+
+	stats("after a restart")
+	if n := lacking(); n != 5 {
+		t.Errorf("%d days resident without segments after the 17 statistics, want 5", n)
+	}
+	query("segments read", `"metrics":["visitors","visits","bounce_rate","pageviews"],"dimensions":["visit:source"]`)
+	if n := lacking(); n != 0 {
+		t.Errorf("%d days without segments after a segment query", n)
+	}
+
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopen()
+	stats("after a second restart")
+	// A late hit on a day without segments, and one continuing, on the
+	// 13th, the visit begun at 23:50 of the 12th (the same weekly salt).
+	night := base.AddDate(0, 0, 2).Add(23*time.Hour + 50*time.Minute)
+	track(hardHit(site, base.AddDate(0, 0, 1).Add(15*time.Hour), "late", "/late-hit"),
+		hardHit(site, night.Add(15*time.Minute), "night", "/after-midnight"))
+	if n := lacking(); n != 2 {
+		t.Errorf("%d days without segments after hits on the 11th and 13th continuing a visit of the 12th, want 2", n)
+	}
+	stats("after late hits")
+	query("after late hits", `"metrics":["visitors","visits","pageviews","visit_duration"],"dimensions":["event:page"]`)
+	query("after late hits, by day", `"metrics":["visitors","visits","bounce_rate"],"dimensions":["time:day"],"filters":[["is","visit:source",["Google"]]]`)
+	lacking()
+}
