@@ -220,6 +220,19 @@ func TestCorruptOpen(t *testing.T) {
 			want: []string{"website " + site + " state", "trailing bytes"},
 		},
 		{
+			// Replay applies the log tail to this day: the error comes
+			// from the goroutine that applies, and stops the reading.
+			name: "day the log tail is applied to, truncated",
+			edit: func(s *snapshot.Store) error {
+				data, err := s.Day(c.site, int32(c.day2))
+				if err != nil {
+					return err
+				}
+				return s.WriteSnapshot(&snapshot.Snapshot{Days: []snapshot.DayRecord{{Website: c.site, Date: int32(c.day2), Data: half(data).apply(data)}}})
+			},
+			want: []string{"website " + site + " day " + c.day2.String()},
+		},
+		{
 			name: "salt of the wrong length",
 			edit: func(s *snapshot.Store) error {
 				return s.Put(snapshot.KindSalt, uint64(uint32(int32(c.day2))), []byte{1, 2, 3})

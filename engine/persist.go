@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
@@ -78,29 +80,11 @@ func (e *Engine) load() error {
 		}
 	}
 	// Replay: records after the trim point that their website has not seen.
-	var r record
-	replayed := 0
-	err = e.store.ReplayLog(e.store.Trim(), func(seq uint64, data []byte) error {
-		maxSeq = max(maxSeq, seq)
-		if err := r.decode(data); err != nil {
-			return fmt.Errorf("engine: log entry %d: %w", seq, err)
-		}
-		s := e.sites[r.website]
-		if s == nil || seq <= s.state.lastSeq {
-			return nil
-		}
-		ent, p, err := e.resolve(s.state, &r)
-		if err != nil {
-			return err
-		}
-		e.applyLocked(s.state, &r, s.cfg.Load().domain, ent, p)
-		s.state.appliedLocked(seq)
-		replayed++
-		return nil
-	})
+	replayed, last, err := e.replay(e.store.Trim())
 	if err != nil {
 		return err
 	}
+	maxSeq = max(maxSeq, last)
 	dropped := false
 	if e.opts.Retention > 0 {
 		// Replay may have brought back days retention had dropped (hits
@@ -137,6 +121,86 @@ func (e *Engine) load() error {
 	}
 	e.opts.Logger.Info("engine opened", "websites", len(e.sites), "replayed", replayed)
 	return nil
+}
+
+// replayBatch is how many log records replay decodes before handing them
+// to the goroutine that applies them.
+const replayBatch = 256
+
+// errReplayStopped stops reading the log when applying failed.
+var errReplayStopped = errors.New("engine: replay stopped")
+
+// replayRecs is a batch of decoded log records and their sequences.
+type replayRecs struct {
+	seqs []uint64
+	recs []record
+}
+
+// replay applies the log's records after sequence after that their website
+// has not seen, in order, and returns how many it applied and the highest
+// sequence it read. Reading and decoding (Pebble's iterator, the strings)
+// run in this goroutine, applying in another: they cost about the same, so
+// on two cores replay runs nearly twice as fast as either alone. Batches go
+// round between the two (at most four in flight), so memory is bounded.
+func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
+	full := make(chan *replayRecs, 4)
+	free := make(chan *replayRecs, 4)
+	for range cap(free) {
+		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch)}
+	}
+	var applyErr error
+	var failed atomic.Bool // applyErr is set: reading may stop
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			for i, seq := range b.seqs {
+				if applyErr != nil {
+					break // read on, to hand every batch back
+				}
+				r := &b.recs[i]
+				s := e.sites[r.website]
+				if s == nil || seq <= s.state.lastSeq {
+					continue
+				}
+				ent, p, err := e.resolve(s.state, r)
+				if err != nil {
+					applyErr = err
+					failed.Store(true)
+					break
+				}
+				e.applyLocked(s.state, r, s.cfg.Load().domain, ent, p)
+				s.state.appliedLocked(seq)
+				replayed++
+			}
+			b.seqs = b.seqs[:0]
+			free <- b
+		}
+	}()
+	cur := <-free
+	err = e.store.ReplayLog(after, func(seq uint64, data []byte) error {
+		if failed.Load() {
+			return errReplayStopped
+		}
+		last = max(last, seq)
+		if err := cur.recs[len(cur.seqs)].decode(data); err != nil {
+			return fmt.Errorf("engine: log entry %d: %w", seq, err)
+		}
+		if cur.seqs = append(cur.seqs, seq); len(cur.seqs) == replayBatch {
+			full <- cur
+			cur = <-free
+		}
+		return nil
+	})
+	if err == nil && len(cur.seqs) > 0 {
+		full <- cur
+	}
+	close(full)
+	<-done
+	if err == nil || errors.Is(err, errReplayStopped) {
+		err = applyErr // read after done: the applier's last write
+	}
+	return replayed, last, err
 }
 
 // resolve makes the day and visitor state of r resident, reading them from
