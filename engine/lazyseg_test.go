@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // TestLazySegments: after a restart, the 17 statistics read days without
@@ -162,4 +164,84 @@ func TestLazySegments(t *testing.T) {
 	query("after late hits", `"metrics":["visitors","visits","pageviews","visit_duration"],"dimensions":["event:page"]`)
 	query("after late hits, by day", `"metrics":["visitors","visits","bounce_rate"],"dimensions":["time:day"],"filters":[["is","visit:source",["Google"]]]`)
 	lacking()
+}
+
+// TestReadDaysDamaged: reading many days at once decodes them in another
+// goroutine (readDays); a damaged day among them fails the query with an
+// error naming it, for the statistics and for segment queries, and the
+// days around it still answer.
+func TestReadDaysDamaged(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	now := base.AddDate(0, 0, 40)
+	fs := vfs.NewMem()
+	e, site := hardEngine(t, fs, Options{QueryCache: -1, Now: func() time.Time { return now }})
+	var hs []Hit
+	const days = 3 * readDaysInTurn
+	for d := range days {
+		for v := range 5 {
+			hs = append(hs, hardHit(site, base.AddDate(0, 0, d).Add(time.Duration(10+v)*time.Hour), fmt.Sprint("v", v), "/p"))
+		}
+	}
+	if _, err := e.Track(ctx, hs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bad := buckets.DateFromTime(base) + days/2
+	s, err := snapshot.Open(&snapshot.Options{FS: fs, Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := s.Day(site, int32(bad))
+	if err == nil {
+		err = s.WriteSnapshot(&snapshot.Snapshot{Days: []snapshot.DayRecord{{Website: site, Date: int32(bad), Data: data[:len(data)/2]}}})
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Engine {
+		e, err := Open(&Options{FS: fs, Dir: "data", SnapshotEvery: -1, QueryCache: -1, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := buckets.DateFromTime(base)
+	// The decoder's own error (the value is cut inside its envelope), not
+	// the safety net's "listed but not in the store".
+	want := fmt.Sprintf("website %d day %v: day envelope", site, bad)
+	e = open()
+	_, err = e.Unscoped().Stat(ctx, StatQuery{Website: site, Name: "page", From: first, To: first + days - 1})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Stat over %d days with %v damaged: %v, want an error naming the day", days, bad, err)
+	}
+	e.Close()
+	e = open()
+	defer e.Close()
+	q, err := ParseQuery([]byte(fmt.Sprintf(`{"site_id":"hard.example","date_range":["%v","%v"],"metrics":["visitors"]}`, first, first+days-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Unscoped().Query(ctx, site, q); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Query over %d days with %v damaged: %v, want an error naming the day", days, bad, err)
+	}
+	p, err := e.Unscoped().Stat(ctx, StatQuery{Website: site, Name: "pageviews", From: first, To: bad - 1, PerPage: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got uint64
+	for _, r := range p.Rows {
+		got += r.Count
+	}
+	if got != uint64(5*(bad-first)) {
+		t.Errorf("pageviews of the %d days before the damaged one: %d, want %d", bad-first, got, 5*int(bad-first))
+	}
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/snapshot"
@@ -368,24 +371,7 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date, withSeg bo
 		}
 		sh.mu.Unlock()
 		slices.Sort(missing)
-		loaded := make(map[buckets.Date]storedDay, len(missing))
-		want := func(date int32) bool {
-			_, ok := slices.BinarySearch(missing, buckets.Date(date))
-			return ok // else resident: not needed
-		}
-		err := e.store.DaysWithParts(st.id, int32(missing[0]), int32(missing[len(missing)-1]), want, func(date int32, data []byte, parts [][]byte) error {
-			d, err := decodeDay(data, withSeg)
-			if err == nil && withSeg {
-				// A day read for queries is made whole: its sealed
-				// parts with it.
-				d.seg, err = d.seg.whole(parts, e.parts)
-			}
-			if err != nil {
-				return fmt.Errorf("engine: website %d day %v: %w", st.id, buckets.Date(date), err)
-			}
-			loaded[buckets.Date(date)] = d
-			return nil
-		})
+		loaded, err := e.readDays(st.id, missing, withSeg)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -423,6 +409,82 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date, withSeg bo
 		sh.mu.Unlock()
 		return loaded, pinned, nil
 	}
+}
+
+// readDaysInTurn is the number of days below which readDays decodes in the
+// goroutine that reads: handing days over costs more than it saves.
+const readDaysInTurn = 16
+
+// errReadStopped stops reading days when decoding one failed.
+var errReadStopped = errors.New("engine: reading days stopped")
+
+// readDays reads the days of dates (ascending, each with data) of website
+// from the store and decodes them, with their segments when withSeg. Many
+// days are decoded in another goroutine while this one goes on reading:
+// Pebble's iterator and the decoding cost about the same, so on two cores
+// the first query over a year after a restart takes about half the time.
+func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (map[buckets.Date]storedDay, error) {
+	loaded := make(map[buckets.Date]storedDay, len(dates))
+	want := func(date int32) bool {
+		_, ok := slices.BinarySearch(dates, buckets.Date(date))
+		return ok // else resident: not needed
+	}
+	decode := func(date int32, data []byte, parts [][]byte) error {
+		d, err := decodeDay(data, withSeg)
+		if err == nil && withSeg {
+			// A day read for queries is made whole: its sealed parts
+			// with it.
+			d.seg, err = d.seg.whole(parts, e.parts)
+		}
+		if err != nil {
+			return fmt.Errorf("engine: website %d day %v: %w", website, buckets.Date(date), err)
+		}
+		loaded[buckets.Date(date)] = d
+		return nil
+	}
+	from, to := int32(dates[0]), int32(dates[len(dates)-1])
+	if len(dates) < readDaysInTurn {
+		return loaded, e.store.DaysWithParts(website, from, to, want, decode)
+	}
+	type job struct {
+		date  int32
+		data  []byte
+		parts [][]byte
+	}
+	jobs := make(chan job, 32)
+	var decErr error
+	var failed atomic.Bool // decErr is set: reading may stop
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for j := range jobs {
+			if decErr == nil {
+				if decErr = decode(j.date, j.data, j.parts); decErr != nil {
+					failed.Store(true)
+				}
+			}
+		}
+	}()
+	err := e.store.DaysWithParts(website, from, to, want, func(date int32, data []byte, parts [][]byte) error {
+		if failed.Load() {
+			return errReadStopped
+		}
+		j := job{date: date, data: bytes.Clone(data)} // data is valid during the call only
+		if withSeg {
+			j.parts = make([][]byte, len(parts))
+			for i, p := range parts {
+				j.parts[i] = bytes.Clone(p)
+			}
+		}
+		jobs <- j
+		return nil
+	})
+	close(jobs)
+	<-done
+	if err == nil || errors.Is(err, errReadStopped) {
+		err = decErr // read after done: the decoder's last write
+	}
+	return loaded, err
 }
 
 // pinRangeLocked pins the resident days of [from, to], so that eviction
