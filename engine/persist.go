@@ -884,6 +884,9 @@ type Metrics struct {
 	// its website was gone). In cluster mode it is the shared log's, and
 	// every node that has caught up reports the same.
 	LogSeq uint64
+	// SnapshotSeq is the log sequence the last snapshot in the store
+	// covers: a restart replays the log after it (0: none).
+	SnapshotSeq uint64
 	// Cluster is nil unless the engine is a node of a cluster
 	// (Options.Cluster).
 	Cluster *ClusterMetrics
@@ -901,6 +904,7 @@ func (e *Engine) Metrics() Metrics {
 		Snapshots:     e.counters.snapshots.Load(),
 		LastSnapshot:  time.Duration(e.counters.lastSnapNs.Load()),
 		LogSeq:        e.seq.Load(),
+		SnapshotSeq:   e.store.Trim(),
 		Cluster:       e.ClusterMetrics(),
 	}
 	for _, r := range DropReasons() {

@@ -398,8 +398,8 @@ func (l *Log) state(ctx context.Context) (jetstream.StreamState, error) {
 	return info.State, nil
 }
 
-// PurgeBefore removes the stream's messages before sequence seq: the trim
-// behind the oldest snapshot still needed (not called by the engine yet).
+// PurgeBefore removes the stream's messages before sequence seq (Trim
+// decides which may go).
 func (l *Log) PurgeBefore(ctx context.Context, seq uint64) error {
 	s, err := l.js.Stream(ctx, l.stream)
 	if err != nil {

@@ -71,6 +71,31 @@ func seedLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data str
 	}
 }
 
+// trimEvery is how often a node records its position and trims the
+// stream.
+const trimEvery = time.Minute
+
+// trimLoop records, at once and then every every, the stream position
+// this node's store needs (its last snapshot's), and trims the stream
+// behind what every node and the oldest seed need (jetstream, "Trimming").
+// Each node trims: a purge is the same whoever makes it.
+func trimLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, every time.Duration, log *slog.Logger) {
+	for {
+		if err := jl.PutPosition(ctx, e.Metrics().SnapshotSeq); err != nil {
+			log.Warn("record this node's position", "err", err)
+		} else if cut, err := jl.Trim(ctx); err != nil {
+			log.Warn("trim the stream", "err", err)
+		} else if cut > 0 {
+			log.Info("stream trimmed", "through", cut)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
 // putSeed puts a seed of e's store: its log position read first, then a
 // snapshot and a backup (which hold at least that), written as a tar into
 // the seeds bucket as it is read. It reports whether it was stored (not

@@ -159,6 +159,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 	if node != nil && cfg.Cluster.SeedEvery > 0 {
 		bg.Go(func() { seedLoop(bgCtx, e, node.log, cfg.Data, cfg.Cluster.SeedEvery, log.With("component", "seed")) })
 	}
+	if node != nil {
+		bg.Go(func() { trimLoop(bgCtx, e, node.log, trimEvery, log.With("component", "trim")) })
+	}
 	if cfg.Reports == "off" {
 		log.Info("email reports are off (-reports off)")
 	} else {
