@@ -44,14 +44,41 @@ type MemoryPoint struct {
 	// Disk is the size of the data directory after Close; Store the size
 	// of the same directory with no hits (MemoryResult.FixedDisk).
 	Disk, Store int64
+	// DiskOpen is everything in the data directory while the engine is
+	// open, after the snapshot: the bytes the file system allocated
+	// (dirAllocated), Pebble's write-ahead log files (preallocated, and
+	// recycled ones kept for reuse) included. It is what the disk holds
+	// at steady state.
+	DiskOpen int64
 }
 
 // MemPerHit is Heap per hit.
 func (p MemoryPoint) MemPerHit() float64 { return float64(p.Heap) / float64(max(1, p.Hits)) }
 
+// DiskOpenPerHit is DiskOpen per hit: everything, no fixed cost taken off.
+func (p MemoryPoint) DiskOpenPerHit() float64 {
+	return float64(p.DiskOpen) / float64(max(1, p.Hits))
+}
+
 // DiskPerHit is Disk less Store per hit.
 func (p MemoryPoint) DiskPerHit() float64 {
 	return float64(max(0, p.Disk-p.Store)) / float64(max(1, p.Hits))
+}
+
+// Longest returns the point of the longest history of the site of size
+// size, without a budget.
+func (m *MemoryResult) Longest(size string) (MemoryPoint, bool) {
+	var out MemoryPoint
+	ok := false
+	if m == nil {
+		return out, false
+	}
+	for _, p := range m.Points {
+		if p.Size == size && p.Budget == 0 && (!ok || p.Days > out.Days) {
+			out, ok = p, true
+		}
+	}
+	return out, ok
 }
 
 // Last returns the point of the longest history of a variant.
@@ -177,7 +204,11 @@ func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size stri
 		p := MemoryPoint{Size: size, Budget: budget, Days: cp, Hits: hits, Store: res.FixedDisk}
 		p.Heap = max(0, heapInUse()-before-fixed)
 		p.Resident = e.Metrics().ResidentBytes
-		err := e.Close()
+		var err error
+		if p.DiskOpen, err = dirAllocated(dir); err != nil {
+			return err
+		}
+		err = e.Close()
 		e = nil
 		if err != nil {
 			return err
