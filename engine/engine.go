@@ -222,10 +222,12 @@ func Open(opts *Options) (*Engine, error) {
 	if o.MemoryBudget > 0 {
 		// Pebble's block cache and memtables live outside the Go heap
 		// (with cgo; in it without): a budget sizes them too, a
-		// sixteenth each (at most their defaults). Smaller memtables
-		// flush some log entries a later trim would have dropped.
+		// sixteenth each (the cache at most its default, memtables at
+		// most snapshot.MaxMemTableSize). Smaller memtables flush some
+		// log entries a later trim would have dropped; larger ones make
+		// larger write-ahead log files.
 		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
-		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultMemTableSize)
+		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
 	e.store, err = snapshot.Open(so)
 	if err != nil {

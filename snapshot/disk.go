@@ -12,8 +12,8 @@ import (
 )
 
 // DefaultMinFreeBytes is the default of Options.MinFreeBytes: 256 MiB, twice
-// the memtables Pebble may hold before it stalls writes
-// (memTableStopWritesThreshold × memTableSize = 4 × 32 MiB). Data already
+// the memtables Pebble may hold before it stalls writes at their largest
+// (memTableStopWritesThreshold × MaxMemTableSize = 4 × 32 MiB). Data already
 // accepted needs that much again on disk when it is flushed to sstables (the
 // WAL it replaces is only recycled after the flush), and the L0 compaction
 // that follows writes its output before it deletes its inputs: up to the

@@ -55,7 +55,7 @@ type Options struct {
 
 	// MemTableSize is the size of each of Pebble's memtables in bytes (at
 	// most 4 are held while flushes are behind). Default (0):
-	// DefaultMemTableSize, 32 MiB; at least 1 MiB. Negative is invalid.
+	// DefaultMemTableSize, 4 MiB; at least 1 MiB. Negative is invalid.
 	MemTableSize int64
 
 	// MinFreeBytes is the free space the Store keeps on its file system for
@@ -116,16 +116,28 @@ const (
 	// tell a torn WAL tail (a crash) from corruption during recovery.
 	formatMajorVersion = pebble.FormatTableFormatV6
 
-	// DefaultMemTableSize: at 100k entries/s the log writes ~17 MB/s. Pebble's
-	// default 4 MiB memtable would flush four times a second, and most of
-	// what it flushes is deleted by the next snapshot's trim anyway. 32 MiB
-	// lets trims happen before flushes (a DeleteRange over a memtable costs
-	// nothing more at flush) and flushes fewer, larger L0 files.
-	DefaultMemTableSize = 32 << 20
+	// DefaultMemTableSize is Pebble's own default. The memtable sizes the
+	// write-ahead log's files, which are what a store holds beyond its
+	// data: Pebble preallocates each at 1.1 × the memtable and keeps up to
+	// memTableStopWritesThreshold + 1 old ones for reuse. With 32 MiB
+	// memtables that was about 200 MiB for any site, a small one's store
+	// included (246 MiB for a year of the small site, 25 MiB with 4 MiB;
+	// the memory run of webstats-bench). At 100k entries/s the log writes
+	// ~17 MB/s, so 4 MiB memtables flush about four times a second, and
+	// flush log entries a later snapshot's trim would have dropped:
+	// BenchmarkPipeline with batches of 1,000 measured about 9% fewer
+	// hits/s than with 32 MiB. A memory budget (the engine's) sizes them
+	// up to MaxMemTableSize.
+	DefaultMemTableSize = 4 << 20
+
+	// MaxMemTableSize is the largest memtable an engine's memory budget
+	// gives: larger ones let trims happen before flushes and flush fewer,
+	// larger L0 files, for a WAL of about 7 × 35 MiB.
+	MaxMemTableSize = 32 << 20
 
 	// memTableStopWritesThreshold: memtables queued for flush before writes
-	// stall. 4 × 32 MiB bounds the memory to 128 MiB while absorbing a slow
-	// flush on a busy disk.
+	// stall. 4 × the memtable bounds their memory (16 MiB by default, 128
+	// MiB at most) while absorbing a slow flush on a busy disk.
 	memTableStopWritesThreshold = 4
 
 	// l0CompactionThreshold / l0StopWritesThreshold follow CockroachDB:
