@@ -201,8 +201,10 @@ func Open(opts *Options) (*Engine, error) {
 		stop:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		regTxSem: make(chan struct{}, 1),
-		// The log is compacted compactLogEvery after start first.
-		lastCompact: time.Now(),
+		// The log is compacted compactLogEvery after start first (by
+		// the engine's clock: a simulated history compacts as the real
+		// one would).
+		lastCompact: o.Now(),
 	}
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at

@@ -580,8 +580,8 @@ func (e *Engine) snapshot() error {
 	// snapshots: early ones come up to one a second).
 	e.trimmedSince += trim - min(trim, e.lastTrim)
 	e.lastTrim = max(trim, e.lastTrim)
-	if e.counters.snapshots.Add(1); time.Since(e.lastCompact) >= compactLogEvery || e.trimmedSince >= compactLogHits {
-		e.trimmedSince, e.lastCompact = 0, time.Now()
+	if e.counters.snapshots.Add(1); now.Sub(e.lastCompact) >= compactLogEvery || e.trimmedSince >= compactLogHits {
+		e.trimmedSince, e.lastCompact = 0, now
 		if err := e.store.CompactLog(); err != nil {
 			e.opts.Logger.Error("compact log", "err", err)
 		}
