@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -206,4 +209,68 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(benchDir)
 	}
 	os.Exit(code)
+}
+
+// BenchmarkHTTPImport posts the medium site's stream to the import API
+// (POST /api/v1/websites/{id}/events) in NDJSON requests of 10,000 events
+// from one client, to a durable engine behind an in-process server: issue
+// #16's "import, 10,000-event NDJSON requests, durable". One op is one
+// event.
+//
+//	go test ./bench -run '^$' -bench '^BenchmarkHTTPImport$' -benchtime 200000x -count 3
+func BenchmarkHTTPImport(b *testing.B) {
+	ctx := context.Background()
+	hits := benchHits()
+	var bodies [][]byte
+	for i := 0; i < len(hits); i += 10_000 {
+		var buf bytes.Buffer
+		for _, h := range hits[i:min(i+10_000, len(hits))] {
+			ev := map[string]any{"time": h.Time.Format(time.RFC3339Nano), "page": h.URL, "user_agent": h.UserAgent, "ip": h.IP.String()}
+			if h.Referrer != "" {
+				ev["referrer"] = h.Referrer
+			}
+			if h.Event != nil {
+				ev["event"] = map[string]any{"name": h.Event.Name}
+			}
+			line, _ := json.Marshal(ev)
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+		bodies = append(bodies, buf.Bytes())
+	}
+	e, err := engine.Open(&engine.Options{Dir: b.TempDir(), Now: func() time.Time { return hits[len(hits)-1].Time.Add(time.Hour) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	_, key, ids, err := setup(ctx, e, Medium.Domain)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := startServer(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.close()
+	url := fmt.Sprintf("%s/api/v1/websites/%d/events", srv.url, ids[Medium.Domain])
+	client := newClient(1)
+	b.ResetTimer()
+	start := time.Now()
+	for done, i := 0, 0; done < b.N; i++ {
+		body := bodies[i%len(bodies)]
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			b.Fatalf("import: %s: %.300s", resp.Status, msg)
+		}
+		done += bytes.Count(body, []byte("\n"))
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "hits/s")
 }

@@ -30,7 +30,8 @@ var restartSite = bench.Site{Domain: "restart.example", PageviewsPerMonth: 80_00
 // snapshot holds everything). It reports the time from starting the
 // process again to the first 200 of /healthz, and then the first query of
 // each of the 17 statistics over the 365 days through the API: the
-// slowest, and all of them. Medians of the runs.
+// slowest, and all of them; and the import's rate (one client, durable,
+// issue #16's "import, 10,000-event NDJSON requests"). Medians of the runs.
 //
 //	go test ./httpd/cmd/webstatsd -run '^$' -bench Restart -benchtime 3x -timeout 30m
 func BenchmarkRestart(b *testing.B) {
@@ -46,7 +47,7 @@ func BenchmarkRestart(b *testing.B) {
 	flags := []string{"-snapshot-every", "0", "-rate-limit", "0"}
 	for _, after := range []string{"kill-9", "stop"} {
 		b.Run("after="+after, func(b *testing.B) {
-			var restart, slowest, all []float64
+			var restart, slowest, all, imports []float64
 			for b.Loop() {
 				data := filepath.Join(b.TempDir(), "data")
 				out, err := exec.Command(bin, "user", "add", "-data", data, "-email", "bench@example.com").Output()
@@ -60,10 +61,15 @@ func BenchmarkRestart(b *testing.B) {
 					Data struct{ ID int } `json:"data"`
 				}
 				call(b, key, "POST", api+"/websites", "application/x-www-form-urlencoded", []byte("domain="+restartSite.Domain), &site)
+				bodies := make([][]byte, 0, len(lines)/10_000+1)
 				for i := 0; i < len(lines); i += 10_000 {
-					body := bytes.Join(lines[i:min(i+10_000, len(lines))], []byte("\n"))
+					bodies = append(bodies, bytes.Join(lines[i:min(i+10_000, len(lines))], []byte("\n")))
+				}
+				start := time.Now()
+				for _, body := range bodies {
 					call(b, key, "POST", fmt.Sprintf("%s/websites/%d/events", api, site.Data.ID), "application/x-ndjson", body, nil)
 				}
+				imports = append(imports, float64(len(lines))/time.Since(start).Seconds())
 				if after == "kill-9" {
 					if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 						b.Fatal(err)
@@ -92,6 +98,7 @@ func BenchmarkRestart(b *testing.B) {
 			b.ReportMetric(medianOf(restart), "restart-ms")
 			b.ReportMetric(medianOf(slowest), "slowest-first-query-ms")
 			b.ReportMetric(medianOf(all), "first-queries-ms")
+			b.ReportMetric(medianOf(imports), "import-hits/s")
 		})
 	}
 }
