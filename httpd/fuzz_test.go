@@ -152,3 +152,24 @@ func FuzzImportBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainString: whenever plainString decodes a value, json.Unmarshal
+// decodes it to the same string (plainString is its fast path).
+func FuzzPlainString(f *testing.F) {
+	for _, s := range []string{`"a"`, `""`, `"https://example.com/a?b=1"`, `"é"`, `"a\"b"`, `"a\\b"`, `"\u00e9"`, "\"\xff\"", "\"a\tb\"", `"a`, `a"`, `"`, `12`, `null`, ` "a" `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := plainString(raw)
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("plainString(%q) = %q, but json.Unmarshal fails: %v", raw, got, err)
+		}
+		if got != want {
+			t.Fatalf("plainString(%q) = %q, json.Unmarshal gives %q", raw, got, want)
+		}
+	})
+}

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -131,15 +133,37 @@ func parseImport(body []byte, website uint32, now time.Time) ([]engine.Hit, erro
 		return nil, fe
 	}
 	hits := make([]engine.Hit, len(raws))
-	for i, raw := range raws {
-		checkEvent(raw, "events."+strconv.Itoa(i), now, &hits[i], &fe)
-		hits[i].Website = website
+	check := func(from, to int, fe *fieldErrors) {
+		for i := from; i < to; i++ {
+			checkEvent(raws[i], "events."+strconv.Itoa(i), now, &hits[i], fe)
+			hits[i].Website = website
+		}
+	}
+	// Decoding is most of an import's time: a large one is decoded in
+	// parts at once, one per processor, and their messages joined in
+	// event order.
+	parts := min(runtime.GOMAXPROCS(0), len(raws)/importPart)
+	if parts <= 1 {
+		check(0, len(raws), &fe)
+	} else {
+		errs := make([]fieldErrors, parts)
+		var wg sync.WaitGroup
+		for p := range parts {
+			wg.Go(func() { check(p*len(raws)/parts, (p+1)*len(raws)/parts, &errs[p]) })
+		}
+		wg.Wait()
+		for _, e := range errs {
+			fe = append(fe, e...)
+		}
 	}
 	if len(fe) > 0 {
 		return nil, fe
 	}
 	return hits, nil
 }
+
+// importPart is the fewest events an import decodes in a part of its own.
+const importPart = 500
 
 // splitEvents returns the raw events of body. A JSON syntax error is a 422
 // naming the event where it happened.
@@ -310,10 +334,34 @@ func jsonString(raw json.RawMessage) (s string, present, ok bool) {
 	if raw == nil || isNull(raw) {
 		return "", false, true
 	}
+	if s, ok := plainString(raw); ok {
+		return s, true, true
+	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false, false
 	}
 	return s, true, true
+}
+
+// plainString decodes raw when it is a JSON string without escapes,
+// control characters or invalid UTF-8, the common case, as json.Unmarshal
+// would, without its validation pass and reflection (a third of an
+// import's time was spent decoding strings). ok is false for anything
+// else, which json.Unmarshal then decodes.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

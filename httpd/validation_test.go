@@ -2,6 +2,8 @@ package httpd
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +257,47 @@ func TestImportAtomic(t *testing.T) {
 	w = f.do(request{method: "GET", path: "/api/v1/stats/1?name=landing_page&from=2026-11-20&to=2026-11-20", key: f.alice})
 	if !strings.Contains(w.Body.String(), `"data":[{"value":"/first","count":1}]`) {
 		t.Errorf("landing pages: %s", w.Body)
+	}
+}
+
+// TestImportLarge: an import large enough to be decoded in parts at once
+// reports the messages of every invalid event, whichever part it is in,
+// and counts a valid one whole.
+func TestImportLarge(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // parts even on a one-core machine
+	f := newFixture(t, nil)
+	const n = 4*importPart + 37
+	line := func(i int) string {
+		return fmt.Sprintf(`{"time":"2026-11-20T10:%02d:%02dZ","page":"/p%d","ip":"8.8.%d.%d"}`, i/60%60, i%60, i%7, i%200, i%100)
+	}
+	var good, bad strings.Builder
+	for i := range n {
+		good.WriteString(line(i) + "\n")
+		switch i {
+		case 3:
+			bad.WriteString(`{"page":"/a","ip":"8.8.8.8"}` + "\n")
+		case 2*importPart + 1:
+			bad.WriteString(`{"time":"2026-11-20T10:00:00Z","page":"a","ip":"8.8.8.8"}` + "\n")
+		case n - 1:
+			bad.WriteString(`{"time":"2026-11-20T10:00:00Z","page":"/a","ip":"x"}` + "\n")
+		default:
+			bad.WriteString(line(i) + "\n")
+		}
+	}
+	w := f.do(request{method: "POST", path: "/api/v1/websites/1/events", key: f.alice, ctype: "application/x-ndjson", body: bad.String()})
+	if w.Code != 422 {
+		t.Fatalf("status %d, want 422: %.300s", w.Code, w.Body)
+	}
+	want := map[string][]string{
+		"events.3.time": {"The events.3.time field is required."},
+		fmt.Sprintf("events.%d.page", 2*importPart+1): {fmt.Sprintf("The events.%d.page must be a URL or a path starting with /.", 2*importPart+1)},
+		fmt.Sprintf("events.%d.ip", n-1):              {fmt.Sprintf("The events.%d.ip must be a valid IP address.", n-1)},
+	}
+	if diff := cmp.Diff(want, errorFields(t, w.Body.Bytes())); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	w = f.do(request{method: "POST", path: "/api/v1/websites/1/events", key: f.alice, ctype: "application/x-ndjson", body: good.String()})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"accepted":%d`, n)) {
+		t.Fatalf("valid import: %d %.300s", w.Code, w.Body)
 	}
 }
