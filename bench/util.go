@@ -93,7 +93,16 @@ func trackBatches(ctx context.Context, e *engine.Engine, hits []engine.Hit, batc
 }
 
 // dirSize returns the bytes of the files under dir.
-func dirSize(dir string) (int64, error) {
+func dirSize(dir string) (int64, error) { return walkSize(dir, fs.FileInfo.Size) }
+
+// dirAllocated returns the bytes the file system allocated to the files
+// under dir: what du counts, and what the files take from the disk. It
+// includes space reserved ahead (Pebble preallocates each write-ahead log
+// file) that the files' sizes do not show.
+func dirAllocated(dir string) (int64, error) { return walkSize(dir, allocated) }
+
+// walkSize sums size over the regular files under dir.
+func walkSize(dir string, size func(fs.FileInfo) int64) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -104,7 +113,7 @@ func dirSize(dir string) (int64, error) {
 			if err != nil {
 				return err
 			}
-			n += info.Size()
+			n += size(info)
 		}
 		return nil
 	})
