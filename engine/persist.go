@@ -153,6 +153,17 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			// A panic applying fails Open, as it would in the caller's
+			// goroutine; the batches still in flight are drained.
+			if r := recover(); r != nil {
+				applyErr = fmt.Errorf("engine: replay: %v", r)
+				failed.Store(true)
+				for b := range full {
+					free <- b // the reader may be waiting for one
+				}
+			}
+		}()
 		for b := range full {
 			for i, seq := range b.seqs {
 				if applyErr != nil {
@@ -891,6 +902,10 @@ type Metrics struct {
 	// (Options.Cluster).
 	Cluster *ClusterMetrics
 }
+
+// SnapshotSeq is Metrics().SnapshotSeq, without the rest: the log sequence
+// the last snapshot in the store covers.
+func (e *Engine) SnapshotSeq() uint64 { return e.store.Trim() }
 
 // Metrics returns the engine's running counts.
 func (e *Engine) Metrics() Metrics {

@@ -384,7 +384,10 @@ func (e *Engine) loadRange(s *site, sh *shard, from, to buckets.Date, withSeg bo
 		}
 		for _, date := range missing {
 			_, listed := st.dates[date]
-			_, resident := st.days[date]
+			ent, resident := st.days[date]
+			if withSeg && resident && segMissing(ent) {
+				resident = false // its segments are what was read
+			}
 			if _, ok := loaded[date]; !ok && listed && !resident && !st.deleted {
 				sh.mu.Unlock()
 				return nil, nil, fmt.Errorf("engine: website %d day %v: listed but not in the store: %w", st.id, date, snapshot.ErrCorrupt)
@@ -443,8 +446,16 @@ func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (m
 		return nil
 	}
 	from, to := int32(dates[0]), int32(dates[len(dates)-1])
+	// Without segments, the days' parts are not read (DaysWanted), and a
+	// day's data is valid only during the call.
+	read := func(fn func(date int32, data []byte, parts [][]byte) error) error {
+		if withSeg {
+			return e.store.DaysWithParts(website, from, to, want, fn)
+		}
+		return e.store.DaysWanted(website, from, to, want, func(date int32, data []byte) error { return fn(date, data, nil) })
+	}
 	if len(dates) < readDaysInTurn {
-		return loaded, e.store.DaysWithParts(website, from, to, want, decode)
+		return loaded, read(decode)
 	}
 	type job struct {
 		date  int32
@@ -457,6 +468,16 @@ func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (m
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			// A panic decoding is the query's error, as it would be in
+			// the caller's goroutine (where the server recovers it).
+			if r := recover(); r != nil {
+				decErr = fmt.Errorf("engine: website %d: decoding days: %v", website, r)
+				failed.Store(true)
+				for range jobs {
+				}
+			}
+		}()
 		for j := range jobs {
 			if decErr == nil {
 				if decErr = decode(j.date, j.data, j.parts); decErr != nil {
@@ -465,18 +486,14 @@ func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (m
 			}
 		}
 	}()
-	err := e.store.DaysWithParts(website, from, to, want, func(date int32, data []byte, parts [][]byte) error {
+	err := read(func(date int32, data []byte, parts [][]byte) error {
 		if failed.Load() {
 			return errReadStopped
 		}
-		j := job{date: date, data: bytes.Clone(data)} // data is valid during the call only
-		if withSeg {
-			j.parts = make([][]byte, len(parts))
-			for i, p := range parts {
-				j.parts[i] = bytes.Clone(p)
-			}
+		if !withSeg {
+			data = bytes.Clone(data) // valid during the call only
 		}
-		jobs <- j
+		jobs <- job{date: date, data: data, parts: parts}
 		return nil
 	})
 	close(jobs)

@@ -195,11 +195,16 @@ func (s *Store) Days(website uint32, from, to int32, fn func(date int32, data []
 	return s.days(website, from, to, false, nil, func(date int32, data []byte, _ [][]byte) error { return fn(date, data) })
 }
 
-// DaysWithParts is Days giving each day's parts too: parts[i] is the value
-// of part i, in part order, as far as they are numbered without a gap from
-// 0. A day and its parts are read from one consistent view of the store.
-// Days for which want (when not nil) is false are skipped. data and parts
-// are valid only during the call to fn.
+// DaysWanted is Days skipping the days for which want (when not nil) is
+// false.
+func (s *Store) DaysWanted(website uint32, from, to int32, want func(date int32) bool, fn func(date int32, data []byte) error) error {
+	return s.days(website, from, to, false, want, func(date int32, data []byte, _ [][]byte) error { return fn(date, data) })
+}
+
+// DaysWithParts is DaysWanted giving each day's parts too: parts[i] is the
+// value of part i, in part order, as far as they are numbered without a
+// gap from 0. A day and its parts are read from one consistent view of the
+// store. data and parts are copies that fn may keep.
 func (s *Store) DaysWithParts(website uint32, from, to int32, want func(date int32) bool, fn func(date int32, data []byte, parts [][]byte) error) error {
 	return s.days(website, from, to, true, want, fn)
 }

@@ -62,6 +62,13 @@ type Options struct {
 	// PublishTimeout bounds one Publish, its retries included (0: 10 s);
 	// it must stay well below Duplicates.
 	PublishTimeout time.Duration
+	// Node names this node's position in the bucket <name>_nodes (see
+	// "Trimming"): a name that outlives the process (the command keeps
+	// one in the data directory), so that a restart replaces its position
+	// rather than leaving the old one there for MaxAge, holding back the
+	// trimming. Letters, digits, '-' and '_'. Default: a random name for
+	// each process.
+	Node string
 }
 
 // Log is an engine.Cluster on one NATS connection.
@@ -176,6 +183,14 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		return nil, err
 	}
 	l.salts, l.node = kv, hex.EncodeToString(id[:])
+	if o.Node == "" {
+		l.opts.Node = "process-" + l.node
+	}
+	for _, r := range l.opts.Node {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return nil, fmt.Errorf("jetstream: node %q: only letters, digits, '-' and '_'", o.Node)
+		}
+	}
 	return l, nil
 }
 

@@ -12,8 +12,9 @@ import (
 // Trimming. The stream keeps what a node may still need: one restarting
 // from its own store needs the messages after its last snapshot, and a new
 // one those after the seed it starts from. Each node records the position
-// of its last snapshot (PutPosition) in the bucket <name>_nodes, under a
-// key of its own that expires MaxAge after its last update; Trim purges
+// its store starts from, then of its last snapshot (PutPosition), in the
+// bucket <name>_nodes, under a key of its own (Options.Node, kept across
+// restarts) that expires MaxAge after its last update; Trim purges
 // the messages at or below the least of those positions and of the oldest
 // seed's. Without a seed, or without a node's position, nothing is purged:
 // a new node would have nowhere to start from. A node away for longer
@@ -40,17 +41,17 @@ func (l *Log) nodes(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// PutPosition records that this node (this process) needs the stream's
-// messages after seq: the position of its store's last snapshot. A node
-// calls it at start and then often: the record expires MaxAge after the
-// last call.
+// PutPosition records that this node (Options.Node) needs the stream's
+// messages after seq: the position its store starts from, then that of
+// its last snapshot. A node calls it before it follows the log and then
+// often: the record expires MaxAge after the last call.
 func (l *Log) PutPosition(ctx context.Context, seq uint64) error {
 	kv, err := l.nodes(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, l.node, strconv.AppendUint(nil, seq, 10)); err != nil {
-		return fmt.Errorf("jetstream: position of node %s: %w", l.node, err)
+	if _, err := kv.Put(ctx, l.opts.Node, strconv.AppendUint(nil, seq, 10)); err != nil {
+		return fmt.Errorf("jetstream: position of node %s: %w", l.opts.Node, err)
 	}
 	return nil
 }

@@ -15,17 +15,20 @@ import (
 // node that stopped updating its position is forgotten after MaxAge.
 func TestTrim(t *testing.T) {
 	c := startNATS(t, 1)
-	open := func(name string, maxAge time.Duration) *jetstream.Log {
+	openNamed := func(name string, maxAge time.Duration, node string) *jetstream.Log {
 		conn, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(conn.Close)
-		l, err := jetstream.New(ctx, conn, jetstream.Options{Name: name, Replicas: 1, MaxAge: maxAge, Duplicates: time.Second, PublishTimeout: 500 * time.Millisecond})
+		l, err := jetstream.New(ctx, conn, jetstream.Options{Name: name, Replicas: 1, MaxAge: maxAge, Duplicates: time.Second, PublishTimeout: 500 * time.Millisecond, Node: node})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l
+	}
+	open := func(name string, maxAge time.Duration) *jetstream.Log {
+		return openNamed(name, maxAge, "")
 	}
 	a, b := open("trim", time.Hour), open("trim", time.Hour)
 	publish := func(n int) {
@@ -71,6 +74,28 @@ func TestTrim(t *testing.T) {
 		t.Fatal(err)
 	}
 	trim("nodes at 20 and 25, seeds at 15 and 28", 0, 16) // the older seed is kept a while
+
+	// A node with a name of its own (kept across restarts) replaces its
+	// position when it starts again, instead of holding the trim back.
+	a = open("trimnode", time.Hour)
+	if _, err := a.PutSeed(ctx, 30, strings.NewReader("seed at 30")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutPosition(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	if err := openNamed("trimnode", time.Hour, "n1").PutPosition(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if cut, ok, err := a.Unneeded(ctx); err != nil || !ok || cut != 10 {
+		t.Fatalf("unneeded with n1 at 10: %d, %v, %v; want 10", cut, ok, err)
+	}
+	if err := openNamed("trimnode", time.Hour, "n1").PutPosition(ctx, 35); err != nil { // n1 started again
+		t.Fatal(err)
+	}
+	if cut, ok, err := a.Unneeded(ctx); err != nil || !ok || cut != 30 {
+		t.Fatalf("unneeded with n1 restarted at 35: %d, %v, %v; want 30 (the seed)", cut, ok, err)
+	}
 
 	// Nodes of a stream that keeps 2 s: b stops updating its position,
 	// which expires then.

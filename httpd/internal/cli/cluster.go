@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -85,6 +90,41 @@ type clusterNode struct {
 // stream (the other processes may start later).
 const joinWait = 2 * time.Minute
 
+// nodeFile names the file of the data directory that keeps the node's
+// name in the cluster (jetstream.Options.Node) across restarts.
+const nodeFile = "webstats-node"
+
+// nodeName returns the node's name kept in data, making one the first
+// time.
+func nodeName(data string) (string, error) {
+	path := filepath.Join(data, nodeFile)
+	b, err := os.ReadFile(path)
+	if err == nil && len(bytes.TrimSpace(b)) == 32 {
+		if _, herr := hex.DecodeString(string(bytes.TrimSpace(b))); herr == nil {
+			return string(bytes.TrimSpace(b)), nil
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("cluster: node name: %w", err)
+	}
+	var id [16]byte
+	if _, err := crand.Read(id[:]); err != nil {
+		return "", err
+	}
+	name := hex.EncodeToString(id[:])
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return "", fmt.Errorf("cluster: node name: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster: node name: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("cluster: node name: %w", err)
+	}
+	return name, nil
+}
+
 // startCluster starts the embedded server (if asked), connects and finds
 // or creates the stream and buckets.
 func startCluster(ctx context.Context, c *Cluster, data string, log *slog.Logger) (*clusterNode, error) {
@@ -142,10 +182,15 @@ func startCluster(ctx context.Context, c *Cluster, data string, log *slog.Logger
 		n.close()
 		return nil, fmt.Errorf("nats: %w", err)
 	}
+	name, err := nodeName(data)
+	if err != nil {
+		n.close()
+		return nil, err
+	}
 	deadline := time.Now().Add(joinWait)
 	for {
 		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		n.log, err = jetstream.New(try, n.nc, jetstream.Options{Replicas: replicas})
+		n.log, err = jetstream.New(try, n.nc, jetstream.Options{Replicas: replicas, Node: name})
 		cancel()
 		if err == nil {
 			return n, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // Seeds (engine/jetstream, "Seeds"): every node checks now and then that
@@ -72,27 +73,60 @@ func seedLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, data str
 }
 
 // trimEvery is how often a node records its position and trims the
-// stream.
-const trimEvery = time.Minute
+// stream; trimRound bounds one round.
+const (
+	trimEvery = time.Minute
+	trimRound = 30 * time.Second
+)
 
-// trimLoop records, at once and then every every, the stream position
-// this node's store needs (its last snapshot's), and trims the stream
-// behind what every node and the oldest seed need (jetstream, "Trimming").
-// Each node trims: a purge is the same whoever makes it.
+// recordStart records, before the engine opens and follows the log, the
+// position this node's store starts from (its last snapshot's, a restored
+// seed's included; 0 without a store), so that no node trims the log past
+// it while it catches up (jetstream, "Trimming"). Without the record, such
+// a trim would make the node refuse to start (engine.ErrLogGap), never
+// answer without the history: a failure to record is only logged.
+func recordStart(ctx context.Context, jl *jetstream.Log, data string, log *slog.Logger) error {
+	var seq uint64
+	if has, err := hasStore(data); err != nil {
+		return err
+	} else if has {
+		s, err := snapshot.Open(&snapshot.Options{Dir: data, Logger: log})
+		if err != nil {
+			return err
+		}
+		seq = s.Trim()
+		if err := s.Close(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, trimRound)
+	defer cancel()
+	if err := jl.PutPosition(ctx, seq); err != nil {
+		log.Warn("record this node's position", "seq", seq, "err", err)
+	}
+	return nil
+}
+
+// trimLoop records, every every, the stream position this node's store
+// needs (its last snapshot's), and trims the stream behind what every node
+// and the oldest seed need (jetstream, "Trimming"). Each node trims: a
+// purge is the same whoever makes it.
 func trimLoop(ctx context.Context, e *engine.Engine, jl *jetstream.Log, every time.Duration, log *slog.Logger) {
 	for {
-		if err := jl.PutPosition(ctx, e.Metrics().SnapshotSeq); err != nil {
-			log.Warn("record this node's position", "err", err)
-		} else if cut, err := jl.Trim(ctx); err != nil {
-			log.Warn("trim the stream", "err", err)
-		} else if cut > 0 {
-			log.Info("stream trimmed", "through", cut)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(every):
 		}
+		round, cancel := context.WithTimeout(ctx, trimRound)
+		if err := jl.PutPosition(round, e.SnapshotSeq()); err != nil {
+			log.Warn("record this node's position", "err", err)
+		} else if cut, err := jl.Trim(round); err != nil {
+			log.Warn("trim the stream", "err", err)
+		} else if cut > 0 {
+			log.Info("stream trimmed", "through", cut)
+		}
+		cancel()
 	}
 }
 

@@ -295,3 +295,30 @@ func (w tarWriter) symlink(name, target string) {
 	w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target})
 	w.tw.Close()
 }
+
+// TestNodeName: a node's name is made once and kept in its data
+// directory, so that a restart records its position under the same key.
+func TestNodeName(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data") // not made yet
+	a, err := nodeName(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := nodeName(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := nodeName(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || len(a) != 32 || a == other {
+		t.Errorf("names %q, %q (same directory) and %q (another): want the same 32 hex digits twice, and another", a, b, other)
+	}
+	if err := os.WriteFile(filepath.Join(data, nodeFile), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := nodeName(data); err != nil || c == a || len(c) != 32 {
+		t.Errorf("after a damaged file: %q, %v; want a new name", c, err)
+	}
+}

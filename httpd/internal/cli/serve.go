@@ -109,6 +109,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) e
 		if err := startFrom(ctx, node.log, cfg.Data, log); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+		if err := recordStart(ctx, node.log, cfg.Data, log.With("component", "trim")); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
 	}
 	e, err := engine.Open(eo)
 	if err != nil {
