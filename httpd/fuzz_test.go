@@ -173,3 +173,33 @@ func FuzzPlainString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFlatObject: whenever flatObject decodes an event, json.Unmarshal
+// decodes it into the same map of raw values (flatObject is its fast path).
+func FuzzFlatObject(f *testing.F) {
+	for _, s := range []string{
+		`{"time":"2026-11-20T10:00:00Z","page":"/a","ip":"8.8.8.8"}`, `{}`, ` { } `, `{"a":1,"a":2}`,
+		`{"a":-1.5e3,"b":true,"c":false,"d":null}`, `{"a" : "x" , "b":"y"}`, `{"a":01}`, `{"a":nul}`, `{"a":1"b"}`,
+		`{"a":"x\"y"}`, `{"a\u0041":1}`, "{\"\xff\":1}", `{"a":{"b":1}}`, `{"a":[1]}`, `{"a":1,}`, `{"a":1}x`, `{"a"}`, `[1]`, `null`, `{"a":"é"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := flatObject(raw)
+		if !ok {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("flatObject(%q) = %q, but json.Unmarshal fails: %v", raw, got, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("flatObject(%q) = %q, json.Unmarshal gives %q", raw, got, want)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || !bytes.Equal(g, v) {
+				t.Fatalf("flatObject(%q) = %q, json.Unmarshal gives %q", raw, got, want)
+			}
+		}
+	})
+}

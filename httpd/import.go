@@ -216,8 +216,11 @@ func splitEvents(body []byte) ([]json.RawMessage, error) {
 // checkEvent checks one raw event, named at in messages, into h, and adds
 // the messages of its invalid fields to fe.
 func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe *fieldErrors) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+	obj, ok := flatObject(raw)
+	if !ok {
+		ok = json.Unmarshal(raw, &obj) == nil
+	}
+	if !ok || obj == nil {
 		msg := "The " + at + " must be a JSON object."
 		if !json.Valid(raw) {
 			msg = "The " + at + " must be valid JSON."
@@ -341,6 +344,89 @@ func jsonString(raw json.RawMessage) (s string, present, ok bool) {
 		return "", false, false
 	}
 	return s, true, true
+}
+
+// flatObject decodes raw when it is a JSON object whose keys and string
+// values are plain (see plainString) and whose other values are numbers,
+// true, false or null, the common event, as json.Unmarshal would into a
+// map of raw values (the last of equal keys wins), without its validation
+// pass and reflection. The values are slices of raw. ok is false for
+// anything else (a nested object or array, an escape, invalid JSON), which
+// json.Unmarshal then decodes.
+func flatObject(raw []byte) (obj map[string]json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	obj = make(map[string]json.RawMessage, 8)
+	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == '}' {
+		return obj, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		key, end, ok := plainAt(raw, i)
+		if !ok {
+			return nil, false
+		}
+		if i = skipSpace(raw, end); i == len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(raw, i+1)
+		if start == len(raw) {
+			return nil, false
+		}
+		switch c := raw[start]; {
+		case c == '"':
+			if _, end, ok = plainAt(raw, start); !ok {
+				return nil, false
+			}
+		case c == '-' || c >= '0' && c <= '9' || c == 't' || c == 'f' || c == 'n':
+			end = start
+			for end < len(raw) && raw[end] != ',' && raw[end] != '}' && !isSpace(raw[end]) {
+				end++
+			}
+			if !json.Valid(raw[start:end]) {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		obj[string(key)] = raw[start:end]
+		switch i = skipSpace(raw, end); {
+		case i < len(raw) && raw[i] == ',':
+			i = skipSpace(raw, i+1)
+		case i < len(raw) && raw[i] == '}':
+			return obj, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// plainAt reads the plain string (see plainString) that starts at raw[i]:
+// its content and the index after its closing quote.
+func plainAt(raw []byte, i int) (body []byte, end int, ok bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			body = raw[i+1 : j]
+			return body, j + 1, utf8.Valid(body)
+		case c < 0x20 || c == '\\':
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	return i
 }
 
 // plainString decodes raw when it is a JSON string without escapes,

@@ -190,23 +190,27 @@ func (p *procStats) current() (last, peak int64) {
 }
 
 // readRSS returns VmRSS of pid in bytes.
-func readRSS(pid int) (int64, error) {
+func readRSS(pid int) (int64, error) { return procBytes(pid, "VmRSS") }
+
+// procBytes reads a "kB" field of /proc/pid/status (VmRSS, RssAnon,
+// RssFile), in bytes.
+func procBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			f := strings.Fields(rest) // "123456 kB"
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("VmRSS line %q", sc.Text())
+				return 0, fmt.Errorf("%s line %q", field, sc.Text())
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // countFDs returns the number of open file descriptors of pid.
