@@ -54,28 +54,29 @@ func (f *fieldErrors) add(field, msg string) {
 // MarshalJSON writes the Laravel shape {"field": ["msg", ...], ...}, fields
 // in the order of their first message.
 func (f fieldErrors) MarshalJSON() ([]byte, error) {
+	// One pass groups the messages by field (an import of 10,000 invalid
+	// events has 100,000 of them: a scan per field took 24 s).
+	order := make([]string, 0, len(f))
+	msgs := make(map[string][]string, len(f))
+	for _, fe := range f {
+		if _, ok := msgs[fe.Field]; !ok {
+			order = append(order, fe.Field)
+		}
+		msgs[fe.Field] = append(msgs[fe.Field], fe.Msg)
+	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	done := make(map[string]bool, len(f))
-	for _, fe := range f {
-		if done[fe.Field] {
-			continue
-		}
-		done[fe.Field] = true
-		if b.Len() > 1 {
+	for i, field := range order {
+		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeJSONString(&b, fe.Field)
+		writeJSONString(&b, field)
 		b.WriteString(":[")
-		n := 0
-		for _, g := range f {
-			if g.Field == fe.Field {
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				writeJSONString(&b, g.Msg)
-				n++
+		for j, m := range msgs[field] {
+			if j > 0 {
+				b.WriteByte(',')
 			}
+			writeJSONString(&b, m)
 		}
 		b.WriteByte(']')
 	}

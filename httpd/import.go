@@ -147,11 +147,22 @@ func parseImport(body []byte, website uint32, now time.Time) ([]engine.Hit, erro
 		check(0, len(raws), &fe)
 	} else {
 		errs := make([]fieldErrors, parts)
+		panics := make([]any, parts)
 		var wg sync.WaitGroup
 		for p := range parts {
-			wg.Go(func() { check(p*len(raws)/parts, (p+1)*len(raws)/parts, &errs[p]) })
+			wg.Go(func() {
+				// A panic is the request's, which the server turns into
+				// a 500, as on the request's own goroutine.
+				defer func() { panics[p] = recover() }()
+				check(p*len(raws)/parts, (p+1)*len(raws)/parts, &errs[p])
+			})
 		}
 		wg.Wait()
+		for _, v := range panics {
+			if v != nil {
+				panic(v)
+			}
+		}
 		for _, e := range errs {
 			fe = append(fe, e...)
 		}
@@ -218,6 +229,7 @@ func splitEvents(body []byte) ([]json.RawMessage, error) {
 func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe *fieldErrors) {
 	obj, ok := flatObject(raw)
 	if !ok {
+		obj = nil
 		ok = json.Unmarshal(raw, &obj) == nil
 	}
 	if !ok || obj == nil {
@@ -360,7 +372,10 @@ func flatObject(raw []byte) (obj map[string]json.RawMessage, ok bool) {
 	}
 	obj = make(map[string]json.RawMessage, 8)
 	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == '}' {
-		return obj, skipSpace(raw, i+1) == len(raw)
+		if skipSpace(raw, i+1) != len(raw) {
+			return nil, false // trailing bytes
+		}
+		return obj, true
 	}
 	for {
 		key, end, ok := plainAt(raw, i)
@@ -395,7 +410,10 @@ func flatObject(raw []byte) (obj map[string]json.RawMessage, ok bool) {
 		case i < len(raw) && raw[i] == ',':
 			i = skipSpace(raw, i+1)
 		case i < len(raw) && raw[i] == '}':
-			return obj, skipSpace(raw, i+1) == len(raw)
+			if skipSpace(raw, i+1) != len(raw) {
+				return nil, false // trailing bytes
+			}
+			return obj, true
 		default:
 			return nil, false
 		}

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -264,7 +265,8 @@ func TestImportAtomic(t *testing.T) {
 // reports the messages of every invalid event, whichever part it is in,
 // and counts a valid one whole.
 func TestImportLarge(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // parts even on a one-core machine
+	runtime.GOMAXPROCS(4) // parts even on a one-core machine
+	defer runtime.SetDefaultGOMAXPROCS()
 	f := newFixture(t, nil)
 	const n = 4*importPart + 37
 	line := func(i int) string {
@@ -296,8 +298,39 @@ func TestImportLarge(t *testing.T) {
 	if diff := cmp.Diff(want, errorFields(t, w.Body.Bytes())); diff != "" {
 		t.Errorf("messages mismatch (-want +got):\n%s", diff)
 	}
+	// The fields come in event order, whichever part found them.
+	_, err := parseImport([]byte(bad.String()), 1, epoch)
+	var fe fieldErrors
+	if !errors.As(err, &fe) {
+		t.Fatalf("parseImport: %v, want field errors", err)
+	}
+	var order []string
+	for _, e := range fe {
+		order = append(order, e.Field)
+	}
+	if diff := cmp.Diff([]string{"events.3.time", fmt.Sprintf("events.%d.page", 2*importPart+1), fmt.Sprintf("events.%d.ip", n-1)}, order); diff != "" {
+		t.Errorf("order of the messages (-want +got):\n%s", diff)
+	}
 	w = f.do(request{method: "POST", path: "/api/v1/websites/1/events", key: f.alice, ctype: "application/x-ndjson", body: good.String()})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), fmt.Sprintf(`"accepted":%d`, n)) {
 		t.Fatalf("valid import: %d %.300s", w.Code, w.Body)
+	}
+}
+
+// TestFieldErrorsJSON: a 422's messages are grouped by field, the fields in
+// the order of their first message.
+func TestFieldErrorsJSON(t *testing.T) {
+	var fe fieldErrors
+	fe.add("a", "1")
+	fe.add("b", "1")
+	fe.add("a", "2")
+	fe.add("c", "1")
+	fe.add("b", "2")
+	got, err := json.Marshal(fe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":["1","2"],"b":["1","2"],"c":["1"]}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
