@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -110,6 +111,9 @@ func walkSize(dir string, size func(fs.FileInfo) int64) (int64, error) {
 		}
 		if d.Type().IsRegular() {
 			info, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed since it was listed: an open store compacts meanwhile
+			}
 			if err != nil {
 				return err
 			}
