@@ -68,28 +68,21 @@ func (p MemoryPoint) DiskPerHit() float64 {
 // Longest returns the point of the longest history of the site of size
 // size, without a budget.
 func (m *MemoryResult) Longest(size string) (MemoryPoint, bool) {
-	var out MemoryPoint
-	ok := false
-	if m == nil {
-		return out, false
-	}
-	for _, p := range m.Points {
-		if p.Size == size && p.Budget == 0 && (!ok || p.Days > out.Days) {
-			out, ok = p, true
-		}
-	}
-	return out, ok
+	return m.longest(func(p MemoryPoint) bool { return p.Size == size && p.Budget == 0 })
 }
 
 // Last returns the point of the longest history of a variant.
 func (m *MemoryResult) Last(budgeted bool) (MemoryPoint, bool) {
-	var out MemoryPoint
-	ok := false
+	return m.longest(func(p MemoryPoint) bool { return p.Size == m.Site && (p.Budget > 0) == budgeted })
+}
+
+// longest returns the point of the longest history among those of match.
+func (m *MemoryResult) longest(match func(MemoryPoint) bool) (out MemoryPoint, ok bool) {
 	if m == nil {
 		return out, false
 	}
 	for _, p := range m.Points {
-		if p.Size == m.Site && (p.Budget > 0) == budgeted && (!ok || p.Days > out.Days) {
+		if match(p) && (!ok || p.Days > out.Days) {
 			out, ok = p, true
 		}
 	}
