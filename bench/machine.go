@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,10 @@ type Machine struct {
 	CPUModel string
 	// MemTotal is MemTotal of /proc/meminfo in bytes (0 when not readable).
 	MemTotal int64
+	// Commit is the commit the program was built from (vcs.revision, with
+	// "+modified" when the work tree had changes), "" when the build did
+	// not record it.
+	Commit string
 }
 
 // ThisMachine describes the running machine.
@@ -26,6 +31,7 @@ func ThisMachine() Machine {
 	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	m.CPUModel = procField("/proc/cpuinfo", "model name")
+	m.Commit = buildCommit()
 	if v := procField("/proc/meminfo", "MemTotal"); v != "" {
 		f := strings.Fields(v) // "24684096 kB"
 		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
@@ -54,4 +60,31 @@ func procField(path, key string) string {
 		}
 	}
 	return ""
+}
+
+// buildCommit returns the commit recorded in the binary, if any.
+func buildCommit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "+modified"
+	}
+	return rev
 }

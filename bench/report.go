@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -80,6 +82,19 @@ func bytesAtMost(section, what string, want, got float64, ok bool, note string) 
 	return t
 }
 
+// shareAtLeast is a target on got as a share of base (a no-op handler
+// measured the same way in the same run).
+func shareAtLeast(section, what string, want, got, base float64, ok bool, note string) Target {
+	t := Target{Section: section, What: what, Want: fmt.Sprintf("≥ %.0f%%", want*100), Note: note}
+	if ok && base > 0 {
+		t.Got, t.Met = fmt.Sprintf("%.0f%%", got/base*100), got/base >= want
+		if t.Note == "" {
+			t.Note = fmt.Sprintf("%s of %s req/s", formatCount(got), formatCount(base))
+		}
+	}
+	return t
+}
+
 // Targets lists the targets of the sections that ran.
 func (r *Report) Targets() []Target {
 	var ts []Target
@@ -110,6 +125,18 @@ func (r *Report) Targets() []Target {
 			nwhy = "external server: its durability is its own"
 		}
 		ts = append(ts, atLeast(RunHTTP, "POST /api/event, 64 clients, NoSync", 60_000, n.PerSec, okn, "hits/s", nwhy))
+		// Issue #16 reads the HTTP figures against a handler that does
+		// nothing, measured in the same run by the same clients: the
+		// loopback and the clients cap every HTTP target on a small machine.
+		base, okb := h.Point("baseline", 64)
+		bwhy := why
+		if bwhy == "" && !okb {
+			bwhy = "no no-op baseline with 64 clients"
+		}
+		ts = append(ts,
+			shareAtLeast(RunHTTP, "POST /api/event, 64 clients, durable, share of the no-op handler", 0.75, d.PerSec, base.PerSec, okd && okb, bwhy),
+			shareAtLeast(RunHTTP, "POST /api/event, 64 clients, NoSync, share of the no-op handler", 0.85, n.PerSec, base.PerSec, okn && okb, cmp.Or(nwhy, bwhy)),
+		)
 	}
 	if q := r.Query; q != nil {
 		p, ok := q.Point("large", 365, "page")
@@ -144,6 +171,12 @@ func (r *Report) Targets() []Target {
 			atLeast(RunQuery, "GET /api/v1/stats `page` over 30 days", 10_000, api.PerSec, ok, "req/s", why),
 			atMost(RunQuery, "GET /api/v1/stats `page` over 30 days, p99", 5*time.Millisecond, api.Latency.P99, ok, why),
 		)
+		base, okb := r.HTTP.Point("baseline", 64)
+		bwhy := why
+		if !okb {
+			bwhy = "needs the no-op baseline of the http run (-runs http,query)"
+		}
+		ts = append(ts, shareAtLeast(RunQuery, "GET /api/v1/stats `page` over 30 days, 64 clients, share of the no-op handler", 0.60, api.PerSec, base.PerSec, ok && okb, bwhy))
 		why = q.PagesUnavailable
 		okp := why == "" && q.PagesDays >= 365
 		if why == "" && !okp {
@@ -262,7 +295,8 @@ func (r *Report) Capacity() (Capacity, []string) {
 }
 
 // WriteMarkdown writes report.md and its SVG charts (throughput.svg,
-// memory.svg, latency.svg, when their runs ran) to dir, which it creates.
+// memory.svg, latency.svg, when their runs ran) to dir, which it creates,
+// and the measurements as report.json (ReadReport reads them back).
 func (r *Report) WriteMarkdown(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -275,6 +309,13 @@ func (r *Report) WriteMarkdown(dir string) error {
 	}
 	md := r.Markdown("")
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	j, err := json.MarshalIndent(r, "", "\t")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(j, '\n'), 0o644); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
@@ -442,14 +483,8 @@ func (r *Report) targetTable(b *strings.Builder, section string) {
 // chartPrefix + "throughput.svg" and so on.
 func (r *Report) Markdown(chartPrefix string) string {
 	var b strings.Builder
-	c := r.Config
-	kind := "full"
-	if c.Quick {
-		kind = "quick"
-	}
 	fmt.Fprintf(&b, "# webstats capacity report\n\n")
-	fmt.Fprintf(&b, "Measured %s by `webstats-bench` (%s run, seed %d, %d repetition(s) of each throughput measurement, medians reported) in %s.\n\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), kind, c.Seed, c.Repeats, r.Duration.Round(time.Second))
+	b.WriteString(r.measured() + "\n\n")
 	m := r.Machine
 	cpu := m.CPUModel
 	if cpu == "" {
@@ -756,4 +791,91 @@ func formatBytes(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64) + " B"
 	}
 	return formatCount(v) + " " + units[i]
+}
+
+// measured is the report's first sentence: when, at which commit, how.
+func (r *Report) measured() string {
+	c := r.Config
+	kind := "full"
+	if c.Quick {
+		kind = "quick"
+	}
+	at := ""
+	if r.Machine.Commit != "" {
+		at = " at commit " + r.Machine.Commit
+	}
+	return fmt.Sprintf("Measured %s%s by `webstats-bench` (%s run, seed %d, %d repetition(s) of each throughput measurement, medians reported) in %s.",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), at, kind, c.Seed, c.Repeats, r.Duration.Round(time.Second))
+}
+
+// The block of a document (the README) that ReplaceSummary rewrites lies
+// between these two lines.
+const (
+	SummaryStart = "<!-- webstats-bench summary: written by `webstats-bench -publish`, do not edit -->"
+	SummaryEnd   = "<!-- /webstats-bench summary -->"
+)
+
+// Summary returns the report's first sentence, its machine and its table
+// of targets, linking the full report at link: the README's performance
+// table.
+func (r *Report) Summary(link string) string {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "%s %d CPUs, %s RAM, %s. The full report: [%s](%s).\n\n",
+		r.measured(), m.NumCPU, formatBytes(float64(m.MemTotal)), m.GoVersion, link, link)
+	r.targetTable(&b, "")
+	return b.String()
+}
+
+// ReplaceSummary returns doc with the block between SummaryStart and
+// SummaryEnd replaced by summary. doc must hold each marker once, in that
+// order.
+func ReplaceSummary(doc, summary string) (string, error) {
+	i, j := strings.Index(doc, SummaryStart), strings.Index(doc, SummaryEnd)
+	if i < 0 || j < i || strings.Count(doc, SummaryStart) != 1 || strings.Count(doc, SummaryEnd) != 1 {
+		return "", fmt.Errorf("bench: the document needs one summary block, the lines %q and %q in that order", SummaryStart, SummaryEnd)
+	}
+	return doc[:i+len(SummaryStart)] + "\n\n" + summary + doc[j:], nil
+}
+
+// ReadReport reads the report.json that WriteMarkdown wrote.
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Publish makes r the project's published report, in the repository whose
+// root is root: bench/RESULTS.md with its charts and report.json in
+// bench/results, and the summary block of README.md (see ReplaceSummary)
+// rewritten from it. README.md is left as it was if it has no such block.
+func (r *Report) Publish(root string) error {
+	readme := filepath.Join(root, "README.md")
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	newDoc, err := ReplaceSummary(string(doc), r.Summary("bench/RESULTS.md"))
+	if err != nil {
+		return fmt.Errorf("%w in %s", err, readme)
+	}
+	dir := filepath.Join(root, "bench", "results")
+	if err := r.WriteMarkdown(dir); err != nil {
+		return err
+	}
+	// The published report is RESULTS.md beside results/, its charts linked
+	// there; results/ keeps the charts and report.json only.
+	if err := os.Remove(filepath.Join(dir, "report.md")); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bench", "RESULTS.md"), []byte(r.Markdown("results/")), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return os.WriteFile(readme, []byte(newDoc), 0o644)
 }

@@ -46,7 +46,8 @@ type RunConfig struct {
 	// Target, when set, is the base URL of an external webstatsd that the
 	// HTTP tracking run measures instead of an in-process server; Key is
 	// an API key of it (needed to create the website tracked).
-	Target, Key string
+	Target string
+	Key    string `json:"-"` // never written into a report
 
 	// PipelineHits is the number of hits tracked per repetition of the
 	// pipeline run. Default 500,000/100,000.

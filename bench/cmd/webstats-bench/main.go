@@ -3,6 +3,10 @@
 //
 //	go run ./bench/cmd/webstats-bench [-quick] [-out DIR] [-runs pipeline,http,...]
 //	                                  [-target URL -key KEY] [-seed N] [-note TEXT]
+//	                                  [-from report.json] [-publish]
+//
+// -publish, run from the repository's root, makes the report the published
+// one: bench/RESULTS.md, and the summary table in README.md.
 //
 // The runs are defined in package bench (bench.Run); see its documentation.
 package main
@@ -24,6 +28,8 @@ func main() {
 	out := flag.String("out", "./bench-report", "directory the report is written to")
 	runs := flag.String("runs", "", "comma-separated runs to do (default all): "+strings.Join(bench.AllRuns(), ","))
 	note := flag.String("note", "", "a note printed under the report's header")
+	publish := flag.Bool("publish", false, "run from the repository's root: make the report bench/RESULTS.md (charts and report.json in bench/results) and rewrite README.md's summary block from it")
+	from := flag.String("from", "", "a report.json written by an earlier run: write (or -publish) that report instead of measuring")
 	flag.BoolVar(&cfg.Quick, "quick", false, "the quick run: a smoke test of every run, under a minute")
 	flag.StringVar(&cfg.Target, "target", "", "base URL of an external webstatsd for the HTTP tracking run (needs -key)")
 	flag.StringVar(&cfg.Key, "key", "", "API key of the -target server")
@@ -33,17 +39,23 @@ func main() {
 	if *runs != "" {
 		cfg.Runs = strings.Split(*runs, ",")
 	}
-	if err := run(cfg, *out, *note); err != nil {
+	if err := run(cfg, *out, *note, *from, *publish); err != nil {
 		fmt.Fprintln(os.Stderr, "webstats-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg bench.RunConfig, out, note string) error {
+func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	rep, err := bench.Run(ctx, cfg, os.Stderr)
+	var rep *bench.Report
+	var err error
+	if from != "" {
+		rep, err = bench.ReadReport(from)
+	} else {
+		rep, err = bench.Run(ctx, cfg, os.Stderr)
+	}
 	if err != nil {
 		return err
 	}
@@ -54,5 +66,11 @@ func run(cfg bench.RunConfig, out, note string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "report written to %s/report.md in %s\n", out, time.Since(start).Round(time.Second))
+	if publish {
+		if err := rep.Publish("."); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "published to bench/RESULTS.md and README.md")
+	}
 	return nil
 }

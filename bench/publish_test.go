@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// publishedReport is a report as a full run makes it, with made-up
+// figures: durable tracking at 7,500 of a no-op handler's 10,000 req/s
+// (75%, met), NoSync at 8,000 (80%, not met).
+func publishedReport() *Report {
+	return &Report{
+		Config:   RunConfig{Seed: 1, Repeats: 3, Key: "secret-key"},
+		Machine:  Machine{OS: "linux", Arch: "amd64", GoVersion: "go1.26", NumCPU: 2, GOMAXPROCS: 2, MemTotal: 24 << 30, Commit: "0123456789ab"},
+		Started:  time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC),
+		Duration: 11 * time.Minute,
+		HTTP: &HTTPResult{Target: "in-process", Points: []HTTPPoint{
+			{Mode: "baseline", Clients: 64, PerSec: 10_000, Runs: []float64{10_000}},
+			{Mode: "durable", Clients: 64, PerSec: 7_500, Runs: []float64{7_500}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}},
+			{Mode: "nosync", Clients: 64, PerSec: 8_000, Runs: []float64{8_000}},
+		}},
+	}
+}
+
+func TestPublish(t *testing.T) {
+	root := t.TempDir()
+	readme := "# project\n\nSome text.\n\n" + SummaryStart + "\nan old table\n" + SummaryEnd + "\n\nMore text.\n"
+	if err := os.MkdirAll(filepath.Join(root, "bench"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(readme), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := publishedReport()
+	if err := rep.Publish(root); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(got)
+	if !strings.HasPrefix(doc, "# project\n\nSome text.\n\n"+SummaryStart+"\n") || !strings.HasSuffix(doc, SummaryEnd+"\n\nMore text.\n") {
+		t.Errorf("README outside the block changed:\n%s", doc)
+	}
+	for _, want := range []string{
+		"at commit 0123456789ab",
+		"[bench/RESULTS.md](bench/RESULTS.md)",
+		"| http | POST /api/event, 64 clients, durable, share of the no-op handler | ≥ 75% | 75% | met |",
+		"| http | POST /api/event, 64 clients, NoSync, share of the no-op handler | ≥ 85% | 80% | **not met** |",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("README lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, "an old table") {
+		t.Errorf("the old block was kept:\n%s", doc)
+	}
+
+	results, err := os.ReadFile(filepath.Join(root, "bench", "RESULTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(results), "# webstats capacity report") || !strings.Contains(string(results), "at commit 0123456789ab") {
+		t.Errorf("RESULTS.md is not the report:\n%s", results)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bench", "results", "report.md")); !os.IsNotExist(err) {
+		t.Errorf("bench/results/report.md: %v, want it removed (RESULTS.md is the report)", err)
+	}
+
+	// report.json reads back as the report, less the API key it must not
+	// hold.
+	raw, err := os.ReadFile(filepath.Join(root, "bench", "results", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "secret-key") {
+		t.Error("report.json holds the API key")
+	}
+	back, err := ReadReport(filepath.Join(root, "bench", "results", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := publishedReport()
+	want.Config.Key = ""
+	if d := cmp.Diff(want, back); d != "" {
+		t.Errorf("report.json read back (-want +got):\n%s", d)
+	}
+	// Publishing what was read back changes nothing.
+	if err := back.Publish(root); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != doc {
+		t.Errorf("publishing the same report again changed the README:\n%s", cmp.Diff(doc, string(again)))
+	}
+}
+
+func TestReplaceSummaryNeedsOneBlock(t *testing.T) {
+	for name, doc := range map[string]string{
+		"none":     "# project\n",
+		"no end":   SummaryStart + "\n",
+		"reversed": SummaryEnd + "\n" + SummaryStart + "\n",
+		"two":      SummaryStart + SummaryEnd + SummaryStart + SummaryEnd,
+	} {
+		if _, err := ReplaceSummary(doc, "table"); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	got, err := ReplaceSummary("a\n"+SummaryStart+"\nold\n"+SummaryEnd+"\nb", "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + SummaryStart + "\n\nnew\n" + SummaryEnd + "\nb"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
