@@ -135,8 +135,19 @@ func landingParams(raw string) string {
 	return b.Encode()
 }
 
-// sanitize drops control characters and replaces invalid UTF-8.
+// sanitize drops control characters and replaces invalid UTF-8. Printable
+// ASCII, most of what it sees, comes back as it is, without allocating.
 func sanitize(s string) string {
+	printable := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			printable = false
+			break
+		}
+	}
+	if printable {
+		return s
+	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return -1
