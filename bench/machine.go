@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -62,11 +64,13 @@ func procField(path, key string) string {
 	return ""
 }
 
-// buildCommit returns the commit recorded in the binary, if any.
+// buildCommit returns the commit recorded in the binary or, when the
+// build did not record one (go run, -buildvcs=false), that of the git
+// work tree around the current directory; "" if neither is known.
 func buildCommit() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return ""
+		return workTreeCommit()
 	}
 	var rev, modified string
 	for _, s := range info.Settings {
@@ -78,12 +82,30 @@ func buildCommit() string {
 		}
 	}
 	if rev == "" {
-		return ""
+		return workTreeCommit()
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
 	if modified == "true" {
+		rev += "+modified"
+	}
+	return rev
+}
+
+// workTreeCommit asks git for the commit of the work tree around the
+// current directory, with "+modified" when it has changes.
+func workTreeCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(out))
+	status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return ""
+	}
+	if len(bytes.TrimSpace(status)) > 0 {
 		rev += "+modified"
 	}
 	return rev
