@@ -131,6 +131,8 @@ func BenchmarkHTTPTrack(b *testing.B) {
 						b.Error(err)
 						return
 					}
+					// Read to the end, or the connection is not reused.
+					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					if resp.StatusCode != http.StatusAccepted {
 						b.Errorf("status %d", resp.StatusCode)
