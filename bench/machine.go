@@ -94,14 +94,15 @@ func buildCommit() string {
 }
 
 // workTreeCommit asks git for the commit of the work tree around the
-// current directory, with "+modified" when it has changes.
+// current directory, with "+modified" when it has changes (untracked
+// files too, as go build counts them).
 func workTreeCommit() string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return ""
 	}
 	rev := strings.TrimSpace(string(out))
-	status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	status, err := exec.Command("git", "status", "--porcelain").Output()
 	if err != nil {
 		return ""
 	}

@@ -15,7 +15,7 @@ import (
 // (75%, met), NoSync at 8,000 (80%, not met).
 func publishedReport() *Report {
 	return &Report{
-		Config:   RunConfig{Seed: 1, Repeats: 3, Key: "secret-key"},
+		Config:   RunConfig{Seed: 1, Repeats: 3, Runs: AllRuns(), Key: "secret-key"},
 		Machine:  Machine{OS: "linux", Arch: "amd64", GoVersion: "go1.26", NumCPU: 2, GOMAXPROCS: 2, MemTotal: 24 << 30, Commit: "0123456789ab"},
 		Started:  time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC),
 		Duration: 11 * time.Minute,
@@ -23,6 +23,9 @@ func publishedReport() *Report {
 			{Mode: "baseline", Clients: 64, PerSec: 10_000, Runs: []float64{10_000}},
 			{Mode: "durable", Clients: 64, PerSec: 7_500, Runs: []float64{7_500}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}},
 			{Mode: "nosync", Clients: 64, PerSec: 8_000, Runs: []float64{8_000}},
+		}},
+		Query: &QueryResult{APIDays: 30, API: []HTTPPoint{
+			{Mode: "api", Clients: 64, PerSec: 5_999, Runs: []float64{5_999}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 4 * time.Millisecond}},
 		}},
 	}
 }
@@ -52,8 +55,10 @@ func TestPublish(t *testing.T) {
 	for _, want := range []string{
 		"at commit 0123456789ab",
 		"[bench/RESULTS.md](bench/RESULTS.md)",
-		"| http | POST /api/event, 64 clients, durable, share of the no-op handler | ≥ 75% | 75% | met |",
-		"| http | POST /api/event, 64 clients, NoSync, share of the no-op handler | ≥ 85% | 80% | **not met** |",
+		"| http | POST /api/event, 64 clients, durable, share of the no-op handler | ≥ 75% | 75.0% | met |",
+		"| http | POST /api/event, 64 clients, NoSync, share of the no-op handler | ≥ 85% | 80.0% | **not met** |",
+		// 5,999 of 10,000 is 59.99%: shown rounded down, and not met.
+		"| query | GET /api/v1/stats `page` over 30 days, 64 clients, share of the no-op handler | ≥ 60% | 59.9% | **not met** | 5,999 of 10,000 req/s, the no-op handler as measured by the http run |",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("README lacks %q:\n%s", want, doc)
@@ -122,5 +127,58 @@ func TestReplaceSummaryNeedsOneBlock(t *testing.T) {
 	}
 	if want := "a\n" + SummaryStart + "\n\nnew\n" + SummaryEnd + "\nb"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestPublishOnlyFullRuns: a quick or partial run is refused and changes
+// nothing; a full one removes the charts of the report it replaces that it
+// does not have itself.
+func TestPublishOnlyFullRuns(t *testing.T) {
+	root := t.TempDir()
+	results := filepath.Join(root, "bench", "results")
+	if err := os.MkdirAll(results, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	readme := SummaryStart + "\nold\n" + SummaryEnd + "\n"
+	for path, data := range map[string]string{
+		filepath.Join(root, "README.md"):           readme,
+		filepath.Join(root, "bench", "RESULTS.md"): "old report",
+		filepath.Join(results, "memory.svg"):       "an old chart",
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quick := publishedReport()
+	quick.Config.Quick = true
+	partial := publishedReport()
+	partial.Config.Runs = []string{RunHTTP}
+	for name, rep := range map[string]*Report{"quick": quick, "partial": partial} {
+		if err := rep.Publish(root); err == nil {
+			t.Errorf("%s run published", name)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "bench", "RESULTS.md")); string(b) != "old report" {
+		t.Errorf("a refused run changed RESULTS.md: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "README.md")); string(b) != readme {
+		t.Errorf("a refused run changed README.md: %q", b)
+	}
+
+	// publishedReport has no memory section, so no memory chart.
+	if err := publishedReport().Publish(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(results, "memory.svg")); !os.IsNotExist(err) {
+		t.Errorf("the old memory chart is still there (%v)", err)
+	}
+	left, err := os.ReadDir(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("a temporary file was left: %s", e.Name())
+		}
 	}
 }

@@ -39,6 +39,10 @@ func main() {
 	if *runs != "" {
 		cfg.Runs = strings.Split(*runs, ",")
 	}
+	if err := checkFlags(*from, *publish); err != nil {
+		fmt.Fprintln(os.Stderr, "webstats-bench:", err)
+		os.Exit(2)
+	}
 	if err := run(cfg, *out, *note, *from, *publish); err != nil {
 		fmt.Fprintln(os.Stderr, "webstats-bench:", err)
 		os.Exit(1)
@@ -71,6 +75,34 @@ func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "published to bench/RESULTS.md and README.md")
+	}
+	return nil
+}
+
+// checkFlags refuses what would be ignored or fail only at the end: flags
+// that choose what to measure beside -from, and -publish away from the
+// repository's root.
+func checkFlags(from string, publish bool) error {
+	if from != "" {
+		var measuring []string
+		flag.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "runs", "quick", "target", "key", "seed", "repeats":
+				measuring = append(measuring, "-"+f.Name)
+			}
+		})
+		if len(measuring) > 0 {
+			return fmt.Errorf("-from reads a report measured earlier: %s would be ignored", strings.Join(measuring, ", "))
+		}
+	}
+	if publish {
+		doc, err := os.ReadFile("README.md")
+		if err != nil {
+			return fmt.Errorf("-publish runs from the repository's root: %w", err)
+		}
+		if _, err := bench.ReplaceSummary(string(doc), ""); err != nil {
+			return fmt.Errorf("-publish: %w in README.md", err)
+		}
 	}
 	return nil
 }
