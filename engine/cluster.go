@@ -52,6 +52,11 @@ type Cluster interface {
 	// since 1970-01-01), which must be the same on every node: the first
 	// proposal made anywhere wins and every later call returns it.
 	Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byte, error)
+	// DropSalt forgets the salt of the period starting on day first,
+	// cluster-wide: retention dropped the period's data, and the salt must
+	// not outlive it. A later Salt for that period makes a new one.
+	// Dropping a salt that is not there is not an error.
+	DropSalt(ctx context.Context, first int32) error
 }
 
 // Messages of publish: a kind byte, then the records, each preceded by its

@@ -743,6 +743,9 @@ func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date {
 	return first
 }
 
+// dropSaltsWithin bounds the time a snapshot spends dropping shared salts.
+const dropSaltsWithin = 10 * time.Second
+
 // dropOldSalts forgets the salts of salt periods that retention dropped.
 // Salts of older periods are kept as long as their data is: an import into
 // a past period must give a returning visitor the same id (SPEC §2.2), and
@@ -754,14 +757,35 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	}
 	// The earliest local day anywhere is a day before UTC's.
 	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
+	var old []buckets.Date
 	e.salts.mu.Lock()
-	defer e.salts.mu.Unlock()
 	for first := range e.salts.m {
 		if periodEnd(first, e.opts.SaltPeriod) < cut {
-			delete(e.salts.m, first)
-			if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
-				e.opts.Logger.Error("drop salt", "err", err)
+			old = append(old, first)
+		}
+	}
+	e.salts.mu.Unlock()
+	// In a cluster the shared salt goes first: a salt the cluster could
+	// not drop stays here too, and is tried again at the next snapshot.
+	// All of them share one deadline, so an unreachable cluster delays a
+	// snapshot by dropSaltsWithin at most.
+	ctx, cancel := context.WithTimeout(context.Background(), dropSaltsWithin)
+	defer cancel()
+	for _, first := range old {
+		if c := e.opts.Cluster; c != nil {
+			if err := c.DropSalt(ctx, int32(first)); err != nil {
+				e.opts.Logger.Error("drop shared salt (tried again at the next snapshot)", "period", first.String(), "err", err)
+				if ctx.Err() != nil {
+					return
+				}
+				continue
 			}
+		}
+		e.salts.mu.Lock()
+		delete(e.salts.m, first)
+		e.salts.mu.Unlock()
+		if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
+			e.opts.Logger.Error("drop salt", "err", err)
 		}
 	}
 }

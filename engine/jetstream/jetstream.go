@@ -393,6 +393,16 @@ func (l *Log) Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byt
 	}
 }
 
+// DropSalt implements engine.Cluster: the key is purged, its value gone
+// from every replica (a purge marker stays, 16 bytes less than the salt
+// it replaces).
+func (l *Log) DropSalt(ctx context.Context, first int32) error {
+	if err := l.salts.Purge(ctx, "salt."+strconv.Itoa(int(first))); err != nil {
+		return fmt.Errorf("jetstream: drop salt: %w", err)
+	}
+	return nil
+}
+
 // Last implements engine.Cluster: the sequence of the stream's last message
 // (0 when empty).
 func (l *Log) Last(ctx context.Context) (uint64, error) {

@@ -1,0 +1,89 @@
+package jetstream_test
+
+import (
+	"errors"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/webstats/webstats/engine"
+	webstatsjs "github.com/webstats/webstats/engine/jetstream"
+)
+
+// With retention, a salt period's shared salt goes from the cluster's
+// bucket when the period's data goes, as a single process forgets it; a
+// period still within retention keeps its salt.
+func TestClusterDropsOldSalts(t *testing.T) {
+	c := startNATS(t, 1)
+	start := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	clk := &clock{now: start}
+	n := openNodeOn(t, c.urls(0), "", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Retention: 3})
+	defer n.close(t)
+	addSites(t, n.e, "s.example")
+	waitApplied(t, []*node{n})
+
+	// One hit on each of two days: two daily salts in the bucket.
+	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	track := func(at time.Time) {
+		t.Helper()
+		h := engine.Hit{URL: "https://s.example/", UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8"), Time: at}
+		if res, err := n.e.Track(ctx, h); err != nil || res.Accepted != 1 {
+			t.Fatalf("hit at %v: %+v, %v", at, res, err)
+		}
+	}
+	for day := range 2 {
+		clk.set(start.AddDate(0, 0, day))
+		track(time.Time{})
+	}
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, err := js.KeyValue(ctx, webstatsjs.DefaultName+"_salts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := engine.DateFromTime(start)
+	has := func(d engine.Date) bool {
+		t.Helper()
+		_, err := bucket.Get(ctx, "salt."+strconv.Itoa(int(d)))
+		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if !has(first) || !has(first+1) {
+		t.Fatal("the salts of the two days are not in the bucket")
+	}
+
+	// Five days on, retention (3 days) has dropped the first day, not the
+	// second; a day later, both.
+	clk.set(start.AddDate(0, 0, 5))
+	if err := n.e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if has(first) {
+		t.Error("the first day's salt outlived its data")
+	}
+	if !has(first + 1) {
+		t.Error("the second day's salt went with the first's")
+	}
+	clk.set(start.AddDate(0, 0, 6))
+	if err := n.e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if has(first + 1) {
+		t.Error("the second day's salt outlived its data")
+	}
+
+	// A hit in a dropped period again (an import into the past, counted
+	// until the next snapshot drops it) makes a new salt, which the bucket
+	// takes after the purge.
+	track(start)
+	if !has(first) {
+		t.Error("no new salt for the first day")
+	}
+}
