@@ -129,11 +129,11 @@ func TestLazySegments(t *testing.T) {
 				n++
 			}
 		}
-		for _, m := range s.state.months {
+		for _, m := range s.state.rollups {
 			sum += int64(m.size)
 		}
 		if got := e.counters.resident.Load(); got != sum {
-			t.Errorf("resident bytes: counted %d, days and months hold %d", got, sum)
+			t.Errorf("resident bytes: counted %d, days and rollups hold %d", got, sum)
 		}
 		return n
 	}

@@ -686,7 +686,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	for date := range st.dates {
 		if date < cut {
 			delete(st.dates, date)
-			e.invalidateMonthLocked(st, date)
+			e.invalidateRollupsLocked(st, date)
 			dropped = true
 		}
 	}
@@ -794,7 +794,7 @@ func (e *Engine) dropOldSalts(now time.Time) {
 const (
 	candDay = iota
 	candState
-	candMonth
+	candRollup
 )
 
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
@@ -817,7 +817,8 @@ func (e *Engine) evictLocked(now time.Time) {
 	type cand struct {
 		s    *site
 		date buckets.Date
-		kind int // candDay, candState (period date) or candMonth (first day)
+		kind int // candDay, candState (period date) or candRollup (roll)
+		roll rollKey
 		used int64
 	}
 	var cands []cand
@@ -846,17 +847,17 @@ func (e *Engine) evictLocked(now time.Time) {
 				continue
 			}
 			if over() {
-				cands = append(cands, cand{s, first, candState, p.used})
+				cands = append(cands, cand{s: s, date: first, kind: candState, used: p.used})
 			}
 		}
 		if over() {
 			for date, ent := range st.days {
 				if ent.frozen && !ent.dirty && ent.pins == 0 {
-					cands = append(cands, cand{s, date, candDay, ent.used})
+					cands = append(cands, cand{s: s, date: date, kind: candDay, used: ent.used})
 				}
 			}
-			for first, m := range st.months {
-				cands = append(cands, cand{s, first, candMonth, m.used})
+			for k, m := range st.rollups {
+				cands = append(cands, cand{s: s, kind: candRollup, roll: k, used: m.used})
 			}
 		}
 		sh.mu.Unlock()
@@ -876,9 +877,9 @@ func (e *Engine) evictLocked(now time.Time) {
 		sh.mu.Lock()
 		st := c.s.state
 		switch c.kind {
-		case candMonth:
-			if m, ok := st.months[c.date]; ok {
-				delete(st.months, c.date)
+		case candRollup:
+			if m, ok := st.rollups[c.roll]; ok {
+				delete(st.rollups, c.roll)
 				e.counters.resident.Add(-int64(m.size))
 			}
 		case candState:

@@ -6,10 +6,12 @@ import (
 	"github.com/webstats/webstats/buckets"
 )
 
-// Closed months are kept as rolled-up buckets (SPEC §9): a range query over
-// a year sums a dozen month rollups and the days at its ends, not 365 days.
-// A rollup is built on first use from the month's frozen days and dropped
-// when one of them changes (an import into the past).
+// Closed months and weeks are kept as rolled-up buckets (SPEC §9): a range
+// query over a year sums a dozen month rollups and the weeks and days at
+// its ends, not 365 days; one over the last 30 days sums three or four
+// weeks and the days around them. A rollup is built on first use from its
+// frozen days and dropped when one of them changes (an import into the
+// past).
 
 // monthOf returns the first and last day of date's month.
 func monthOf(date buckets.Date) (first, last buckets.Date) {
@@ -18,60 +20,92 @@ func monthOf(date buckets.Date) (first, last buckets.Date) {
 	return first, buckets.DateOf(y, m+1, 1) - 1
 }
 
-// monthEntry is a cached rollup of a closed month, counted in the
+// weekOf returns the Monday and the Sunday of date's week.
+func weekOf(date buckets.Date) (first, last buckets.Date) {
+	// Day 0, 1970-01-01, was a Thursday: three days after a Monday.
+	first = date - ((date+3)%7+7)%7
+	return first, first + 6
+}
+
+// rollKey names a rollup: its first and last day, a month or a week (a
+// month can start on a Monday).
+type rollKey struct{ first, last buckets.Date }
+
+// rollEntry is a cached rollup of a closed month or week, counted in the
 // resident bytes and evicted like a frozen day.
-type monthEntry struct {
+type rollEntry struct {
 	day  *buckets.Day
 	size int
 	used int64 // LRU clock
 }
 
-// invalidateMonthLocked drops the rollup of date's month. The shard lock
-// must be held.
-func (e *Engine) invalidateMonthLocked(st *siteState, date buckets.Date) {
-	first, _ := monthOf(date)
-	if m, ok := st.months[first]; ok {
-		e.counters.resident.Add(-int64(m.size))
-		delete(st.months, first)
+// invalidateRollupsLocked drops the rollups of date's month and week. The
+// shard lock must be held.
+func (e *Engine) invalidateRollupsLocked(st *siteState, date buckets.Date) {
+	mFirst, mLast := monthOf(date)
+	wFirst, wLast := weekOf(date)
+	for _, k := range [...]rollKey{{mFirst, mLast}, {wFirst, wLast}} {
+		if m, ok := st.rollups[k]; ok {
+			e.counters.resident.Add(-int64(m.size))
+			delete(st.rollups, k)
+		}
 	}
 	st.rollGen++
 }
 
-// segment is a part of a query range: a whole closed month, or days.
+// segment is a part of a query range: a whole closed month or week
+// (rolled), or days.
 type segment struct {
 	from, to buckets.Date
-	month    bool
+	rolled   bool
 }
 
 // segments splits [from, to] into whole months that ended before today
-// (in the website's time zone) and the days around them.
+// (in the website's time zone), whole weeks (Monday to Sunday) that ended
+// before today among the days around them, and the days left.
 func segments(from, to, today buckets.Date) []segment {
 	var out []segment
+	days := func(from, to buckets.Date) {
+		split(from, to, today, weekOf, func(s segment) { out = append(out, s) })
+	}
+	split(from, to, today, monthOf, func(s segment) {
+		if s.rolled {
+			out = append(out, s)
+		} else {
+			days(s.from, s.to)
+		}
+	})
+	return out
+}
+
+// split calls emit, in order, with the whole periods of [from, to] (as
+// period gives them) that ended before today, and the days between them.
+func split(from, to, today buckets.Date, period func(buckets.Date) (first, last buckets.Date), emit func(segment)) {
 	start := from
 	for d := from; d <= to; {
-		first, last := monthOf(d)
+		first, last := period(d)
 		if first >= from && last <= to && last < today {
 			if start < first {
-				out = append(out, segment{from: start, to: first - 1})
+				emit(segment{from: start, to: first - 1})
 			}
-			out = append(out, segment{from: first, to: last, month: true})
+			emit(segment{from: first, to: last, rolled: true})
 			start = last + 1
 		}
 		d = last + 1
 	}
 	if start <= to {
-		out = append(out, segment{from: start, to: to})
+		emit(segment{from: start, to: to})
 	}
-	return out
 }
 
-// monthRollup returns the rollup of the month [first, last] of website s,
-// building it if every day of the month is frozen; nil otherwise (the
-// caller then reads the days).
-func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.Date) (*buckets.Day, error) {
+// rollup returns the rollup of the month or week [first, last] of website
+// s, building it if every day of it is frozen; nil otherwise (the caller
+// then reads the days).
+func (e *Engine) rollup(ctx context.Context, s *site, first, last buckets.Date) (*buckets.Day, error) {
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
-	if m, ok := s.state.months[first]; ok {
+	key := rollKey{first, last}
+	if m, ok := s.state.rollups[key]; ok {
 		m.used = e.counters.tick.Add(1)
 		sh.mu.Unlock()
 		return m.day, nil
@@ -109,9 +143,9 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 	r := buckets.Rollup(days...)
 	sh.mu.Lock()
 	if st.rollGen == gen && !st.deleted {
-		if _, ok := st.months[first]; !ok {
-			m := &monthEntry{day: r, size: r.SizeBytes(), used: e.counters.tick.Add(1)}
-			st.months[first] = m
+		if _, ok := st.rollups[key]; !ok {
+			m := &rollEntry{day: r, size: r.SizeBytes(), used: e.counters.tick.Add(1)}
+			st.rollups[key] = m
 			e.counters.resident.Add(int64(m.size))
 		}
 	}
@@ -120,15 +154,15 @@ func (e *Engine) monthRollup(ctx context.Context, s *site, first, last buckets.D
 }
 
 // sumDim sums dimension dim of website s over [from, to]: its rows, by
-// value. The work is proportional to the rows of the range (a month rollup
-// for each closed month, days around them).
+// value. The work is proportional to the rows of the range (a rollup for
+// each closed month and week, days around them).
 func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to buckets.Date) ([]buckets.Row, error) {
 	today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
 	var sum buckets.Sum
 	add := func(_ buckets.Date, d *buckets.Day) { sum.Add(dim, d) }
 	for _, seg := range segments(from, to, today) {
-		if seg.month {
-			r, err := e.monthRollup(ctx, s, seg.from, seg.to)
+		if seg.rolled {
+			r, err := e.rollup(ctx, s, seg.from, seg.to)
 			if err != nil {
 				return nil, err
 			}

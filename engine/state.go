@@ -49,9 +49,9 @@ type siteState struct {
 	// sequence order (see ingest).
 	pending []pendingHit
 
-	// months holds rollups of closed months, by first day (rollup.go);
+	// rollups holds rollups of closed months and weeks (rollup.go);
 	// rollGen counts the changes to frozen days that invalidate them.
-	months  map[buckets.Date]*monthEntry
+	rollups map[rollKey]*rollEntry
 	rollGen uint64
 
 	lastSeq  uint64 // last log sequence applied (set by appliedLocked)
@@ -106,7 +106,7 @@ func newSiteState(id uint32) *siteState {
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
 		stored:  make(map[buckets.Date]struct{}),
-		months:  make(map[buckets.Date]*monthEntry),
+		rollups: make(map[rollKey]*rollEntry),
 	}
 }
 
@@ -126,10 +126,10 @@ func (e *Engine) releaseLocked(st *siteState) {
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
-	for _, m := range st.months {
+	for _, m := range st.rollups {
 		e.counters.resident.Add(-int64(m.size))
 	}
-	st.months = make(map[buckets.Date]*monthEntry)
+	st.rollups = make(map[rollKey]*rollEntry)
 	st.rt = realtime{}
 }
 
@@ -245,13 +245,13 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 	}
 	if _, ok := st.dates[date]; !ok {
 		st.dates[date] = struct{}{}
-		e.invalidateMonthLocked(st, date)
+		e.invalidateRollupsLocked(st, date)
 	}
 	if ent.seg == nil {
 		panic("engine: a day made writable without its segments")
 	}
 	if ent.frozen {
-		e.invalidateMonthLocked(st, date)
+		e.invalidateRollupsLocked(st, date)
 		e.counters.resident.Add(-int64(ent.size))
 		ent.day = ent.day.Clone()
 		ent.seg = ent.seg.clone()
