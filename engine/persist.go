@@ -427,10 +427,21 @@ type pendingChunks struct {
 	chunks []chunkCopy
 }
 
-// snapshot writes a snapshot. Eviction runs only under snapMu, so nothing
-// collected here (marked clean before it is written) can leave memory
-// before the write is done.
+// snapshot writes a snapshot, then forgets the salts retention dropped:
+// after snapMu is released, since in a cluster that is a network call, and
+// the follower (deleting a website) and eviction need snapMu meanwhile.
 func (e *Engine) snapshot() error {
+	if err := e.writeSnapshot(); err != nil {
+		return err
+	}
+	e.dropOldSalts(e.now())
+	return nil
+}
+
+// writeSnapshot writes a snapshot. Eviction runs only under snapMu, so
+// nothing collected here (marked clean before it is written) can leave
+// memory before the write is done.
+func (e *Engine) writeSnapshot() error {
 	// In cluster mode the flush waits for the follower, which takes
 	// snapMu to delete a website's data: it runs before the lock.
 	shared := e.opts.Cluster != nil
@@ -585,7 +596,6 @@ func (e *Engine) snapshot() error {
 	}
 
 	e.lastSnapTick = snapTick
-	e.dropOldSalts(now)
 	// The trimmed log's space comes back only when Pebble compacts it: every
 	// compactLogEvery, or sooner after many hits (by time, not by count of
 	// snapshots: early ones come up to one a second).
@@ -768,11 +778,17 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	// In a cluster the shared salt goes first: a salt the cluster could
 	// not drop stays here too, and is tried again at the next snapshot.
 	// All of them share one deadline, so an unreachable cluster delays a
-	// snapshot by dropSaltsWithin at most.
+	// snapshot by dropSaltsWithin at most; the last snapshot, at Close,
+	// leaves them to the next Open.
 	ctx, cancel := context.WithTimeout(context.Background(), dropSaltsWithin)
 	defer cancel()
 	for _, first := range old {
 		if c := e.opts.Cluster; c != nil {
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
 			if err := c.DropSalt(ctx, int32(first)); err != nil {
 				e.opts.Logger.Error("drop shared salt (tried again at the next snapshot)", "period", first.String(), "err", err)
 				if ctx.Err() != nil {
@@ -781,12 +797,14 @@ func (e *Engine) dropOldSalts(now time.Time) {
 				continue
 			}
 		}
+		// Both under the lock: a new salt for the period can only be
+		// made, and stored, once it is gone from the map.
 		e.salts.mu.Lock()
 		delete(e.salts.m, first)
-		e.salts.mu.Unlock()
 		if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
 			e.opts.Logger.Error("drop salt", "err", err)
 		}
+		e.salts.mu.Unlock()
 	}
 }
 

@@ -110,7 +110,11 @@ func (e *Engine) rollup(ctx context.Context, s *site, first, last buckets.Date) 
 		sh.mu.Unlock()
 		return m.day, nil
 	}
+	// A change to one of the days from here on (even to a copy loadRange
+	// reads and does not keep) means the rollup is not cached.
+	gen := s.state.rollGen
 	sh.mu.Unlock()
+	defer e.maybeEvict() // the days it loaded and the rollup it keeps
 	loaded, pinned, err := e.loadRange(s, sh, first, last, false)
 	if err != nil {
 		return nil, err
@@ -135,7 +139,6 @@ func (e *Engine) rollup(ctx context.Context, s *site, first, last buckets.Date) 
 			days = append(days, d.day)
 		}
 	}
-	gen := st.rollGen
 	sh.mu.Unlock()
 	if len(days) == 0 {
 		return nil, nil // no data: nothing to sum, nothing to cache

@@ -12,8 +12,8 @@ import (
 	"github.com/webstats/webstats/buckets"
 )
 
-// TestRollupsBounded: century-long queries of an empty site cache no month
-// rollups (12,000 were cached for ever, outside MemoryBudget, before), and
+// TestRollupsBounded: century-long queries of an empty site cache no
+// rollups (12,000 month rollups were cached for ever, outside MemoryBudget, before), and
 // cached rollups count in the resident bytes.
 func TestRollupsBounded(t *testing.T) {
 	e, site := hardEngine(t, vfs.NewMem(), Options{MemoryBudget: 1 << 10})
@@ -36,7 +36,7 @@ func TestRollupsBounded(t *testing.T) {
 	n := len(e.sites[site].state.rollups)
 	sh.mu.Unlock()
 	if growth := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); n != 0 || growth > 1<<20 {
-		t.Errorf("%d month rollups cached, heap grew %d KiB; want none, < 1 MiB", n, growth>>10)
+		t.Errorf("%d rollups cached, heap grew %d KiB; want none, < 1 MiB", n, growth>>10)
 	}
 }
 

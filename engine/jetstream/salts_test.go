@@ -87,3 +87,63 @@ func TestClusterDropsOldSalts(t *testing.T) {
 		t.Error("no new salt for the first day")
 	}
 }
+
+// A purge the cluster cannot take (its server down) keeps the salt where it
+// is, and the next snapshot with the server back drops it; the snapshot
+// with the server down does not wait longer than the purge's deadline.
+func TestClusterDropsOldSaltsLater(t *testing.T) {
+	c := startNATS(t, 1)
+	start := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	clk := &clock{now: start}
+	n := openNodeOn(t, c.urls(0), "", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Retention: 3})
+	defer n.close(t)
+	addSites(t, n.e, "s.example")
+	waitApplied(t, []*node{n})
+	h := engine.Hit{URL: "https://s.example/", UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("8.8.8.8")}
+	if res, err := n.e.Track(ctx, h); err != nil || res.Accepted != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	key := "salt." + strconv.Itoa(int(engine.DateFromTime(start)))
+
+	c.stop(0)
+	clk.set(start.AddDate(0, 0, 5))
+	began := time.Now()
+	_ = n.e.Snapshot(ctx) // may fail with the log down; the salt must stay
+	if d := time.Since(began); d > 30*time.Second {
+		t.Errorf("a snapshot with the cluster down took %v", d)
+	}
+	c.start(0)
+
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bucket jetstream.KeyValue
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bucket, err = js.KeyValue(ctx, webstatsjs.DefaultName+"_salts")
+		if err == nil {
+			_, err = bucket.Get(ctx, key)
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the salt is not in the bucket after the server came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The server is back: the next snapshot drops it.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if err := n.e.Snapshot(ctx); err == nil {
+			if _, err := bucket.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the salt is still in the bucket")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
