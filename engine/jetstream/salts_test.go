@@ -13,27 +13,36 @@ import (
 	webstatsjs "github.com/webstats/webstats/engine/jetstream"
 )
 
-// With retention, a salt period's shared salt goes from the cluster's
-// bucket when the period's data goes, as a single process forgets it; a
-// period still within retention keeps its salt.
-func TestClusterDropsOldSalts(t *testing.T) {
-	c := startNATS(t, 1)
-	start := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	clk := &clock{now: start}
-	n := openNodeOn(t, c.urls(0), "", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Retention: 3})
-	defer n.close(t)
+// saltNode starts a lone NATS server and a node on it with a retention of
+// three days and one website, s.example, the clock at start; track tracks
+// a hit on it at the given time (zero: the clock's).
+func saltNode(t *testing.T) (c *natsCluster, n *node, clk *clock, start time.Time, track func(at time.Time)) {
+	t.Helper()
+	c = startNATS(t, 1)
+	start = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	clk = &clock{now: start}
+	n = openNodeOn(t, c.urls(0), "", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Retention: 3})
+	t.Cleanup(func() { n.close(t) })
 	addSites(t, n.e, "s.example")
 	waitApplied(t, []*node{n})
-
-	// One hit on each of two days: two daily salts in the bucket.
 	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
-	track := func(at time.Time) {
+	track = func(at time.Time) {
 		t.Helper()
 		h := engine.Hit{URL: "https://s.example/", UserAgent: ua, IP: netip.MustParseAddr("8.8.8.8"), Time: at}
 		if res, err := n.e.Track(ctx, h); err != nil || res.Accepted != 1 {
 			t.Fatalf("hit at %v: %+v, %v", at, res, err)
 		}
 	}
+	return c, n, clk, start, track
+}
+
+// With retention, a salt period's shared salt goes from the cluster's
+// bucket when the period's data goes, as a single process forgets it; a
+// period still within retention keeps its salt.
+func TestClusterDropsOldSalts(t *testing.T) {
+	_, n, clk, start, track := saltNode(t)
+
+	// One hit on each of two days: two daily salts in the bucket.
 	for day := range 2 {
 		clk.set(start.AddDate(0, 0, day))
 		track(time.Time{})
@@ -92,17 +101,8 @@ func TestClusterDropsOldSalts(t *testing.T) {
 // is, and the next snapshot with the server back drops it; the snapshot
 // with the server down does not wait longer than the purge's deadline.
 func TestClusterDropsOldSaltsLater(t *testing.T) {
-	c := startNATS(t, 1)
-	start := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	clk := &clock{now: start}
-	n := openNodeOn(t, c.urls(0), "", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Retention: 3})
-	defer n.close(t)
-	addSites(t, n.e, "s.example")
-	waitApplied(t, []*node{n})
-	h := engine.Hit{URL: "https://s.example/", UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("8.8.8.8")}
-	if res, err := n.e.Track(ctx, h); err != nil || res.Accepted != 1 {
-		t.Fatalf("%+v, %v", res, err)
-	}
+	c, n, clk, start, track := saltNode(t)
+	track(time.Time{})
 	key := "salt." + strconv.Itoa(int(engine.DateFromTime(start)))
 
 	c.stop(0)
