@@ -46,8 +46,8 @@ type MemoryPoint struct {
 	Disk, Store int64
 	// DiskOpen is everything in the data directory while the engine is
 	// open, after the snapshot: the bytes the file system allocated
-	// (dirAllocated), Pebble's write-ahead log files (preallocated, and
-	// recycled ones kept for reuse) included. It is what the disk holds
+	// (dirAllocated), Pebble's write-ahead log files (allocated ahead of
+	// their writes, and recycled ones kept for reuse) included. It is what the disk holds
 	// at steady state.
 	DiskOpen int64
 }

@@ -98,8 +98,8 @@ func dirSize(dir string) (int64, error) { return walkSize(dir, fs.FileInfo.Size)
 
 // dirAllocated returns the bytes the file system allocated to the files
 // under dir: what du counts, and what the files take from the disk. It
-// includes space reserved ahead (Pebble preallocates each write-ahead log
-// file) that the files' sizes do not show.
+// includes space reserved ahead (the store allocates its write-ahead log
+// files ahead of their writes) that the files' sizes do not show.
 func dirAllocated(dir string) (int64, error) { return walkSize(dir, allocated) }
 
 // walkSize sums size over the regular files under dir.

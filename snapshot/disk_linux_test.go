@@ -113,3 +113,37 @@ func TestDiskFullReal(t *testing.T) {
 	}
 	checkLog(t, s, want)
 }
+
+// TestLogPreallocation checks that the write-ahead log's files have blocks
+// allocated only a step ahead of what was written: Pebble's own
+// preallocation (1.1 × the memtable per file, several files kept) was most
+// of a small site's data directory.
+func TestLogPreallocation(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(&Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := make([]byte, 150)
+	for seq := uint64(1); seq <= 2000; seq++ { // 300 KB, a small site's day or two
+		if err := s.Append(LogEntry{Seq: seq, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no log files in %s (%v)", dir, err)
+	}
+	for _, name := range logs {
+		var st syscall.Stat_t
+		if err := syscall.Stat(name, &st); err != nil {
+			t.Fatal(err)
+		}
+		allocated := st.Blocks * 512
+		// A step ahead, rounded up to the file system's blocks.
+		if limit := st.Size + preallocStep + 64<<10; allocated > limit {
+			t.Errorf("%s: %d bytes written, %d allocated (more than %d)", filepath.Base(name), st.Size, allocated, limit)
+		}
+	}
+}

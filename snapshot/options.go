@@ -118,7 +118,8 @@ const (
 
 	// DefaultMemTableSize is Pebble's own default. The memtable sizes the
 	// write-ahead log's files, which are what a store holds beyond its
-	// data: Pebble preallocates each at 1.1 × the memtable and keeps up to
+	// data: Pebble would preallocate each at 1.1 × the memtable (the store
+	// allocates a step ahead instead: steppedPrealloc) and keeps up to
 	// memTableStopWritesThreshold + 1 old ones for reuse. With 32 MiB
 	// memtables that was about 200 MiB for any site, a small one's store
 	// included (246 MiB for a year of the small site, 25 MiB with 4 MiB;

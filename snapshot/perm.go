@@ -68,8 +68,45 @@ func private(name string, f vfs.File, err error) (vfs.File, error) {
 		f.Close()
 		return nil, err
 	}
+	if strings.HasSuffix(name, ".log") { // Pebble's write-ahead log
+		return &steppedPrealloc{File: f}, nil
+	}
 	return f, nil
 }
+
+// preallocStep is how far ahead of its writes a file written by the store
+// has its blocks allocated.
+const preallocStep = 1 << 20
+
+// steppedPrealloc is a file that allocates its blocks ahead of its writes in
+// steps of preallocStep, and ignores Pebble's own preallocation. Pebble
+// preallocates its write-ahead log files in steps of 1.1 × the memtable
+// (fallocate with FALLOC_FL_KEEP_SIZE) and keeps up to
+// memTableStopWritesThreshold + 1 old ones for reuse: for a small site,
+// whose logs hold a few hundred KB between snapshots, that was 4.4 MiB of
+// allocated blocks per log file, three quarters of its data directory
+// (webstats-bench's memory run). Allocating ahead at all keeps a synced
+// append from allocating blocks itself: without it, BenchmarkDurableTrack
+// measured about 5% slower.
+type steppedPrealloc struct {
+	vfs.File
+	off       int64 // where the next Write goes
+	allocated int64 // blocks are allocated below this offset
+}
+
+func (f *steppedPrealloc) Write(p []byte) (int, error) {
+	if end := f.off + int64(len(p)); end > f.allocated {
+		to := (end + preallocStep - 1) / preallocStep * preallocStep
+		// As Pebble does, ignore a failure: the write allocates instead.
+		_ = f.File.Preallocate(f.allocated, to-f.allocated)
+		f.allocated = to
+	}
+	n, err := f.File.Write(p)
+	f.off += int64(n)
+	return n, err
+}
+
+func (*steppedPrealloc) Preallocate(offset, length int64) error { return nil }
 
 // tightenPerms clears the group and other permission bits of dir and of
 // everything in it, where set, and logs a warning saying what it changed.
