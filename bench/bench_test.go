@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -223,23 +222,7 @@ func TestMain(m *testing.M) {
 func BenchmarkHTTPImport(b *testing.B) {
 	ctx := context.Background()
 	hits := benchHits()
-	var bodies [][]byte
-	for i := 0; i < len(hits); i += 10_000 {
-		var buf bytes.Buffer
-		for _, h := range hits[i:min(i+10_000, len(hits))] {
-			ev := map[string]any{"time": h.Time.Format(time.RFC3339Nano), "page": h.URL, "user_agent": h.UserAgent, "ip": h.IP.String()}
-			if h.Referrer != "" {
-				ev["referrer"] = h.Referrer
-			}
-			if h.Event != nil {
-				ev["event"] = map[string]any{"name": h.Event.Name}
-			}
-			line, _ := json.Marshal(ev)
-			buf.Write(line)
-			buf.WriteByte('\n')
-		}
-		bodies = append(bodies, buf.Bytes())
-	}
+	bodies := importBodies(hits, 10_000)
 	e, err := engine.Open(&engine.Options{Dir: b.TempDir(), Now: func() time.Time { return hits[len(hits)-1].Time.Add(time.Hour) }})
 	if err != nil {
 		b.Fatal(err)

@@ -29,6 +29,7 @@ type Report struct {
 	Query    *QueryResult
 	Memory   *MemoryResult
 	Snapshot *SnapshotResult
+	Server   *ServerResult
 }
 
 // Target is one performance target set by an issue, beside what the run
@@ -225,6 +226,31 @@ func (r *Report) Targets() []Target {
 			note += "; less than a year"
 		}
 		ts = append(ts, atMost(RunSnapshot, "restart of a year of a 10M pageviews/month site (Open)", 3*time.Second, s.RestartOpen, ok, note))
+	}
+	if s := r.Server; s != nil {
+		ok := s.Unavailable == ""
+		why := s.Unavailable
+		if ok && s.Days < 365 {
+			why = fmt.Sprintf("%d days only (%s hits)", s.Days, formatCount(float64(s.Hits)))
+		}
+		ts = append(ts, atLeast(RunServer, fmt.Sprintf("import, %s-event NDJSON requests, one client, durable", formatCount(float64(s.Batch))), 250_000, s.ImportPerSec, ok, "hits/s", why))
+		kill, okk := s.Restart(AfterKill)
+		stop, oks := s.Restart(AfterStop)
+		hits := why
+		if ok && hits == "" {
+			hits = formatCount(float64(s.Hits)) + " hits in the log"
+		}
+		ts = append(ts,
+			atMost(RunServer, "restart after kill -9, until /healthz", 2*time.Second, kill.Ready, ok && okk, hits),
+			atMost(RunServer, "first query of each statistic over the year after kill -9 (the slowest)", 50*time.Millisecond, kill.Slowest, ok && okk, why),
+			atMost(RunServer, "first query of each statistic over the year after a clean stop (the slowest)", 50*time.Millisecond, stop.Slowest, ok && oks, why),
+		)
+		t := Target{Section: RunServer, What: "idle RSS after start", Want: "≤ " + formatBytes(24<<20), Note: why}
+		if ok {
+			t.Got, t.Met = formatBytes(float64(s.Idle.RSS)), s.Idle.RSS <= 24<<20
+			t.Note = fmt.Sprintf("%s anonymous, %s file-backed (the binary's pages)", formatBytes(float64(s.Idle.Anon)), formatBytes(float64(s.Idle.File)))
+		}
+		ts = append(ts, t)
 	}
 	return ts
 }
@@ -532,6 +558,7 @@ func (r *Report) Markdown(chartPrefix string) string {
 	r.queryMD(&b, chartPrefix)
 	r.memoryMD(&b, chartPrefix)
 	r.snapshotMD(&b)
+	r.serverMD(&b)
 	r.capacityMD(&b)
 	return b.String()
 }
@@ -705,6 +732,43 @@ func (r *Report) snapshotMD(b *strings.Builder) {
 			s.RestartHistory, formatCount(float64(s.RestartHits)), formatDur(s.RestartClose), formatDur(s.RestartOpen))
 	}
 	r.targetTable(b, RunSnapshot)
+}
+
+func (r *Report) serverMD(b *strings.Builder) {
+	b.WriteString("## 6. The webstatsd binary: import, restart, idle memory\n\n")
+	s := r.Server
+	if s == nil {
+		notRun(b, RunServer)
+		return
+	}
+	if s.Unavailable != "" {
+		fmt.Fprintf(b, "Not available: %s.\n\n", s.Unavailable)
+		r.targetTable(b, RunServer)
+		return
+	}
+	fmt.Fprintf(b, "The webstatsd binary (built from the repository by webstats-bench, unless `-webstatsd` names one), started as an operator starts it, on a loopback port (`-snapshot-every 0`, so that its log holds every hit, and `-rate-limit 0`). Each repetition creates an account (`webstatsd user add`) and a website, imports %d days of a site of %s pageviews a month (%s hits; bots included, as the tracker would send them) through `POST /api/v1/websites/{id}/events` in NDJSON requests of %s events from one client, then kills the server with SIGKILL (its restart replays the whole log) or stops it with SIGTERM (its final snapshot holds everything), and starts it again: the time from starting the process to its first 200 of `/healthz`, then the first query of each of the 17 statistics over the %d days through `GET /api/v1/stats`, one after the other. `webstats-bench -runs server` makes this section alone.\n\n",
+		s.Days, formatCount(float64(ServerSite.PageviewsPerMonth)), formatCount(float64(s.Hits)), formatCount(float64(s.Batch)), s.Days)
+	var imports []string
+	for _, x := range s.ImportRuns {
+		imports = append(imports, formatCount(x))
+	}
+	fmt.Fprintf(b, "Import: %s hits/s (median; runs %s).\n\n", formatCount(s.ImportPerSec), strings.Join(imports, ", "))
+	var rows [][]string
+	for _, rs := range s.Restarts {
+		var runs []string
+		for _, d := range rs.ReadyRuns {
+			runs = append(runs, formatDur(d))
+		}
+		rows = append(rows, []string{rs.After, formatDur(rs.Ready), strings.Join(runs, ", "), formatDur(rs.Slowest), formatDur(rs.All)})
+	}
+	table(b, []string{"restart after", "until /healthz (median)", "runs", "the slowest first query (median)", "the 17 first queries in all (median)"}, rows)
+	var idle []string
+	for _, x := range s.IdleRuns {
+		idle = append(idle, formatBytes(float64(x)))
+	}
+	fmt.Fprintf(b, "Idle memory: the binary started on an empty data directory, read from `/proc/PID/status` %s after its first `/healthz`: %s resident (VmRSS; runs %s), of which %s anonymous (heap, stacks, Pebble) and %s file-backed (pages of the binary itself, clean and shared with the page cache, which the kernel may drop under memory pressure).\n\n",
+		s.IdleWait, formatBytes(float64(s.Idle.RSS)), strings.Join(idle, ", "), formatBytes(float64(s.Idle.Anon)), formatBytes(float64(s.Idle.File)))
+	r.targetTable(b, RunServer)
 }
 
 func (r *Report) capacityMD(b *strings.Builder) {
@@ -886,6 +950,9 @@ func ReadReport(path string) (*Report, error) {
 func (r *Report) Publish(root string) error {
 	if r.Config.Quick || !slices.Equal(r.Config.Runs, AllRuns()) {
 		return fmt.Errorf("bench: only a full run of every section is published; this one is quick or has only %v", r.Config.Runs)
+	}
+	if s := r.Server; s == nil || s.Unavailable != "" {
+		return errors.New("bench: only a run with the server section is published; it was not available")
 	}
 	readme := filepath.Join(root, "README.md")
 	doc, err := os.ReadFile(readme)

@@ -19,11 +19,12 @@ const (
 	RunQuery    = "query"    // query latency, in process and over HTTP
 	RunMemory   = "memory"   // memory and disk per hit as history grows
 	RunSnapshot = "snapshot" // snapshot duration, tracking pauses, restart
+	RunServer   = "server"   // the webstatsd binary: import, restart, idle memory
 )
 
 // AllRuns lists every section name, in order.
 func AllRuns() []string {
-	return []string{RunPipeline, RunHTTP, RunQuery, RunMemory, RunSnapshot}
+	return []string{RunPipeline, RunHTTP, RunQuery, RunMemory, RunSnapshot, RunServer}
 }
 
 // RunConfig configures Run. The zero value is the full run; Quick gives the
@@ -83,6 +84,17 @@ type RunConfig struct {
 	// SnapshotEvery is the interval of the snapshots of the snapshot run.
 	// Default 250ms.
 	SnapshotEvery time.Duration
+
+	// Webstatsd is the path of the webstatsd binary the server run starts
+	// (BuildWebstatsd builds one). Default "": the server run is reported
+	// as not available.
+	Webstatsd string `json:"-"`
+	// ServerDays is how many days of ServerSite the server run imports.
+	// Default 365/30.
+	ServerDays int
+	// IdleWait is how long the server run leaves the binary idle before
+	// reading its memory. Default 5s/1s.
+	IdleWait time.Duration
 }
 
 // withDefaults fills the zero fields from the preset.
@@ -165,6 +177,12 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 250 * time.Millisecond
 	}
+	if c.ServerDays <= 0 {
+		c.ServerDays = pick(365, 30)
+	}
+	if c.IdleWait <= 0 {
+		c.IdleWait = time.Duration(pick(5000, 1000)) * time.Millisecond
+	}
 	return c, nil
 }
 
@@ -203,6 +221,7 @@ func Run(ctx context.Context, cfg RunConfig, progress io.Writer) (*Report, error
 		{RunMemory, r.memory},
 		{RunQuery, r.query},
 		{RunSnapshot, r.snapshotRun},
+		{RunServer, r.serverRun},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {
@@ -257,6 +276,9 @@ func planSteps(c *RunConfig) int {
 	}
 	if c.has(RunSnapshot) {
 		n += c.Repeats + 1
+	}
+	if c.has(RunServer) {
+		n += serverSteps(c)
 	}
 	return n
 }

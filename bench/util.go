@@ -158,6 +158,15 @@ func latencyOf(ds []time.Duration) Latency {
 }
 
 // medianLatency takes, field by field, the median of several summaries.
+// medianDur is the median of ds.
+func medianDur(ds []time.Duration) time.Duration {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(median(xs))
+}
+
 func medianLatency(ls []Latency) Latency {
 	pick := func(f func(Latency) time.Duration) time.Duration {
 		xs := make([]float64, len(ls))

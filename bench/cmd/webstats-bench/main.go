@@ -3,7 +3,7 @@
 //
 //	go run ./bench/cmd/webstats-bench [-quick] [-out DIR] [-runs pipeline,http,...]
 //	                                  [-target URL -key KEY] [-seed N] [-note TEXT]
-//	                                  [-from report.json] [-publish]
+//	                                  [-webstatsd BIN] [-from report.json] [-publish]
 //
 // -publish, run from the repository's root, makes the report the published
 // one: bench/RESULTS.md, and the summary table in README.md.
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ func main() {
 	flag.StringVar(&cfg.Key, "key", "", "API key of the -target server")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated traffic")
 	flag.IntVar(&cfg.Repeats, "repeats", 0, "repetitions of each throughput measurement (default 3, quick 1)")
+	flag.StringVar(&cfg.Webstatsd, "webstatsd", "", "the webstatsd binary the server run starts (default: built with go build from the repository the command runs in)")
 	flag.Parse()
 	if *runs != "" {
 		cfg.Runs = strings.Split(*runs, ",")
@@ -58,6 +60,18 @@ func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
 	if from != "" {
 		rep, err = bench.ReadReport(from)
 	} else {
+		if cfg.Webstatsd == "" && (cfg.Runs == nil || slices.Contains(cfg.Runs, bench.RunServer)) {
+			dir, err := os.MkdirTemp("", "webstats-bench-bin-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			fmt.Fprintln(os.Stderr, "building webstatsd for the server run")
+			if cfg.Webstatsd, err = bench.BuildWebstatsd(ctx, dir); err != nil {
+				// The run reports the section as not available.
+				fmt.Fprintln(os.Stderr, "webstats-bench:", err)
+			}
+		}
 		rep, err = bench.Run(ctx, cfg, os.Stderr)
 	}
 	if err != nil {
@@ -87,7 +101,7 @@ func checkFlags(from string, publish bool) error {
 		var measuring []string
 		flag.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "runs", "quick", "target", "key", "seed", "repeats":
+			case "runs", "quick", "target", "key", "seed", "repeats", "webstatsd":
 				measuring = append(measuring, "-"+f.Name)
 			}
 		})

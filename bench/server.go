@@ -1,0 +1,501 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// ServerSite is the site the server run imports: a year of it is about a
+// million hits (issue #16: "restart after kill -9 with 1M hits in the
+// log").
+var ServerSite = Site{Domain: "restart.example", PageviewsPerMonth: 80_000, PagesPerDay: 200}
+
+// ServerResult is the outcome of the server run: the webstatsd binary,
+// started as an operator starts it.
+type ServerResult struct {
+	// Unavailable says why the run was not made (no binary given).
+	Unavailable string `json:",omitempty"`
+
+	// Days of ServerSite, Hits events, are imported through the API in
+	// requests of Batch events, by one client, into a server with
+	// snapshots off (so that its log holds every hit); ImportPerSec is the
+	// median rate over ImportRuns (one import per restart measured).
+	Days, Hits, Batch int
+	ImportPerSec      float64
+	ImportRuns        []float64
+
+	// Restarts are the restarts after kill -9 and after a clean stop.
+	Restarts []ServerRestart
+
+	// Idle is the resident memory of the binary started on an empty data
+	// directory, IdleWait after its first /healthz: the run of the median
+	// VmRSS (its three figures add up).
+	IdleWait time.Duration
+	Idle     ProcMemory
+	IdleRuns []int64 // VmRSS of each run
+}
+
+// ServerRestart is one kind of restart, medians over the repetitions.
+type ServerRestart struct {
+	// After is "kill -9" or "stop" (SIGTERM).
+	After string
+	// Ready is from starting the process to its first 200 of /healthz.
+	Ready     time.Duration
+	ReadyRuns []time.Duration
+	// Slowest is the slowest of the first queries of the 17 statistics
+	// over the imported days, asked one after the other through the API
+	// once the server is ready; All is their sum.
+	Slowest, All time.Duration
+}
+
+// ProcMemory is a process's resident memory, from /proc/PID/status.
+type ProcMemory struct {
+	RSS  int64 // VmRSS
+	Anon int64 // RssAnon: heap, stacks, Pebble's memory
+	File int64 // RssFile: mapped pages of files, the binary's own
+}
+
+// Restart returns the restart measured after after.
+func (s *ServerResult) Restart(after string) (ServerRestart, bool) {
+	for _, r := range s.Restarts {
+		if r.After == after {
+			return r, true
+		}
+	}
+	return ServerRestart{}, false
+}
+
+// The restarts of the server run.
+const (
+	AfterKill = "kill -9"
+	AfterStop = "stop"
+)
+
+func (r *runner) serverRun(ctx context.Context, rep *Report) error {
+	c := r.cfg
+	res := &ServerResult{Days: c.ServerDays, Batch: 10_000, IdleWait: c.IdleWait}
+	rep.Server = res
+	if c.Webstatsd == "" {
+		res.Unavailable = "no webstatsd binary: give one with -webstatsd, or run webstats-bench from the repository, which builds it"
+		for range serverSteps(&c) {
+			r.prog.step("server: not available")
+		}
+		return nil
+	}
+	// The year before today: the import refuses hits from the future.
+	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -c.ServerDays-1)
+	g := NewGenerator(Config{Seed: c.Seed + 16, Sites: []Site{ServerSite}, Days: c.ServerDays, Start: start})
+	var hits []engine.Hit
+	for h := range g.Hits() {
+		hits = append(hits, h)
+	}
+	res.Hits = len(hits)
+	bodies := importBodies(hits, res.Batch)
+	from, to := start.Format(time.DateOnly), start.AddDate(0, 0, c.ServerDays-1).Format(time.DateOnly)
+	for _, after := range []string{AfterKill, AfterStop} {
+		rs := ServerRestart{After: after}
+		var slowest, all []float64
+		for i := range c.Repeats {
+			r.prog.step("server: import %s hits, %s, restart (%d/%d)", formatCount(float64(len(hits))), after, i+1, c.Repeats)
+			m, err := r.importAndRestart(ctx, bodies, len(hits), after, from, to)
+			if err != nil {
+				return err
+			}
+			res.ImportRuns = append(res.ImportRuns, m.importRate)
+			rs.ReadyRuns = append(rs.ReadyRuns, m.ready)
+			slowest = append(slowest, float64(m.slowest))
+			all = append(all, float64(m.all))
+		}
+		rs.Ready = medianDur(rs.ReadyRuns)
+		rs.Slowest, rs.All = time.Duration(median(slowest)), time.Duration(median(all))
+		res.Restarts = append(res.Restarts, rs)
+	}
+	res.ImportPerSec = median(res.ImportRuns)
+
+	var idle []ProcMemory
+	for i := range c.Repeats {
+		r.prog.step("server: idle memory (%d/%d)", i+1, c.Repeats)
+		m, err := r.idleMemory(ctx)
+		if err != nil {
+			return err
+		}
+		idle = append(idle, m)
+		res.IdleRuns = append(res.IdleRuns, m.RSS)
+	}
+	slices.SortFunc(idle, func(a, b ProcMemory) int { return int(a.RSS - b.RSS) })
+	res.Idle = idle[len(idle)/2]
+	return nil
+}
+
+// serverSteps counts the progress steps of the server run.
+func serverSteps(c *RunConfig) int { return 3 * c.Repeats }
+
+// restartMeasure is one import and restart.
+type restartMeasure struct {
+	importRate   float64
+	ready        time.Duration
+	slowest, all time.Duration
+}
+
+// serverFlags are the flags of every server the run starts: snapshots
+// off, so that the log holds every hit imported, and no rate limit on
+// the import.
+var serverFlags = []string{"-snapshot-every", "0", "-rate-limit", "0"}
+
+// importAndRestart imports bodies into a new server, kills or stops it,
+// and starts it again.
+func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int, after, from, to string) (restartMeasure, error) {
+	var m restartMeasure
+	bin := r.cfg.Webstatsd
+	data := r.newDir("server")
+	defer removeAll(data)
+	out, err := exec.CommandContext(ctx, bin, "user", "add", "-data", data, "-email", "bench@example.com").Output()
+	if err != nil {
+		return m, fmt.Errorf("%s user add: %w", bin, err)
+	}
+	api := &keyClient{key: strings.TrimSpace(string(out)), hc: &http.Client{Timeout: 5 * time.Minute}}
+	p, err := startProc(ctx, bin, data, serverFlags...)
+	if err != nil {
+		return m, err
+	}
+	defer p.kill()
+	if _, err := p.ready(ctx, time.Minute); err != nil {
+		return m, err
+	}
+	api.base = "http://" + p.addr + "/api/v1"
+	var site struct {
+		Data struct{ ID int } `json:"data"`
+	}
+	if err := api.do(ctx, "POST", "/websites", "application/x-www-form-urlencoded", []byte("domain="+ServerSite.Domain), &site); err != nil {
+		return m, err
+	}
+	events := fmt.Sprintf("/websites/%d/events", site.Data.ID)
+	t0 := time.Now()
+	for _, body := range bodies {
+		if err := api.do(ctx, "POST", events, "application/x-ndjson", body, nil); err != nil {
+			return m, err
+		}
+	}
+	m.importRate = float64(hits) / time.Since(t0).Seconds()
+	if after == AfterKill {
+		err = p.kill()
+	} else {
+		err = p.stop(time.Minute)
+	}
+	if err != nil {
+		return m, err
+	}
+	again, err := startProc(ctx, bin, data, serverFlags...)
+	if err != nil {
+		return m, err
+	}
+	defer again.kill()
+	if m.ready, err = again.ready(ctx, 5*time.Minute); err != nil {
+		return m, err
+	}
+	api.base = "http://" + again.addr + "/api/v1"
+	for _, name := range engine.StatNames() {
+		t0 := time.Now()
+		path := fmt.Sprintf("/stats/%d?name=%s&from=%s&to=%s", site.Data.ID, name, from, to)
+		if err := api.do(ctx, "GET", path, "", nil, nil); err != nil {
+			return m, err
+		}
+		d := time.Since(t0)
+		m.slowest, m.all = max(m.slowest, d), m.all+d
+	}
+	return m, again.stop(time.Minute)
+}
+
+// idleMemory starts a server on an empty data directory and reads its
+// resident memory IdleWait after it is ready.
+func (r *runner) idleMemory(ctx context.Context) (ProcMemory, error) {
+	var m ProcMemory
+	data := r.newDir("idle")
+	defer removeAll(data)
+	p, err := startProc(ctx, r.cfg.Webstatsd, data)
+	if err != nil {
+		return m, err
+	}
+	defer p.kill()
+	if _, err := p.ready(ctx, time.Minute); err != nil {
+		return m, err
+	}
+	select {
+	case <-time.After(r.cfg.IdleWait):
+	case <-ctx.Done():
+		return m, ctx.Err()
+	}
+	for _, f := range []struct {
+		name string
+		into *int64
+	}{{"VmRSS", &m.RSS}, {"RssAnon", &m.Anon}, {"RssFile", &m.File}} {
+		if *f.into, err = procStatus(p.cmd.Process.Pid, f.name); err != nil {
+			return m, err
+		}
+	}
+	return m, p.stop(time.Minute)
+}
+
+// importBodies encodes hits as NDJSON bodies of the import API, per events
+// each.
+func importBodies(hits []engine.Hit, per int) [][]byte {
+	var bodies [][]byte
+	for i := 0; i < len(hits); i += per {
+		var buf bytes.Buffer
+		for _, h := range hits[i:min(i+per, len(hits))] {
+			ev := map[string]any{"time": h.Time.Format(time.RFC3339Nano), "page": h.URL, "user_agent": h.UserAgent}
+			if h.IP.IsValid() {
+				ev["ip"] = h.IP.String()
+			}
+			if h.Referrer != "" {
+				ev["referrer"] = h.Referrer
+			}
+			if h.Visitor != "" {
+				ev["visitor"] = h.Visitor
+			}
+			if h.Event != nil {
+				ev["event"] = map[string]any{"name": h.Event.Name}
+			}
+			line, _ := json.Marshal(ev)
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+		bodies = append(bodies, buf.Bytes())
+	}
+	return bodies
+}
+
+// keyClient calls a server's API with a key.
+type keyClient struct {
+	base, key string
+	hc        *http.Client
+}
+
+// do sends a request and decodes a 2xx answer into v (when not nil).
+func (a *keyClient) do(ctx context.Context, method, path, ctype string, body []byte, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %.300s", method, path, resp.Status, data)
+	}
+	if v != nil {
+		return json.Unmarshal(data, v)
+	}
+	return nil
+}
+
+// proc is a webstatsd serving on a loopback port.
+type proc struct {
+	cmd   *exec.Cmd
+	logs  *logWatch
+	done  chan error // the result of Wait
+	start time.Time  // when it was started
+	addr  string     // once ready
+}
+
+// startProc starts bin serving data on a free loopback port, with the
+// extra flags (which override the defaults here).
+func startProc(ctx context.Context, bin, data string, extra ...string) (*proc, error) {
+	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json"}, extra...)
+	p := &proc{cmd: exec.Command(bin, args...), logs: &logWatch{}, done: make(chan error, 1)}
+	p.cmd.Stderr = p.logs
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	return p, nil
+}
+
+// ready waits, at most wait, until p has logged its address and answers
+// /healthz with 200, and returns how long that took from its start.
+// Called once, at once after startProc.
+func (p *proc) ready(ctx context.Context, wait time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	hc := &http.Client{Timeout: wait}
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return 0, fmt.Errorf("webstatsd exited before it was ready: %v\n%s", err, p.logs.tail())
+		case <-ctx.Done():
+			return 0, fmt.Errorf("webstatsd not ready in %v: %w\n%s", wait, ctx.Err(), p.logs.tail())
+		case <-tick.C:
+		}
+		if p.addr == "" {
+			if p.addr = p.logs.listening(); p.addr == "" {
+				continue
+			}
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+p.addr+"/healthz", nil)
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(p.start), nil
+			}
+		}
+	}
+}
+
+// kill kills p with SIGKILL (a crash: no cleanup) and waits for it; it
+// does nothing once p has exited.
+func (p *proc) kill() error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	p.done <- <-p.done
+	return nil
+}
+
+// stop sends p SIGTERM and waits, at most wait, for a clean exit.
+func (p *proc) stop(wait time.Duration) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("webstatsd: SIGTERM: %w", err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			return fmt.Errorf("webstatsd after SIGTERM: %v, want exit code 0\n%s", err, p.logs.tail())
+		}
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("webstatsd did not exit in %v after SIGTERM\n%s", wait, p.logs.tail())
+	}
+}
+
+// logWatch is a server's standard error: it finds the "webstatsd
+// listening" line of the JSON log and keeps the last logTail bytes, for
+// error messages.
+type logWatch struct {
+	mu      sync.Mutex
+	line    []byte // the line being written, at most maxLogLine bytes
+	addr    string
+	last    []byte
+	skipped bool // line overflowed maxLogLine: ignore it
+}
+
+const (
+	maxLogLine = 64 << 10
+	logTail    = 16 << 10
+)
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = append(w.last, p...)
+	if len(w.last) > 2*logTail {
+		w.last = append(w.last[:0], w.last[len(w.last)-logTail:]...)
+	}
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		chunk := rest
+		if i >= 0 {
+			chunk = rest[:i]
+		}
+		if len(w.line)+len(chunk) > maxLogLine {
+			w.skipped, w.line = true, w.line[:0]
+		} else if !w.skipped {
+			w.line = append(w.line, chunk...)
+		}
+		if i < 0 {
+			break
+		}
+		if !w.skipped && w.addr == "" {
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(w.line, &l) == nil && l.Msg == "webstatsd listening" {
+				w.addr = l.Addr
+			}
+		}
+		w.line, w.skipped, rest = w.line[:0], false, rest[i+1:]
+	}
+	return len(p), nil
+}
+
+// listening returns the address the server logged, or "".
+func (w *logWatch) listening() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.addr
+}
+
+// tail returns the last bytes written.
+func (w *logWatch) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.last[max(0, len(w.last)-logTail):])
+}
+
+// procStatus reads a "kB" field of /proc/PID/status (VmRSS, RssAnon,
+// RssFile), in bytes.
+func procStatus(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			f := strings.Fields(rest) // "123456 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("%s line %q", field, sc.Text())
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// BuildWebstatsd builds the webstatsd binary of the module the current
+// directory is in (the repository's) into dir, and returns its path.
+func BuildWebstatsd(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "webstatsd")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/webstats/webstats/httpd/cmd/webstatsd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("bench: go build webstatsd: %v\n%s", err, out)
+	}
+	return bin, nil
+}
