@@ -27,9 +27,10 @@
 //	go run ./bench/cmd/webstats-bench -quick            # smoke test, under a minute
 //	go run ./bench/cmd/webstats-bench -out DIR          # the full run, about ten minutes
 //	go run ./bench/cmd/webstats-bench -runs http -target http://host:8080 -key KEY
+//	go run ./bench/cmd/webstats-bench -runs peer -peer http://host:8000 -peer-key KEY -peer-name NAME
 //	go test ./bench -run '^$' -bench 'Query/site=medium/days=30'
 //
-// The five runs, each reporting medians over RunConfig.Repeats repetitions:
+// The seven runs, each reporting medians over RunConfig.Repeats repetitions:
 //
 //  1. pipeline: engine.Track throughput of one goroutine on a realistic
 //     stream with NoSync (one hit per call, and in batches); the apply rate
@@ -43,6 +44,12 @@
 //     with a memory budget.
 //  5. snapshot: snapshot duration, the longest Track call overlapping a
 //     snapshot, and restart time.
+//  6. server: the webstatsd binary (RunConfig.Webstatsd; the CLI builds
+//     it): an import through the API, the restart after kill -9 and after
+//     a clean stop until /healthz, the first queries after each, idle RSS.
+//  7. peer: the binary beside another server speaking Plausible's Events
+//     API and Stats API (RunConfig.Peer), the same loads in turns, and
+//     the ratio per figure; not made without a peer.
 //
 // [Report.WriteMarkdown] writes report.md with hand-drawn SVG charts; the
 // report names the machine, lists every target beside its measurement and

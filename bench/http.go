@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,7 @@ func (h *HTTPResult) Point(mode string, clients int) (HTTPPoint, bool) {
 // trackRequest is one pre-encoded tracking request.
 type trackRequest struct {
 	body                  []byte
+	ctype                 string // Content-Type; "" is application/json
 	ua, lang, ip, secCHUA string
 }
 
@@ -99,7 +101,7 @@ func (tr *trackRequest) newRequest(ctx context.Context, base string) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", cmp.Or(tr.ctype, "application/json"))
 	req.Header.Set("User-Agent", tr.ua)
 	if tr.lang != "" {
 		req.Header.Set("Accept-Language", tr.lang)

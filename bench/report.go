@@ -30,6 +30,7 @@ type Report struct {
 	Memory   *MemoryResult
 	Snapshot *SnapshotResult
 	Server   *ServerResult
+	Peer     *PeerResult
 }
 
 // Target is one performance target set by an issue, beside what the run
@@ -559,6 +560,7 @@ func (r *Report) Markdown(chartPrefix string) string {
 	r.memoryMD(&b, chartPrefix)
 	r.snapshotMD(&b)
 	r.serverMD(&b)
+	r.peerMD(&b)
 	r.capacityMD(&b)
 	return b.String()
 }
@@ -769,6 +771,58 @@ func (r *Report) serverMD(b *strings.Builder) {
 	fmt.Fprintf(b, "Idle memory: the binary started on an empty data directory, read from `/proc/PID/status` %s after its first `/healthz`: %s resident (VmRSS; runs %s), of which %s anonymous (heap, stacks, Pebble) and %s file-backed (pages of the binary itself, clean and shared with the page cache, which the kernel may drop under memory pressure).\n\n",
 		s.IdleWait, formatBytes(float64(s.Idle.RSS)), strings.Join(idle, ", "), formatBytes(float64(s.Idle.Anon)), formatBytes(float64(s.Idle.File)))
 	r.targetTable(b, RunServer)
+}
+
+func (r *Report) peerMD(b *strings.Builder) {
+	b.WriteString("## 7. Beside another server (-peer)\n\n")
+	p := r.Peer
+	switch {
+	case p == nil:
+		notRun(b, RunPeer)
+		return
+	case p.Unavailable != "":
+		fmt.Fprintf(b, "Not available: %s.\n\n", p.Unavailable)
+		return
+	}
+	name := p.Name
+	if name == "" {
+		name = "a server the operator did not name (-peer-name)"
+	}
+	fmt.Fprintf(b, "The peer: %s, at %s, started by the operator on this machine with the site `%s` (in UTC). The webstatsd binary runs beside it with `-trust-proxy`, as a server behind a proxy does. Both get the same loads from the same clients, in turns (each repetition measures both, the one that goes first alternating): `POST /api/event` in Plausible's Events API form (`{\"n\",\"u\",\"d\",\"r\",\"w\"}`, `text/plain`, the visitor's `User-Agent` and `X-Forwarded-For`) generated from the medium site's traffic, for %s per measurement; and, with an API key of the peer, Plausible's Stats API v2 (`POST /api/v2/query`: visitors and pageviews by `event:page` over the 30 days to today, top 10) after the same %s tracking requests were sent to both. `webstats-bench -runs peer -peer URL -peer-key KEY -peer-name NAME` makes this section alone.\n\n",
+		name, p.Peer, p.Domain, r.Config.HTTPDuration, formatCount(float64(p.QueryHits)))
+	var rows [][]string
+	add := func(what string, points []HTTPPoint) {
+		byClients := map[int][2]HTTPPoint{}
+		var order []int
+		for _, pt := range points {
+			pair, seen := byClients[pt.Clients]
+			if !seen {
+				order = append(order, pt.Clients)
+			}
+			if pt.Mode == SidePeer {
+				pair[1] = pt
+			} else {
+				pair[0] = pt
+			}
+			byClients[pt.Clients] = pair
+		}
+		for _, n := range order {
+			w, o := byClients[n][0], byClients[n][1]
+			ratio := "—"
+			if w.PerSec > 0 {
+				ratio = fmt.Sprintf("%.2f", o.PerSec/w.PerSec)
+			}
+			rows = append(rows, []string{fmt.Sprintf("%s, %d clients", what, n),
+				formatCount(w.PerSec), formatDur(w.Latency.P99), strconv.Itoa(w.Errors),
+				formatCount(o.PerSec), formatDur(o.Latency.P99), strconv.Itoa(o.Errors), ratio})
+		}
+	}
+	add("POST /api/event", p.Tracking)
+	add("POST /api/v2/query", p.Queries)
+	table(b, []string{"load", "webstats req/s", "p99", "errors", "peer req/s", "p99", "errors", "peer / webstats"}, rows)
+	if p.QueryUnavailable != "" {
+		fmt.Fprintf(b, "The query load was not made: %s.\n\n", p.QueryUnavailable)
+	}
 }
 
 func (r *Report) capacityMD(b *strings.Builder) {

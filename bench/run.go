@@ -20,11 +20,12 @@ const (
 	RunMemory   = "memory"   // memory and disk per hit as history grows
 	RunSnapshot = "snapshot" // snapshot duration, tracking pauses, restart
 	RunServer   = "server"   // the webstatsd binary: import, restart, idle memory
+	RunPeer     = "peer"     // the binary beside another server (-peer)
 )
 
 // AllRuns lists every section name, in order.
 func AllRuns() []string {
-	return []string{RunPipeline, RunHTTP, RunQuery, RunMemory, RunSnapshot, RunServer}
+	return []string{RunPipeline, RunHTTP, RunQuery, RunMemory, RunSnapshot, RunServer, RunPeer}
 }
 
 // RunConfig configures Run. The zero value is the full run; Quick gives the
@@ -95,6 +96,15 @@ type RunConfig struct {
 	// IdleWait is how long the server run leaves the binary idle before
 	// reading its memory. Default 5s/1s.
 	IdleWait time.Duration
+
+	// Peer is the base URL of another server that speaks Plausible's
+	// Events API, which the peer run measures beside the webstatsd binary
+	// (Webstatsd); PeerKey is an API key of its Stats API (without, the
+	// query load is left out) and PeerName what it is ("Plausible CE
+	// v2.1.4"), for the report. Default "": the peer run is not made.
+	Peer     string
+	PeerKey  string `json:"-"` // never written into a report
+	PeerName string
 }
 
 // withDefaults fills the zero fields from the preset.
@@ -222,6 +232,7 @@ func Run(ctx context.Context, cfg RunConfig, progress io.Writer) (*Report, error
 		{RunQuery, r.query},
 		{RunSnapshot, r.snapshotRun},
 		{RunServer, r.serverRun},
+		{RunPeer, r.peerRun},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {
@@ -279,6 +290,9 @@ func planSteps(c *RunConfig) int {
 	}
 	if c.has(RunServer) {
 		n += serverSteps(c)
+	}
+	if c.has(RunPeer) {
+		n += peerSteps(c)
 	}
 	return n
 }

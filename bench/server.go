@@ -166,11 +166,11 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 	bin := r.cfg.Webstatsd
 	data := r.newDir("server")
 	defer removeAll(data)
-	out, err := exec.CommandContext(ctx, bin, "user", "add", "-data", data, "-email", "bench@example.com").Output()
+	key, err := userAdd(ctx, bin, data)
 	if err != nil {
-		return m, fmt.Errorf("%s user add: %w", bin, err)
+		return m, err
 	}
-	api := &keyClient{key: strings.TrimSpace(string(out)), hc: &http.Client{Timeout: 5 * time.Minute}}
+	api := &keyClient{key: key, hc: &http.Client{Timeout: 5 * time.Minute}}
 	p, err := startProc(ctx, bin, data, serverFlags...)
 	if err != nil {
 		return m, err
@@ -221,6 +221,16 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 		m.slowest, m.all = max(m.slowest, d), m.all+d
 	}
 	return m, again.stop(time.Minute)
+}
+
+// userAdd creates an account on a new data directory with bin and returns
+// its API key.
+func userAdd(ctx context.Context, bin, data string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "user", "add", "-data", data, "-email", "bench@example.com").Output()
+	if err != nil {
+		return "", fmt.Errorf("bench: %s user add: %w", bin, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // idleMemory starts a server on an empty data directory and reads its

@@ -3,7 +3,8 @@
 //
 //	go run ./bench/cmd/webstats-bench [-quick] [-out DIR] [-runs pipeline,http,...]
 //	                                  [-target URL -key KEY] [-seed N] [-note TEXT]
-//	                                  [-webstatsd BIN] [-from report.json] [-publish]
+//	                                  [-webstatsd BIN] [-peer URL -peer-key KEY -peer-name NAME]
+//	                                  [-from report.json] [-publish]
 //
 // -publish, run from the repository's root, makes the report the published
 // one: bench/RESULTS.md, and the summary table in README.md.
@@ -36,6 +37,9 @@ func main() {
 	flag.StringVar(&cfg.Key, "key", "", "API key of the -target server")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated traffic")
 	flag.IntVar(&cfg.Repeats, "repeats", 0, "repetitions of each throughput measurement (default 3, quick 1)")
+	flag.StringVar(&cfg.Peer, "peer", "", "base URL of another server speaking Plausible's Events API, measured beside webstatsd (the peer run)")
+	flag.StringVar(&cfg.PeerKey, "peer-key", "", "API key of the -peer server's Stats API (without: no query load)")
+	flag.StringVar(&cfg.PeerName, "peer-name", "", "what the -peer server is, with its version, for the report")
 	flag.StringVar(&cfg.Webstatsd, "webstatsd", "", "the webstatsd binary the server run starts (default: built with go build from the repository the command runs in)")
 	flag.Parse()
 	if *runs != "" {
@@ -60,7 +64,8 @@ func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
 	if from != "" {
 		rep, err = bench.ReadReport(from)
 	} else {
-		if cfg.Webstatsd == "" && (cfg.Runs == nil || slices.Contains(cfg.Runs, bench.RunServer)) {
+		wants := func(run string) bool { return cfg.Runs == nil || slices.Contains(cfg.Runs, run) }
+		if cfg.Webstatsd == "" && (wants(bench.RunServer) || wants(bench.RunPeer) && cfg.Peer != "") {
 			dir, err := os.MkdirTemp("", "webstats-bench-bin-")
 			if err != nil {
 				return err
@@ -101,7 +106,7 @@ func checkFlags(from string, publish bool) error {
 		var measuring []string
 		flag.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "runs", "quick", "target", "key", "seed", "repeats", "webstatsd":
+			case "runs", "quick", "target", "key", "seed", "repeats", "webstatsd", "peer", "peer-key", "peer-name":
 				measuring = append(measuring, "-"+f.Name)
 			}
 		})

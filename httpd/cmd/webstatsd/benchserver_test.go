@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,54 @@ func TestBenchServerRun(t *testing.T) {
 	}
 	md := rep.Markdown("")
 	for _, want := range []string{"## 6. The webstatsd binary", "| restart after kill -9, until /healthz |", "| idle RSS after start |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
+
+// TestBenchPeerRun makes webstats-bench's peer run (quick) with a second
+// webstatsd as the peer: the Plausible-compatible server this machine can
+// run. Both sides are measured, and the peer counted the Plausible-form
+// requests it answered.
+func TestBenchPeerRun(t *testing.T) {
+	bin := buildBinary(t)
+	peer := startServer(t, bin, filepath.Join(t.TempDir(), "peer"), "-trust-proxy", "-rate-limit", "0", "-max-conns-per-ip", "-1")
+	key := peer.adminKey(t)
+	createSite(t, peer.base(), key, url.Values{"domain": {bench.Medium.Domain}})
+	cfg := bench.RunConfig{Quick: true, Runs: []string{bench.RunPeer}, Webstatsd: bin, Dir: t.TempDir(),
+		Peer: peer.base(), PeerKey: key, PeerName: "webstatsd (the test's peer)",
+		HTTPConcurrency: []int{4}, HTTPDuration: 300 * time.Millisecond, PipelineHits: 20_000}
+	rep, err := bench.Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Peer
+	if p == nil || p.Unavailable != "" || p.QueryUnavailable != "" {
+		t.Fatalf("peer section: %+v", p)
+	}
+	for name, points := range map[string][]bench.HTTPPoint{"tracking": p.Tracking, "queries": p.Queries} {
+		if len(points) != 2 || points[0].Mode != bench.SideWebstats || points[1].Mode != bench.SidePeer {
+			t.Fatalf("%s: %+v", name, points)
+		}
+		for _, pt := range points {
+			if pt.PerSec <= 0 || pt.Errors != 0 || pt.Clients != 4 {
+				t.Errorf("%s, %s: %+v", name, pt.Mode, pt)
+			}
+		}
+	}
+	// The peer counted what it answered: the query preload, at least.
+	var answer struct {
+		Results []struct{ Metrics []float64 } `json:"results"`
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	body := `{"site_id":"` + bench.Medium.Domain + `","metrics":["pageviews"],"date_range":["` + today + `","` + today + `"]}`
+	(&client{t: t, base: peer.base(), key: key}).do("POST", "/api/v2/query", "application/json", body, http.StatusOK, &answer)
+	if len(answer.Results) != 1 || answer.Results[0].Metrics[0] < float64(p.QueryHits)/2 {
+		t.Errorf("the peer counted %+v pageviews today, after %d requests before the queries alone", answer.Results, p.QueryHits)
+	}
+	md := rep.Markdown("")
+	for _, want := range []string{"## 7. Beside another server (-peer)", "webstatsd (the test's peer)", "| POST /api/event, 4 clients |", "| POST /api/v2/query, 4 clients |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -1,0 +1,298 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// PeerResult is the outcome of the peer run: the same loads against the
+// webstatsd binary and against another server that speaks Plausible's
+// Events API (and, with a key, its Stats API), one after the other.
+type PeerResult struct {
+	// Peer is the other server's base URL and Name what the operator said
+	// it is (-peer-name). Unavailable says why the run was not made.
+	Peer, Name  string
+	Unavailable string `json:",omitempty"`
+	// Domain is the site both servers track (the peer's operator creates
+	// it beforehand, in UTC).
+	Domain string
+	// Tracking holds POST /api/event in Plausible's form, Queries the
+	// Stats API query (QueryUnavailable says why not), for "webstats" and
+	// "peer" (HTTPPoint.Mode).
+	Tracking         []HTTPPoint
+	Queries          []HTTPPoint
+	QueryUnavailable string `json:",omitempty"`
+	// QueryHits is how many tracking requests each server had answered
+	// before the queries, the same for both.
+	QueryHits int
+}
+
+// The two sides of the peer run (HTTPPoint.Mode).
+const (
+	SideWebstats = "webstats"
+	SidePeer     = "peer"
+)
+
+// peerQuery is the Stats API v2 query of the peer run: visitors and
+// pageviews by page over the 30 days to today, as the query run's `page`.
+func peerQuery(domain string, today time.Time) []byte {
+	q := map[string]any{
+		"site_id":    domain,
+		"metrics":    []string{"visitors", "pageviews"},
+		"date_range": []string{today.AddDate(0, 0, -29).Format(time.DateOnly), today.Format(time.DateOnly)},
+		"dimensions": []string{"event:page"},
+		"pagination": map[string]int{"limit": 10},
+	}
+	b, _ := json.Marshal(q)
+	return b
+}
+
+// plausibleEvent is the body of POST /api/event in Plausible's form.
+type plausibleEvent struct {
+	Name     string `json:"n"`
+	URL      string `json:"u"`
+	Domain   string `json:"d"`
+	Referrer string `json:"r,omitempty"`
+	Width    int    `json:"w,omitempty"`
+}
+
+// plausibleRequests encodes hits as Plausible tracking requests for domain.
+func plausibleRequests(hits []engine.Hit, domain string) []trackRequest {
+	reqs := make([]trackRequest, len(hits))
+	for i, h := range hits {
+		ev := plausibleEvent{Name: "pageview", URL: h.URL, Domain: domain, Referrer: h.Referrer}
+		if h.Event != nil {
+			ev.Name = h.Event.Name
+		}
+		if w, _, ok := strings.Cut(h.Resolution, "x"); ok {
+			ev.Width, _ = strconv.Atoi(w)
+		}
+		body, _ := json.Marshal(ev)
+		reqs[i] = trackRequest{body: body, ctype: "text/plain", ua: h.UserAgent, lang: h.Language, ip: h.IP.String(), secCHUA: h.SecCHUA}
+	}
+	return reqs
+}
+
+func (r *runner) peerRun(ctx context.Context, rep *Report) error {
+	c := r.cfg
+	res := &PeerResult{Peer: peerURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain}
+	rep.Peer = res
+	skip := func(why string) error {
+		res.Unavailable = why
+		for range peerSteps(&c) {
+			r.prog.step("peer: not available")
+		}
+		return nil
+	}
+	switch {
+	case c.Peer == "":
+		return skip("no peer: give another server's base URL with -peer")
+	case c.Webstatsd == "":
+		return skip("no webstatsd binary to run beside the peer: give one with -webstatsd, or run webstats-bench from the repository, which builds it")
+	}
+	peer := strings.TrimRight(c.Peer, "/")
+	data := r.newDir("peer-webstatsd")
+	defer removeAll(data)
+	key, err := userAdd(ctx, c.Webstatsd, data)
+	if err != nil {
+		return err
+	}
+	// As the peer does behind a proxy: every visitor has its own address.
+	p, err := startProc(ctx, c.Webstatsd, data, "-trust-proxy", "-rate-limit", "0", "-max-conns-per-ip", "-1")
+	if err != nil {
+		return err
+	}
+	defer p.kill()
+	if _, err := p.ready(ctx, time.Minute); err != nil {
+		return err
+	}
+	ours := "http://" + p.addr
+	if err := ensureWebsite(ctx, ours, key, res.Domain); err != nil {
+		return err
+	}
+	reqs := plausibleRequests(pipelineStream(c.Seed+1, min(200_000, max(20_000, c.PipelineHits))), res.Domain)
+	for _, base := range []string{ours, peer} {
+		why, err := probe(ctx, base, &reqs[0])
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			if base == peer {
+				return skip("the peer: " + why)
+			}
+			return fmt.Errorf("bench: webstatsd: %s", why)
+		}
+	}
+	sides := []struct{ name, base, key string }{{SideWebstats, ours, key}, {SidePeer, peer, c.PeerKey}}
+	// measure runs the load of mk with n clients against each side in
+	// turns, Repeats times, the side that goes first alternating, so
+	// that the machine's drift weighs on both alike; it returns a point
+	// per side.
+	measure := func(n, want int, mk func(ctx context.Context, base, key string, i int) (*http.Request, error)) ([]HTTPPoint, error) {
+		points := []HTTPPoint{{Mode: SideWebstats, Clients: n}, {Mode: SidePeer, Clients: n}}
+		lats := make([][]Latency, len(sides))
+		for rep := range c.Repeats {
+			for k := range sides {
+				i := k
+				if rep%2 == 1 {
+					i = len(sides) - 1 - k
+				}
+				s := sides[i]
+				lr, err := load(ctx, n, c.HTTPDuration, want, func(ctx context.Context, j int) (*http.Request, error) {
+					return mk(ctx, s.base, s.key, j)
+				})
+				if err != nil {
+					return nil, err
+				}
+				points[i].Runs = append(points[i].Runs, lr.perSec)
+				points[i].Errors += lr.errors
+				lats[i] = append(lats[i], lr.latency)
+			}
+		}
+		for i := range points {
+			points[i].PerSec, points[i].Latency = median(points[i].Runs), medianLatency(lats[i])
+		}
+		return points, nil
+	}
+
+	// The query first, while both servers hold the same data: the peer
+	// keeps its own clock (the Events API takes no time), so both get the
+	// same requests now, and are asked about the 30 days to today.
+	r.prog.step("peer: Stats API query, webstats and the peer in turns")
+	if c.PeerKey == "" {
+		res.QueryUnavailable = "no API key of the peer (-peer-key)"
+	} else {
+		res.QueryHits = min(len(reqs)-1, 20_000)
+		for _, s := range sides {
+			if _, err := sendAll(ctx, s.base, reqs[1:1+res.QueryHits]); err != nil {
+				return err
+			}
+		}
+		body := peerQuery(res.Domain, time.Now().UTC())
+		for _, s := range sides {
+			why := probeQuery(ctx, s.base, s.key, body)
+			if why != "" && s.name == SideWebstats {
+				return fmt.Errorf("bench: webstatsd: %s", why)
+			}
+			if why != "" {
+				res.QueryUnavailable = "the peer: " + why
+			}
+		}
+		if res.QueryUnavailable == "" {
+			n := c.HTTPConcurrency[len(c.HTTPConcurrency)-1]
+			if res.Queries, err = measure(n, http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
+				return queryRequest(ctx, base, key, body)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range c.HTTPConcurrency {
+		r.prog.step("peer: POST /api/event (Plausible's form), %d clients, webstats and the peer in turns", n)
+		points, err := measure(n, http.StatusAccepted, func(ctx context.Context, base, _ string, i int) (*http.Request, error) {
+			return reqs[i%len(reqs)].newRequest(ctx, base)
+		})
+		if err != nil {
+			return err
+		}
+		res.Tracking = append(res.Tracking, points...)
+	}
+	return p.stop(time.Minute)
+}
+
+// peerSteps counts the progress steps of the peer run.
+func peerSteps(c *RunConfig) int { return len(c.HTTPConcurrency) + 1 }
+
+// sendAll sends every request once, from 8 clients, and returns how many
+// were answered 202.
+func sendAll(ctx context.Context, base string, reqs []trackRequest) (int, error) {
+	hc := newClient(8)
+	defer hc.CloseIdleConnections()
+	next := make(chan int)
+	answered := make(chan int)
+	for range 8 {
+		go func() {
+			ok := 0
+			for i := range next {
+				req, err := reqs[i].newRequest(ctx, base)
+				if err != nil {
+					continue
+				}
+				if resp, err := hc.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusAccepted {
+						ok++
+					}
+				}
+			}
+			answered <- ok
+		}()
+	}
+	for i := range reqs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	total := 0
+	for range 8 {
+		total += <-answered
+	}
+	return total, ctx.Err()
+}
+
+// queryRequest is POST /api/v2/query of body with key.
+func queryRequest(ctx context.Context, base, key string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/query", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// probeQuery asks the query once; an answer other than 200 with results
+// is the reason the query load cannot run.
+func probeQuery(ctx context.Context, base, key string, body []byte) string {
+	req, err := queryRequest(ctx, base, key, body)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := newClient(1).Do(req)
+	if err != nil {
+		return fmt.Sprintf("POST /api/v2/query failed: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var answer struct{ Results []json.RawMessage }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &answer) != nil || len(answer.Results) == 0 {
+		return fmt.Sprintf("POST /api/v2/query answered %s: %.200s", resp.Status, bytes.TrimSpace(b))
+	}
+	return ""
+}
+
+// peerURL is base with its user information removed, for the report.
+func peerURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	u.User = nil
+	return u.String()
+}
