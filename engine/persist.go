@@ -189,12 +189,13 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 		}
 	}()
 	cur := <-free
+	var in interner
 	err = e.store.ReplayLog(after, func(seq uint64, data []byte) error {
 		if failed.Load() {
 			return errReplayStopped
 		}
 		last = max(last, seq)
-		if err := cur.recs[len(cur.seqs)].decode(data); err != nil {
+		if err := cur.recs[len(cur.seqs)].decodeWith(data, &in); err != nil {
 			return fmt.Errorf("engine: log entry %d: %w", seq, err)
 		}
 		if cur.seqs = append(cur.seqs, seq); len(cur.seqs) == replayBatch {

@@ -110,8 +110,12 @@ func (r *record) appendBinary(b []byte) []byte {
 }
 
 // decode parses b into r. It never panics and copies the strings out of b.
-func (r *record) decode(b []byte) error {
-	d := decoder{b: b}
+func (r *record) decode(b []byte) error { return r.decodeWith(b, nil) }
+
+// decodeWith is decode taking r's strings from in (nil: none), which
+// saves allocating a string that in holds already.
+func (r *record) decodeWith(b []byte, in *interner) error {
+	d := decoder{b: b, in: in}
 	v := d.byte()
 	if v != 1 && v != recordVersion {
 		return fmt.Errorf("%w: version %d", errRecord, v)
@@ -173,10 +177,39 @@ func (f *segFields) decode(d *decoder) error {
 }
 
 // decoder reads a binary encoding; after the first error bad is set and every
-// read returns zero.
+// read returns zero. Its strings come from in when not nil.
 type decoder struct {
 	b   []byte
 	bad bool
+	in  *interner
+}
+
+// interner hands out one string per distinct value, so that decoding the
+// same value again allocates nothing: log records repeat their browsers,
+// countries, pages and so on. It holds at most maxInterned strings of at
+// most maxInternLen bytes, and forgets them all when full.
+type interner struct {
+	m map[string]string
+}
+
+const (
+	maxInterned  = 1 << 14
+	maxInternLen = 256
+)
+
+func (in *interner) get(b []byte) string {
+	if len(b) > maxInternLen {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok { // no allocation: a lookup
+		return s
+	}
+	if in.m == nil || len(in.m) == maxInterned {
+		in.m = make(map[string]string, 1024)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 func (d *decoder) byte() byte {
@@ -225,7 +258,12 @@ func (d *decoder) string() string {
 		d.bad = true
 		return ""
 	}
-	s := string(d.b[:n])
+	var s string
+	if d.in != nil && n > 0 {
+		s = d.in.get(d.b[:n])
+	} else {
+		s = string(d.b[:n])
+	}
 	d.b = d.b[n:]
 	return s
 }
