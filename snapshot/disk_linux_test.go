@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -115,12 +116,13 @@ func TestDiskFullReal(t *testing.T) {
 }
 
 // TestLogPreallocation checks that the write-ahead log's files have blocks
-// allocated only a step ahead of what was written: Pebble's own
+// allocated a step ahead of what was written, and no more: Pebble's own
 // preallocation (1.1 × the memtable per file, several files kept) was most
-// of a small site's data directory.
+// of a small site's data directory. A backup's copy of the log is not
+// allocated ahead at all.
 func TestLogPreallocation(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(&Options{Dir: dir})
+	s, err := Open(&Options{Dir: dir, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,19 +133,48 @@ func TestLogPreallocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
-	if err != nil || len(logs) == 0 {
-		t.Fatalf("no log files in %s (%v)", dir, err)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range logs {
-		var st syscall.Stat_t
-		if err := syscall.Stat(name, &st); err != nil {
-			t.Fatal(err)
+	// Whether this file system allocates ahead at all (tmpfs and ext4 do).
+	probe := filepath.Join(t.TempDir(), "probe")
+	f, err := os.Create(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fallocates := syscall.Fallocate(int(f.Fd()), 1 /* FALLOC_FL_KEEP_SIZE */, 0, preallocStep) == nil
+	f.Close()
+
+	backup := filepath.Join(t.TempDir(), "backup")
+	if err := s.Backup(context.Background(), backup); err != nil {
+		t.Fatal(err)
+	}
+	check := func(dir string, ahead int64) {
+		t.Helper()
+		logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+		if err != nil || len(logs) == 0 {
+			t.Fatalf("no log files in %s (%v)", dir, err)
 		}
-		allocated := st.Blocks * 512
-		// A step ahead, rounded up to the file system's blocks.
-		if limit := st.Size + preallocStep + 64<<10; allocated > limit {
-			t.Errorf("%s: %d bytes written, %d allocated (more than %d)", filepath.Base(name), st.Size, allocated, limit)
+		var written int64
+		for _, name := range logs {
+			var st syscall.Stat_t
+			if err := syscall.Stat(name, &st); err != nil {
+				t.Fatal(err)
+			}
+			written += st.Size
+			allocated := st.Blocks * 512
+			// The step ahead, rounded up to the file system's blocks.
+			if limit := st.Size + ahead + 64<<10; allocated > limit {
+				t.Errorf("%s: %d bytes written, %d allocated (more than %d)", name, st.Size, allocated, limit)
+			}
+			if fallocates && ahead > 0 && st.Size > 0 && allocated < preallocStep {
+				t.Errorf("%s: %d bytes written, only %d allocated: not a step ahead", name, st.Size, allocated)
+			}
+		}
+		if written < 2000*150 {
+			t.Errorf("%s: the logs hold %d bytes, less than was appended", dir, written)
 		}
 	}
+	check(dir, preallocStep)
+	check(backup, 0)
 }

@@ -31,7 +31,10 @@ type privateFS struct{ vfs.FS }
 
 func (p privateFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := p.FS.Create(name, c)
-	return private(name, f, err)
+	if f, err = private(name, f, err); err == nil && c == walCategory {
+		f = &steppedPrealloc{File: f}
+	}
+	return f, err
 }
 
 func (p privateFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -41,7 +44,10 @@ func (p privateFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...v
 
 func (p privateFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := p.FS.ReuseForWrite(oldname, newname, c)
-	return private(newname, f, err)
+	if f, err = private(newname, f, err); err == nil && c == walCategory {
+		f = &steppedPrealloc{File: f}
+	}
+	return f, err
 }
 
 func (p privateFS) Lock(name string) (io.Closer, error) {
@@ -68,11 +74,13 @@ func private(name string, f vfs.File, err error) (vfs.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if strings.HasSuffix(name, ".log") { // Pebble's write-ahead log
-		return &steppedPrealloc{File: f}, nil
-	}
 	return f, nil
 }
+
+// walCategory is the category Pebble creates and reuses its write-ahead
+// log files with (package wal), which append with Write from offset 0;
+// a backup's copies of them have another, and keep their size.
+const walCategory vfs.DiskWriteCategory = "pebble-wal"
 
 // preallocStep is how far ahead of its writes a file written by the store
 // has its blocks allocated.
