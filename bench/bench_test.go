@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,7 +223,7 @@ func TestMain(m *testing.M) {
 func BenchmarkHTTPImport(b *testing.B) {
 	ctx := context.Background()
 	hits := benchHits()
-	bodies := importBodies(hits, 10_000)
+	bodies, _ := importBodies(slices.Values(hits), 10_000)
 	e, err := engine.Open(&engine.Options{Dir: b.TempDir(), Now: func() time.Time { return hits[len(hits)-1].Time.Add(time.Hour) }})
 	if err != nil {
 		b.Fatal(err)

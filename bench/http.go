@@ -258,7 +258,7 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 	// stack, to read the other modes against.
 	modes := []string{"baseline", "durable", "nosync"}
 	if c.Target != "" {
-		res.Target = c.Target
+		res.Target = redactURL(c.Target)
 		modes = []string{"external"}
 	}
 	skip := func() {

@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +34,13 @@ type PeerResult struct {
 	Tracking         []HTTPPoint
 	Queries          []HTTPPoint
 	QueryUnavailable string `json:",omitempty"`
-	// QueryHits is how many tracking requests each server had answered
-	// before the queries, the same for both.
-	QueryHits int
+	// QueryHits is how many tracking requests each server answered 202
+	// before the queries, the same for both, and QueryPageviews the
+	// pageviews of today each then counted (webstats, the peer): they
+	// differ where the two filter bots differently, or where the peer's
+	// site held data before.
+	QueryHits      int
+	QueryPageviews [2]float64
 }
 
 // The two sides of the peer run (HTTPPoint.Mode).
@@ -85,21 +91,36 @@ func plausibleRequests(hits []engine.Hit, domain string) []trackRequest {
 
 func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 	c := r.cfg
-	res := &PeerResult{Peer: peerURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain}
+	res := &PeerResult{Peer: redactURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain}
 	rep.Peer = res
-	skip := func(why string) error {
+	first := r.prog.calls
+	// A section that cannot measure says why, and the others stay.
+	fail := func(why string) {
 		res.Unavailable = why
-		for range peerSteps(&c) {
+		for r.prog.calls < first+peerSteps(&c) {
 			r.prog.step("peer: not available")
 		}
-		return nil
 	}
 	switch {
 	case c.Peer == "":
-		return skip("no peer: give another server's base URL with -peer")
+		fail("no peer: give another server's base URL with -peer")
+		return nil
 	case c.Webstatsd == "":
-		return skip("no webstatsd binary to run beside the peer: give one with -webstatsd, or run webstats-bench from the repository, which builds it")
+		fail("no webstatsd binary to run beside the peer: " + cmp.Or(c.WebstatsdNote, "give one with -webstatsd, or run webstats-bench from the repository, which builds it"))
+		return nil
 	}
+	if err := r.peerMeasure(ctx, res); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fail("failed: " + err.Error())
+	}
+	return nil
+}
+
+// peerMeasure makes the peer run's measurements into res.
+func (r *runner) peerMeasure(ctx context.Context, res *PeerResult) error {
+	c := r.cfg
 	peer := strings.TrimRight(c.Peer, "/")
 	data := r.newDir("peer-webstatsd")
 	defer removeAll(data)
@@ -120,17 +141,18 @@ func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 	if err := ensureWebsite(ctx, ours, key, res.Domain); err != nil {
 		return err
 	}
-	reqs := plausibleRequests(pipelineStream(c.Seed+1, min(200_000, max(20_000, c.PipelineHits))), res.Domain)
+	reqs := plausibleRequests(pipelineStream(c.Seed+1, min(200_000, max(c.PeerQueryHits+1, c.PipelineHits))), res.Domain)
 	for _, base := range []string{ours, peer} {
 		why, err := probe(ctx, base, &reqs[0])
 		if err != nil {
 			return err
 		}
 		if why != "" {
+			side := "webstatsd"
 			if base == peer {
-				return skip("the peer: " + why)
+				side = "the peer"
 			}
-			return fmt.Errorf("bench: webstatsd: %s", why)
+			return fmt.Errorf("%s: %s", side, why)
 		}
 	}
 	sides := []struct{ name, base, key string }{{SideWebstats, ours, key}, {SidePeer, peer, c.PeerKey}}
@@ -151,6 +173,9 @@ func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 				lr, err := load(ctx, n, c.HTTPDuration, want, func(ctx context.Context, j int) (*http.Request, error) {
 					return mk(ctx, s.base, s.key, j)
 				})
+				if err == nil {
+					err = ctx.Err() // a cancelled load is cut short
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -171,31 +196,10 @@ func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 	r.prog.step("peer: Stats API query, webstats and the peer in turns")
 	if c.PeerKey == "" {
 		res.QueryUnavailable = "no API key of the peer (-peer-key)"
+	} else if why, err := r.peerQueries(ctx, res, sides[0].base, sides[0].key, sides[1].base, sides[1].key, reqs[1:1+c.PeerQueryHits], measure); err != nil {
+		return err
 	} else {
-		res.QueryHits = min(len(reqs)-1, 20_000)
-		for _, s := range sides {
-			if _, err := sendAll(ctx, s.base, reqs[1:1+res.QueryHits]); err != nil {
-				return err
-			}
-		}
-		body := peerQuery(res.Domain, time.Now().UTC())
-		for _, s := range sides {
-			why := probeQuery(ctx, s.base, s.key, body)
-			if why != "" && s.name == SideWebstats {
-				return fmt.Errorf("bench: webstatsd: %s", why)
-			}
-			if why != "" {
-				res.QueryUnavailable = "the peer: " + why
-			}
-		}
-		if res.QueryUnavailable == "" {
-			n := c.HTTPConcurrency[len(c.HTTPConcurrency)-1]
-			if res.Queries, err = measure(n, http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
-				return queryRequest(ctx, base, key, body)
-			}); err != nil {
-				return err
-			}
-		}
+		res.QueryUnavailable = why
 	}
 	for _, n := range c.HTTPConcurrency {
 		r.prog.step("peer: POST /api/event (Plausible's form), %d clients, webstats and the peer in turns", n)
@@ -207,7 +211,89 @@ func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 		}
 		res.Tracking = append(res.Tracking, points...)
 	}
-	return p.stop(time.Minute)
+	return p.stop(ctx, time.Minute)
+}
+
+// peerQueries sends pre to both sides, waits until each counts what it
+// will, and measures the Stats API query on both; it returns why the
+// query load could not be made, if it could not.
+func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey, peer, peerKey string, pre []trackRequest,
+	measure func(n, want int, mk func(ctx context.Context, base, key string, i int) (*http.Request, error)) ([]HTTPPoint, error)) (string, error) {
+	res.QueryHits = len(pre)
+	for i, base := range []string{ours, peer} {
+		answered, err := sendAll(ctx, base, pre)
+		if err != nil {
+			return "", err
+		}
+		if answered != len(pre) {
+			if i == 0 {
+				return "", fmt.Errorf("webstatsd answered %d of %d tracking requests with 202", answered, len(pre))
+			}
+			return fmt.Sprintf("the peer answered %d of %d tracking requests with 202", answered, len(pre)), nil
+		}
+	}
+	today := time.Now().UTC()
+	body := peerQuery(res.Domain, today)
+	for i, side := range []struct{ base, key string }{{ours, ourKey}, {peer, peerKey}} {
+		// A server may count a hit some time after its 202 (Plausible
+		// writes its events in batches): wait until the count holds still.
+		n, why := settledPageviews(ctx, side.base, side.key, res.Domain, today)
+		if why != "" {
+			if i == 0 {
+				return "", fmt.Errorf("webstatsd: %s", why)
+			}
+			return "the peer: " + why, nil
+		}
+		res.QueryPageviews[i] = n
+		if why := probeQuery(ctx, side.base, side.key, body); why != "" {
+			if i == 0 {
+				return "", fmt.Errorf("webstatsd: %s", why)
+			}
+			return "the peer: " + why, nil
+		}
+	}
+	var err error
+	res.Queries, err = measure(slices.Max(r.cfg.HTTPConcurrency), http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
+		return queryRequest(ctx, base, key, body)
+	})
+	return "", err
+}
+
+// settledPageviews polls a server's pageviews of today until two answers a
+// second apart agree (at most 30 s), and returns the count, or why it
+// could not.
+func settledPageviews(ctx context.Context, base, key, domain string, today time.Time) (float64, string) {
+	q, _ := json.Marshal(map[string]any{"site_id": domain, "metrics": []string{"pageviews"}, "date_range": []string{today.Format(time.DateOnly), today.Format(time.DateOnly)}})
+	prev := -1.0
+	for range 30 {
+		req, err := queryRequest(ctx, base, key, q)
+		if err != nil {
+			return 0, err.Error()
+		}
+		resp, err := newClient(1).Do(req)
+		if err != nil {
+			return 0, fmt.Sprintf("POST /api/v2/query failed: %v", err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		var answer struct {
+			Results []struct{ Metrics []float64 } `json:"results"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &answer) != nil || len(answer.Results) != 1 || len(answer.Results[0].Metrics) != 1 {
+			return 0, fmt.Sprintf("POST /api/v2/query (pageviews today) answered %s: %.200s", resp.Status, bytes.TrimSpace(b))
+		}
+		n := answer.Results[0].Metrics[0]
+		if n == prev && n > 0 {
+			return n, ""
+		}
+		prev = n
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err().Error()
+		}
+	}
+	return 0, "its pageviews of today did not settle in 30 s"
 }
 
 // peerSteps counts the progress steps of the peer run.
@@ -287,8 +373,8 @@ func probeQuery(ctx context.Context, base, key string, body []byte) string {
 	return ""
 }
 
-// peerURL is base with its user information removed, for the report.
-func peerURL(base string) string {
+// redactURL is base with its user information removed, for the report.
+func redactURL(base string) string {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "(an unparsable URL)"

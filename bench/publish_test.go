@@ -28,7 +28,7 @@ func publishedReport() *Report {
 		Query: &QueryResult{APIDays: 30, API: []HTTPPoint{
 			{Mode: "api", Clients: 64, PerSec: 5_999, Runs: []float64{5_999}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 4 * time.Millisecond}},
 		}},
-		Server: &ServerResult{Days: 365, Hits: 1_000_000, Batch: 10_000, ImportPerSec: 100_000, ImportRuns: []float64{100_000},
+		Server: &ServerResult{Days: 365, Hits: 1_000_000, Accepted: 930_000, Batch: 10_000, ImportPerSec: 100_000, ImportRuns: []float64{100_000},
 			Restarts: []ServerRestart{
 				{After: AfterKill, Ready: 1500 * time.Millisecond, ReadyRuns: []time.Duration{1500 * time.Millisecond}, Slowest: 20 * time.Millisecond, All: 90 * time.Millisecond},
 				{After: AfterStop, Ready: 200 * time.Millisecond, ReadyRuns: []time.Duration{200 * time.Millisecond}, Slowest: 60 * time.Millisecond, All: 300 * time.Millisecond},
@@ -67,7 +67,7 @@ func TestPublish(t *testing.T) {
 		// 5,999 of 10,000 is 59.99%: shown rounded down, and not met.
 		"| query | GET /api/v1/stats `page` over 30 days, 64 clients, share of the no-op handler | ≥ 60% | 59.9% | **not met** | 5,999 of 10,000 req/s, the no-op handler as measured by the http run |",
 		"| server | import, 10,000-event NDJSON requests, one client, durable | ≥ 250,000 hits/s | 100,000 hits/s | **not met** |",
-		"| server | restart after kill -9, until /healthz | ≤ 2.00 s | 1.50 s | met | 1,000,000 hits in the log |",
+		"| server | restart after kill -9, until /healthz | ≤ 2.00 s | 1.50 s | met | 930,000 hits in the log |",
 		"| server | first query of each statistic over the year after kill -9 (the slowest) | ≤ 50.0 ms | 20.0 ms | met |",
 		"| server | first query of each statistic over the year after a clean stop (the slowest) | ≤ 50.0 ms | 60.0 ms | **not met** |",
 		"| server | idle RSS after start | ≤ 24 MiB | 30 MiB | **not met** | 8 MiB anonymous, 22 MiB file-backed (the binary's pages) |",

@@ -239,7 +239,7 @@ func (r *Report) Targets() []Target {
 		stop, oks := s.Restart(AfterStop)
 		hits := why
 		if ok && hits == "" {
-			hits = formatCount(float64(s.Hits)) + " hits in the log"
+			hits = formatCount(float64(s.Accepted)) + " hits in the log"
 		}
 		ts = append(ts,
 			atMost(RunServer, "restart after kill -9, until /healthz", 2*time.Second, kill.Ready, ok && okk, hits),
@@ -748,8 +748,8 @@ func (r *Report) serverMD(b *strings.Builder) {
 		r.targetTable(b, RunServer)
 		return
 	}
-	fmt.Fprintf(b, "The webstatsd binary (built from the repository by webstats-bench, unless `-webstatsd` names one), started as an operator starts it, on a loopback port (`-snapshot-every 0`, so that its log holds every hit, and `-rate-limit 0`). Each repetition creates an account (`webstatsd user add`) and a website, imports %d days of a site of %s pageviews a month (%s hits; bots included, as the tracker would send them) through `POST /api/v1/websites/{id}/events` in NDJSON requests of %s events from one client, then kills the server with SIGKILL (its restart replays the whole log) or stops it with SIGTERM (its final snapshot holds everything), and starts it again: the time from starting the process to its first 200 of `/healthz`, then the first query of each of the 17 statistics over the %d days through `GET /api/v1/stats`, one after the other. `webstats-bench -runs server` makes this section alone.\n\n",
-		s.Days, formatCount(float64(ServerSite.PageviewsPerMonth)), formatCount(float64(s.Hits)), formatCount(float64(s.Batch)), s.Days)
+	fmt.Fprintf(b, "The webstatsd binary (built from the repository by webstats-bench, unless `-webstatsd` names one), started as an operator starts it, on a loopback port (`-snapshot-every 0`, so that its log holds every hit, and `-rate-limit 0`). Each repetition creates an account (`webstatsd user add`) and a website, imports %d days of a site of %s pageviews a month (%s hits, of which it accepts %s: the others are bots) through `POST /api/v1/websites/{id}/events` in NDJSON requests of %s events from one client (the import rate counts the time of the requests alone), then kills the server with SIGKILL (its restart replays the whole log) or stops it with SIGTERM (its final snapshot holds everything), and starts it again: the time from starting the process to its first 200 of `/healthz`, then the first query of each of the 17 statistics over the %d days through `GET /api/v1/stats`, one after the other. The restarted server must then answer the totals it answered before it was killed or stopped (visitors, visits, pageviews, events), or the run fails. `webstats-bench -runs server` makes this section alone.\n\n",
+		s.Days, formatCount(float64(ServerSite.PageviewsPerMonth)), formatCount(float64(s.Hits)), formatCount(float64(s.Accepted)), formatCount(float64(s.Batch)), s.Days)
 	var imports []string
 	for _, x := range s.ImportRuns {
 		imports = append(imports, formatCount(x))
@@ -788,7 +788,7 @@ func (r *Report) peerMD(b *strings.Builder) {
 	if name == "" {
 		name = "a server the operator did not name (-peer-name)"
 	}
-	fmt.Fprintf(b, "The peer: %s, at %s, started by the operator on this machine with the site `%s` (in UTC). The webstatsd binary runs beside it with `-trust-proxy`, as a server behind a proxy does. Both get the same loads from the same clients, in turns (each repetition measures both, the one that goes first alternating): `POST /api/event` in Plausible's Events API form (`{\"n\",\"u\",\"d\",\"r\",\"w\"}`, `text/plain`, the visitor's `User-Agent` and `X-Forwarded-For`) generated from the medium site's traffic, for %s per measurement; and, with an API key of the peer, Plausible's Stats API v2 (`POST /api/v2/query`: visitors and pageviews by `event:page` over the 30 days to today, top 10) after the same %s tracking requests were sent to both. `webstats-bench -runs peer -peer URL -peer-key KEY -peer-name NAME` makes this section alone.\n\n",
+	fmt.Fprintf(b, "The peer: %s, at %s, started by the operator (on this machine, for a fair comparison) with the site `%s` (in UTC). The webstatsd binary runs beside it with `-trust-proxy`, as a server behind a proxy does. Both get the same loads from the same clients, in turns (each repetition measures both, the one that goes first alternating): `POST /api/event` in Plausible's Events API form (`{\"n\",\"u\",\"d\",\"r\",\"w\"}`, `text/plain`, the visitor's `User-Agent` and `X-Forwarded-For`) generated from the medium site's traffic, for %s per measurement; and, with an API key of the peer, Plausible's Stats API v2 (`POST /api/v2/query`: visitors and pageviews by `event:page` over the 30 days to today, top 10) after the same %s tracking requests were sent to both. `webstats-bench -runs peer -peer URL -peer-key KEY -peer-name NAME` makes this section alone.\n\n",
 		name, p.Peer, p.Domain, r.Config.HTTPDuration, formatCount(float64(p.QueryHits)))
 	var rows [][]string
 	add := func(what string, points []HTTPPoint) {
@@ -822,6 +822,9 @@ func (r *Report) peerMD(b *strings.Builder) {
 	table(b, []string{"load", "webstats req/s", "p99", "errors", "peer req/s", "p99", "errors", "peer / webstats"}, rows)
 	if p.QueryUnavailable != "" {
 		fmt.Fprintf(b, "The query load was not made: %s.\n\n", p.QueryUnavailable)
+	} else {
+		fmt.Fprintf(b, "Before the query load, each server answered the %s tracking requests with 202 and then counted %s pageviews today (webstats) and %s (the peer): they differ where the two filter bots differently, or where the peer's site held data before.\n\n",
+			formatCount(float64(p.QueryHits)), formatCount(p.QueryPageviews[0]), formatCount(p.QueryPageviews[1]))
 	}
 }
 

@@ -48,7 +48,7 @@ type RunConfig struct {
 	// Target, when set, is the base URL of an external webstatsd that the
 	// HTTP tracking run measures instead of an in-process server; Key is
 	// an API key of it (needed to create the website tracked).
-	Target string
+	Target string `json:"-"` // may hold credentials: HTTPResult.Target is redacted
 	Key    string `json:"-"` // never written into a report
 
 	// PipelineHits is the number of hits tracked per repetition of the
@@ -88,8 +88,9 @@ type RunConfig struct {
 
 	// Webstatsd is the path of the webstatsd binary the server run starts
 	// (BuildWebstatsd builds one). Default "": the server run is reported
-	// as not available.
-	Webstatsd string `json:"-"`
+	// as not available, WebstatsdNote saying why (a failed build, say).
+	Webstatsd     string `json:"-"`
+	WebstatsdNote string `json:"-"`
 	// ServerDays is how many days of ServerSite the server run imports.
 	// Default 365/30.
 	ServerDays int
@@ -102,9 +103,12 @@ type RunConfig struct {
 	// (Webstatsd); PeerKey is an API key of its Stats API (without, the
 	// query load is left out) and PeerName what it is ("Plausible CE
 	// v2.1.4"), for the report. Default "": the peer run is not made.
-	Peer     string
+	Peer     string `json:"-"` // may hold credentials: PeerResult.Peer is redacted
 	PeerKey  string `json:"-"` // never written into a report
 	PeerName string
+	// PeerQueryHits is how many tracking requests both servers get before
+	// the peer run's query load. Default 20,000/2,000.
+	PeerQueryHits int
 }
 
 // withDefaults fills the zero fields from the preset.
@@ -190,6 +194,9 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	if c.ServerDays <= 0 {
 		c.ServerDays = pick(365, 30)
 	}
+	if c.PeerQueryHits <= 0 {
+		c.PeerQueryHits = pick(20_000, 2_000)
+	}
 	if c.IdleWait <= 0 {
 		c.IdleWait = time.Duration(pick(5000, 1000)) * time.Millisecond
 	}
@@ -238,7 +245,11 @@ func Run(ctx context.Context, cfg RunConfig, progress io.Writer) (*Report, error
 		if !cfg.has(s.name) {
 			continue
 		}
-		if err := s.fn(ctx, rep); err != nil {
+		err := s.fn(ctx, rep)
+		if err == nil {
+			err = ctx.Err() // a load cut short by the cancel measured nothing
+		}
+		if err != nil {
 			r.prog.done()
 			return nil, fmt.Errorf("bench: %s run: %w", s.name, err)
 		}
@@ -303,6 +314,7 @@ type progress struct {
 	tty   bool
 	total int
 	n     int
+	calls int // steps reported, drawn or not
 	width int // of the last line drawn, to blank it
 }
 
@@ -318,6 +330,7 @@ func newProgress(w io.Writer, total int) *progress {
 
 // step reports that the step named name starts.
 func (p *progress) step(format string, args ...any) {
+	p.calls++
 	if p.w == nil {
 		return
 	}

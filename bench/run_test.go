@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -355,5 +356,28 @@ func TestProgress(t *testing.T) {
 	want := "[1/2] first 1\n[2/2] second\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("progress mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestBinaryRunsFail checks that a server or peer run that fails (here, a
+// "binary" that exits 1 at once) is reported as such, and leaves the rest
+// of the report.
+func TestBinaryRunsFail(t *testing.T) {
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1)")
+	}
+	rep, err := Run(context.Background(), RunConfig{Quick: true, Runs: []string{RunServer, RunPeer}, Webstatsd: bin, Peer: "http://127.0.0.1:9", Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, why := range map[string]string{"server": rep.Server.Unavailable, "peer": rep.Peer.Unavailable} {
+		if !strings.HasPrefix(why, "failed: ") || !strings.Contains(why, "user add") {
+			t.Errorf("%s section: %q, want the failure of user add", name, why)
+		}
+	}
+	md := rep.Markdown("")
+	if !strings.Contains(md, "Not available: failed: ") {
+		t.Errorf("the report does not say the runs failed:\n%s", md)
 	}
 }

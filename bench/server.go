@@ -3,11 +3,13 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,14 +32,18 @@ var ServerSite = Site{Domain: "restart.example", PageviewsPerMonth: 80_000, Page
 // ServerResult is the outcome of the server run: the webstatsd binary,
 // started as an operator starts it.
 type ServerResult struct {
-	// Unavailable says why the run was not made (no binary given).
+	// Unavailable says why the run was not made (no binary given) or
+	// what failed.
 	Unavailable string `json:",omitempty"`
 
 	// Days of ServerSite, Hits events, are imported through the API in
 	// requests of Batch events, by one client, into a server with
-	// snapshots off (so that its log holds every hit); ImportPerSec is the
-	// median rate over ImportRuns (one import per restart measured).
+	// snapshots off (so that its log holds every hit); it accepts
+	// Accepted of them (the others are bots). ImportPerSec is the median
+	// rate over ImportRuns (one import per restart measured), the time of
+	// the requests alone.
 	Days, Hits, Batch int
+	Accepted          int
 	ImportPerSec      float64
 	ImportRuns        []float64
 
@@ -92,32 +98,46 @@ func (r *runner) serverRun(ctx context.Context, rep *Report) error {
 	c := r.cfg
 	res := &ServerResult{Days: c.ServerDays, Batch: 10_000, IdleWait: c.IdleWait}
 	rep.Server = res
-	if c.Webstatsd == "" {
-		res.Unavailable = "no webstatsd binary: give one with -webstatsd, or run webstats-bench from the repository, which builds it"
-		for range serverSteps(&c) {
+	first := r.prog.calls
+	// A section that cannot measure says why, and the others stay.
+	fail := func(why string) {
+		res.Unavailable = why
+		for r.prog.calls < first+serverSteps(&c) {
 			r.prog.step("server: not available")
 		}
+	}
+	if c.Webstatsd == "" {
+		fail("no webstatsd binary: " + cmp.Or(c.WebstatsdNote, "give one with -webstatsd, or run webstats-bench from the repository, which builds it"))
 		return nil
 	}
+	if err := r.serverMeasure(ctx, res); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fail("failed: " + err.Error())
+	}
+	return nil
+}
+
+// serverMeasure makes the server run's measurements into res.
+func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
+	c := r.cfg
 	// The year before today: the import refuses hits from the future.
 	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -c.ServerDays-1)
 	g := NewGenerator(Config{Seed: c.Seed + 16, Sites: []Site{ServerSite}, Days: c.ServerDays, Start: start})
-	var hits []engine.Hit
-	for h := range g.Hits() {
-		hits = append(hits, h)
-	}
-	res.Hits = len(hits)
-	bodies := importBodies(hits, res.Batch)
+	bodies, hits := importBodies(g.Hits(), res.Batch)
+	res.Hits = hits
 	from, to := start.Format(time.DateOnly), start.AddDate(0, 0, c.ServerDays-1).Format(time.DateOnly)
 	for _, after := range []string{AfterKill, AfterStop} {
 		rs := ServerRestart{After: after}
 		var slowest, all []float64
 		for i := range c.Repeats {
-			r.prog.step("server: import %s hits, %s, restart (%d/%d)", formatCount(float64(len(hits))), after, i+1, c.Repeats)
-			m, err := r.importAndRestart(ctx, bodies, len(hits), after, from, to)
+			r.prog.step("server: import %s hits, %s, restart (%d/%d)", formatCount(float64(hits)), after, i+1, c.Repeats)
+			m, err := r.importAndRestart(ctx, bodies, hits, after, from, to)
 			if err != nil {
 				return err
 			}
+			res.Accepted = m.accepted
 			res.ImportRuns = append(res.ImportRuns, m.importRate)
 			rs.ReadyRuns = append(rs.ReadyRuns, m.ready)
 			slowest = append(slowest, float64(m.slowest))
@@ -139,7 +159,7 @@ func (r *runner) serverRun(ctx context.Context, rep *Report) error {
 		idle = append(idle, m)
 		res.IdleRuns = append(res.IdleRuns, m.RSS)
 	}
-	slices.SortFunc(idle, func(a, b ProcMemory) int { return int(a.RSS - b.RSS) })
+	slices.SortFunc(idle, func(a, b ProcMemory) int { return cmp.Compare(a.RSS, b.RSS) })
 	res.Idle = idle[len(idle)/2]
 	return nil
 }
@@ -150,6 +170,7 @@ func serverSteps(c *RunConfig) int { return 3 * c.Repeats }
 // restartMeasure is one import and restart.
 type restartMeasure struct {
 	importRate   float64
+	accepted     int
 	ready        time.Duration
 	slowest, all time.Duration
 }
@@ -159,8 +180,9 @@ type restartMeasure struct {
 // the import.
 var serverFlags = []string{"-snapshot-every", "0", "-rate-limit", "0"}
 
-// importAndRestart imports bodies into a new server, kills or stops it,
-// and starts it again.
+// importAndRestart imports bodies (hits events) into a new server, kills
+// or stops it, and starts it again; the server must then answer the
+// totals it answered before.
 func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int, after, from, to string) (restartMeasure, error) {
 	var m restartMeasure
 	bin := r.cfg.Webstatsd
@@ -179,25 +201,35 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 	if _, err := p.ready(ctx, time.Minute); err != nil {
 		return m, err
 	}
-	api.base = "http://" + p.addr + "/api/v1"
+	api.base = "http://" + p.addr
 	var site struct {
 		Data struct{ ID int } `json:"data"`
 	}
-	if err := api.do(ctx, "POST", "/websites", "application/x-www-form-urlencoded", []byte("domain="+ServerSite.Domain), &site); err != nil {
+	if err := api.do(ctx, "POST", "/api/v1/websites", "application/x-www-form-urlencoded", []byte("domain="+ServerSite.Domain), &site); err != nil {
 		return m, err
 	}
-	events := fmt.Sprintf("/websites/%d/events", site.Data.ID)
-	t0 := time.Now()
+	events := fmt.Sprintf("/api/v1/websites/%d/events", site.Data.ID)
+	var took time.Duration
 	for _, body := range bodies {
-		if err := api.do(ctx, "POST", events, "application/x-ndjson", body, nil); err != nil {
+		var answer struct {
+			Data struct{ Accepted int } `json:"data"`
+		}
+		t0 := time.Now()
+		if err := api.do(ctx, "POST", events, "application/x-ndjson", body, &answer); err != nil {
 			return m, err
 		}
+		took += time.Since(t0)
+		m.accepted += answer.Data.Accepted
 	}
-	m.importRate = float64(hits) / time.Since(t0).Seconds()
+	m.importRate = float64(hits) / took.Seconds()
+	before, err := api.totals(ctx, from, to)
+	if err != nil {
+		return m, err
+	}
 	if after == AfterKill {
 		err = p.kill()
 	} else {
-		err = p.stop(time.Minute)
+		err = p.stop(ctx, time.Minute)
 	}
 	if err != nil {
 		return m, err
@@ -210,17 +242,44 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 	if m.ready, err = again.ready(ctx, 5*time.Minute); err != nil {
 		return m, err
 	}
-	api.base = "http://" + again.addr + "/api/v1"
+	api.base = "http://" + again.addr
 	for _, name := range engine.StatNames() {
 		t0 := time.Now()
-		path := fmt.Sprintf("/stats/%d?name=%s&from=%s&to=%s", site.Data.ID, name, from, to)
+		path := fmt.Sprintf("/api/v1/stats/%d?name=%s&from=%s&to=%s", site.Data.ID, name, from, to)
 		if err := api.do(ctx, "GET", path, "", nil, nil); err != nil {
 			return m, err
 		}
 		d := time.Since(t0)
 		m.slowest, m.all = max(m.slowest, d), m.all+d
 	}
-	return m, again.stop(time.Minute)
+	// Nothing acknowledged was lost (or counted twice) by the restart.
+	now, err := api.totals(ctx, from, to)
+	if err != nil {
+		return m, err
+	}
+	if now != before {
+		return m, fmt.Errorf("after a restart (%s) the server answers %v for the import's days, before it %v", after, now, before)
+	}
+	return m, again.stop(ctx, time.Minute)
+}
+
+// siteTotals are the totals of ServerSite over a range.
+type siteTotals struct{ Visitors, Visits, Pageviews, Events float64 }
+
+// totals asks the Stats API for ServerSite's totals over [from, to].
+func (a *keyClient) totals(ctx context.Context, from, to string) (siteTotals, error) {
+	q, _ := json.Marshal(map[string]any{"site_id": ServerSite.Domain, "metrics": []string{"visitors", "visits", "pageviews", "events"}, "date_range": []string{from, to}})
+	var answer struct {
+		Results []struct{ Metrics []float64 } `json:"results"`
+	}
+	if err := a.do(ctx, "POST", "/api/v2/query", "application/json", q, &answer); err != nil {
+		return siteTotals{}, err
+	}
+	if len(answer.Results) != 1 || len(answer.Results[0].Metrics) != 4 {
+		return siteTotals{}, fmt.Errorf("the totals query answered %+v", answer.Results)
+	}
+	m := answer.Results[0].Metrics
+	return siteTotals{Visitors: m[0], Visits: m[1], Pageviews: m[2], Events: m[3]}, nil
 }
 
 // userAdd creates an account on a new data directory with bin and returns
@@ -228,6 +287,10 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 func userAdd(ctx context.Context, bin, data string) (string, error) {
 	out, err := exec.CommandContext(ctx, bin, "user", "add", "-data", data, "-email", "bench@example.com").Output()
 	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
 		return "", fmt.Errorf("bench: %s user add: %w", bin, err)
 	}
 	return strings.TrimSpace(string(out)), nil
@@ -260,36 +323,43 @@ func (r *runner) idleMemory(ctx context.Context) (ProcMemory, error) {
 			return m, err
 		}
 	}
-	return m, p.stop(time.Minute)
+	return m, p.stop(ctx, time.Minute)
 }
 
-// importBodies encodes hits as NDJSON bodies of the import API, per events
-// each.
-func importBodies(hits []engine.Hit, per int) [][]byte {
-	var bodies [][]byte
-	for i := 0; i < len(hits); i += per {
-		var buf bytes.Buffer
-		for _, h := range hits[i:min(i+per, len(hits))] {
-			ev := map[string]any{"time": h.Time.Format(time.RFC3339Nano), "page": h.URL, "user_agent": h.UserAgent}
-			if h.IP.IsValid() {
-				ev["ip"] = h.IP.String()
-			}
-			if h.Referrer != "" {
-				ev["referrer"] = h.Referrer
-			}
-			if h.Visitor != "" {
-				ev["visitor"] = h.Visitor
-			}
-			if h.Event != nil {
-				ev["event"] = map[string]any{"name": h.Event.Name}
-			}
-			line, _ := json.Marshal(ev)
-			buf.Write(line)
-			buf.WriteByte('\n')
+// importBodies encodes hits as NDJSON bodies of the import API, per
+// events each, and counts them. Only the bodies are kept: the hits of a
+// year take about as much memory again.
+func importBodies(hits iter.Seq[engine.Hit], per int) (bodies [][]byte, n int) {
+	var buf bytes.Buffer
+	flush := func() {
+		if buf.Len() > 0 {
+			bodies = append(bodies, bytes.Clone(buf.Bytes()))
+			buf.Reset()
 		}
-		bodies = append(bodies, buf.Bytes())
 	}
-	return bodies
+	for h := range hits {
+		ev := map[string]any{"time": h.Time.Format(time.RFC3339Nano), "page": h.URL, "user_agent": h.UserAgent}
+		if h.IP.IsValid() {
+			ev["ip"] = h.IP.String()
+		}
+		if h.Referrer != "" {
+			ev["referrer"] = h.Referrer
+		}
+		if h.Visitor != "" {
+			ev["visitor"] = h.Visitor
+		}
+		if h.Event != nil {
+			ev["event"] = map[string]any{"name": h.Event.Name}
+		}
+		line, _ := json.Marshal(ev)
+		buf.Write(line)
+		buf.WriteByte('\n')
+		if n++; n%per == 0 {
+			flush()
+		}
+	}
+	flush()
+	return bodies, n
 }
 
 // keyClient calls a server's API with a key.
@@ -341,6 +411,8 @@ func startProc(ctx context.Context, bin, data string, extra ...string) (*proc, e
 	args := append([]string{"-addr", "127.0.0.1:0", "-data", data, "-log-format", "json"}, extra...)
 	p := &proc{cmd: exec.Command(bin, args...), logs: &logWatch{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.logs
+	dieWithParent(p.cmd)
+	p.cmd.WaitDelay = 10 * time.Second
 	p.start = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -352,8 +424,8 @@ func startProc(ctx context.Context, bin, data string, extra ...string) (*proc, e
 // ready waits, at most wait, until p has logged its address and answers
 // /healthz with 200, and returns how long that took from its start.
 // Called once, at once after startProc.
-func (p *proc) ready(ctx context.Context, wait time.Duration) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
+func (p *proc) ready(parent context.Context, wait time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(parent, wait)
 	defer cancel()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -364,7 +436,10 @@ func (p *proc) ready(ctx context.Context, wait time.Duration) (time.Duration, er
 			p.done <- err
 			return 0, fmt.Errorf("webstatsd exited before it was ready: %v\n%s", err, p.logs.tail())
 		case <-ctx.Done():
-			return 0, fmt.Errorf("webstatsd not ready in %v: %w\n%s", wait, ctx.Err(), p.logs.tail())
+			if err := parent.Err(); err != nil {
+				return 0, err
+			}
+			return 0, fmt.Errorf("webstatsd not ready in %v\n%s", wait, p.logs.tail())
 		case <-tick.C:
 		}
 		if p.addr == "" {
@@ -399,11 +474,19 @@ func (p *proc) kill() error {
 }
 
 // stop sends p SIGTERM and waits, at most wait, for a clean exit.
-func (p *proc) stop(wait time.Duration) error {
+func (p *proc) stop(ctx context.Context, wait time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return fmt.Errorf("webstatsd exited before it was stopped: %v\n%s", err, p.logs.tail())
+	default:
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("webstatsd: SIGTERM: %w", err)
 	}
 	select {
+	case <-ctx.Done():
+		return ctx.Err() // the caller's kill reaps it
 	case err := <-p.done:
 		p.done <- err
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/webstats/webstats/bench"
@@ -56,7 +57,7 @@ func main() {
 }
 
 func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	var rep *bench.Report
@@ -73,7 +74,9 @@ func run(cfg bench.RunConfig, out, note, from string, publish bool) error {
 			defer os.RemoveAll(dir)
 			fmt.Fprintln(os.Stderr, "building webstatsd for the server run")
 			if cfg.Webstatsd, err = bench.BuildWebstatsd(ctx, dir); err != nil {
-				// The run reports the section as not available.
+				// The run reports the sections that need it as not
+				// available, and why.
+				cfg.WebstatsdNote = err.Error()
 				fmt.Fprintln(os.Stderr, "webstats-bench:", err)
 			}
 		}
