@@ -761,9 +761,9 @@ func (r *Report) serverMD(b *strings.Builder) {
 		for _, d := range rs.ReadyRuns {
 			runs = append(runs, formatDur(d))
 		}
-		rows = append(rows, []string{rs.After, formatDur(rs.Ready), strings.Join(runs, ", "), formatDur(rs.Slowest), formatDur(rs.All)})
+		rows = append(rows, []string{rs.After, formatDur(rs.Ready), strings.Join(runs, ", "), formatDur(rs.Slowest), strings.Join(rs.SlowestNames, ", "), formatDur(rs.All)})
 	}
-	table(b, []string{"restart after", "until /healthz (median)", "runs", "the slowest first query (median)", "the 17 first queries in all (median)"}, rows)
+	table(b, []string{"restart after", "until /healthz (median)", "runs", "the slowest first query (median)", "which, in each run", "the 17 first queries in all (median)"}, rows)
 	var idle []string
 	for _, x := range s.IdleRuns {
 		idle = append(idle, formatBytes(float64(x)))

@@ -67,8 +67,10 @@ type ServerRestart struct {
 	ReadyRuns []time.Duration
 	// Slowest is the slowest of the first queries of the 17 statistics
 	// over the imported days, asked one after the other through the API
-	// once the server is ready; All is their sum.
+	// once the server is ready; All is their sum. SlowestNames names the
+	// slowest statistic of each repetition.
 	Slowest, All time.Duration
+	SlowestNames []string
 }
 
 // ProcMemory is a process's resident memory, from /proc/PID/status.
@@ -140,6 +142,7 @@ func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
 			res.Accepted = m.accepted
 			res.ImportRuns = append(res.ImportRuns, m.importRate)
 			rs.ReadyRuns = append(rs.ReadyRuns, m.ready)
+			rs.SlowestNames = append(rs.SlowestNames, m.slowestName)
 			slowest = append(slowest, float64(m.slowest))
 			all = append(all, float64(m.all))
 		}
@@ -173,6 +176,7 @@ type restartMeasure struct {
 	accepted     int
 	ready        time.Duration
 	slowest, all time.Duration
+	slowestName  string
 }
 
 // serverFlags are the flags of every server the run starts: snapshots
@@ -250,7 +254,10 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 			return m, err
 		}
 		d := time.Since(t0)
-		m.slowest, m.all = max(m.slowest, d), m.all+d
+		if d > m.slowest {
+			m.slowest, m.slowestName = d, name
+		}
+		m.all += d
 	}
 	// Nothing acknowledged was lost (or counted twice) by the restart.
 	now, err := api.totals(ctx, from, to)
