@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,77 @@ func TestReadDaysDamaged(t *testing.T) {
 	}
 	if got != uint64(5*(bad-first)) {
 		t.Errorf("pageviews of the %d days before the damaged one: %d, want %d", bad-first, got, 5*int(bad-first))
+	}
+}
+
+// TestReadDaysInParts reads the same stored range in one goroutine and in
+// up to 8 parts (GOMAXPROCS 1 and 8): the statistics and a segment query
+// over it are the same, so no day is missed or read twice at a part's
+// boundary.
+func TestReadDaysInParts(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	now := base.AddDate(0, 0, 200)
+	fs := vfs.NewMem()
+	e, site := hardEngine(t, fs, Options{QueryCache: -1, Now: func() time.Time { return now }})
+	const days = 8*readDaysInTurn + 5 // 8 parts of at least 16 days, unevenly
+	var hs []Hit
+	for d := range days {
+		for v := range 1 + d%4 {
+			hs = append(hs, hardHit(site, base.AddDate(0, 0, d).Add(time.Duration(8+v)*time.Hour), fmt.Sprint("v", v+d%7), fmt.Sprintf("/p%d", (d+v)%9)))
+		}
+	}
+	if _, err := e.Track(ctx, hs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first := buckets.DateFromTime(base)
+	q, err := ParseQuery([]byte(fmt.Sprintf(`{"site_id":"hard.example","date_range":["%v","%v"],"metrics":["visitors","pageviews"],"dimensions":["event:page"]}`, first, first+days-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answers struct {
+		Pages, Pageviews Page
+		Query            QueryResult
+	}
+	read := func(procs int) answers {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var a answers
+		for _, fresh := range []bool{true, false} { // buckets only, then segments
+			e, err := Open(&Options{FS: fs, Dir: "data", SnapshotEvery: -1, QueryCache: -1, Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh {
+				if a.Pages, err = e.Unscoped().Stat(ctx, StatQuery{Website: site, Name: "page", From: first, To: first + days - 1, PerPage: 100}); err == nil {
+					a.Pageviews, err = e.Unscoped().Stat(ctx, StatQuery{Website: site, Name: "pageviews", From: first, To: first + days - 1, PerPage: 1000})
+				}
+			} else {
+				a.Query, err = e.Unscoped().Query(ctx, site, q)
+			}
+			if cerr := e.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	one, parts := read(1), read(8)
+	if diff := cmp.Diff(one, parts); diff != "" {
+		t.Errorf("in parts, the answers differ from those read in one goroutine (-one +parts):\n%s", diff)
+	}
+	total := 0
+	for _, r := range one.Pageviews.Rows {
+		total += int(r.Count)
+	}
+	if total != len(hs) || len(one.Pageviews.Rows) != days {
+		t.Errorf("%d pageviews over %d days, want %d over %d", total, len(one.Pageviews.Rows), len(hs), days)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/snapshot"
@@ -426,13 +428,14 @@ const readDaysInTurn = 16
 // cost about the same, and both are then shared out (on two cores the
 // first query over a year after a restart takes about half the time).
 func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (map[buckets.Date]storedDay, error) {
-	if len(dates) < 2*readDaysInTurn {
-		loaded := make(map[buckets.Date]storedDay, len(dates))
-		return loaded, e.readDaysInto(loaded, website, dates, withSeg)
-	}
 	n := min(runtime.GOMAXPROCS(0), len(dates)/readDaysInTurn, 8)
+	if n < 2 {
+		loaded := make(map[buckets.Date]storedDay, len(dates))
+		return loaded, e.readDaysInto(loaded, website, dates, withSeg, nil)
+	}
 	got := make([]map[buckets.Date]storedDay, n)
 	errs := make([]error, n)
+	var stop atomic.Bool // a part failed: the others may stop
 	var wg sync.WaitGroup
 	for k := range n {
 		part := dates[k*len(dates)/n : (k+1)*len(dates)/n]
@@ -440,17 +443,24 @@ func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (m
 		wg.Go(func() {
 			defer func() {
 				// A panic decoding is the query's error, as it would be
-				// in the caller's goroutine (where the server recovers it).
+				// in the caller's goroutine (where the server recovers it;
+				// the store closes its iterator either way).
 				if r := recover(); r != nil {
-					errs[k] = fmt.Errorf("engine: website %d: reading days: %v", website, r)
+					errs[k] = fmt.Errorf("engine: website %d: reading days: %v\n%s", website, r, debug.Stack())
+					stop.Store(true)
 				}
 			}()
-			errs[k] = e.readDaysInto(got[k], website, part, withSeg)
+			if errs[k] = e.readDaysInto(got[k], website, part, withSeg, &stop); errs[k] != nil {
+				stop.Store(true)
+			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	// The first failure in date order; the others stopped because of it.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errReadStopped) {
+			return nil, err
+		}
 	}
 	loaded := got[0]
 	for _, m := range got[1:] {
@@ -459,14 +469,23 @@ func (e *Engine) readDays(website uint32, dates []buckets.Date, withSeg bool) (m
 	return loaded, nil
 }
 
+// errReadStopped stops reading a part of the days when another failed.
+var errReadStopped = errors.New("engine: reading days stopped")
+
 // readDaysInto reads and decodes the days of dates (ascending) into
-// loaded, in this goroutine.
-func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32, dates []buckets.Date, withSeg bool) error {
+// loaded, in this goroutine; it gives up when stop (if not nil) is set.
+func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32, dates []buckets.Date, withSeg bool, stop *atomic.Bool) error {
+	if len(dates) == 0 {
+		return nil
+	}
 	want := func(date int32) bool {
 		_, ok := slices.BinarySearch(dates, buckets.Date(date))
 		return ok // else resident: not needed
 	}
 	decode := func(date int32, data []byte, parts [][]byte) error {
+		if stop != nil && stop.Load() {
+			return errReadStopped
+		}
 		d, err := decodeDay(data, withSeg)
 		if err == nil && withSeg {
 			// A day read for queries is made whole: its sealed parts

@@ -133,7 +133,11 @@ func (r *record) decodeWith(b []byte, in *interner) error {
 		return fmt.Errorf("%w: hour, time or hash", errRecord)
 	}
 	for i, s := range r.strs() {
-		*s = d.string()
+		if s == &r.eventRow {
+			*s = d.uniqueString() // event values rarely repeat
+		} else {
+			*s = d.string()
+		}
 		if d.bad {
 			return fmt.Errorf("%w: string %d", errRecord, i)
 		}
@@ -154,7 +158,11 @@ func (f *segFields) decode(d *decoder) error {
 	sf := d.byte()
 	f.engagement, f.nonInteractive = sf&1 != 0, sf&2 != 0
 	for _, s := range f.strs() {
-		*s = d.string()
+		if s == &f.landing {
+			*s = d.uniqueString() // click ids make it unique to a visit
+		} else {
+			*s = d.string()
+		}
 	}
 	id := d.uvarint()
 	n := d.uvarint()
@@ -204,8 +212,10 @@ func (in *interner) get(b []byte) string {
 	if s, ok := in.m[string(b)]; ok { // no allocation: a lookup
 		return s
 	}
-	if in.m == nil || len(in.m) == maxInterned {
+	if in.m == nil {
 		in.m = make(map[string]string, 1024)
+	} else if len(in.m) == maxInterned {
+		clear(in.m) // keeps its buckets
 	}
 	s := string(b)
 	in.m[s] = s
@@ -265,5 +275,15 @@ func (d *decoder) string() string {
 		s = string(d.b[:n])
 	}
 	d.b = d.b[n:]
+	return s
+}
+
+// uniqueString is string for a value that rarely repeats: interning it
+// would cost a hash and an insert for nothing.
+func (d *decoder) uniqueString() string {
+	in := d.in
+	d.in = nil
+	s := d.string()
+	d.in = in
 	return s
 }

@@ -14,7 +14,7 @@ func TestRecordDecodeInterned(t *testing.T) {
 	r := record{website: 3, date: 20000, period: 19999, hour: 7, ms: 1_728_000_000_123, hash: 42,
 		page: "/pricing", refHost: "www.google.com", browser: "Chrome", os: "Windows", device: "desktop",
 		resolution: "1920x1080", language: "de", country: "DE:Germany", continent: "EU:Europe",
-		seg: segFields{path: "/pricing", host: "example.com", refURL: "google.com/search", browserVer: "120",
+		seg: segFields{path: "/pricing", host: "example.com", refURL: "google.com/search", browserVer: "120", landing: "utm_source=news&gclid=abc123",
 			osVer: "10", cityID: 2950159, props: []Prop{{Key: "plan", Value: "pro"}}, engagedMs: 1500, scroll: 80}}
 	enc := r.appendBinary(nil)
 	var want record
@@ -38,6 +38,9 @@ func TestRecordDecodeInterned(t *testing.T) {
 	}
 	if unsafe.StringData(a.browser) != unsafe.StringData(b.browser) || unsafe.StringData(a.seg.props[0].Value) != unsafe.StringData(b.seg.props[0].Value) {
 		t.Error("the second record's strings were allocated again")
+	}
+	if _, kept := in.m[a.seg.landing]; kept {
+		t.Error("the landing parameters, unique to a visit, were interned")
 	}
 	// Decoding from a buffer that is then overwritten must not change the
 	// strings handed out: they are copies.
@@ -65,8 +68,13 @@ func TestInternerBounded(t *testing.T) {
 		if s := in.get(v); s != string(v) {
 			t.Fatalf("get(%q) = %q", v, s)
 		}
-		if len(in.m) > maxInterned {
+		if len(in.m) > maxInterned || len(in.m) == 0 {
 			t.Fatalf("%d strings kept after %d distinct values", len(in.m), i+1)
 		}
+	}
+	// After it forgot everything, it shares again.
+	a, b := in.get([]byte("Chrome")), in.get([]byte("Chrome"))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("a value got twice after a reset was allocated twice")
 	}
 }

@@ -479,19 +479,28 @@ func (s *Store) Scan(k Kind, fn func(id uint64, value []byte) error) error {
 // scan iterates over [lower, upper) and calls fn with each key and value
 // (both valid only during fn). An error of fn is returned as is, except a
 // *corruptError (a key that fn failed to parse), which is wrapped with op like
-// Pebble's own errors.
-func (s *Store) scan(op string, lower, upper []byte, fn func(key, val []byte) error) error {
+// Pebble's own errors. The iterator is closed however scan ends, a panic of
+// fn included: an open one pins Pebble's files, and Close would panic.
+func (s *Store) scan(op string, lower, upper []byte, fn func(key, val []byte) error) (err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return wrap(op, err)
 	}
+	closed := false
+	defer func() {
+		if !closed {
+			it.Close() // fn panicked
+		}
+	}()
 	for valid := it.First(); valid; valid = it.Next() {
 		val, err := it.ValueAndErr()
 		if err != nil {
+			closed = true
 			it.Close()
 			return wrap(op, err)
 		}
 		if err := fn(it.Key(), val); err != nil {
+			closed = true
 			it.Close()
 			if _, ok := err.(*corruptError); ok {
 				return wrap(op, err)
@@ -499,5 +508,6 @@ func (s *Store) scan(op string, lower, upper []byte, fn func(key, val []byte) er
 			return err
 		}
 	}
+	closed = true
 	return wrap(op, it.Close())
 }

@@ -887,3 +887,26 @@ func TestWriteSnapshotDropDays(t *testing.T) {
 	})
 	must(t, err)
 }
+
+// TestScanPanicClosesIterator checks that a callback's panic, recovered by
+// the caller, leaves no iterator open: Pebble's Close would panic on one.
+func TestScanPanicClosesIterator(t *testing.T) {
+	s, err := Open(&Options{FS: NewMemFS(), Dir: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteSnapshot(&Snapshot{Days: []DayRecord{{Website: 1, Date: 10, Data: []byte("day")}}}); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "decoding" {
+				t.Errorf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		s.Days(1, 0, 20, func(int32, []byte) error { panic("decoding") })
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
