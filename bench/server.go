@@ -326,7 +326,7 @@ func (r *runner) idleMemory(ctx context.Context) (ProcMemory, error) {
 		name string
 		into *int64
 	}{{"VmRSS", &m.RSS}, {"RssAnon", &m.Anon}, {"RssFile", &m.File}} {
-		if *f.into, err = procStatus(p.cmd.Process.Pid, f.name); err != nil {
+		if *f.into, err = ProcStatus(p.cmd.Process.Pid, f.name); err != nil {
 			return m, err
 		}
 	}
@@ -568,9 +568,9 @@ func (w *logWatch) tail() string {
 	return string(w.last[max(0, len(w.last)-logTail):])
 }
 
-// procStatus reads a "kB" field of /proc/PID/status (VmRSS, RssAnon,
+// ProcStatus reads a "kB" field of /proc/PID/status (VmRSS, RssAnon,
 // RssFile), in bytes.
-func procStatus(pid int, field string) (int64, error) {
+func ProcStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/bench"
 )
 
 // hostileLong runs the hostile-input tests at the size SPEC §13 and issue
@@ -190,28 +191,7 @@ func (p *procStats) current() (last, peak int64) {
 }
 
 // readRSS returns VmRSS of pid in bytes.
-func readRSS(pid int) (int64, error) { return procBytes(pid, "VmRSS") }
-
-// procBytes reads a "kB" field of /proc/pid/status (VmRSS, RssAnon,
-// RssFile), in bytes.
-func procBytes(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			f := strings.Fields(rest) // "123456 kB"
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("%s line %q", field, sc.Text())
-			}
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
+func readRSS(pid int) (int64, error) { return bench.ProcStatus(pid, "VmRSS") }
 
 // countFDs returns the number of open file descriptors of pid.
 func countFDs(pid int) (int, error) {
