@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,29 +92,14 @@ func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 	c := r.cfg
 	res := &PeerResult{Peer: redactURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain}
 	rep.Peer = res
-	first := r.prog.calls
-	// A section that cannot measure says why, and the others stay.
-	fail := func(why string) {
-		res.Unavailable = why
-		for r.prog.calls < first+peerSteps(&c) {
-			r.prog.step("peer: not available")
-		}
-	}
+	why := ""
 	switch {
 	case c.Peer == "":
-		fail("no peer: give another server's base URL with -peer")
-		return nil
+		why = "no peer: give another server's base URL with -peer"
 	case c.Webstatsd == "":
-		fail("no webstatsd binary to run beside the peer: " + cmp.Or(c.WebstatsdNote, "give one with -webstatsd, or run webstats-bench from the repository, which builds it"))
-		return nil
+		why = "no webstatsd binary to run beside the peer: " + noBinary(&c)
 	}
-	if err := r.peerMeasure(ctx, res); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		fail("failed: " + err.Error())
-	}
-	return nil
+	return r.binarySection(ctx, RunPeer, peerSteps(&c), &res.Unavailable, why, func() error { return r.peerMeasure(ctx, res) })
 }
 
 // peerMeasure makes the peer run's measurements into res.

@@ -100,23 +100,38 @@ func (r *runner) serverRun(ctx context.Context, rep *Report) error {
 	c := r.cfg
 	res := &ServerResult{Days: c.ServerDays, Batch: 10_000, IdleWait: c.IdleWait}
 	rep.Server = res
-	first := r.prog.calls
-	// A section that cannot measure says why, and the others stay.
-	fail := func(why string) {
-		res.Unavailable = why
-		for r.prog.calls < first+serverSteps(&c) {
-			r.prog.step("server: not available")
-		}
-	}
+	why := ""
 	if c.Webstatsd == "" {
-		fail("no webstatsd binary: " + cmp.Or(c.WebstatsdNote, "give one with -webstatsd, or run webstats-bench from the repository, which builds it"))
-		return nil
+		why = "no webstatsd binary: " + noBinary(&c)
 	}
-	if err := r.serverMeasure(ctx, res); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	return r.binarySection(ctx, RunServer, serverSteps(&c), &res.Unavailable, why, func() error { return r.serverMeasure(ctx, res) })
+}
+
+// noBinary says why there is no webstatsd binary.
+func noBinary(c *RunConfig) string {
+	return cmp.Or(c.WebstatsdNote, "give one with -webstatsd, or run webstats-bench from the repository, which builds it")
+}
+
+// binarySection runs measure, the measurements of a section that starts
+// processes (the webstatsd binary, a peer), unless why says it cannot
+// run. A section that cannot measure, or fails, says why in unavailable,
+// and the other sections stay: only a cancel fails the run. The section's
+// steps progress either way.
+func (r *runner) binarySection(ctx context.Context, name string, steps int, unavailable *string, why string, measure func() error) error {
+	first := r.prog.calls
+	if why == "" {
+		if err := measure(); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			why = "failed: " + err.Error()
 		}
-		fail("failed: " + err.Error())
+	}
+	if why != "" {
+		*unavailable = why
+		for r.prog.calls < first+steps {
+			r.prog.step("%s: not available", name)
+		}
 	}
 	return nil
 }
