@@ -25,8 +25,10 @@ type PeerResult struct {
 	Peer, Name  string
 	Unavailable string `json:",omitempty"`
 	// Domain is the site both servers track (the peer's operator creates
-	// it beforehand, in UTC).
+	// it beforehand, in UTC). API is the version of the Stats API the
+	// query load used (RunConfig.PeerAPI).
 	Domain string
+	API    string
 	// Tracking holds POST /api/event in Plausible's form, Queries the
 	// Stats API query (QueryUnavailable says why not), for "webstats" and
 	// "peer" (HTTPPoint.Mode).
@@ -48,18 +50,100 @@ const (
 	SidePeer     = "peer"
 )
 
-// peerQuery is the Stats API v2 query of the peer run: visitors and
-// pageviews by page over the 30 days to today, as the query run's `page`.
-func peerQuery(domain string, today time.Time) []byte {
-	q := map[string]any{
-		"site_id":    domain,
+// statsForm is a Stats API query of the peer run in the form of one
+// version of Plausible's API (RunConfig.PeerAPI): "v2", POST /api/v2/query,
+// or "v1", GET /api/v1/stats/*. Both servers get the same form.
+type statsForm struct {
+	api, domain string
+	today       time.Time
+}
+
+// label names the measured query in the report.
+func (f statsForm) label() string {
+	if f.api == "v1" {
+		return "GET /api/v1/stats/breakdown"
+	}
+	return "POST /api/v2/query"
+}
+
+// byPage is the measured query: visitors and pageviews by page over the
+// 30 days to today, top 10, as the query run's `page`.
+func (f statsForm) byPage(ctx context.Context, base, key string) (*http.Request, error) {
+	from, to := f.today.AddDate(0, 0, -29).Format(time.DateOnly), f.today.Format(time.DateOnly)
+	if f.api == "v1" {
+		q := url.Values{"site_id": {f.domain}, "period": {"custom"}, "date": {from + "," + to},
+			"property": {"event:page"}, "metrics": {"visitors,pageviews"}, "limit": {"10"}}
+		return f.get(ctx, base, key, "/api/v1/stats/breakdown?"+q.Encode())
+	}
+	b, _ := json.Marshal(map[string]any{
+		"site_id":    f.domain,
 		"metrics":    []string{"visitors", "pageviews"},
-		"date_range": []string{today.AddDate(0, 0, -29).Format(time.DateOnly), today.Format(time.DateOnly)},
+		"date_range": []string{from, to},
 		"dimensions": []string{"event:page"},
 		"pagination": map[string]int{"limit": 10},
+	})
+	return f.post(ctx, base, key, b)
+}
+
+// pageviewsToday asks for today's pageviews.
+func (f statsForm) pageviewsToday(ctx context.Context, base, key string) (*http.Request, error) {
+	day := f.today.Format(time.DateOnly)
+	if f.api == "v1" {
+		q := url.Values{"site_id": {f.domain}, "period": {"day"}, "date": {day}, "metrics": {"pageviews"}}
+		return f.get(ctx, base, key, "/api/v1/stats/aggregate?"+q.Encode())
 	}
-	b, _ := json.Marshal(q)
-	return b
+	b, _ := json.Marshal(map[string]any{"site_id": f.domain, "metrics": []string{"pageviews"}, "date_range": []string{day, day}})
+	return f.post(ctx, base, key, b)
+}
+
+// pageviews reads the answer to pageviewsToday.
+func (f statsForm) pageviews(body []byte) (float64, bool) {
+	if f.api == "v1" {
+		// Plausible's form is {"results": {"pageviews": {"value": N}}};
+		// vince (v1.11.8) answers {"pageviews": N}, which is taken too.
+		var answer struct {
+			Results struct {
+				Pageviews *struct{ Value float64 } `json:"pageviews"`
+			} `json:"results"`
+			Pageviews *float64 `json:"pageviews"`
+		}
+		if json.Unmarshal(body, &answer) != nil {
+			return 0, false
+		}
+		switch {
+		case answer.Results.Pageviews != nil:
+			return answer.Results.Pageviews.Value, true
+		case answer.Pageviews != nil:
+			return *answer.Pageviews, true
+		}
+		return 0, false
+	}
+	var answer struct {
+		Results []struct{ Metrics []float64 } `json:"results"`
+	}
+	if json.Unmarshal(body, &answer) != nil || len(answer.Results) != 1 || len(answer.Results[0].Metrics) != 1 {
+		return 0, false
+	}
+	return answer.Results[0].Metrics[0], true
+}
+
+func (f statsForm) get(ctx context.Context, base, key, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req, nil
+}
+
+func (f statsForm) post(ctx context.Context, base, key string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/query", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
 }
 
 // plausibleEvent is the body of POST /api/event in Plausible's form.
@@ -90,7 +174,7 @@ func plausibleRequests(hits []engine.Hit, domain string) []trackRequest {
 
 func (r *runner) peerRun(ctx context.Context, rep *Report) error {
 	c := r.cfg
-	res := &PeerResult{Peer: redactURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain}
+	res := &PeerResult{Peer: redactURL(c.Peer), Name: c.PeerName, Domain: Medium.Domain, API: c.PeerAPI}
 	rep.Peer = res
 	why := ""
 	switch {
@@ -216,12 +300,11 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 			return fmt.Sprintf("the peer answered %d of %d tracking requests with 202", answered, len(pre)), nil
 		}
 	}
-	today := time.Now().UTC()
-	body := peerQuery(res.Domain, today)
+	form := statsForm{api: res.API, domain: res.Domain, today: time.Now().UTC()}
 	for i, side := range []struct{ base, key string }{{ours, ourKey}, {peer, peerKey}} {
 		// A server may count a hit some time after its 202 (Plausible
 		// writes its events in batches): wait until the count holds still.
-		n, why := settledPageviews(ctx, side.base, side.key, res.Domain, today)
+		n, why := settledPageviews(ctx, form, side.base, side.key)
 		if why != "" {
 			if i == 0 {
 				return "", fmt.Errorf("webstatsd: %s", why)
@@ -229,7 +312,7 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 			return "the peer: " + why, nil
 		}
 		res.QueryPageviews[i] = n
-		if why := probeQuery(ctx, side.base, side.key, body); why != "" {
+		if why := probeQuery(ctx, form, side.base, side.key); why != "" {
 			if i == 0 {
 				return "", fmt.Errorf("webstatsd: %s", why)
 			}
@@ -238,7 +321,7 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 	}
 	var err error
 	res.Queries, err = measure(slices.Max(r.cfg.HTTPConcurrency), http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
-		return queryRequest(ctx, base, key, body)
+		return form.byPage(ctx, base, key)
 	})
 	return "", err
 }
@@ -246,27 +329,23 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 // settledPageviews polls a server's pageviews of today until two answers a
 // second apart agree (at most 30 s), and returns the count, or why it
 // could not.
-func settledPageviews(ctx context.Context, base, key, domain string, today time.Time) (float64, string) {
-	q, _ := json.Marshal(map[string]any{"site_id": domain, "metrics": []string{"pageviews"}, "date_range": []string{today.Format(time.DateOnly), today.Format(time.DateOnly)}})
+func settledPageviews(ctx context.Context, form statsForm, base, key string) (float64, string) {
 	prev := -1.0
 	for range 30 {
-		req, err := queryRequest(ctx, base, key, q)
+		req, err := form.pageviewsToday(ctx, base, key)
 		if err != nil {
 			return 0, err.Error()
 		}
 		resp, err := newClient(1).Do(req)
 		if err != nil {
-			return 0, fmt.Sprintf("POST /api/v2/query failed: %v", err)
+			return 0, fmt.Sprintf("%s %s failed: %v", req.Method, req.URL.Path, err)
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		var answer struct {
-			Results []struct{ Metrics []float64 } `json:"results"`
+		n, ok := form.pageviews(b)
+		if resp.StatusCode != http.StatusOK || !ok {
+			return 0, fmt.Sprintf("%s %s (pageviews today) answered %s: %.200s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
 		}
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &answer) != nil || len(answer.Results) != 1 || len(answer.Results[0].Metrics) != 1 {
-			return 0, fmt.Sprintf("POST /api/v2/query (pageviews today) answered %s: %.200s", resp.Status, bytes.TrimSpace(b))
-		}
-		n := answer.Results[0].Metrics[0]
 		if n == prev && n > 0 {
 			return n, ""
 		}
@@ -326,33 +405,22 @@ func sendAll(ctx context.Context, base string, reqs []trackRequest) (int, error)
 	return total, ctx.Err()
 }
 
-// queryRequest is POST /api/v2/query of body with key.
-func queryRequest(ctx context.Context, base, key string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/query", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	return req, nil
-}
-
 // probeQuery asks the query once; an answer other than 200 with results
 // is the reason the query load cannot run.
-func probeQuery(ctx context.Context, base, key string, body []byte) string {
-	req, err := queryRequest(ctx, base, key, body)
+func probeQuery(ctx context.Context, form statsForm, base, key string) string {
+	req, err := form.byPage(ctx, base, key)
 	if err != nil {
 		return err.Error()
 	}
 	resp, err := newClient(1).Do(req)
 	if err != nil {
-		return fmt.Sprintf("POST /api/v2/query failed: %v", err)
+		return fmt.Sprintf("%s %s failed: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var answer struct{ Results []json.RawMessage }
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &answer) != nil || len(answer.Results) == 0 {
-		return fmt.Sprintf("POST /api/v2/query answered %s: %.200s", resp.Status, bytes.TrimSpace(b))
+		return fmt.Sprintf("%s %s answered %s: %.200s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
 	}
 	return ""
 }

@@ -788,8 +788,15 @@ func (r *Report) peerMD(b *strings.Builder) {
 	if name == "" {
 		name = "a server the operator did not name (-peer-name)"
 	}
-	fmt.Fprintf(b, "The peer: %s, at %s, started by the operator (on this machine, for a fair comparison) with the site `%s` (in UTC). The webstatsd binary runs beside it with `-trust-proxy`, as a server behind a proxy does. Both get the same loads from the same clients, in turns (each repetition measures both, the one that goes first alternating): `POST /api/event` in Plausible's Events API form (`{\"n\",\"u\",\"d\",\"r\",\"w\"}`, `text/plain`, the visitor's `User-Agent` and `X-Forwarded-For`) generated from the medium site's traffic, for %s per measurement; and, with an API key of the peer, Plausible's Stats API v2 (`POST /api/v2/query`: visitors and pageviews by `event:page` over the 30 days to today, top 10) after the same %s tracking requests were sent to both. `webstats-bench -runs peer -peer URL -peer-key KEY -peer-name NAME` makes this section alone.\n\n",
-		name, p.Peer, p.Domain, r.Config.HTTPDuration, formatCount(float64(p.QueryHits)))
+	form, apiFlag := statsForm{api: p.API}, ""
+	if form.api == "" { // a report from before -peer-api
+		form.api = "v2"
+	}
+	if form.api != "v2" {
+		apiFlag = " -peer-api " + form.api
+	}
+	fmt.Fprintf(b, "The peer: %s, at %s, started by the operator (on this machine, for a fair comparison) with the site `%s` (in UTC). The webstatsd binary runs beside it with `-trust-proxy`, as a server behind a proxy does. Both get the same loads from the same clients, in turns (each repetition measures both, the one that goes first alternating): `POST /api/event` in Plausible's Events API form (`{\"n\",\"u\",\"d\",\"r\",\"w\"}`, `text/plain`, the visitor's `User-Agent` and `X-Forwarded-For`) generated from the medium site's traffic, for %s per measurement; and, with an API key of the peer, Plausible's Stats API %s (`%s`: visitors and pageviews by `event:page` over the 30 days to today, top 10) after the same %s tracking requests were sent to both. `webstats-bench -runs peer -peer URL -peer-key KEY -peer-name NAME%s` makes this section alone.\n\n",
+		name, p.Peer, p.Domain, r.Config.HTTPDuration, form.api, form.label(), formatCount(float64(p.QueryHits)), apiFlag)
 	var rows [][]string
 	add := func(what string, points []HTTPPoint) {
 		byClients := map[int][2]HTTPPoint{}
@@ -818,7 +825,7 @@ func (r *Report) peerMD(b *strings.Builder) {
 		}
 	}
 	add("POST /api/event", p.Tracking)
-	add("POST /api/v2/query", p.Queries)
+	add(form.label(), p.Queries)
 	table(b, []string{"load", "webstats req/s", "p99", "errors", "peer req/s", "p99", "errors", "peer / webstats"}, rows)
 	if p.QueryUnavailable != "" {
 		fmt.Fprintf(b, "The query load was not made: %s.\n\n", p.QueryUnavailable)

@@ -109,6 +109,11 @@ type RunConfig struct {
 	// PeerQueryHits is how many tracking requests both servers get before
 	// the peer run's query load. Default 20,000/2,000.
 	PeerQueryHits int
+	// PeerAPI is the Stats API version of the peer run's query load: "v2"
+	// (POST /api/v2/query, the default) or "v1" (GET
+	// /api/v1/stats/breakdown), for a peer that speaks only v1. Both
+	// servers get the same form.
+	PeerAPI string
 }
 
 // withDefaults fills the zero fields from the preset.
@@ -196,6 +201,13 @@ func (c RunConfig) withDefaults() (RunConfig, error) {
 	}
 	if c.PeerQueryHits <= 0 {
 		c.PeerQueryHits = pick(20_000, 2_000)
+	}
+	switch c.PeerAPI {
+	case "":
+		c.PeerAPI = "v2"
+	case "v1", "v2":
+	default:
+		return c, fmt.Errorf("bench: PeerAPI %q: v1 or v2", c.PeerAPI)
 	}
 	if c.IdleWait <= 0 {
 		c.IdleWait = time.Duration(pick(5000, 1000)) * time.Millisecond

@@ -3,7 +3,7 @@
 //
 //	go run ./bench/cmd/webstats-bench [-quick] [-out DIR] [-runs pipeline,http,...]
 //	                                  [-target URL -key KEY] [-seed N] [-note TEXT]
-//	                                  [-webstatsd BIN] [-peer URL -peer-key KEY -peer-name NAME]
+//	                                  [-webstatsd BIN] [-peer URL -peer-key KEY -peer-name NAME [-peer-api v1]]
 //	                                  [-from report.json] [-publish]
 //
 // -publish, run from the repository's root, makes the report the published
@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&cfg.Peer, "peer", "", "base URL of another server speaking Plausible's Events API, measured beside webstatsd (the peer run)")
 	flag.StringVar(&cfg.PeerKey, "peer-key", "", "API key of the -peer server's Stats API (without: no query load)")
 	flag.StringVar(&cfg.PeerName, "peer-name", "", "what the -peer server is, with its version, for the report")
+	flag.StringVar(&cfg.PeerAPI, "peer-api", "v2", "the Stats API version of the peer run's query load: v2, or v1 for a peer that speaks only v1")
 	flag.StringVar(&cfg.Webstatsd, "webstatsd", "", "the webstatsd binary the server run starts (default: built with go build from the repository the command runs in)")
 	flag.Parse()
 	if *runs != "" {
@@ -109,7 +110,7 @@ func checkFlags(from string, publish bool) error {
 		var measuring []string
 		flag.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "runs", "quick", "target", "key", "seed", "repeats", "webstatsd", "peer", "peer-key", "peer-name":
+			case "runs", "quick", "target", "key", "seed", "repeats", "webstatsd", "peer", "peer-key", "peer-name", "peer-api":
 				measuring = append(measuring, "-"+f.Name)
 			}
 		})

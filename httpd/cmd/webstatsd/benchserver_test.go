@@ -59,11 +59,17 @@ func TestBenchServerRun(t *testing.T) {
 // requests it answered.
 func TestBenchPeerRun(t *testing.T) {
 	bin := buildBinary(t)
+	for _, api := range []string{"v2", "v1"} {
+		t.Run(api, func(t *testing.T) { testBenchPeerRun(t, bin, api) })
+	}
+}
+
+func testBenchPeerRun(t *testing.T, bin, api string) {
 	peer := startServer(t, bin, filepath.Join(t.TempDir(), "peer"), "-trust-proxy", "-rate-limit", "0", "-max-conns-per-ip", "-1")
 	key := peer.adminKey(t)
 	createSite(t, peer.base(), key, url.Values{"domain": {bench.Medium.Domain}})
 	cfg := bench.RunConfig{Quick: true, Runs: []string{bench.RunPeer}, Webstatsd: bin, Dir: t.TempDir(),
-		Peer: peer.base(), PeerKey: key, PeerName: "webstatsd (the test's peer)",
+		Peer: peer.base(), PeerKey: key, PeerName: "webstatsd (the test's peer)", PeerAPI: api,
 		HTTPConcurrency: []int{4}, HTTPDuration: 300 * time.Millisecond, PipelineHits: 2_000, PeerQueryHits: 1_000}
 	rep, err := bench.Run(context.Background(), cfg, nil)
 	if err != nil {
@@ -98,7 +104,8 @@ func TestBenchPeerRun(t *testing.T) {
 		t.Errorf("the peer counted %+v pageviews, %v before the tracking load", answer.Results, p.QueryPageviews[1])
 	}
 	md := rep.Markdown("")
-	for _, want := range []string{"## 7. Beside another server (-peer)", "webstatsd (the test's peer)", "| POST /api/event, 4 clients |", "| POST /api/v2/query, 4 clients |"} {
+	for _, want := range []string{"## 7. Beside another server (-peer)", "webstatsd (the test's peer)", "| POST /api/event, 4 clients |", map[string]string{
+		"v2": "| POST /api/v2/query, 4 clients |", "v1": "| GET /api/v1/stats/breakdown, 4 clients |"}[api]} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q", want)
 		}
