@@ -12,6 +12,7 @@ require (
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/julienschmidt/httprouter v1.3.0
 	github.com/klauspost/compress v1.20.4
 	github.com/maxmind/mmdbwriter v1.2.0

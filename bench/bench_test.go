@@ -62,7 +62,7 @@ func BenchmarkApply(b *testing.B) {
 	hits := benchHits()[:50_000]
 	var rates []float64
 	for b.Loop() {
-		rate, _, _, err := applyRun(ctx, hits)
+		rate, _, _, err := applyRun(ctx, hits, func(replay func() error) error { return replay() })
 		if err != nil {
 			b.Fatal(err)
 		}

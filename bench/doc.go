@@ -27,7 +27,7 @@
 //	go run ./bench/cmd/webstats-bench -quick            # smoke test, under a minute
 //	go run ./bench/cmd/webstats-bench -out DIR          # the full run, about ten minutes
 //	go run ./bench/cmd/webstats-bench -runs http -target http://host:8080 -key KEY
-//	go run ./bench/cmd/webstats-bench -runs peer -peer http://host:8000 -peer-key KEY -peer-name NAME
+//	go run ./bench/cmd/webstats-bench -runs peer -peer http://host:8000 -peer-key KEY -peer-name NAME [-peer-api v1]
 //	go test ./bench -run '^$' -bench 'Query/site=medium/days=30'
 //
 // The seven runs, each reporting medians over RunConfig.Repeats repetitions:
@@ -50,6 +50,13 @@
 //  7. peer: the binary beside another server speaking Plausible's Events
 //     API and Stats API (RunConfig.Peer), the same loads in turns, and
 //     the ratio per figure; not made without a peer.
+//
+// The measurements behind the targets are profiled in their last
+// repetition (in-process with runtime/pprof; the binary with its
+// -cpuprofile, at a clean stop; the heap of the memory run): section 8 of
+// the report summarises each [Profile] (where the CPU or the heap goes, by
+// part of the program and by function) beside the targets it bears on,
+// and the raw profiles are written beside the report for go tool pprof.
 //
 // [Report.WriteMarkdown] writes report.md with hand-drawn SVG charts; the
 // report names the machine, lists every target beside its measurement and

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,9 +321,18 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 			r.prog.step("http: POST /api/event, %s, %d clients", mode, n)
 			p := HTTPPoint{Mode: mode, Clients: n}
 			var lats []Latency
-			for range c.Repeats {
-				lr, err := load(ctx, n, c.HTTPDuration, http.StatusAccepted, func(ctx context.Context, i int) (*http.Request, error) {
-					return reqs[i%len(reqs)].newRequest(ctx, base)
+			for i := range c.Repeats {
+				// The last repetition at the most clients is profiled, in
+				// the modes whose targets are read against the baseline.
+				prof := Profile{Name: fmt.Sprintf("http-%s-%d", mode, n), What: fmt.Sprintf("POST /api/event, %d clients, %s", n, mode),
+					Targets: []string{fmt.Sprintf("POST /api/event, %d clients, %s", n, map[string]string{"durable": "durable", "nosync": "NoSync"}[mode])}}
+				on := i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency) && (mode == "durable" || mode == "nosync")
+				var lr loadResult
+				err := r.cpuProfile(on, true, prof, func() (err error) {
+					lr, err = load(ctx, n, c.HTTPDuration, http.StatusAccepted, func(ctx context.Context, i int) (*http.Request, error) {
+						return reqs[i%len(reqs)].newRequest(ctx, base)
+					})
+					return err
 				})
 				if err != nil {
 					stop()

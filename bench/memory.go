@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -197,6 +198,13 @@ func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size stri
 		p := MemoryPoint{Size: size, Budget: budget, Days: cp, Hits: hits, Store: res.FixedDisk}
 		p.Heap = max(0, heapInUse()-before-fixed)
 		p.Resident = e.Metrics().ResidentBytes
+		if budget == 0 && size == res.Site && cp == days {
+			err := r.heapProfile(Profile{Name: "memory-heap", What: fmt.Sprintf("the live heap with %d days of the %s site, no budget", cp, size),
+				Targets: []string{"memory per hit"}})
+			if err != nil {
+				return err
+			}
+		}
 		var err error
 		if p.DiskOpen, err = dirAllocated(dir); err != nil {
 			return err

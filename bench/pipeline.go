@@ -138,6 +138,7 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 	res := &PipelineResult{Hits: len(hits), BatchSize: 1000, DurableWriters: 64}
 	var lats []Latency
 	for i := range c.Repeats {
+		last := i == c.Repeats-1 // profiled
 		r.prog.step("pipeline: Track, one hit per call (%d/%d)", i+1, c.Repeats)
 		for _, batch := range []int{1, res.BatchSize} {
 			dir := r.newDir("pipeline")
@@ -145,14 +146,19 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 			if err != nil {
 				return err
 			}
-			start := time.Now()
 			var n int
-			if batch == 1 {
-				n, err = trackEach(ctx, e, hits)
-			} else {
-				n, err = trackBatches(ctx, e, hits, batch)
-			}
-			el := time.Since(start)
+			var el time.Duration
+			err = r.cpuProfile(last && batch == 1, false, Profile{Name: "pipeline-track", What: "Track, one hit per call, one goroutine, NoSync",
+				Targets: []string{"full pipeline on one core"}}, func() (err error) {
+				start := time.Now()
+				if batch == 1 {
+					n, err = trackEach(ctx, e, hits)
+				} else {
+					n, err = trackBatches(ctx, e, hits, batch)
+				}
+				el = time.Since(start)
+				return err
+			})
 			if cerr := e.Close(); err == nil {
 				err = cerr
 			}
@@ -169,7 +175,10 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 			}
 		}
 		r.prog.step("pipeline: apply (log replay in Open), durable Track from %d goroutines (%d/%d)", res.DurableWriters, i+1, c.Repeats)
-		rate, replayed, fixed, err := applyRun(ctx, hits)
+		rate, replayed, fixed, err := applyRun(ctx, hits, func(replay func() error) error {
+			return r.cpuProfile(last, false, Profile{Name: "pipeline-apply", What: "apply: the log replay of engine.Open",
+				Targets: []string{"engine apply on one core", "restart after kill -9"}}, replay)
+		})
 		if err != nil {
 			return err
 		}
@@ -185,7 +194,12 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 			e.Close()
 			return err
 		}
-		rate, lat, err := trackConcurrent(ctx, e, hits, res.DurableWriters, c.HTTPDuration)
+		var lat Latency
+		err = r.cpuProfile(last, false, Profile{Name: "pipeline-durable", What: fmt.Sprintf("durable Track from %d goroutines", res.DurableWriters),
+			Targets: []string{"durable Track from"}}, func() (err error) {
+			rate, lat, err = trackConcurrent(ctx, e, hits, res.DurableWriters, c.HTTPDuration)
+			return err
+		})
 		if cerr := e.Close(); err == nil {
 			err = cerr
 		}
@@ -208,8 +222,9 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 // applyRun tracks hits into an in-memory store without snapshots, takes a
 // crash clone of it and times engine.Open on the clone, which replays the
 // whole log. It returns the replayed hits per second, the hits replayed and
-// the fixed cost of Open (on a clone taken before any hit).
-func applyRun(ctx context.Context, hits []engine.Hit) (rate float64, replayed int, fixed time.Duration, err error) {
+// the fixed cost of Open (on a clone taken before any hit). The timed Open
+// runs inside profile.
+func applyRun(ctx context.Context, hits []engine.Hit, profile func(func() error) error) (rate float64, replayed int, fixed time.Duration, err error) {
 	fs := vfs.NewCrashableMem()
 	e, err := openPipelineEngine(ctx, "db", fs, hits)
 	if err != nil {
@@ -238,7 +253,11 @@ func applyRun(ctx context.Context, hits []engine.Hit) (rate float64, replayed in
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	el, replayed, err := reopen(full)
+	var el time.Duration
+	err = profile(func() (err error) {
+		el, replayed, err = reopen(full)
+		return err
+	})
 	if err != nil {
 		return 0, 0, 0, err
 	}

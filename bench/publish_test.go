@@ -34,6 +34,9 @@ func publishedReport() *Report {
 				{After: AfterStop, Ready: 200 * time.Millisecond, ReadyRuns: []time.Duration{200 * time.Millisecond}, Slowest: 60 * time.Millisecond, All: 300 * time.Millisecond},
 			},
 			IdleWait: 5 * time.Second, Idle: ProcMemory{RSS: 30 << 20, Anon: 8 << 20, File: 22 << 20}, IdleRuns: []int64{30 << 20}},
+		Profiles: []*Profile{{Name: "http-nosync-64", What: "POST /api/event, 64 clients, nosync", Targets: []string{"POST /api/event, 64 clients, NoSync"},
+			Kind: "cpu", Wall: time.Second, CPU: 2 * time.Second, Cores: 2, Client: 0.4,
+			Parts: []Share{{"net/http", 0.3}}, Funcs: []Share{{"syscall.Syscall6", 0.2}}, Data: []byte("a CPU profile")}},
 	}
 }
 
@@ -156,6 +159,7 @@ func TestPublishOnlyFullRuns(t *testing.T) {
 		filepath.Join(root, "README.md"):           readme,
 		filepath.Join(root, "bench", "RESULTS.md"): "old report",
 		filepath.Join(results, "memory.svg"):       "an old chart",
+		filepath.Join(results, "old.pprof"):        "an old profile",
 	} {
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -183,8 +187,16 @@ func TestPublishOnlyFullRuns(t *testing.T) {
 	if err := publishedReport().Publish(root); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(results, "memory.svg")); !os.IsNotExist(err) {
-		t.Errorf("the old memory chart is still there (%v)", err)
+	for _, old := range []string{"memory.svg", "old.pprof"} {
+		if _, err := os.Stat(filepath.Join(results, old)); !os.IsNotExist(err) {
+			t.Errorf("the old %s is still there (%v)", old, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(results, "http-nosync-64.pprof")); string(b) != "a CPU profile" {
+		t.Errorf("the report's profile: %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "bench", "RESULTS.md")); !strings.Contains(string(b), "Bears on: POST /api/event, 64 clients, NoSync (8,000 hits/s; not met); POST /api/event, 64 clients, NoSync, share of the no-op handler (80.0%; not met).") {
+		t.Errorf("RESULTS.md lacks what the profile bears on:\n%s", b)
 	}
 	left, err := os.ReadDir(results)
 	if err != nil {

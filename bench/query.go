@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -126,7 +127,13 @@ func (r *runner) query(ctx context.Context, rep *Report) error {
 				if err != nil {
 					return err
 				}
-				l, err := measureQuery(ctx, f.e, q, c.QueryTime)
+				var l Latency
+				prof := Profile{Name: fmt.Sprintf("query-%s-%s-%d", size, name, days), What: fmt.Sprintf("engine.Stat `%s` over %d days of the %s site", name, days, size),
+					Targets: []string{"`page` over 365 days, 5,000 pages a day"}}
+				err = r.cpuProfile(size == "large" && days == 365 && name == "page", false, prof, func() (err error) {
+					l, err = measureQuery(ctx, f.e, q, c.QueryTime)
+					return err
+				})
 				if err != nil {
 					return fmt.Errorf("%s %s %dd: %w", size, name, days, err)
 				}
@@ -167,8 +174,14 @@ func (r *runner) queryHTTP(ctx context.Context, f *fixture, res *QueryResult) er
 		for _, n := range c.HTTPConcurrency {
 			p := HTTPPoint{Mode: "query", Clients: n}
 			var lats []Latency
-			for range c.Repeats {
-				lr, err := load(ctx, n, c.HTTPDuration, http.StatusOK, mk)
+			for i := range c.Repeats {
+				prof := Profile{Name: fmt.Sprintf("query-api-%d", n), What: fmt.Sprintf("GET /api/v1/stats `page` over %d days, %d clients", res.APIDays, n),
+					Targets: []string{"GET /api/v1/stats `page` over 30 days"}}
+				var lr loadResult
+				err := r.cpuProfile(i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency), true, prof, func() (err error) {
+					lr, err = load(ctx, n, c.HTTPDuration, http.StatusOK, mk)
+					return err
+				})
 				if err != nil {
 					return err
 				}
@@ -195,20 +208,25 @@ func (r *runner) queryHTTP(ctx context.Context, f *fixture, res *QueryResult) er
 	client := newClient(1)
 	defer client.CloseIdleConnections()
 	var ds []time.Duration
-	start := time.Now()
-	for len(ds) < 5 || (time.Since(start) < 5*c.QueryTime && len(ds) < 500) {
-		req, _ := mk(ctx, 0)
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
+	prof := Profile{Name: "query-page", What: fmt.Sprintf("GET /stats/{domain} over %d days, one client", f.days),
+		Targets: []string{"statistics page GET /stats/{domain}"}}
+	err = r.cpuProfile(true, true, prof, func() error {
+		start := time.Now()
+		for len(ds) < 5 || (time.Since(start) < 5*c.QueryTime && len(ds) < 500) {
+			req, _ := mk(ctx, 0)
+			t0 := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			ds = append(ds, time.Since(t0))
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		ds = append(ds, time.Since(t0))
-	}
+		return nil
+	})
 	res.Pages = latencyOf(ds)
-	return nil
+	return err
 }
 
 // probeGet sends one request made by mk and says why the endpoint is not

@@ -31,6 +31,9 @@ type Report struct {
 	Snapshot *SnapshotResult
 	Server   *ServerResult
 	Peer     *PeerResult
+	// Profiles were taken during the measurements behind targets the
+	// runs may not meet (section 8 of the report).
+	Profiles []*Profile
 }
 
 // Target is one performance target set by an issue, beside what the run
@@ -364,6 +367,9 @@ func (r *Report) files(chartPrefix string) (map[string][]byte, error) {
 	for name, c := range r.charts() {
 		files[name] = c.svg()
 	}
+	for _, p := range r.Profiles {
+		files[p.Name+".pprof"] = p.Data
+	}
 	files["report.md"] = []byte(r.Markdown(chartPrefix))
 	j, err := json.MarshalIndent(r, "", "\t")
 	if err != nil {
@@ -561,6 +567,7 @@ func (r *Report) Markdown(chartPrefix string) string {
 	r.snapshotMD(&b)
 	r.serverMD(&b)
 	r.peerMD(&b)
+	r.profilesMD(&b, chartPrefix)
 	r.capacityMD(&b)
 	return b.String()
 }
@@ -1035,8 +1042,15 @@ func (r *Report) Publish(root string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
+	old, err := filepath.Glob(filepath.Join(dir, "*.pprof"))
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	for _, name := range chartNames {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		old = append(old, filepath.Join(dir, name))
+	}
+	for _, path := range old {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("bench: %w", err)
 		}
 	}

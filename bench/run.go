@@ -238,6 +238,7 @@ func Run(ctx context.Context, cfg RunConfig, progress io.Writer) (*Report, error
 	}
 	r := &runner{cfg: cfg, dir: dir, prog: newProgress(progress, planSteps(&cfg))}
 	rep := &Report{Config: cfg, Machine: ThisMachine(), Started: time.Now()}
+	r.rep = rep
 	defer r.closeFixture()
 	steps := []struct {
 		name string
@@ -278,6 +279,7 @@ type runner struct {
 	prog *progress
 	fix  *fixture // the history of the query and restart runs, built once
 	n    int      // data directories made
+	rep  *Report  // what the runs measured (cpuProfile adds to its Profiles)
 }
 
 // newDir returns a new empty data directory under r.dir.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,7 +151,13 @@ func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
 		var slowest, all []float64
 		for i := range c.Repeats {
 			r.prog.step("server: import %s hits, %s, restart (%d/%d)", formatCount(float64(hits)), after, i+1, c.Repeats)
-			m, err := r.importAndRestart(ctx, bodies, hits, after, from, to)
+			// The last clean stop leaves a CPU profile of the binary.
+			var prof *Profile
+			if after == AfterStop && i == c.Repeats-1 {
+				prof = &Profile{Name: "server-import", What: fmt.Sprintf("the webstatsd binary: start, import of %s hits, clean stop", formatCount(float64(hits))),
+					Targets: []string{"import,"}}
+			}
+			m, err := r.importAndRestart(ctx, bodies, hits, after, from, to, prof)
 			if err != nil {
 				return err
 			}
@@ -201,8 +208,10 @@ var serverFlags = []string{"-snapshot-every", "0", "-rate-limit", "0"}
 
 // importAndRestart imports bodies (hits events) into a new server, kills
 // or stops it, and starts it again; the server must then answer the
-// totals it answered before.
-func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int, after, from, to string) (restartMeasure, error) {
+// totals it answered before. With prof (after a clean stop only), the
+// first server writes a CPU profile (-cpuprofile), added to the report as
+// prof.
+func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int, after, from, to string, prof *Profile) (restartMeasure, error) {
 	var m restartMeasure
 	bin := r.cfg.Webstatsd
 	data := r.newDir("server")
@@ -212,7 +221,14 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 		return m, err
 	}
 	api := &keyClient{key: key, hc: &http.Client{Timeout: 5 * time.Minute}}
-	p, err := startProc(ctx, bin, data, serverFlags...)
+	flags := serverFlags
+	profPath := data + ".cpu.pprof"
+	if prof != nil {
+		flags = append(slices.Clip(flags), "-cpuprofile", profPath)
+		defer os.Remove(profPath)
+	}
+	started := time.Now()
+	p, err := startProc(ctx, bin, data, flags...)
 	if err != nil {
 		return m, err
 	}
@@ -252,6 +268,16 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 	}
 	if err != nil {
 		return m, err
+	}
+	if prof != nil {
+		if prof.Data, err = os.ReadFile(profPath); err != nil {
+			return m, fmt.Errorf("the binary's CPU profile: %w", err)
+		}
+		prof.Kind, prof.Wall, prof.Cores = "cpu", time.Since(started), runtime.NumCPU()
+		if err := prof.summarise(false); err != nil {
+			return m, err
+		}
+		r.rep.Profiles = append(r.rep.Profiles, prof)
 	}
 	again, err := startProc(ctx, bin, data, serverFlags...)
 	if err != nil {

@@ -45,8 +45,21 @@ func TestBenchServerRun(t *testing.T) {
 	if m := s.Idle; m.RSS <= 0 || m.Anon <= 0 || m.File <= 0 || m.Anon+m.File > m.RSS+1<<20 {
 		t.Errorf("idle memory: %+v", m)
 	}
+	// The binary's -cpuprofile, written at the last clean stop, finds
+	// the server at work: the engine among the parts.
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != "server-import" || rep.Profiles[0].CPU <= 0 {
+		t.Fatalf("profiles: %+v", rep.Profiles)
+	}
+	engineSeen := false
+	for _, p := range rep.Profiles[0].Parts {
+		engineSeen = engineSeen || p.Name == "webstats engine"
+	}
+	if !engineSeen {
+		t.Errorf("the import's profile: %+v", rep.Profiles[0].Parts)
+	}
 	md := rep.Markdown("")
-	for _, want := range []string{"## 6. The webstatsd binary", "| restart after kill -9, until /healthz |", "| idle RSS after start |"} {
+	for _, want := range []string{"## 6. The webstatsd binary", "| restart after kill -9, until /healthz |", "| idle RSS after start |",
+		"### server-import: the webstatsd binary", "Bears on: import, 10,000-event NDJSON requests"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q", want)
 		}

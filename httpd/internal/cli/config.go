@@ -56,6 +56,8 @@ type Config struct {
 
 	Registration string // -registration: closed, invite or open
 
+	CPUProfile string // -cpuprofile: file of a CPU profile from start to a clean stop
+
 	Cluster Cluster // -nats*: cluster mode
 }
 
@@ -109,6 +111,7 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.Reports, "reports", "weekly", "email reports to owners of websites with email = 1: weekly, monthly or off")
 	fs.StringVar(&cfg.Registration, "registration", "closed", "who may create an account in the browser: closed (admins and the CLI only), invite (with an admin's invitation link) or open (anyone)")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile (for go tool pprof) of the whole run, from start to a clean stop (SIGINT/SIGTERM), to this `file`; none after a crash")
 	cfg.Mail.RegisterFlags(fs)
 	cfg.Cluster.RegisterFlags(fs)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -75,7 +76,23 @@ const memoryHeadroom = 48 << 20
 // cfg.ShutdownTimeout), and closes the engine, which writes a final
 // snapshot. On a data directory without an account it creates one and
 // prints its API key on stdout. cfg must be valid.
-func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) error {
+func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (err error) {
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("-cpuprofile: %w", cerr)
+			}
+		}()
+	}
 	salt, _ := engine.ParseSaltPeriod(cfg.SaltPeriod)
 	if cfg.MemoryBudget > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		// The budget bounds what the engine keeps of closed days; the
