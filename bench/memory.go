@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webstats/webstats/engine"
@@ -51,6 +53,9 @@ type MemoryPoint struct {
 	// their writes, and recycled ones kept for reuse) included. It is what the disk holds
 	// at steady state.
 	DiskOpen int64
+	// Usage is what the store's live keys hold by part then
+	// (engine.StoreUsage), to tell what the disk is made of.
+	Usage *engine.StoreUsage `json:",omitempty"`
 }
 
 // MemPerHit is Heap per hit.
@@ -209,6 +214,11 @@ func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size stri
 		if p.DiskOpen, err = dirAllocated(dir); err != nil {
 			return err
 		}
+		u, err := e.StoreUsage()
+		if err != nil {
+			return err
+		}
+		p.Usage = &u
 		err = e.Close()
 		e = nil
 		if err != nil {
@@ -233,4 +243,34 @@ func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size stri
 		}
 	}
 	return nil
+}
+
+// diskPartsMD writes what the disk of the longest history of each site and
+// budget is made of, per hit.
+func (r *Report) diskPartsMD(b *strings.Builder) {
+	m := r.Memory
+	var rows [][]string
+	for _, p := range m.Points {
+		if p.Usage == nil || p.Hits == 0 {
+			continue
+		}
+		if last, _ := m.longest(func(q MemoryPoint) bool { return q.Size == p.Size && q.Budget == p.Budget }); last.Days != p.Days {
+			continue
+		}
+		u := p.Usage
+		perHit := func(n int64) string { return fmt.Sprintf("%.2f", float64(n)/float64(p.Hits)) }
+		live := u.Days + u.DaySegments + u.Parts + u.State + u.Strings + u.Log + u.Registry + u.Sites + u.Meta
+		budget := "none"
+		if p.Budget > 0 {
+			budget = formatBytes(float64(p.Budget))
+		}
+		rows = append(rows, []string{p.Size, budget, strconv.Itoa(p.Days), perHit(p.DiskOpen),
+			perHit(u.Days), perHit(u.DaySegments + u.Parts), perHit(u.State), perHit(u.Strings), perHit(u.Log),
+			perHit(u.Registry + u.Sites + u.Meta), perHit(p.DiskOpen - live)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("What the disk holds at the longest history, in bytes per hit: the live keys and values of each part as the store reads them (`engine.StoreUsage`, before Pebble compresses its blocks), and what the files hold beyond them (Pebble's write-ahead log and manifest, space its compactions have not yet reclaimed, less what its compression saves).\n\n")
+	table(b, []string{"site", "budget", "days", "disk while open", "day buckets", "segments (visit and hit rows)", "visitor state", "strings", "log", "registry and other", "Pebble's files beyond the live data"}, rows)
 }

@@ -717,6 +717,7 @@ func (r *Report) memoryMD(b *strings.Builder, prefix string) {
 	}
 	table(b, []string{"site", "budget", "days", "hits", "heap", "heap bytes/hit", "resident days (engine)", "disk after Close", "disk bytes/hit (less the fixed disk)", "disk while open, everything", "its bytes/hit"}, rows)
 	b.WriteString("\"Disk while open\" counts the blocks the file system allocated to every file of the data directory with the engine open after the snapshot, as `du` does: it includes Pebble's write-ahead log files, allocated 1 MiB ahead of their writes, and the few old ones Pebble keeps for reuse, which a restart removes. \"Disk after Close\" is the files' sizes after `Close`.\n\n")
+	r.diskPartsMD(b)
 	fmt.Fprintf(b, "![bytes per hit vs history](%smemory.svg)\n\n", prefix)
 	r.targetTable(b, RunMemory)
 }

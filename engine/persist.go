@@ -988,3 +988,31 @@ func (e *Engine) Metrics() Metrics {
 	}
 	return m
 }
+
+// StoreUsage is what the engine's store holds, by part (snapshot.Usage):
+// the bytes of its live keys and values, for measurements (webstats-bench
+// reports disk per hit by part). It reads the whole store.
+type StoreUsage = snapshot.Usage
+
+// StoreUsage reads the whole store once and sums its bytes by part; a
+// day's segments are told apart from its buckets. Like Metrics it covers
+// every website and shows only sizes. It takes as long as reading the
+// store: not for a server's requests.
+func (e *Engine) StoreUsage() (StoreUsage, error) {
+	if !e.enter() {
+		return StoreUsage{}, ErrClosed
+	}
+	defer e.exit()
+	return e.store.Usage(func(day []byte) int {
+		// [dayEnvelope][uvarint length][buckets day][segments]; a value
+		// without the envelope has no segments.
+		if len(day) == 0 || day[0] != dayEnvelope {
+			return 0
+		}
+		n, k := binary.Uvarint(day[1:])
+		if k <= 0 || n > uint64(len(day)-1-k) {
+			return 0
+		}
+		return len(day) - 1 - k - int(n)
+	})
+}

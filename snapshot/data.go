@@ -501,3 +501,53 @@ func (s *Store) DiskUsage() uint64 {
 	defer s.exit()
 	return s.db.Metrics().DiskSpaceUsage()
 }
+
+// Usage is what a store's live keys hold, by family: the bytes of their
+// keys and values as the store reads them (before Pebble compresses its
+// blocks; the files also hold Pebble's own: the write-ahead log, the
+// manifest, space not yet compacted away).
+type Usage struct {
+	Registry, Log, Sites, Meta int64
+	// Days are the day values without their segments (DaySegments: the
+	// bytes Usage's split said are segments), Parts the sealed parts of
+	// days (segments rows moved out of an open day).
+	Days, DaySegments, Parts int64
+	Strings, State           int64
+}
+
+// Usage reads every live key once and sums its bytes by family. split
+// tells how many bytes of a day's value are its segments (0: none). It
+// costs a scan of the whole store: it is meant for measurements, not for a
+// server's requests.
+func (s *Store) Usage(split func(day []byte) int) (Usage, error) {
+	var u Usage
+	if err := s.enter(); err != nil {
+		return u, err
+	}
+	defer s.exit()
+	err := s.scan("usage", []byte{0x00}, []byte{0xff}, func(key, val []byte) error {
+		n := int64(len(key) + len(val))
+		switch {
+		case key[0] == prefixRegistry:
+			u.Registry += n
+		case key[0] == prefixLog:
+			u.Log += n
+		case key[0] == prefixSite:
+			u.Sites += n
+		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subDay && len(key) == partKeyLen:
+			u.Parts += n
+		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subDay:
+			seg := int64(min(len(val), max(0, split(val))))
+			u.Days += n - seg
+			u.DaySegments += seg
+		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subStrings:
+			u.Strings += n
+		case key[0] == prefixWebsite && len(key) > 5 && (key[5] == subState || key[5] == subChunk):
+			u.State += n
+		default:
+			u.Meta += n
+		}
+		return nil
+	})
+	return u, err
+}
