@@ -214,11 +214,13 @@ func (r *runner) memoryVariant(ctx context.Context, res *MemoryResult, size stri
 		if p.DiskOpen, err = dirAllocated(dir); err != nil {
 			return err
 		}
-		u, err := e.StoreUsage()
-		if err != nil {
-			return err
+		if cp == days { // the report gives the longest history's
+			u, err := e.StoreUsage(ctx)
+			if err != nil {
+				return err
+			}
+			p.Usage = &u
 		}
-		p.Usage = &u
 		err = e.Close()
 		e = nil
 		if err != nil {

@@ -42,6 +42,15 @@ type PeerResult struct {
 	// site held data before.
 	QueryHits      int
 	QueryPageviews [2]float64
+	// QueryRows and QueryRowPageviews describe each side's first answer
+	// to the measured query (webstats, the peer): its rows (10 asked) and
+	// the pageviews summed over them. Answers of another shape mean the
+	// two sides did not do the same work.
+	QueryRows         [2]int
+	QueryRowPageviews [2]float64
+	// QueryNote says why the query load at the most clients was left out
+	// (a query alone took longer than a measurement).
+	QueryNote string `json:",omitempty"`
 }
 
 // The two sides of the peer run (HTTPPoint.Mode).
@@ -100,7 +109,8 @@ func (f statsForm) pageviewsToday(ctx context.Context, base, key string) (*http.
 func (f statsForm) pageviews(body []byte) (float64, bool) {
 	if f.api == "v1" {
 		// Plausible's form is {"results": {"pageviews": {"value": N}}};
-		// vince (v1.11.8) answers {"pageviews": N}, which is taken too.
+		// a bare {"pageviews": N}, which some servers answer, is taken
+		// too.
 		var answer struct {
 			Results struct {
 				Pageviews *struct{ Value float64 } `json:"pageviews"`
@@ -125,6 +135,38 @@ func (f statsForm) pageviews(body []byte) (float64, bool) {
 		return 0, false
 	}
 	return answer.Results[0].Metrics[0], true
+}
+
+// rows reads an answer to byPage: its rows and the pageviews summed over
+// them.
+func (f statsForm) rows(body []byte) (n int, pageviews float64, ok bool) {
+	if f.api == "v1" {
+		var answer struct {
+			Results []struct {
+				Pageviews float64 `json:"pageviews"`
+			} `json:"results"`
+		}
+		if json.Unmarshal(body, &answer) != nil {
+			return 0, 0, false
+		}
+		for _, r := range answer.Results {
+			pageviews += r.Pageviews
+		}
+		return len(answer.Results), pageviews, true
+	}
+	var answer struct {
+		Results []struct{ Metrics []float64 } `json:"results"`
+	}
+	if json.Unmarshal(body, &answer) != nil {
+		return 0, 0, false
+	}
+	for _, r := range answer.Results {
+		if len(r.Metrics) != 2 {
+			return 0, 0, false
+		}
+		pageviews += r.Metrics[1] // metrics: visitors, pageviews
+	}
+	return len(answer.Results), pageviews, true
 }
 
 func (f statsForm) get(ctx context.Context, base, key, path string) (*http.Request, error) {
@@ -312,17 +354,45 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 			return "the peer: " + why, nil
 		}
 		res.QueryPageviews[i] = n
-		if why := probeQuery(ctx, form, side.base, side.key); why != "" {
+		rows, sum, why := probeQuery(ctx, form, side.base, side.key)
+		if why != "" {
 			if i == 0 {
 				return "", fmt.Errorf("webstatsd: %s", why)
 			}
 			return "the peer: " + why, nil
 		}
+		res.QueryRows[i], res.QueryRowPageviews[i] = rows, sum
 	}
-	var err error
-	res.Queries, err = measure(slices.Max(r.cfg.HTTPConcurrency), http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
+	// One client gives the latency of a query alone; the most clients,
+	// the throughput, unless a query alone takes longer than a
+	// measurement on either side: many at once would then only queue
+	// (and the requests the clients give up on would still weigh on the
+	// next turn).
+	alone, err := measure(1, http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
 		return form.byPage(ctx, base, key)
 	})
+	if err != nil {
+		return "", err
+	}
+	res.Queries = append(res.Queries, alone...)
+	most := slices.Max(r.cfg.HTTPConcurrency)
+	if most == 1 {
+		return "", nil
+	}
+	for _, pt := range alone {
+		if pt.Latency.N == 0 || pt.Latency.P50 > r.cfg.HTTPDuration {
+			side := "webstats"
+			if pt.Mode == SidePeer {
+				side = "the peer"
+			}
+			res.QueryNote = fmt.Sprintf("a query alone on %s took longer than a measurement's %s (%d answered, %d failed)", side, r.cfg.HTTPDuration, pt.Latency.N, pt.Errors)
+			return "", nil
+		}
+	}
+	points, err := measure(most, http.StatusOK, func(ctx context.Context, base, key string, _ int) (*http.Request, error) {
+		return form.byPage(ctx, base, key)
+	})
+	res.Queries = append(res.Queries, points...)
 	return "", err
 }
 
@@ -405,24 +475,25 @@ func sendAll(ctx context.Context, base string, reqs []trackRequest) (int, error)
 	return total, ctx.Err()
 }
 
-// probeQuery asks the query once; an answer other than 200 with results
-// is the reason the query load cannot run.
-func probeQuery(ctx context.Context, form statsForm, base, key string) string {
+// probeQuery asks the query once and returns the answer's rows and the
+// pageviews summed over them; an answer other than 200 with results is the
+// reason the query load cannot run.
+func probeQuery(ctx context.Context, form statsForm, base, key string) (rows int, pageviews float64, why string) {
 	req, err := form.byPage(ctx, base, key)
 	if err != nil {
-		return err.Error()
+		return 0, 0, err.Error()
 	}
 	resp, err := newClient(1).Do(req)
 	if err != nil {
-		return fmt.Sprintf("%s %s failed: %v", req.Method, req.URL.Path, err)
+		return 0, 0, fmt.Sprintf("%s %s failed: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var answer struct{ Results []json.RawMessage }
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &answer) != nil || len(answer.Results) == 0 {
-		return fmt.Sprintf("%s %s answered %s: %.200s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	rows, pageviews, ok := form.rows(b)
+	if resp.StatusCode != http.StatusOK || !ok || rows == 0 {
+		return 0, 0, fmt.Sprintf("%s %s answered %s: %.200s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(b))
 	}
-	return ""
+	return rows, pageviews, ""
 }
 
 // redactURL is base with its user information removed, for the report.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/pprof"
@@ -30,12 +31,18 @@ type Profile struct {
 	Wall, CPU time.Duration
 	Cores     int
 	Heap      int64
-	// Client is the share of the samples on the load generator's side
-	// (the HTTP clients, in the same process), for the HTTP loads; -1 for
-	// a measurement without clients.
-	Client float64
+	// Measured is the share of the samples taken in the measurement's own
+	// goroutines (those it started, labelled with pprof.Do); the rest is
+	// background work: Pebble's flushes and compactions (which label
+	// their own), the collector, an HTTP server's connections. In the
+	// HTTP loads the measurement's goroutines are the load generator's
+	// clients, and Server is the share of the server's connections. -1:
+	// not known (a heap profile, the binary's profile; Server: not an
+	// HTTP load).
+	Measured, Server float64
 	// Parts and Funcs are the largest shares of the samples, by part of
-	// the program and by function (where the sample was taken, "flat").
+	// the program and by function (for CPU, where the sample was taken;
+	// for the heap, ownerOf).
 	Parts, Funcs []Share
 	Data         []byte
 }
@@ -46,10 +53,20 @@ type Share struct {
 	Share float64
 }
 
+// How many parts and functions a profile keeps.
+const (
+	profileParts = 8
+	profileFuncs = 10
+)
+
+// measuredLabel is the pprof label of the measurement's goroutines.
+const measuredLabel = "webstats-bench"
+
 // cpuProfile runs fn under the CPU profiler when on, and adds its profile
-// to the report; clients says fn runs HTTP clients in this process
-// (Client). fn runs as it would without: the profile is taken at the
-// runtime's default 100 Hz, which costs the measurement little. When
+// to the report; clients says fn runs HTTP clients in this process, against
+// a server whose connections are not fn's (Server). The profiler samples at
+// the runtime's default 100 Hz, which costs the measurement little; the
+// profiled repetition counts among the repetitions like the others. When
 // another CPU profile is running (go test -cpuprofile), fn runs without.
 func (r *runner) cpuProfile(on, clients bool, p Profile, fn func() error) error {
 	if !on {
@@ -59,14 +76,23 @@ func (r *runner) cpuProfile(on, clients bool, p Profile, fn func() error) error 
 	if err := pprof.StartCPUProfile(&buf); err != nil {
 		return fn()
 	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			pprof.StopCPUProfile() // fn panicked
+		}
+	}()
 	start := time.Now()
-	err := fn()
+	var err error
+	pprof.Do(context.Background(), pprof.Labels(measuredLabel, p.Name), func(context.Context) { err = fn() })
+	p.Wall = time.Since(start)
 	pprof.StopCPUProfile()
+	stopped = true
 	if err != nil {
 		return err
 	}
-	p.Kind, p.Wall, p.Cores, p.Data = "cpu", time.Since(start), runtime.GOMAXPROCS(0), buf.Bytes()
-	if err := p.summarise(clients); err != nil {
+	p.Kind, p.Cores, p.Data = "cpu", runtime.GOMAXPROCS(0), buf.Bytes()
+	if err := p.summarise(true, clients); err != nil {
 		return err
 	}
 	r.rep.Profiles = append(r.rep.Profiles, &p)
@@ -81,17 +107,18 @@ func (r *runner) heapProfile(p Profile) error {
 		return fmt.Errorf("bench: heap profile: %w", err)
 	}
 	p.Kind, p.Data = "heap", buf.Bytes()
-	if err := p.summarise(false); err != nil {
+	if err := p.summarise(false, false); err != nil {
 		return err
 	}
 	r.rep.Profiles = append(r.rep.Profiles, &p)
 	return nil
 }
 
-// summarise fills CPU or Heap, Client (with clients, else -1), Parts and
-// Funcs from Data. Funcs are where CPU samples were taken; for the heap,
-// the innermost function above the low-level libraries (ownerOf).
-func (p *Profile) summarise(clients bool) error {
+// summarise fills CPU or Heap, Measured (when labelled, else -1), Server
+// (with clients, else -1), Parts and Funcs from Data. Funcs are where CPU
+// samples were taken; for the heap, the innermost function above the
+// low-level libraries (ownerOf).
+func (p *Profile) summarise(labelled, clients bool) error {
 	prof, err := profile.Parse(bytes.NewReader(p.Data))
 	if err != nil {
 		return fmt.Errorf("bench: profile %s: %w", p.Name, err)
@@ -110,7 +137,7 @@ func (p *Profile) summarise(clients bool) error {
 		return fmt.Errorf("bench: profile %s has no %s samples", p.Name, want)
 	}
 	parts, funcs := map[string]int64{}, map[string]int64{}
-	var total, client int64
+	var total, measured, server int64
 	var stack []string
 	for _, s := range prof.Sample {
 		v := s.Value[value]
@@ -135,8 +162,10 @@ func (p *Profile) summarise(clients bool) error {
 			funcs[shortFunc(stack[0])] += v
 		}
 		parts[partOf(stack)] += v
-		if clientSide(stack) {
-			client += v
+		if len(s.Label[measuredLabel]) > 0 {
+			measured += v
+		} else if slices.Contains(stack, "net/http.(*conn).serve") {
+			server += v
 		}
 	}
 	if p.Kind == "heap" {
@@ -144,11 +173,14 @@ func (p *Profile) summarise(clients bool) error {
 	} else {
 		p.CPU = time.Duration(total)
 	}
-	p.Client = -1
-	if clients {
-		p.Client = share(client, total)
+	p.Measured, p.Server = -1, -1
+	if labelled {
+		p.Measured = share(measured, total)
 	}
-	p.Parts, p.Funcs = top(parts, total, 8), top(funcs, total, 10)
+	if clients {
+		p.Server = share(server, total)
+	}
+	p.Parts, p.Funcs = top(parts, total, profileParts), top(funcs, total, profileFuncs)
 	return nil
 }
 
@@ -169,17 +201,6 @@ func top(m map[string]int64, total int64, n int) []Share {
 		return cmp.Or(cmp.Compare(b.Share, a.Share), strings.Compare(a.Name, b.Name))
 	})
 	return out[:min(n, len(out))]
-}
-
-// clientSide reports whether a stack (innermost first) is the load
-// generator's: the bench's clients and the HTTP client's connections.
-func clientSide(stack []string) bool {
-	for _, f := range stack {
-		if strings.HasPrefix(f, module+"/bench.") || strings.HasPrefix(f, "net/http.(*persistConn)") || strings.HasPrefix(f, "net/http.(*Transport)") {
-			return true
-		}
-	}
-	return false
 }
 
 const module = "github.com/webstats/webstats"
@@ -206,7 +227,8 @@ func partOf(stack []string) string {
 		return "garbage collection"
 	case leaf == "syscall" || strings.HasPrefix(leaf, "internal/runtime/syscall") || strings.HasPrefix(leaf, "runtime/internal/syscall") || leaf == "internal/syscall/unix":
 		switch {
-		case has("syscall.Fdatasync", "syscall.Fsync", "os.(*File).Sync", "internal/poll.(*FD).Fsync"):
+		case has("syscall.Fdatasync", "syscall.Fsync", "os.(*File).Sync", "internal/poll.(*FD).Fsync",
+			"golang.org/x/sys/unix.Fdatasync", "golang.org/x/sys/unix.Fsync", "golang.org/x/sys/unix.SyncFileRange"):
 			return "system calls: fsync"
 		case has("net.", "net/http."):
 			return "system calls: network"
@@ -278,6 +300,8 @@ var partNames = []struct{ prefix, name string }{
 	{"github.com/oschwald", "geolocation"},
 	{"github.com/klauspost/compress", "compression"},
 	{"github.com/DataDog/zstd", "compression"},
+	{"github.com/golang/snappy", "compression"},
+	{"github.com/minio/minlz", "compression"},
 	{"compress", "compression"},
 	{"encoding/json", "encoding/json"},
 	{"net/http", "net/http"},
@@ -288,8 +312,12 @@ var partNames = []struct{ prefix, name string }{
 }
 
 // funcPackage is the package path of a function's symbol name
-// ("github.com/a/b.(*T).M" is in "github.com/a/b").
+// ("github.com/a/b.(*T).M" is in "github.com/a/b"; a generic one's type
+// arguments, which may hold paths, are left out).
 func funcPackage(name string) string {
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
 	slash := strings.LastIndexByte(name, '/')
 	dot := strings.IndexByte(name[slash+1:], '.')
 	if dot < 0 {
@@ -329,7 +357,7 @@ func (r *Report) profilesMD(b *strings.Builder, prefix string) {
 		b.WriteString("No profiles were taken (a full run takes them; `go test -cpuprofile` leaves them out).\n\n")
 		return
 	}
-	b.WriteString("A profile of each measurement behind the targets above, taken during its last repetition. CPU profiles: `runtime/pprof` at 100 Hz over the measurement. The memory profile: the live heap, sampled by the runtime about every 512 KiB allocated. Each is beside this report (`go tool pprof -top " + prefix + "NAME.pprof`). *Parts* group the samples by where they were taken: the garbage collector's and the allocator's work wherever it runs, system calls by what they do, else the package of the function, grouped by library. *Functions* are where the samples were taken (flat). In the HTTP loads the clients run in this process, on the same cores, and their share of the CPU is given.\n\n")
+	b.WriteString("A profile of each measurement behind the targets above, taken during its last repetition. CPU profiles: `runtime/pprof` at 100 Hz over the measurement. The memory profile: the live heap, sampled by the runtime about every 512 KiB allocated. Each is beside this report (`go tool pprof -top " + prefix + "NAME.pprof`). *Parts* group the samples by where they were taken: the garbage collector's and the allocator's work wherever it runs, system calls by what they do, else the package of the function, grouped by library. *Functions* are where the CPU samples were taken (flat), and for the heap the innermost function above the runtime and the low-level libraries (what the memory was allocated for). The profiled repetition counts among the repetitions. A CPU profile covers the whole process: the share of the measurement's own goroutines is given apart from background work; in the HTTP loads the clients run in this process, on the same cores, and the load generator's share is given apart from the server's.\n\n")
 	all := r.Targets()
 	for _, p := range r.Profiles {
 		fmt.Fprintf(b, "### %s: %s\n\n", p.Name, p.What)
@@ -350,8 +378,13 @@ func (r *Report) profilesMD(b *strings.Builder, prefix string) {
 		default:
 			fmt.Fprintf(b, "CPU: %s sampled over %s with %d cores: %.0f%% of them busy.", formatDur(p.CPU), formatDur(p.Wall), p.Cores,
 				100*p.CPU.Seconds()/(p.Wall.Seconds()*float64(max(1, p.Cores))))
-			if p.Client >= 0 {
-				fmt.Fprintf(b, " The load generator (its clients, in this process) took %.0f%% of it, the server the rest.", 100*p.Client)
+			switch {
+			case p.Server >= 0:
+				fmt.Fprintf(b, " Of it, the load generator (its clients, in this process) took %.0f%%, the server's connection goroutines %.0f%%, the rest (goroutines the server's handlers start, the engine's and Pebble's background work, the collector, the scheduler) %.0f%%.",
+					100*p.Measured, 100*p.Server, 100*max(0, 1-p.Measured-p.Server))
+			case p.Measured >= 0:
+				fmt.Fprintf(b, " Of it, the measured code (its goroutines) took %.0f%%, background work (Pebble's flushes and compactions, the collector) the other %.0f%%.",
+					100*p.Measured, 100*(1-p.Measured))
 			}
 		}
 		if len(p.Parts) > 0 {

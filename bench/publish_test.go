@@ -35,7 +35,7 @@ func publishedReport() *Report {
 			},
 			IdleWait: 5 * time.Second, Idle: ProcMemory{RSS: 30 << 20, Anon: 8 << 20, File: 22 << 20}, IdleRuns: []int64{30 << 20}},
 		Profiles: []*Profile{{Name: "http-nosync-64", What: "POST /api/event, 64 clients, nosync", Targets: []string{"POST /api/event, 64 clients, NoSync"},
-			Kind: "cpu", Wall: time.Second, CPU: 2 * time.Second, Cores: 2, Client: 0.4,
+			Kind: "cpu", Wall: time.Second, CPU: 2 * time.Second, Cores: 2, Measured: 0.4, Server: 0.5,
 			Parts: []Share{{"net/http", 0.3}}, Funcs: []Share{{"syscall.Syscall6", 0.2}}, Data: []byte("a CPU profile")}},
 	}
 }

@@ -821,15 +821,21 @@ func (r *Report) peerMD(b *strings.Builder) {
 			}
 			byClients[pt.Clients] = pair
 		}
+		p99 := func(pt HTTPPoint) string {
+			if pt.Latency.N == 0 {
+				return "—" // nothing answered
+			}
+			return formatDur(pt.Latency.P99)
+		}
 		for _, n := range order {
 			w, o := byClients[n][0], byClients[n][1]
 			ratio := "—"
-			if w.PerSec > 0 {
+			if w.PerSec > 0 && o.PerSec > 0 {
 				ratio = fmt.Sprintf("%.2f", o.PerSec/w.PerSec)
 			}
 			rows = append(rows, []string{fmt.Sprintf("%s, %d clients", what, n),
-				formatCount(w.PerSec), formatDur(w.Latency.P99), strconv.Itoa(w.Errors),
-				formatCount(o.PerSec), formatDur(o.Latency.P99), strconv.Itoa(o.Errors), ratio})
+				formatCount(w.PerSec), p99(w), strconv.Itoa(w.Errors),
+				formatCount(o.PerSec), p99(o), strconv.Itoa(o.Errors), ratio})
 		}
 	}
 	add("POST /api/event", p.Tracking)
@@ -837,10 +843,22 @@ func (r *Report) peerMD(b *strings.Builder) {
 	table(b, []string{"load", "webstats req/s", "p99", "errors", "peer req/s", "p99", "errors", "peer / webstats"}, rows)
 	if p.QueryUnavailable != "" {
 		fmt.Fprintf(b, "The query load was not made: %s.\n\n", p.QueryUnavailable)
-	} else {
-		fmt.Fprintf(b, "Before the query load, each server answered the %s tracking requests with 202 and then counted %s pageviews today (webstats) and %s (the peer): they differ where the two filter bots differently, or where the peer's site held data before.\n\n",
-			formatCount(float64(p.QueryHits)), formatCount(p.QueryPageviews[0]), formatCount(p.QueryPageviews[1]))
+		return
 	}
+	fmt.Fprintf(b, "Before the query load, each server answered the %s tracking requests with 202 and then counted %s pageviews today (webstats) and %s (the peer): they differ where the two filter bots differently, or where the peer's site held data before. ",
+		formatCount(float64(p.QueryHits)), formatCount(p.QueryPageviews[0]), formatCount(p.QueryPageviews[1]))
+	if p.QueryRows[0] > 0 {
+		fmt.Fprintf(b, "Their first answers to the measured query: %d rows with %s pageviews (webstats), %d rows with %s (the peer)",
+			p.QueryRows[0], formatCount(p.QueryRowPageviews[0]), p.QueryRows[1], formatCount(p.QueryRowPageviews[1]))
+		if p.QueryRows[0] != p.QueryRows[1] {
+			b.WriteString(": answers of another shape, so the two sides did not do the same work, and their figures do not compare")
+		}
+		b.WriteString(". ")
+	}
+	if p.QueryNote != "" {
+		fmt.Fprintf(b, "The query load at the most clients was not made: %s. ", p.QueryNote)
+	}
+	b.WriteString("A p99 of — is a load with no answer in time (the clients give up after 30 s).\n\n")
 }
 
 func (r *Report) capacityMD(b *strings.Builder) {

@@ -153,7 +153,7 @@ func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
 			r.prog.step("server: import %s hits, %s, restart (%d/%d)", formatCount(float64(hits)), after, i+1, c.Repeats)
 			// The last clean stop leaves a CPU profile of the binary.
 			var prof *Profile
-			if after == AfterStop && i == c.Repeats-1 {
+			if after == AfterStop && i == c.Repeats-1 && r.binaryHasFlag(ctx, "cpuprofile") {
 				prof = &Profile{Name: "server-import", What: fmt.Sprintf("the webstatsd binary: start, import of %s hits, clean stop", formatCount(float64(hits))),
 					Targets: []string{"import,"}}
 			}
@@ -187,6 +187,13 @@ func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
 	slices.SortFunc(idle, func(a, b ProcMemory) int { return cmp.Compare(a.RSS, b.RSS) })
 	res.Idle = idle[len(idle)/2]
 	return nil
+}
+
+// binaryHasFlag reports whether the webstatsd binary has the flag name (an
+// older binary given with -webstatsd may not).
+func (r *runner) binaryHasFlag(ctx context.Context, name string) bool {
+	out, _ := exec.CommandContext(ctx, r.cfg.Webstatsd, "serve", "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+name+" ")) || bytes.Contains(out, []byte("-"+name+"\n"))
 }
 
 // serverSteps counts the progress steps of the server run.
@@ -270,14 +277,16 @@ func (r *runner) importAndRestart(ctx context.Context, bodies [][]byte, hits int
 		return m, err
 	}
 	if prof != nil {
-		if prof.Data, err = os.ReadFile(profPath); err != nil {
-			return m, fmt.Errorf("the binary's CPU profile: %w", err)
-		}
+		// A profile that cannot be read is noted; the measurement stands.
 		prof.Kind, prof.Wall, prof.Cores = "cpu", time.Since(started), runtime.NumCPU()
-		if err := prof.summarise(false); err != nil {
-			return m, err
+		if prof.Data, err = os.ReadFile(profPath); err == nil {
+			err = prof.summarise(false, false)
 		}
-		r.rep.Profiles = append(r.rep.Profiles, prof)
+		if err != nil {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The binary's CPU profile (%s) could not be read: %v.", prof.Name, err))
+		} else {
+			r.rep.Profiles = append(r.rep.Profiles, prof)
+		}
 	}
 	again, err := startProc(ctx, bin, data, serverFlags...)
 	if err != nil {

@@ -344,31 +344,38 @@ func encodeDay(d *buckets.Day, seg *segDay) ([]byte, error) {
 	return seg.appendBinary(b), nil
 }
 
+// splitDay splits a day value of the store into its buckets day and its
+// segments; a value without the envelope is a buckets day alone.
+func splitDay(data []byte) (bd, segs []byte, enveloped bool, err error) {
+	if len(data) > 0 && data[0] != dayEnvelope {
+		return data, nil, false, nil
+	}
+	n, k := binary.Uvarint(data[min(1, len(data)):])
+	if k <= 0 || n > uint64(len(data)-1-k) {
+		return nil, nil, false, fmt.Errorf("day envelope: %w", snapshot.ErrCorrupt)
+	}
+	body := data[1+k:]
+	return body[:n], body[n:], true, nil
+}
+
 // decodeDay decodes a day value of the store; its segments too when
 // withSeg (else seg is nil).
 func decodeDay(data []byte, withSeg bool) (storedDay, error) {
 	d := buckets.NewDay(0)
-	if len(data) > 0 && data[0] != dayEnvelope {
-		if err := d.UnmarshalBinary(data); err != nil {
-			return storedDay{}, err
-		}
-		if !withSeg {
-			return storedDay{day: d}, nil
-		}
-		return storedDay{day: d, seg: newSegDay()}, nil
-	}
-	n, k := binary.Uvarint(data[min(1, len(data)):])
-	if k <= 0 || n > uint64(len(data)-1-k) {
-		return storedDay{}, fmt.Errorf("day envelope: %w", snapshot.ErrCorrupt)
-	}
-	body := data[1+k:]
-	if err := d.UnmarshalBinary(body[:n]); err != nil {
+	bd, segs, enveloped, err := splitDay(data)
+	if err != nil {
 		return storedDay{}, err
 	}
-	if !withSeg {
-		return storedDay{day: d}, nil
+	if err := d.UnmarshalBinary(bd); err != nil {
+		return storedDay{}, err
 	}
-	seg, err := decodeSegDay(body[n:])
+	switch {
+	case !withSeg:
+		return storedDay{day: d}, nil
+	case !enveloped:
+		return storedDay{day: d, seg: newSegDay()}, nil
+	}
+	seg, err := decodeSegDay(segs)
 	if err != nil {
 		return storedDay{}, fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
 	}
@@ -997,22 +1004,17 @@ type StoreUsage = snapshot.Usage
 // StoreUsage reads the whole store once and sums its bytes by part; a
 // day's segments are told apart from its buckets. Like Metrics it covers
 // every website and shows only sizes. It takes as long as reading the
-// store: not for a server's requests.
-func (e *Engine) StoreUsage() (StoreUsage, error) {
+// store (Close waits for it): not for a server's requests.
+func (e *Engine) StoreUsage(ctx context.Context) (StoreUsage, error) {
 	if !e.enter() {
 		return StoreUsage{}, ErrClosed
 	}
 	defer e.exit()
-	return e.store.Usage(func(day []byte) int {
-		// [dayEnvelope][uvarint length][buckets day][segments]; a value
-		// without the envelope has no segments.
-		if len(day) == 0 || day[0] != dayEnvelope {
+	return e.store.Usage(ctx, func(day []byte) int {
+		_, seg, _, err := splitDay(day)
+		if err != nil {
 			return 0
 		}
-		n, k := binary.Uvarint(day[1:])
-		if k <= 0 || n > uint64(len(day)-1-k) {
-			return 0
-		}
-		return len(day) - 1 - k - int(n)
+		return len(seg)
 	})
 }

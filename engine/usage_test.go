@@ -22,7 +22,7 @@ func TestStoreUsage(t *testing.T) {
 		if err := e.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		u, err := e.StoreUsage()
+		u, err := e.StoreUsage(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -517,35 +517,39 @@ type Usage struct {
 
 // Usage reads every live key once and sums its bytes by family. split
 // tells how many bytes of a day's value are its segments (0: none). It
-// costs a scan of the whole store: it is meant for measurements, not for a
-// server's requests.
-func (s *Store) Usage(split func(day []byte) int) (Usage, error) {
+// costs a scan of the whole store, stopped when ctx is done: it is meant
+// for measurements, not for a server's requests.
+func (s *Store) Usage(ctx context.Context, split func(day []byte) int) (Usage, error) {
 	var u Usage
 	if err := s.enter(); err != nil {
 		return u, err
 	}
 	defer s.exit()
+	n := 0
 	err := s.scan("usage", []byte{0x00}, []byte{0xff}, func(key, val []byte) error {
-		n := int64(len(key) + len(val))
-		switch {
-		case key[0] == prefixRegistry:
-			u.Registry += n
-		case key[0] == prefixLog:
-			u.Log += n
-		case key[0] == prefixSite:
-			u.Sites += n
-		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subDay && len(key) == partKeyLen:
-			u.Parts += n
-		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subDay:
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		size := int64(len(key) + len(val))
+		switch familyOf(key) {
+		case familyRegistry:
+			u.Registry += size
+		case familyLog:
+			u.Log += size
+		case familySite:
+			u.Sites += size
+		case familyPart:
+			u.Parts += size
+		case familyDay:
 			seg := int64(min(len(val), max(0, split(val))))
-			u.Days += n - seg
+			u.Days += size - seg
 			u.DaySegments += seg
-		case key[0] == prefixWebsite && len(key) > 5 && key[5] == subStrings:
-			u.Strings += n
-		case key[0] == prefixWebsite && len(key) > 5 && (key[5] == subState || key[5] == subChunk):
-			u.State += n
+		case familyStrings:
+			u.Strings += size
+		case familyState:
+			u.State += size
 		default:
-			u.Meta += n
+			u.Meta += size
 		}
 		return nil
 	})

@@ -324,3 +324,45 @@ const (
 	minDate = math.MinInt32
 	maxDate = math.MaxInt32
 )
+
+// family is the family of a key, as Usage sums them.
+type family int
+
+const (
+	familyMeta family = iota // the format version, the trim point, anything else
+	familyRegistry
+	familyLog
+	familySite
+	familyDay
+	familyPart
+	familyStrings
+	familyState // visitor state, both forms
+)
+
+// familyOf returns the family of key.
+func familyOf(key []byte) family {
+	switch {
+	case len(key) == 0:
+		return familyMeta
+	case key[0] == prefixRegistry:
+		return familyRegistry
+	case key[0] == prefixLog:
+		return familyLog
+	case key[0] == prefixSite:
+		return familySite
+	case key[0] != prefixWebsite || len(key) < websiteKeyLen:
+		return familyMeta
+	}
+	switch key[5] {
+	case subDay:
+		if len(key) == partKeyLen {
+			return familyPart
+		}
+		return familyDay
+	case subStrings:
+		return familyStrings
+	case subState, subChunk:
+		return familyState
+	}
+	return familyMeta
+}

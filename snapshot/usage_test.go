@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -30,7 +31,7 @@ func TestUsage(t *testing.T) {
 	set(&day, dayKey(3, -4), "BBBB")           // split: none
 	want.DaySegments, want.Days = 8, day-8
 
-	u, err := s.Usage(func(v []byte) int {
+	u, err := s.Usage(context.Background(), func(v []byte) int {
 		for i, c := range v {
 			if c == '|' {
 				return len(v) - i - 1
@@ -47,5 +48,20 @@ func TestUsage(t *testing.T) {
 	u.Meta = 0
 	if u != want {
 		t.Errorf("usage %+v, want %+v", u, want)
+	}
+}
+
+// TestUsageStops: a done context stops the scan.
+func TestUsageStops(t *testing.T) {
+	s, _ := memStore(t)
+	for i := range 10_000 {
+		if err := s.db.Set(logKey(uint64(i)), []byte("entry"), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Usage(ctx, func([]byte) int { return 0 }); err != context.Canceled {
+		t.Errorf("Usage with a cancelled context: %v", err)
 	}
 }

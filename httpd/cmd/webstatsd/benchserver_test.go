@@ -92,13 +92,20 @@ func testBenchPeerRun(t *testing.T, bin, api string) {
 	if p == nil || p.Unavailable != "" || p.QueryUnavailable != "" {
 		t.Fatalf("peer section: %+v", p)
 	}
-	for name, points := range map[string][]bench.HTTPPoint{"tracking": p.Tracking, "queries": p.Queries} {
-		if len(points) != 2 || points[0].Mode != bench.SideWebstats || points[1].Mode != bench.SidePeer {
+	// Tracking at the one concurrency of the run; the query alone (one
+	// client) and at that concurrency; each for both sides.
+	for name, want := range map[string]struct {
+		points  []bench.HTTPPoint
+		clients []int
+	}{"tracking": {p.Tracking, []int{4}}, "queries": {p.Queries, []int{1, 4}}} {
+		points := want.points
+		if len(points) != 2*len(want.clients) {
 			t.Fatalf("%s: %+v", name, points)
 		}
-		for _, pt := range points {
-			if pt.PerSec <= 0 || pt.Errors != 0 || pt.Clients != 4 {
-				t.Errorf("%s, %s: %+v", name, pt.Mode, pt)
+		for i, pt := range points {
+			side := []string{bench.SideWebstats, bench.SidePeer}[i%2]
+			if pt.Mode != side || pt.Clients != want.clients[i/2] || pt.PerSec <= 0 || pt.Errors != 0 {
+				t.Errorf("%s, point %d: %+v", name, i, pt)
 			}
 		}
 	}
