@@ -831,7 +831,7 @@ func (r *Report) peerMD(b *strings.Builder) {
 			w, o := byClients[n][0], byClients[n][1]
 			ratio := "—"
 			if w.PerSec > 0 && o.PerSec > 0 {
-				ratio = fmt.Sprintf("%.2f", o.PerSec/w.PerSec)
+				ratio = fmt.Sprintf("%.3g", o.PerSec/w.PerSec)
 			}
 			rows = append(rows, []string{fmt.Sprintf("%s, %d clients", what, n),
 				formatCount(w.PerSec), p99(w), strconv.Itoa(w.Errors),
