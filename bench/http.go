@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -203,8 +204,14 @@ func startServer(e *engine.Engine) (*server, error) {
 	}
 	h := httpd.New(e, &httpd.Options{RateLimit: -1, TrustProxy: true})
 	s := &server{url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
-	go s.srv.Serve(ln)
+	s.serve(ln)
 	return s, nil
+}
+
+// serve serves ln in a goroutine labelled as the server's (serverLabel), as
+// every goroutine it starts is: a profile tells the server's work apart.
+func (s *server) serve(ln net.Listener) {
+	go pprof.Do(context.Background(), pprof.Labels(serverLabel, "1"), func(context.Context) { s.srv.Serve(ln) })
 }
 
 // startNoop starts the baseline server: it reads the body and answers 202.
@@ -219,7 +226,7 @@ func startNoop() (*server, error) {
 		io.WriteString(w, "ok")
 	})
 	s := &server{url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
-	go s.srv.Serve(ln)
+	s.serve(ln)
 	return s, nil
 }
 

@@ -138,33 +138,25 @@ func (f statsForm) pageviews(body []byte) (float64, bool) {
 }
 
 // rows reads an answer to byPage: its rows and the pageviews summed over
-// them.
+// those that have them where this form puts them (an answer of another
+// shape still counts its rows).
 func (f statsForm) rows(body []byte) (n int, pageviews float64, ok bool) {
-	if f.api == "v1" {
-		var answer struct {
-			Results []struct {
-				Pageviews float64 `json:"pageviews"`
-			} `json:"results"`
-		}
-		if json.Unmarshal(body, &answer) != nil {
-			return 0, 0, false
-		}
-		for _, r := range answer.Results {
-			pageviews += r.Pageviews
-		}
-		return len(answer.Results), pageviews, true
-	}
-	var answer struct {
-		Results []struct{ Metrics []float64 } `json:"results"`
-	}
+	var answer struct{ Results []json.RawMessage }
 	if json.Unmarshal(body, &answer) != nil {
 		return 0, 0, false
 	}
-	for _, r := range answer.Results {
-		if len(r.Metrics) != 2 {
-			return 0, 0, false
+	for _, raw := range answer.Results {
+		if f.api == "v1" {
+			var row struct{ Pageviews float64 }
+			if json.Unmarshal(raw, &row) == nil {
+				pageviews += row.Pageviews
+			}
+			continue
 		}
-		pageviews += r.Metrics[1] // metrics: visitors, pageviews
+		var row struct{ Metrics []float64 }
+		if json.Unmarshal(raw, &row) == nil && len(row.Metrics) == 2 {
+			pageviews += row.Metrics[1] // metrics: visitors, pageviews
+		}
 	}
 	return len(answer.Results), pageviews, true
 }
@@ -380,12 +372,19 @@ func (r *runner) peerQueries(ctx context.Context, res *PeerResult, ours, ourKey,
 		return "", nil
 	}
 	for _, pt := range alone {
-		if pt.Latency.N == 0 || pt.Latency.P50 > r.cfg.HTTPDuration {
-			side := "webstats"
-			if pt.Mode == SidePeer {
-				side = "the peer"
-			}
+		side := "webstats"
+		if pt.Mode == SidePeer {
+			side = "the peer"
+		}
+		switch {
+		case pt.Latency.N == 0 && pt.Errors > 0:
+			res.QueryNote = fmt.Sprintf("every query alone failed on %s (%d)", side, pt.Errors)
+		case slices.Contains(pt.Runs, 0) || pt.Latency.P50 > r.cfg.HTTPDuration:
+			// (A repetition without an answer has no latency: the
+			// median of the others would hide it.)
 			res.QueryNote = fmt.Sprintf("a query alone on %s took longer than a measurement's %s (%d answered, %d failed)", side, r.cfg.HTTPDuration, pt.Latency.N, pt.Errors)
+		}
+		if res.QueryNote != "" {
 			return "", nil
 		}
 	}

@@ -74,6 +74,8 @@ func TestStatsForm(t *testing.T) {
 	}{
 		{"v1", v1, `{"results":[{"page":"/a","visitors":3,"pageviews":5},{"page":"/b","visitors":1,"pageviews":2}]}`, 2, 7},
 		{"v2", v2, `{"results":[{"dimensions":["/a"],"metrics":[3,5]},{"dimensions":["/b"],"metrics":[1,2]}]}`, 2, 7},
+		{"v2, another shape: rows still counted", v2, `{"results":[{"dimensions":["/a"],"metrics":[3]},{"x":1}]}`, 2, 0},
+		{"v1, another shape", v1, `{"results":[{"page":"/a"},{"page":"/b","pageviews":4}]}`, 2, 4},
 	} {
 		if rows, pv, ok := c.form.rows([]byte(c.answer)); rows != c.rows || pv != c.pageviews || !ok {
 			t.Errorf("%s: rows %d, pageviews %v, %v", c.name, rows, pv, ok)

@@ -33,12 +33,13 @@ type Profile struct {
 	Heap      int64
 	// Measured is the share of the samples taken in the measurement's own
 	// goroutines (those it started, labelled with pprof.Do); the rest is
-	// background work: Pebble's flushes and compactions (which label
-	// their own), the collector, an HTTP server's connections. In the
-	// HTTP loads the measurement's goroutines are the load generator's
-	// clients, and Server is the share of the server's connections. -1:
-	// not known (a heap profile, the binary's profile; Server: not an
-	// HTTP load).
+	// background work: Pebble's own goroutines (its log writer, flushes,
+	// compactions and file deletions, which label themselves), the
+	// engine's loops started before, the collector. In the HTTP loads the
+	// measurement's goroutines are the load generator's clients, and
+	// Server is the share of the in-process server's goroutines
+	// (startServer labels them). -1: not known (a heap profile, the
+	// binary's profile; Server: not an HTTP load).
 	Measured, Server float64
 	// Parts and Funcs are the largest shares of the samples, by part of
 	// the program and by function (for CPU, where the sample was taken;
@@ -59,8 +60,12 @@ const (
 	profileFuncs = 10
 )
 
-// measuredLabel is the pprof label of the measurement's goroutines.
-const measuredLabel = "webstats-bench"
+// measuredLabel is the pprof label of the measurement's goroutines,
+// serverLabel that of an in-process server's (startServer).
+const (
+	measuredLabel = "webstats-bench"
+	serverLabel   = "webstats-bench-server"
+)
 
 // cpuProfile runs fn under the CPU profiler when on, and adds its profile
 // to the report; clients says fn runs HTTP clients in this process, against
@@ -162,9 +167,10 @@ func (p *Profile) summarise(labelled, clients bool) error {
 			funcs[shortFunc(stack[0])] += v
 		}
 		parts[partOf(stack)] += v
-		if len(s.Label[measuredLabel]) > 0 {
+		switch {
+		case len(s.Label[measuredLabel]) > 0:
 			measured += v
-		} else if slices.Contains(stack, "net/http.(*conn).serve") {
+		case len(s.Label[serverLabel]) > 0:
 			server += v
 		}
 	}
@@ -379,11 +385,13 @@ func (r *Report) profilesMD(b *strings.Builder, prefix string) {
 			fmt.Fprintf(b, "CPU: %s sampled over %s with %d cores: %.0f%% of them busy.", formatDur(p.CPU), formatDur(p.Wall), p.Cores,
 				100*p.CPU.Seconds()/(p.Wall.Seconds()*float64(max(1, p.Cores))))
 			switch {
+			case p.Measured == 0 && p.Server == 0:
+				// A report made before the shares were taken.
 			case p.Server >= 0:
-				fmt.Fprintf(b, " Of it, the load generator (its clients, in this process) took %.0f%%, the server's connection goroutines %.0f%%, the rest (goroutines the server's handlers start, the engine's and Pebble's background work, the collector, the scheduler) %.0f%%.",
+				fmt.Fprintf(b, " Of it, the load generator (its clients, in this process) took %.0f%%, the server's goroutines %.0f%%, the rest (Pebble's own goroutines, the collector, the scheduler) %.0f%%.",
 					100*p.Measured, 100*p.Server, 100*max(0, 1-p.Measured-p.Server))
 			case p.Measured >= 0:
-				fmt.Fprintf(b, " Of it, the measured code (its goroutines) took %.0f%%, background work (Pebble's flushes and compactions, the collector) the other %.0f%%.",
+				fmt.Fprintf(b, " Of it, the measured code (its goroutines) took %.0f%%, background work the other %.0f%%: Pebble's own goroutines (its log writer, with its writes and fsyncs, flushes and compactions), the engine's loops started before, the collector.",
 					100*p.Measured, 100*(1-p.Measured))
 			}
 		}

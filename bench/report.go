@@ -830,10 +830,18 @@ func (r *Report) peerMD(b *strings.Builder) {
 		for _, n := range order {
 			w, o := byClients[n][0], byClients[n][1]
 			ratio := "—"
-			if w.PerSec > 0 && o.PerSec > 0 {
-				ratio = fmt.Sprintf("%.3g", o.PerSec/w.PerSec)
+			switch q := o.PerSec / w.PerSec; {
+			case w.PerSec <= 0 || o.PerSec <= 0:
+			case q >= 100:
+				ratio = fmt.Sprintf("%.0f", q)
+			default:
+				ratio = fmt.Sprintf("%.3g", q)
 			}
-			rows = append(rows, []string{fmt.Sprintf("%s, %d clients", what, n),
+			clients := fmt.Sprintf("%d clients", n)
+			if n == 1 {
+				clients = "1 client"
+			}
+			rows = append(rows, []string{what + ", " + clients,
 				formatCount(w.PerSec), p99(w), strconv.Itoa(w.Errors),
 				formatCount(o.PerSec), p99(o), strconv.Itoa(o.Errors), ratio})
 		}

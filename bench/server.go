@@ -191,9 +191,16 @@ func (r *runner) serverMeasure(ctx context.Context, res *ServerResult) error {
 
 // binaryHasFlag reports whether the webstatsd binary has the flag name (an
 // older binary given with -webstatsd may not).
+// Without it, the report says so.
 func (r *runner) binaryHasFlag(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	out, _ := exec.CommandContext(ctx, r.cfg.Webstatsd, "serve", "-h").CombinedOutput()
-	return bytes.Contains(out, []byte("-"+name+" ")) || bytes.Contains(out, []byte("-"+name+"\n"))
+	if bytes.Contains(out, []byte("-"+name+" ")) || bytes.Contains(out, []byte("-"+name+"\n")) {
+		return true
+	}
+	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The webstatsd binary has no -%s flag: the server run was measured without its profile.", name))
+	return false
 }
 
 // serverSteps counts the progress steps of the server run.

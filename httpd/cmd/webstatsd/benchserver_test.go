@@ -48,7 +48,7 @@ func TestBenchServerRun(t *testing.T) {
 	// The binary's -cpuprofile, written at the last clean stop, finds
 	// the server at work: the engine among the parts.
 	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != "server-import" || rep.Profiles[0].CPU <= 0 {
-		t.Fatalf("profiles: %+v", rep.Profiles)
+		t.Fatalf("profiles: %+v (notes: %q)", rep.Profiles, rep.Notes)
 	}
 	engineSeen := false
 	for _, p := range rep.Profiles[0].Parts {
@@ -100,7 +100,7 @@ func testBenchPeerRun(t *testing.T, bin, api string) {
 	}{"tracking": {p.Tracking, []int{4}}, "queries": {p.Queries, []int{1, 4}}} {
 		points := want.points
 		if len(points) != 2*len(want.clients) {
-			t.Fatalf("%s: %+v", name, points)
+			t.Fatalf("%s: %+v (note: %q)", name, points, p.QueryNote)
 		}
 		for i, pt := range points {
 			side := []string{bench.SideWebstats, bench.SidePeer}[i%2]
@@ -108,6 +108,10 @@ func testBenchPeerRun(t *testing.T, bin, api string) {
 				t.Errorf("%s, point %d: %+v", name, i, pt)
 			}
 		}
+	}
+	// The same server on both sides: the same first answer, of 10 rows.
+	if p.QueryRows[0] != 10 || p.QueryRows != [2]int{10, 10} || p.QueryRowPageviews[0] <= 0 || p.QueryRowPageviews[0] != p.QueryRowPageviews[1] || p.QueryNote != "" {
+		t.Errorf("first answers: rows %v, pageviews %v, note %q", p.QueryRows, p.QueryRowPageviews, p.QueryNote)
 	}
 	// Both counted the same preload alike (the same server), about 7% of
 	// it bots; and the peer counted what it answered since.
