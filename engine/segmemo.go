@@ -22,6 +22,8 @@ import (
 type dayMemo struct {
 	spanOnce sync.Once
 	lo, hi   int64
+	perOnce  sync.Once
+	plo, phi int32
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
@@ -79,6 +81,13 @@ var dayMemoHits atomic.Int64
 func (m *dayMemo) span(sd *segDay) (lo, hi int64) {
 	m.spanOnce.Do(func() { m.lo, m.hi = hitSpan(sd) })
 	return m.lo, m.hi
+}
+
+// periods returns the first and last salt periods of sd's visits
+// (periodSpan), computed once.
+func (m *dayMemo) periods(sd *segDay) (lo, hi int32) {
+	m.perOnce.Do(func() { m.plo, m.phi = periodSpan(sd) })
+	return m.plo, m.phi
 }
 
 // excluded marks in vpass (2) the visits the filters named key excluded,

@@ -231,10 +231,13 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	// Days passed under the shard lock (open days) are scanned at once;
 	// the others, which never change, on every core (scanParallel).
 	var later []*segDay
+	var spans [][2]int32 // the salt periods of the days scanned at once
 	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay, locked bool) {
 		switch {
 		case sd.hits() == 0 || p.err != nil:
 		case locked:
+			plo, phi := periodSpan(sd)
+			spans = append(spans, [2]int32{plo, phi})
 			p.scanDay(sd, false)
 		default:
 			later = append(later, sd)
@@ -246,7 +249,61 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	if p.err != nil {
 		return p.err
 	}
+	p.soloDays = soloDays(later, spans)
 	return p.scanParallel(ctx, later, runtime.GOMAXPROCS(0))
+}
+
+// soloDays returns the days of days whose visits are all of one salt
+// period that no other day holds, neither of days nor of spans (the
+// periods of other days scanned, first to last). With daily salts (the
+// default) that is every day: their visitors are counted per day, not
+// merged in bitmaps across days.
+func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
+	if len(days) == 0 {
+		return nil
+	}
+	periods := make([]int32, len(days))
+	once := make(map[int32]int, len(days)) // days of each period
+	for i, sd := range days {
+		var plo, phi int32
+		if m := sd.memo(); m != nil {
+			plo, phi = m.periods(sd)
+		} else {
+			plo, phi = periodSpan(sd)
+		}
+		if plo == phi {
+			periods[i] = plo
+			once[plo]++
+		} else {
+			periods[i] = math.MinInt32
+			spans = append(spans, [2]int32{plo, phi})
+		}
+	}
+	solo := make(map[*segDay]bool, len(days))
+	for i, sd := range days {
+		per := periods[i]
+		if per == math.MinInt32 || once[per] != 1 {
+			continue
+		}
+		shared := false
+		for _, sp := range spans {
+			shared = shared || per >= sp[0] && per <= sp[1]
+		}
+		if !shared {
+			solo[sd] = true
+		}
+	}
+	return solo
+}
+
+// periodSpan returns the first and last salt periods of sd's visits
+// (MaxInt32, MinInt32 for a day without visits: a period of none).
+func periodSpan(sd *segDay) (lo, hi int32) {
+	lo, hi = math.MaxInt32, math.MinInt32
+	for _, per := range sd.vPeriod {
+		lo, hi = min(lo, per), max(hi, per)
+	}
+	return lo, hi
 }
 
 // scanParallel scans days into p with up to workers goroutines, each into
@@ -271,7 +328,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 		if err != nil {
 			return err
 		}
-		sub.shared = shared
+		sub.shared, sub.soloDays = shared, p.soloDays
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -337,6 +394,7 @@ func (p *plan) merge(sub *plan) {
 		g.pageviews += sg.pageviews
 		g.events += sg.events
 		g.visits += sg.visits
+		g.solo += sg.solo
 		for per, bm := range sg.visitors {
 			if g.visitors == nil {
 				g.visitors = make(map[int32]*roaring.Bitmap)
@@ -725,12 +783,22 @@ type plan struct {
 	visitOnly bool
 
 	// Per-day state.
-	day       int      // counts the days scanned
-	touched   []*group // groups with rows in the current day
-	scratch   []uint32
-	mark      []int32 // by visit row: the id of the group that last counted it
-	dense     []uint64
-	sd        *segDay
+	day     int      // counts the days scanned
+	touched []*group // groups with rows in the current day
+	scratch []uint32
+	mark    []int32 // by visit row: the id of the group that last counted it
+	dense   []uint64
+	sd      *segDay
+	// soloDays are the days of the scan whose visits are all of one salt
+	// period that no other day of the scan holds (scanPlan; read only,
+	// shared with the workers' plans). solo says the current day is one:
+	// a group's visitors of the day are then counted, not kept in a
+	// bitmap, with stamp (by visitor id, the stampGen of the last group
+	// that counted it).
+	soloDays  map[*segDay]bool
+	solo      bool
+	stamp     []uint32
+	stampGen  uint32
 	dayGroups map[gkey]*group // the groups of the day's keys
 	// dayGroup0 is the day's one group of a query without dimensions;
 	// dayGroup1 the day's groups of a query of one dimension by its id,
@@ -773,13 +841,17 @@ type group struct {
 
 	pageviews, events int64
 	visitors          map[int32]*roaring.Bitmap
-	visits            int64
-	id                int32    // 1 + its index in plan.order
-	day               int      // the plan's day counter when last touched
-	dups              bool     // rows may repeat a visit this day
-	rows              []uint32 // visit rows of the current day's visitor rows (repeats)
-	sessRows          []uint32 // visit rows of the current day, session grouping (repeats)
-	sess              sessAcc
+	// solo counts the visitors of salt periods that one day of the scan
+	// holds alone (plan.soloDays): exact without a bitmap.
+	solo     int64
+	visits   int64
+	id       int32    // 1 + its index in plan.order
+	day      int      // the plan's day counter when last touched
+	lastV    uint32   // 1 + the visit row countHits last counted, this day (0: none)
+	dups     bool     // rows may repeat a visit this day
+	rows     []uint32 // visit rows of the current day's visitor rows (repeats)
+	sessRows []uint32 // visit rows of the current day, session grouping (repeats)
+	sess     sessAcc
 	// revenue is the sum in millionths of the currency unit: integers,
 	// so that the sum does not depend on the order days are added in
 	// (scanParallel's workers take days in any order).
@@ -1426,6 +1498,7 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	}
 	p.sd = sd
 	p.day++
+	p.solo = p.soloDays[sd]
 	for g := range p.goalMemo {
 		p.goalMemo[g] = p.goalMemo[g][:0] // the ids are the new day's
 	}
@@ -1460,6 +1533,9 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	if len(p.dims) == 1 {
 		hcol = hitCol(sd, p.dims[0])
 	}
+	// fast: a hit needs no test beyond its visit's, and its one group is
+	// found by the column's id (countHits).
+	fast := whole && hcol != nil && len(p.hitConj) == 0 && !p.needEng && !p.needRev && !(p.needSess && p.page >= 0)
 	visitChecked := false
 	hit := func(i int) {
 		kind := sd.hKind[i]
@@ -1561,8 +1637,12 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		for v, end := range sd.hitEnd {
 			hi := int(end)
 			if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
-				for i := lo; i < hi && p.err == nil; i++ {
-					hit(i)
+				if fast {
+					p.countHits(sd, hcol, uint32(v), lo, hi)
+				} else {
+					for i := lo; i < hi && p.err == nil; i++ {
+						hit(i)
+					}
 				}
 			}
 			lo = hi
@@ -1610,7 +1690,7 @@ func hitSpan(sd *segDay) (lo, hi int64) {
 // touch marks g as having rows in the current day.
 func (p *plan) touch(g *group) {
 	if g.day != p.day {
-		g.day = p.day
+		g.day, g.lastV = p.day, 0
 		p.touched = append(p.touched, g)
 	}
 }
@@ -1639,6 +1719,42 @@ func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
 		g.rows = append(g.rows, v)
 		g.dups = true
 		p.groupByID(m).dups = true
+	}
+}
+
+// countHits adds the hits [lo, hi) of visit v, all in range and all
+// matching, each to the group of its id in col (the plan's one
+// dimension's column): count without scanDay's per-hit tests. The day's
+// visits come to it in order, each once, so a group has counted visit v
+// this day only if it was the last it counted (lastV): a group's rows
+// never repeat a visit, and mark is not needed. (Orphans, which count
+// no visit, go through count after the visits.)
+func (p *plan) countHits(sd *segDay, col []uint32, v uint32, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		kind := sd.hKind[i]
+		if kind == hkEngagement {
+			continue
+		}
+		id := col[i]
+		var g *group
+		if int(id) < len(p.dayGroup1) {
+			g = p.dayGroup1[id]
+		}
+		if g == nil {
+			if g = p.group1(sd, id); g == nil {
+				return // p.err
+			}
+		}
+		p.touch(g)
+		g.hasRows = true
+		g.events++
+		if kind == hkPageview {
+			g.pageviews++
+		}
+		if g.lastV != v+1 {
+			g.lastV = v + 1
+			g.rows = append(g.rows, v)
+		}
 	}
 }
 
@@ -1928,7 +2044,9 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 	}
 	g.dups = false
 	g.visits += int64(len(rows))
-	if len(rows) > 0 {
+	if len(rows) > 0 && p.solo {
+		g.solo += p.distinctVisitors(sd, rows)
+	} else if len(rows) > 0 {
 		if g.visitors == nil {
 			g.visitors = make(map[int32]*roaring.Bitmap)
 		}
@@ -1992,6 +2110,27 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 	}
 }
 
+// distinctVisitors counts the visitors of the visit rows of sd, which are
+// all of one salt period.
+func (p *plan) distinctVisitors(sd *segDay, rows []uint32) int64 {
+	if p.stampGen++; p.stampGen == 0 { // wrapped: forget every stamp
+		clear(p.stamp)
+		p.stampGen = 1
+	}
+	gen, n := p.stampGen, int64(0)
+	for _, v := range rows {
+		id := sd.vVisitor[v]
+		if int(id) >= len(p.stamp) {
+			p.stamp = slices.Grow(p.stamp, int(id)+1-len(p.stamp))[:id+1]
+		}
+		if p.stamp[id] != gen {
+			p.stamp[id] = gen
+			n++
+		}
+	}
+	return n
+}
+
 // visitorBitmap returns a new bitmap of ids (which may repeat and come in
 // any order). Visitor ids are dense within a salt period, so it usually
 // sets the bits of a plain bitset and converts it; sparse ids are sorted.
@@ -2035,7 +2174,7 @@ func (p *plan) rows() []*outRow {
 }
 
 func (p *plan) row(g *group) *outRow {
-	var visitors int64
+	visitors := g.solo
 	for _, bm := range g.visitors {
 		visitors += int64(bm.GetCardinality())
 	}
@@ -2188,6 +2327,11 @@ func compareValues(a, b any) int {
 	if x, ok := num(a); ok {
 		if y, ok := num(b); ok {
 			return cmp.Compare(x, y)
+		}
+	}
+	if x, ok := a.(string); ok {
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y) // the common case, without fmt
 		}
 	}
 	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
