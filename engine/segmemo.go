@@ -24,6 +24,9 @@ type dayMemo struct {
 	lo, hi   int64
 	perOnce  sync.Once
 	plo, phi int32
+	// totals are the day's unfiltered totals (plan.scanDay), once a
+	// query has counted them.
+	totals atomic.Pointer[dayTotals]
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry

@@ -1514,6 +1514,21 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		memo = sd.memo()
 	}
 	whole := p.wholeDay(sd, memo)
+	// plain: the day's contribution is its unfiltered totals, which its
+	// memo keeps once a query with every total has scanned it.
+	plain := memo != nil && whole && p.solo && p.filter == nil && len(p.dims) == 0 && !p.needRev && !p.needEng
+	var base dayTotals
+	if plain {
+		if t := memo.totals.Load(); t != nil {
+			if g := p.group(sd); g != nil {
+				g.addTotals(t)
+			}
+			return
+		}
+		if g := p.groups[""]; g != nil {
+			base = g.totals()
+		}
+	}
 	// byVisit: every hit of a visit counts in its group, found once.
 	byVisit := sd.grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng
 	var vgroup []*group
@@ -1664,6 +1679,56 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	for _, g := range p.touched {
 		p.finishDay(sd, g)
 	}
+	if plain && p.needSess {
+		t := &dayTotals{}
+		if g := p.groups[""]; g != nil {
+			*t = g.totals()
+			t.sub(&base)
+		}
+		memo.totals.CompareAndSwap(nil, t)
+	}
+}
+
+// dayTotals is what a query without filters or dimensions adds to its one
+// group for a whole day of one salt period of its own (scanDay's plain),
+// session totals included.
+type dayTotals struct {
+	visits, pageviews, events, visitors int64
+	sess                                sessAcc
+	rows                                bool // visits > 0 || events > 0
+}
+
+// totals returns g's totals, its visitors those counted without a bitmap.
+func (g *group) totals() dayTotals {
+	return dayTotals{visits: g.visits, pageviews: g.pageviews, events: g.events, visitors: g.solo, sess: g.sess, rows: g.hasRows}
+}
+
+// sub subtracts b from t: what a day added.
+func (t *dayTotals) sub(b *dayTotals) {
+	t.visits -= b.visits
+	t.pageviews -= b.pageviews
+	t.events -= b.events
+	t.visitors -= b.visitors
+	t.sess.n -= b.sess.n
+	t.sess.bounceN -= b.sess.bounceN
+	t.sess.bounced -= b.sess.bounced
+	t.sess.duration -= b.sess.duration
+	t.sess.pageviews -= b.sess.pageviews
+	t.rows = t.visits > 0 || t.events > 0
+}
+
+// addTotals adds a day's totals to g.
+func (g *group) addTotals(t *dayTotals) {
+	g.visits += t.visits
+	g.pageviews += t.pageviews
+	g.events += t.events
+	g.solo += t.visitors
+	g.sess.n += t.sess.n
+	g.sess.bounceN += t.sess.bounceN
+	g.sess.bounced += t.sess.bounced
+	g.sess.duration += t.sess.duration
+	g.sess.pageviews += t.sess.pageviews
+	g.hasRows = g.hasRows || t.rows
 }
 
 // wholeDay reports whether every hit of sd is in the range (most days of
