@@ -52,7 +52,7 @@ var minMemoVisits = 1024
 
 // memoBytes is what a memo may hold for a day of nv visits, at most.
 func memoBytes(nv int) int {
-	return 256 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8)
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) // 384: the struct and its totals
 }
 
 // newDayMemo returns a memo for a day of nv visits, nil for a small day.

@@ -285,13 +285,7 @@ func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
 		if per == math.MinInt32 || once[per] != 1 {
 			continue
 		}
-		shared := false
-		for _, sp := range spans {
-			shared = shared || per >= sp[0] && per <= sp[1]
-		}
-		if !shared {
-			solo[sd] = true
-		}
+		solo[sd] = !slices.ContainsFunc(spans, func(sp [2]int32) bool { return per >= sp[0] && per <= sp[1] })
 	}
 	return solo
 }
@@ -1653,7 +1647,9 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 			hi := int(end)
 			if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
 				if fast {
-					p.countHits(sd, hcol, uint32(v), lo, hi)
+					if p.countHits(sd, hcol, uint32(v), lo, hi); p.err != nil {
+						return
+					}
 				} else {
 					for i := lo; i < hi && p.err == nil; i++ {
 						hit(i)
@@ -2176,19 +2172,34 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 }
 
 // distinctVisitors counts the visitors of the visit rows of sd, which are
-// all of one salt period.
+// all of one salt period. Visitor ids are dense within a period, so they
+// are stamped in an array by id; ids far above the rows' number (which
+// the store's decoding does not rule out) are sorted instead, as
+// visitorBitmap does, so that the array stays within a few words a row.
 func (p *plan) distinctVisitors(sd *segDay, rows []uint32) int64 {
+	hi := uint32(0)
+	for _, v := range rows {
+		hi = max(hi, sd.vVisitor[v])
+	}
+	if uint64(hi) >= uint64(max(len(p.stamp), 8*len(rows)+1024)) {
+		ids := p.scratch[:0]
+		for _, v := range rows {
+			ids = append(ids, sd.vVisitor[v])
+		}
+		slices.Sort(ids)
+		p.scratch = ids
+		return int64(len(slices.Compact(ids)))
+	}
+	if int(hi) >= len(p.stamp) {
+		p.stamp = slices.Grow(p.stamp, int(hi)+1-len(p.stamp))[:hi+1]
+	}
 	if p.stampGen++; p.stampGen == 0 { // wrapped: forget every stamp
 		clear(p.stamp)
 		p.stampGen = 1
 	}
 	gen, n := p.stampGen, int64(0)
 	for _, v := range rows {
-		id := sd.vVisitor[v]
-		if int(id) >= len(p.stamp) {
-			p.stamp = slices.Grow(p.stamp, int(id)+1-len(p.stamp))[:id+1]
-		}
-		if p.stamp[id] != gen {
+		if id := sd.vVisitor[v]; p.stamp[id] != gen {
 			p.stamp[id] = gen
 			n++
 		}

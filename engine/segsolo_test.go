@@ -2,6 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/webstats/webstats/engine"
@@ -38,6 +42,10 @@ func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 		track("2024-01-"+day+"T10:01:00Z", "one", "/b")
 	}
 	track("2024-01-09T12:00:00Z", "two", "/a")
+	// One visit that comes back to a page: its group counts it once.
+	track("2024-01-08T15:00:00Z", "three", "/a")
+	track("2024-01-08T15:01:00Z", "three", "/b")
+	track("2024-01-08T15:02:00Z", "three", "/a")
 	c.Set("2024-01-20T10:00:00Z") // the week is closed
 	if err := e.Snapshot(ctx); err != nil {
 		t.Fatal(err)
@@ -52,13 +60,99 @@ func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 	defer e.Close()
 	s := &sut{e: e, account: a.ID}
 	for _, q := range []struct{ body, want string }{
-		{`"dimensions":["event:page"],"filters":[["is_not","visit:country",["ZZ"]]]`, `[{"dimensions":["/a"],"metrics":[2,4]},{"dimensions":["/b"],"metrics":[1,3]}]`},
-		{`"dimensions":["event:page"]`, `[{"dimensions":["/a"],"metrics":[2,4]},{"dimensions":["/b"],"metrics":[1,3]}]`},
-		{`"filters":[["is_not","visit:country",["ZZ"]]]`, `[{"dimensions":[],"metrics":[2,4]}]`},
+		{`"dimensions":["event:page"],"filters":[["is_not","visit:country",["ZZ"]]]`, `[{"dimensions":["/a"],"metrics":[3,5]},{"dimensions":["/b"],"metrics":[2,4]}]`},
+		{`"dimensions":["event:page"]`, `[{"dimensions":["/a"],"metrics":[3,5]},{"dimensions":["/b"],"metrics":[2,4]}]`},
+		{`"filters":[["is_not","visit:country",["ZZ"]]]`, `[{"dimensions":[],"metrics":[3,5]}]`},
 	} {
 		body := `{"site_id":"example.com","date_range":["2024-01-08","2024-01-10"],"metrics":["visitors","visits"],` + q.body + `}`
 		if got := s.queryJSON(t, w.ID, body); got != q.want {
 			t.Errorf("%s:\n got %s\nwant %s", body, got, q.want)
 		}
+	}
+}
+
+// TestQueryMemoConcurrent runs queries of every shape at once over closed
+// days and an open day, with daily and weekly salts, so that days' memos
+// (filters, totals) are written and read by queries scanning the same
+// days; every answer must equal the one with the memo off.
+func TestQueryMemoConcurrent(t *testing.T) {
+	for _, salt := range []engine.SaltPeriod{engine.SaltDay, engine.SaltWeek} {
+		c := newClock("2024-01-08T00:00:00Z")
+		e, _ := openMem(t, c, func(o *engine.Options) { o.SaltPeriod = salt })
+		ctx := context.Background()
+		a, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+		if err != nil {
+			t.Fatal(err)
+		}
+		domain, tz := "example.com", "UTC"
+		w, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Timezone: &tz})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+		rng := rand.New(rand.NewPCG(1, 2))
+		for day := 8; day <= 17; day++ {
+			for range 60 {
+				c.Set(fmt.Sprintf("2024-01-%02dT%02d:%02d:00Z", day, rng.IntN(24), rng.IntN(60)))
+				h := engine.Hit{URL: fmt.Sprintf("https://example.com/p%d", rng.IntN(4)), UserAgent: ua, Visitor: fmt.Sprint("v", rng.IntN(15)), Website: w.ID}
+				if rng.IntN(5) == 0 {
+					h.Event = &engine.Event{Name: "signup"}
+				}
+				if _, err := e.Track(ctx, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if day == 14 {
+				if err := e.Snapshot(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		query := func(body string) (string, error) {
+			q, err := engine.ParseQuery([]byte(body))
+			if err != nil {
+				return "", err
+			}
+			res, err := e.Owner(a.ID).Query(ctx, w.ID, q)
+			if err != nil {
+				return "", err
+			}
+			b, err := json.Marshal(res.Results)
+			return string(b), err
+		}
+		var bodies []string
+		for _, dr := range []string{`["2024-01-08","2024-01-17"]`, `["2024-01-09","2024-01-16"]`, `["2024-01-15","2024-01-17"]`, `["2024-01-10","2024-01-10"]`} {
+			for _, rest := range []string{
+				`"metrics":["visitors","visits","pageviews","events"]`,
+				`"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","views_per_visit"]`,
+				`"metrics":["visitors","visits"],"dimensions":["event:page"],"filters":[["is_not","visit:country",["ZZ"]]]`,
+				`"metrics":["visitors","visits","events"],"dimensions":["event:name"],"filters":[["is_not","visit:country",["ZZ"]]]`,
+				`"metrics":["visitors","visits"],"dimensions":["time:day"]`,
+				`"metrics":["visitors","percentage"],"dimensions":["event:page"]`,
+			} {
+				bodies = append(bodies, `{"site_id":"example.com","date_range":`+dr+`,`+rest+`}`)
+			}
+		}
+		want := map[string]string{}
+		prev := engine.SetDayMemo(false)
+		for _, b := range bodies {
+			if want[b], err = query(b); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+		}
+		engine.SetDayMemo(prev)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 5 {
+					for _, b := range bodies {
+						if got, err := query(b); err != nil || got != want[b] {
+							t.Errorf("salt %v %s:\n got %s (%v)\nwant %s", salt, b, got, err, want[b])
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }
