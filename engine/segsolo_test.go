@@ -11,14 +11,14 @@ import (
 	"github.com/webstats/webstats/engine"
 )
 
-// TestQueryVisitorsAfterSaltChange checks that a query counts a visitor
-// once per salt period when the days of one period are scanned apart: a
-// week of weekly salts read by an engine now on daily ones. The scan
-// counts a day's visitors without a bitmap only when no other day holds
-// its period (soloDays): here every day shares the week's.
-func TestQueryVisitorsAfterSaltChange(t *testing.T) {
-	c := newClock("2024-01-08T10:00:00Z") // a Monday
-	e, o := openMem(t, c, func(o *engine.Options) { o.SaltPeriod = engine.SaltWeek })
+// soloUA is the user agent of the hits of this file's tests.
+const soloUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+
+// soloSite opens an in-memory engine with salt periods salt, and makes an
+// account with the website example.com in UTC.
+func soloSite(t *testing.T, c *clock, salt engine.SaltPeriod) (*engine.Engine, *engine.Options, engine.Account, engine.Website) {
+	t.Helper()
+	e, o := openMem(t, c, func(o *engine.Options) { o.SaltPeriod = salt })
 	ctx := context.Background()
 	a, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
@@ -29,11 +29,22 @@ func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+	return e, o, a, w
+}
+
+// TestQueryVisitorsAfterSaltChange checks that a query counts a visitor
+// once per salt period when the days of one period are scanned apart: a
+// week of weekly salts read by an engine now on daily ones. The scan
+// counts a day's visitors without a bitmap only when no other day holds
+// its period (soloDays): here every day shares the week's.
+func TestQueryVisitorsAfterSaltChange(t *testing.T) {
+	c := newClock("2024-01-08T10:00:00Z") // a Monday
+	e, o, a, w := soloSite(t, c, engine.SaltWeek)
+	ctx := context.Background()
 	track := func(when, visitor, page string) {
 		t.Helper()
 		c.Set(when)
-		if _, err := e.Track(ctx, engine.Hit{URL: "https://example.com" + page, UserAgent: ua, Visitor: visitor, Website: w.ID}); err != nil {
+		if _, err := e.Track(ctx, engine.Hit{URL: "https://example.com" + page, UserAgent: soloUA, Visitor: visitor, Website: w.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +65,8 @@ func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.SaltPeriod = engine.SaltDay
-	if e, err = engine.Open(o); err != nil {
+	e, err := engine.Open(o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
@@ -78,23 +90,13 @@ func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 func TestQueryMemoConcurrent(t *testing.T) {
 	for _, salt := range []engine.SaltPeriod{engine.SaltDay, engine.SaltWeek} {
 		c := newClock("2024-01-08T00:00:00Z")
-		e, _ := openMem(t, c, func(o *engine.Options) { o.SaltPeriod = salt })
+		e, _, a, w := soloSite(t, c, salt)
 		ctx := context.Background()
-		a, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
-		if err != nil {
-			t.Fatal(err)
-		}
-		domain, tz := "example.com", "UTC"
-		w, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain, Timezone: &tz})
-		if err != nil {
-			t.Fatal(err)
-		}
-		const ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
 		rng := rand.New(rand.NewPCG(1, 2))
 		for day := 8; day <= 17; day++ {
 			for range 60 {
 				c.Set(fmt.Sprintf("2024-01-%02dT%02d:%02d:00Z", day, rng.IntN(24), rng.IntN(60)))
-				h := engine.Hit{URL: fmt.Sprintf("https://example.com/p%d", rng.IntN(4)), UserAgent: ua, Visitor: fmt.Sprint("v", rng.IntN(15)), Website: w.ID}
+				h := engine.Hit{URL: fmt.Sprintf("https://example.com/p%d", rng.IntN(4)), UserAgent: soloUA, Visitor: fmt.Sprint("v", rng.IntN(15)), Website: w.ID}
 				if rng.IntN(5) == 0 {
 					h.Event = &engine.Event{Name: "signup"}
 				}
@@ -136,6 +138,7 @@ func TestQueryMemoConcurrent(t *testing.T) {
 		want := map[string]string{}
 		prev := engine.SetDayMemo(false)
 		for _, b := range bodies {
+			var err error
 			if want[b], err = query(b); err != nil {
 				t.Fatalf("%s: %v", b, err)
 			}
