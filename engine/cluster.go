@@ -180,6 +180,11 @@ type ClusterMetrics struct {
 	// message it applied.
 	FollowError  string
 	FollowErrors uint64
+	// Partitions is the cluster's partition count (0: every node holds
+	// every website); Held the partitions this node holds (bit p:
+	// partition p), and Target those it should.
+	Partitions   int
+	Held, Target uint64
 }
 
 // clusterCounters feed ClusterMetrics.
@@ -212,6 +217,9 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 	}
 	if p := c.followErr.Load(); p != nil {
 		m.FollowError = *p
+	}
+	if pt := e.opts.Partitions; pt != nil {
+		m.Partitions, m.Held, m.Target = pt.Count(), e.held.Load(), pt.Target()
 	}
 	return m
 }
@@ -265,7 +273,7 @@ func (e *Engine) follow() {
 	var recs []record
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
-		err := e.opts.Cluster.Follow(ctx, e.seq.Load(), func(m LogMessage) error {
+		apply := func(m LogMessage) error {
 			// Not e.enter: a registry change waits for the follower
 			// while it holds enter's read lock, which Close's write
 			// lock would then keep the follower from taking. Close
@@ -298,7 +306,15 @@ func (e *Engine) follow() {
 				return fmt.Errorf("message %d: %w", seq, err)
 			}
 			return e.applyShared(seq, recs)
-		})
+		}
+		var err error
+		if e.opts.Partitions != nil {
+			if err = e.followPartitions(ctx, apply); err == nil {
+				continue // a move between partitions, made next round
+			}
+		} else {
+			err = e.opts.Cluster.Follow(ctx, e.seq.Load(), apply)
+		}
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return
 		}
@@ -337,7 +353,9 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
-	if s == nil {
+	if s == nil || !e.holds(website) {
+		// (Another partition's: the follower asks for none, but its
+		// filter and the held partitions change between two rounds.)
 		e.seq.Store(seq)
 		return nil
 	}
@@ -379,7 +397,13 @@ func (e *Engine) catchUp() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.opts.CatchUp)
 	defer cancel()
-	last, err := e.opts.Cluster.Last(ctx)
+	var last uint64
+	var err error
+	if e.opts.Partitions != nil {
+		last, err = e.opts.Partitions.Last(ctx, e.held.Load())
+	} else {
+		last, err = e.opts.Cluster.Last(ctx)
+	}
 	if err != nil {
 		e.opts.Logger.Warn("cluster: the log's last message", "err", err)
 		return nil

@@ -58,6 +58,11 @@ type Engine struct {
 
 	salts saltBox
 
+	// held is the partitions this node holds (partition.go); unused
+	// without Options.Partitions. serveStop ends its answers to the
+	// other nodes.
+	held      atomic.Uint64
+	serveStop func()
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
@@ -252,6 +257,11 @@ func Open(opts *Options) (*Engine, error) {
 			return nil, errors.Join(err, e.Close())
 		}
 	}
+	if o.Partitions != nil {
+		if e.serveStop, err = o.Partitions.Serve(e.exportPartition, e.serveAsk); err != nil {
+			return nil, errors.Join(fmt.Errorf("engine: partitions: %w", err), e.Close())
+		}
+	}
 	return e, nil
 }
 
@@ -311,6 +321,10 @@ func (e *Engine) kickLocked(ent *dayEntry) {
 // Close takes a final snapshot and closes the store. Calls after the first
 // return ErrClosed.
 func (e *Engine) Close() error {
+	if e.serveStop != nil {
+		// First: a partition being sent holds the engine open.
+		e.serveStop()
+	}
 	e.life.Lock()
 	if e.closed {
 		e.life.Unlock()

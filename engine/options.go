@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,6 +106,11 @@ type Options struct {
 	// The store keeps this node's days, visitor state and registry. Nil:
 	// one process, the log in the store.
 	Cluster Cluster
+	// Partitions, with Cluster, makes the node hold the statistics of
+	// some partitions of the websites only, those Partitions gives it,
+	// and ask the nodes that hold the others (partition.go). Nil: every
+	// node holds every website.
+	Partitions Partitioner
 	// CatchUp bounds how long Open waits, in cluster mode, for the node to
 	// apply the log up to its last message at Open (the registry with it),
 	// so that a new or restarted node does not answer from behind. Default
@@ -132,6 +138,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MemoryBudget < 0 {
 		return c, fmt.Errorf("engine: negative memory budget %d", c.MemoryBudget)
+	}
+	if c.Partitions != nil && c.Cluster == nil {
+		return c, errors.New("engine: partitions without a cluster")
 	}
 	if c.MaxValues == 0 {
 		c.MaxValues = DefaultMaxValues

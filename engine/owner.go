@@ -16,6 +16,9 @@ type Owner struct {
 	e       *Engine
 	account uint32
 	all     bool // Unscoped: every account's websites
+	// local: a question another node asked (partition.go), answered
+	// here or not at all.
+	local bool
 }
 
 // Owner returns the handle of account. An account that does not exist (0,

@@ -65,6 +65,11 @@ func (e *Engine) load() error {
 		if err := e.checkLog(); err != nil {
 			return err
 		}
+		if e.opts.Partitions != nil {
+			if err := e.loadHeld(); err != nil {
+				return err
+			}
+		}
 	}
 	for id, s := range e.sites {
 		st := s.state

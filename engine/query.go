@@ -125,6 +125,13 @@ func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if far, err := o.elsewhere(q.Website); far || err != nil {
+		if err != nil {
+			return Page{}, err
+		}
+		rep, err := o.ask(ctx, q.Website, askRequest{Op: askStat, Stat: q})
+		return rep.Page, err
+	}
 	rows, err := e.rows(ctx, s, name, q.From, q.To)
 	if err != nil {
 		return Page{}, err
@@ -559,6 +566,13 @@ func (o Owner) Totals(ctx context.Context, website uint32, from, to Date) (Total
 	if err != nil {
 		return Totals{}, err
 	}
+	if far, err := o.elsewhere(website); far || err != nil {
+		if err != nil {
+			return Totals{}, err
+		}
+		rep, err := o.ask(ctx, website, askRequest{Op: askTotals, From: from, To: to})
+		return rep.Totals, err
+	}
 	var t Totals
 	var days []*buckets.Day
 	err = e.scan(ctx, s, from, to, nil, func(_ buckets.Date, d *buckets.Day) {
@@ -587,6 +601,13 @@ func (o Owner) Realtime(ctx context.Context, website uint32) (Realtime, error) {
 	s, err := o.site(website)
 	if err != nil {
 		return Realtime{}, err
+	}
+	if far, err := o.elsewhere(website); far || err != nil {
+		if err != nil {
+			return Realtime{}, err
+		}
+		rep, err := o.ask(ctx, website, askRequest{Op: askRealtime})
+		return rep.Realtime, err
 	}
 	now := e.now().UnixMilli() / 60000
 	var rt Realtime

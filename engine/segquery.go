@@ -44,6 +44,17 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	if err != nil {
 		return QueryResult{}, err
 	}
+	if far, err := o.elsewhere(website); far || err != nil {
+		if err != nil {
+			return QueryResult{}, err
+		}
+		body, err := q.MarshalJSON()
+		if err != nil {
+			return QueryResult{}, err
+		}
+		rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
+		return rep.Result, err
+	}
 	e.regMu.RLock()
 	goals := s.goals
 	e.regMu.RUnlock()

@@ -3,6 +3,7 @@ package httpd
 import (
 	"errors"
 	"log/slog"
+	"math/bits"
 	"net/http"
 	"strconv"
 	"time"
@@ -114,36 +115,39 @@ type engineCollector struct {
 	openSeg                                    *prometheus.Desc
 	// cluster mode (engine.Metrics.Cluster)
 	applied, pending, lag, pubs, pubTime, pubErrs, regConfl, followErrs *prometheus.Desc
+	partsHeld, partsTarget                                              *prometheus.Desc
 }
 
 func newEngineCollector(e *engine.Engine) *engineCollector {
 	return &engineCollector{
-		e:          e,
-		tracked:    prometheus.NewDesc("webstats_hits_tracked_total", "Hits counted since the engine opened.", nil, nil),
-		dropped:    prometheus.NewDesc("webstats_hits_dropped_total", "Hits dropped since the engine opened, by reason.", []string{"reason"}, nil),
-		resident:   prometheus.NewDesc("webstats_resident_bytes", "Bytes of resident day buckets of closed days.", nil, nil),
-		snapDur:    prometheus.NewDesc("webstats_snapshot_duration_seconds", "How long the last snapshot took.", nil, nil),
-		snaps:      prometheus.NewDesc("webstats_snapshots_total", "Snapshots written since the engine opened.", nil, nil),
-		evicted:    prometheus.NewDesc("webstats_evicted_days_total", "Day buckets evicted from memory since the engine opened.", nil, nil),
-		websites:   prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
-		state:      prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
-		overflow:   prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
-		openSeg:    prometheus.NewDesc("webstats_segments_open_bytes", "Bytes of the segments rows of open days (a row per hit and per visit of today).", nil, nil),
-		applied:    prometheus.NewDesc("webstats_cluster_applied_sequence", "Cluster mode: sequence of the last message of the shared log this node applied.", nil, nil),
-		pending:    prometheus.NewDesc("webstats_cluster_pending_messages", "Cluster mode: messages of the shared log after the last one applied, as its follower last learnt.", nil, nil),
-		lag:        prometheus.NewDesc("webstats_cluster_lag_seconds", "Cluster mode: how long the last message applied waited in the shared log, when more were pending (0 when caught up).", nil, nil),
-		pubs:       prometheus.NewDesc("webstats_cluster_publishes_total", "Cluster mode: messages this node published to the shared log.", nil, nil),
-		pubTime:    prometheus.NewDesc("webstats_cluster_publish_seconds_total", "Cluster mode: time the publishes took to be acknowledged, in all (divided by webstats_cluster_publishes_total: the mean).", nil, nil),
-		pubErrs:    prometheus.NewDesc("webstats_cluster_publish_errors_total", "Cluster mode: publishes that failed (the request was answered 503).", nil, nil),
-		regConfl:   prometheus.NewDesc("webstats_cluster_registry_conflicts_total", "Cluster mode: registry changes of this node another node's came before (each was run again).", nil, nil),
-		followErrs: prometheus.NewDesc("webstats_cluster_follow_errors_total", "Cluster mode: times the follower of the shared log stopped on an error (it starts again, backing off while it makes no progress; /healthz says why).", nil, nil),
+		e:           e,
+		tracked:     prometheus.NewDesc("webstats_hits_tracked_total", "Hits counted since the engine opened.", nil, nil),
+		dropped:     prometheus.NewDesc("webstats_hits_dropped_total", "Hits dropped since the engine opened, by reason.", []string{"reason"}, nil),
+		resident:    prometheus.NewDesc("webstats_resident_bytes", "Bytes of resident day buckets of closed days.", nil, nil),
+		snapDur:     prometheus.NewDesc("webstats_snapshot_duration_seconds", "How long the last snapshot took.", nil, nil),
+		snaps:       prometheus.NewDesc("webstats_snapshots_total", "Snapshots written since the engine opened.", nil, nil),
+		evicted:     prometheus.NewDesc("webstats_evicted_days_total", "Day buckets evicted from memory since the engine opened.", nil, nil),
+		websites:    prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
+		state:       prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
+		overflow:    prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
+		openSeg:     prometheus.NewDesc("webstats_segments_open_bytes", "Bytes of the segments rows of open days (a row per hit and per visit of today).", nil, nil),
+		partsHeld:   prometheus.NewDesc("webstats_cluster_partitions_held", "Cluster mode with -partitions: partitions whose websites this node holds.", nil, nil),
+		partsTarget: prometheus.NewDesc("webstats_cluster_partitions_target", "Cluster mode with -partitions: partitions this node should hold (it moves towards them).", nil, nil),
+		applied:     prometheus.NewDesc("webstats_cluster_applied_sequence", "Cluster mode: sequence of the last message of the shared log this node applied.", nil, nil),
+		pending:     prometheus.NewDesc("webstats_cluster_pending_messages", "Cluster mode: messages of the shared log after the last one applied, as its follower last learnt.", nil, nil),
+		lag:         prometheus.NewDesc("webstats_cluster_lag_seconds", "Cluster mode: how long the last message applied waited in the shared log, when more were pending (0 when caught up).", nil, nil),
+		pubs:        prometheus.NewDesc("webstats_cluster_publishes_total", "Cluster mode: messages this node published to the shared log.", nil, nil),
+		pubTime:     prometheus.NewDesc("webstats_cluster_publish_seconds_total", "Cluster mode: time the publishes took to be acknowledged, in all (divided by webstats_cluster_publishes_total: the mean).", nil, nil),
+		pubErrs:     prometheus.NewDesc("webstats_cluster_publish_errors_total", "Cluster mode: publishes that failed (the request was answered 503).", nil, nil),
+		regConfl:    prometheus.NewDesc("webstats_cluster_registry_conflicts_total", "Cluster mode: registry changes of this node another node's came before (each was run again).", nil, nil),
+		followErrs:  prometheus.NewDesc("webstats_cluster_follow_errors_total", "Cluster mode: times the follower of the shared log stopped on an error (it starts again, backing off while it makes no progress; /healthz says why).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.overflow, c.openSeg,
-		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs, c.regConfl, c.followErrs} {
+		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs, c.regConfl, c.followErrs, c.partsHeld, c.partsTarget} {
 		ch <- d
 	}
 }
@@ -172,5 +176,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.pubErrs, prometheus.CounterValue, float64(cm.PublishErrors))
 		ch <- prometheus.MustNewConstMetric(c.regConfl, prometheus.CounterValue, float64(cm.RegistryConflicts))
 		ch <- prometheus.MustNewConstMetric(c.followErrs, prometheus.CounterValue, float64(cm.FollowErrors))
+		if cm.Partitions > 0 {
+			ch <- prometheus.MustNewConstMetric(c.partsHeld, prometheus.GaugeValue, float64(bits.OnesCount64(cm.Held)))
+			ch <- prometheus.MustNewConstMetric(c.partsTarget, prometheus.GaugeValue, float64(bits.OnesCount64(cm.Target)))
+		}
 	}
 }

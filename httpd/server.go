@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -222,6 +223,18 @@ func (s *Server) routes() {
 	}
 
 	s.handle(http.MethodGet, "/healthz", maxBody, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		type partitions struct {
+			Count  int   `json:"count"`
+			Held   []int `json:"held"`
+			Target []int `json:"target"`
+		}
+		list := func(m uint64) []int {
+			out := []int{}
+			for ; m != 0; m &= m - 1 {
+				out = append(out, bits.TrailingZeros64(m))
+			}
+			return out
+		}
 		type cluster struct {
 			Applied    uint64  `json:"applied"`
 			Pending    uint64  `json:"pending"`
@@ -229,13 +242,20 @@ func (s *Server) routes() {
 			// Why the node's follower stopped, since its last progress:
 			// its answers may be behind the cluster's.
 			Error string `json:"error,omitempty"`
+			// With -partitions: the partitions the node holds (it
+			// answers for their websites; others' it asks their
+			// holders), and those it should hold.
+			Partitions *partitions `json:"partitions,omitempty"`
 		}
 		body := struct {
 			Status  string   `json:"status"`
 			Cluster *cluster `json:"cluster,omitempty"` // a node of a cluster: its replication lag
 		}{Status: "ok"}
 		if cm := s.e.ClusterMetrics(); cm != nil {
-			body.Cluster = &cluster{cm.Applied, cm.Pending, cm.Lag.Seconds(), cm.FollowError}
+			body.Cluster = &cluster{Applied: cm.Applied, Pending: cm.Pending, LagSeconds: cm.Lag.Seconds(), Error: cm.FollowError}
+			if cm.Partitions > 0 {
+				body.Cluster.Partitions = &partitions{cm.Partitions, list(cm.Held), list(cm.Target)}
+			}
 		}
 		writeJSON(w, http.StatusOK, body)
 	})

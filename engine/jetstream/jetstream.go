@@ -33,7 +33,7 @@ import (
 )
 
 // Partitions is the number of subjects websites are spread over.
-const Partitions = 64
+const Partitions = engine.MaxPartitions
 
 // ErrReconnectBuffer is New's answer to a connection that buffers
 // messages while it reconnects.
@@ -194,6 +194,9 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	return l, nil
 }
 
+// Node is this node's name (Options.Node, or the random one New made).
+func (l *Log) Node() string { return l.opts.Node }
+
 // subject is the subject of a website's records; website 0's, the
 // registry's transactions, is <name>.hits.registry, which every node
 // follows whatever partitions it holds.
@@ -290,6 +293,15 @@ var ErrGap = fmt.Errorf("jetstream: %w", engine.ErrLogGap)
 // stream, which the client recreates by itself, in order, after a
 // connection or leader change.
 func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMessage) error) error {
+	return l.follow(ctx, after, []string{l.all}, fn)
+}
+
+// follow follows the stream's subjects from after. With every subject
+// (l.all) a message that does not follow the last one is a gap; with some
+// only, the others' messages are not delivered, and the stream's first
+// message is checked at the start and whenever the consumer is made again.
+func (l *Log) follow(ctx context.Context, after uint64, subjects []string, fn func(m engine.LogMessage) error) error {
+	whole := len(subjects) == 1 && subjects[0] == l.all
 	if err := l.checkIdentity(ctx); err != nil {
 		return err
 	}
@@ -307,7 +319,7 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 	if info.State.FirstSeq > after+1 {
 		return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, info.State.FirstSeq, after)
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.all}, MaxResetAttempts: 5}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: subjects, MaxResetAttempts: 5}
 	if after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = after + 1
@@ -348,6 +360,15 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 				if err := l.checkIdentity(ctx); err != nil {
 					return err
 				}
+				if !whole {
+					first, err := l.First(ctx)
+					if err != nil {
+						return fmt.Errorf("jetstream: stream: %w", err)
+					}
+					if first > after+1 {
+						return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, first, after)
+					}
+				}
 			}
 			consumer = md.Consumer
 		}
@@ -355,7 +376,7 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 		if seq <= after {
 			continue
 		}
-		if seq != after+1 {
+		if whole && seq != after+1 {
 			return fmt.Errorf("%w: message %d follows %d", ErrGap, seq, after)
 		}
 		if err := fn(engine.LogMessage{Seq: seq, Data: msg.Data(), Time: md.Timestamp, Pending: md.NumPending}); err != nil {

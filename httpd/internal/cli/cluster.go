@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
 )
 
@@ -36,6 +37,9 @@ type Cluster struct {
 	// -nats-seed-every: how old the cluster's seed may get before a node
 	// puts a new one (0: this node puts none)
 	SeedEvery time.Duration
+	// -partitions: partitions the websites are spread over (0: every
+	// node holds every website); -partition-owners: nodes holding each
+	Partitions, Owners int
 }
 
 // RegisterFlags registers the cluster flags on fs.
@@ -47,6 +51,8 @@ func (c *Cluster) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Routes, "nats-routes", "", "route `URLs` (nats://host:port, comma-separated) of the other processes' embedded NATS servers")
 	fs.StringVar(&c.Dir, "nats-dir", "", "`directory` of the embedded NATS server's JetStream store (default: <data>/nats)")
 	fs.IntVar(&c.Replicas, "nats-replicas", 0, "copies of the shared log and salts (default 3; 1 with a lone embedded server)")
+	fs.IntVar(&c.Partitions, "partitions", 0, "cluster mode: spread the websites over `N` partitions (1 to 64, the same on every node), each held by -partition-owners nodes, which the others ask for its statistics; 0: every node holds every website")
+	fs.IntVar(&c.Owners, "partition-owners", 2, "with -partitions: how many nodes hold each partition (fewer while fewer are up)")
 	fs.DurationVar(&c.SeedEvery, "nats-seed-every", defaultSeedEvery, "put a seed (a copy of this node's store, from which a new node starts) when the cluster's latest is older than `duration`; 0: this node puts none")
 }
 
@@ -63,6 +69,12 @@ func (c *Cluster) validate() error {
 		return fmt.Errorf("-nats-seed-every %v: want 0 or at least %v", c.SeedEvery, minSeedEvery)
 	case c.Creds != "" && c.NATS == "":
 		return errors.New("-nats-creds needs -nats")
+	case c.Partitions < 0 || c.Partitions > engine.MaxPartitions:
+		return fmt.Errorf("-partitions %d: want 0 to %d", c.Partitions, engine.MaxPartitions)
+	case c.Partitions > 0 && !c.enabled():
+		return errors.New("-partitions needs -nats or -nats-embed")
+	case c.Owners < 1:
+		return fmt.Errorf("-partition-owners %d: want 1 or more", c.Owners)
 	}
 	for _, a := range []struct{ flag, addr string }{{"-nats-embed", c.Embed}, {"-nats-cluster", c.Listen}} {
 		if a.addr == "" {
@@ -84,6 +96,7 @@ type clusterNode struct {
 	srv *server.Server
 	nc  *nats.Conn
 	log *jetstream.Log
+	pt  *jetstream.Partitioner // with -partitions
 }
 
 // joinWait bounds how long serve waits for the NATS cluster to take the
@@ -191,6 +204,11 @@ func startCluster(ctx context.Context, c *Cluster, data string, log *slog.Logger
 	for {
 		try, cancel := context.WithTimeout(ctx, 5*time.Second)
 		n.log, err = jetstream.New(try, n.nc, jetstream.Options{Replicas: replicas, Node: name})
+		if err == nil && c.Partitions > 0 {
+			n.pt, err = jetstream.NewPartitioner(try, n.log, jetstream.PartitionOptions{
+				Count: c.Partitions, Owners: c.Owners, Logger: log.With("component", "partitions"),
+			})
+		}
 		cancel()
 		if err == nil {
 			return n, nil
@@ -212,6 +230,9 @@ func startCluster(ctx context.Context, c *Cluster, data string, log *slog.Logger
 func (n *clusterNode) close() {
 	if n == nil {
 		return
+	}
+	if n.pt != nil {
+		_ = n.pt.Close() // leaves the members: the others take its partitions
 	}
 	if n.nc != nil {
 		n.nc.Close()

@@ -122,6 +122,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 		}
 		defer node.close() // after e.Close below
 		eo.Cluster = node.log
+		if node.pt != nil {
+			eo.Partitions = node.pt
+		}
 		// A new node (no store yet) starts from the cluster's seed.
 		if err := startFrom(ctx, node.log, cfg.Data, log); err != nil {
 			return fmt.Errorf("cluster: %w", err)

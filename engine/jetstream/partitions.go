@@ -1,0 +1,626 @@
+package jetstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/webstats/webstats/engine"
+)
+
+// Partitions (engine.Partitioner). The live nodes are the keys of the
+// bucket <name>_members: each node puts its entry (partition count and
+// the partitions it holds) every heartbeat, and the bucket forgets an
+// entry memberTTL after its last put, so a node that died leaves it
+// within seconds; one that stops deletes its entry. Every node reads the
+// bucket every second and computes the same assignment from it:
+// partition p's owners are the Owners live nodes of highest rendezvous
+// score hash(node, p), so a node joining or leaving moves only the
+// partitions it gains or loses. The assignment is a function of the
+// bucket, not a record of its own: no node has to write it, and no two
+// writers can disagree.
+//
+// Between nodes, two requests on core NATS subjects of the asked node:
+// <name>.node.<node>.fetch asks for a partition's state, which the node
+// writes into an object of the bucket <name>_transfers (deleted by the
+// reader; the bucket forgets what a crash left within an hour), and
+// <name>.node.<node>.ask carries a statistics question (engine's
+// encoding, zstd-compressed both ways).
+
+// memberTTL is how long the members bucket keeps an entry after its last
+// put; heartbeat how often a node puts its own.
+const (
+	memberTTL = 10 * time.Second
+	heartbeat = 2 * time.Second
+	pollEvery = time.Second
+)
+
+// Bounds of the requests a node serves at once; more are answered busy.
+const (
+	maxFetches = 2
+	maxAsks    = 32
+)
+
+// PartitionOptions configure a Partitioner.
+type PartitionOptions struct {
+	// Count is the number of partitions, 1 to engine.MaxPartitions; every
+	// node of a cluster must have the same.
+	Count int
+	// Owners is how many nodes hold each partition (default 2; fewer while
+	// fewer nodes are up). With 1, a partition's statistics are
+	// unavailable from when its node stops until it is back or another
+	// has it; the log keeps the hits meanwhile.
+	Owners int
+	// Logger receives the membership's changes. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Partitioner is the engine.Partitioner of a Log. Make it with
+// NewPartitioner, and Close it after the engine.
+type Partitioner struct {
+	l      *Log
+	o      PartitionOptions
+	kv     jetstream.KeyValue
+	xfer   jetstream.ObjectStore
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	changed chan struct{}
+
+	mu      sync.Mutex
+	members map[string]uint64 // live node → partitions it holds
+	held    uint64
+	target  uint64
+	covered uint64 // partitions not in target whose owners all hold them
+}
+
+var _ engine.Partitioner = (*Partitioner)(nil)
+
+// member is a node's entry in the members bucket.
+type member struct {
+	Count int    `json:"count"`
+	Held  uint64 `json:"held"`
+}
+
+// NewPartitioner joins the members of l's cluster and reads them once. A
+// live node with another partition count is an error.
+func NewPartitioner(ctx context.Context, l *Log, o PartitionOptions) (*Partitioner, error) {
+	if o.Count < 1 || o.Count > engine.MaxPartitions {
+		return nil, fmt.Errorf("jetstream: %d partitions: want 1 to %d", o.Count, engine.MaxPartitions)
+	}
+	if o.Owners <= 0 {
+		o.Owners = 2
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	bucket := l.opts.Name + "_members"
+	kv, err := l.js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = l.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:   bucket,
+			Replicas: l.opts.Replicas,
+			Storage:  jetstream.FileStorage,
+			TTL:      memberTTL,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = l.js.KeyValue(ctx, bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
+	}
+	xbucket := l.opts.Name + "_transfers"
+	xfer, err := l.js.ObjectStore(ctx, xbucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		xfer, err = l.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:   xbucket,
+			Replicas: l.opts.Replicas,
+			Storage:  jetstream.FileStorage,
+			TTL:      time.Hour,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			xfer, err = l.js.ObjectStore(ctx, xbucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: bucket %s: %w", xbucket, err)
+	}
+	pt := &Partitioner{l: l, o: o, kv: kv, xfer: xfer, changed: make(chan struct{}, 1)}
+	pt.ctx, pt.cancel = context.WithCancel(context.Background())
+	if err := pt.put(ctx); err != nil {
+		pt.cancel()
+		return nil, err
+	}
+	if err := pt.poll(ctx); err != nil {
+		pt.cancel()
+		return nil, err
+	}
+	pt.wg.Add(1)
+	go pt.loop()
+	return pt, nil
+}
+
+// Close leaves the members (the entry is deleted) and stops the loops.
+func (pt *Partitioner) Close() error {
+	pt.cancel()
+	pt.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return pt.kv.Delete(ctx, pt.l.opts.Node)
+}
+
+// put puts this node's entry.
+func (pt *Partitioner) put(ctx context.Context) error {
+	pt.mu.Lock()
+	b, _ := json.Marshal(member{Count: pt.o.Count, Held: pt.held})
+	pt.mu.Unlock()
+	if _, err := pt.kv.Put(ctx, pt.l.opts.Node, b); err != nil {
+		return fmt.Errorf("jetstream: member %s: %w", pt.l.opts.Node, err)
+	}
+	return nil
+}
+
+// loop puts the entry every heartbeat and reads the members every
+// pollEvery, until Close.
+func (pt *Partitioner) loop() {
+	defer pt.wg.Done()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-pt.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(pt.ctx, 5*time.Second)
+		if time.Since(last) >= heartbeat {
+			if err := pt.put(ctx); err != nil {
+				pt.o.Logger.Warn("cluster: member heartbeat", "err", err)
+			} else {
+				last = time.Now()
+			}
+		}
+		if err := pt.poll(ctx); err != nil && pt.ctx.Err() == nil {
+			pt.o.Logger.Warn("cluster: members", "err", err)
+		}
+		cancel()
+	}
+}
+
+// poll reads the members and recomputes the assignment; Changed receives
+// when it changed.
+func (pt *Partitioner) poll(ctx context.Context) error {
+	members := map[string]uint64{}
+	lister, err := pt.kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream: members: %w", err)
+	}
+	for key := range lister.Keys() {
+		ent, err := pt.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			lister.Stop()
+			return fmt.Errorf("jetstream: member %s: %w", key, err)
+		}
+		if time.Since(ent.Created()) > memberTTL {
+			continue // expired, not yet removed
+		}
+		var m member
+		if err := json.Unmarshal(ent.Value(), &m); err != nil {
+			continue
+		}
+		if m.Count != pt.o.Count {
+			pt.o.Logger.Error("cluster: a node has another partition count; it is not counted", "node", key, "count", m.Count, "here", pt.o.Count)
+			continue
+		}
+		members[key] = m.Held
+	}
+	lister.Stop()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	pt.mu.Lock()
+	members[pt.l.opts.Node] = pt.held // this node is always a member
+	target, covered := pt.assign(members)
+	moved := target != pt.target || covered != pt.covered || !sameKeys(members, pt.members)
+	pt.members, pt.target, pt.covered = members, target, covered
+	pt.mu.Unlock()
+	if moved {
+		select {
+		case pt.changed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func sameKeys(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// owners returns the nodes that should hold partition p among names, the
+// first the most preferred.
+func (pt *Partitioner) owners(names []string, p int) []string {
+	return rank(names, p, pt.o.Owners)
+}
+
+// score is node name's rendezvous score for partition p: FNV-1a of the
+// name, mixed with p by MurmurHash3's finaliser, so that the order of the
+// names differs from one partition to the next.
+func score(name string, p int) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	x := h.Sum64() ^ (uint64(p)+1)*0x9e3779b97f4a7c15
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// rank returns the first n of names by rendezvous score for partition p.
+func rank(names []string, p, n int) []string {
+	type scored struct {
+		name  string
+		score uint64
+	}
+	s := make([]scored, len(names))
+	for i, name := range names {
+		s[i] = scored{name, score(name, p)}
+	}
+	slices.SortFunc(s, func(a, b scored) int {
+		switch {
+		case a.score != b.score:
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	out := make([]string, 0, n)
+	for i := 0; i < len(s) && i < n; i++ {
+		out = append(out, s[i].name)
+	}
+	return out
+}
+
+// assign computes this node's target and the partitions outside it that
+// are covered: their owners all hold them.
+func (pt *Partitioner) assign(members map[string]uint64) (target, covered uint64) {
+	names := make([]string, 0, len(members))
+	for n := range members {
+		names = append(names, n)
+	}
+	self := pt.l.opts.Node
+	for p := range pt.o.Count {
+		owners := pt.owners(names, p)
+		if slices.Contains(owners, self) {
+			target |= 1 << p
+			continue
+		}
+		all := len(owners) > 0
+		for _, n := range owners {
+			all = all && members[n]&(1<<p) != 0
+		}
+		if all {
+			covered |= 1 << p
+		}
+	}
+	return target, covered
+}
+
+// Count implements engine.Partitioner.
+func (pt *Partitioner) Count() int { return pt.o.Count }
+
+// Target implements engine.Partitioner.
+func (pt *Partitioner) Target() uint64 {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.target
+}
+
+// Covered implements engine.Partitioner.
+func (pt *Partitioner) Covered(p int) bool {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.covered&(1<<p) != 0
+}
+
+// Changed implements engine.Partitioner.
+func (pt *Partitioner) Changed() <-chan struct{} { return pt.changed }
+
+// SetHeld implements engine.Partitioner: the entry is put at once.
+func (pt *Partitioner) SetHeld(held uint64) {
+	pt.mu.Lock()
+	same := pt.held == held
+	pt.held = held
+	pt.mu.Unlock()
+	if same {
+		return
+	}
+	ctx, cancel := context.WithTimeout(pt.ctx, 5*time.Second)
+	defer cancel()
+	if err := pt.put(ctx); err != nil {
+		pt.o.Logger.Warn("cluster: member entry", "err", err)
+	}
+}
+
+// subjects returns the registry's subject and those of the partitions
+// parts.
+func (pt *Partitioner) subjects(parts uint64) []string {
+	out := []string{pt.l.subject(0)}
+	for s := range engine.MaxPartitions {
+		if parts&(1<<(s%pt.o.Count)) != 0 {
+			out = append(out, pt.l.prefix+strconv.Itoa(s))
+		}
+	}
+	return out
+}
+
+// Follow implements engine.Partitioner.
+func (pt *Partitioner) Follow(ctx context.Context, after uint64, parts uint64, fn func(engine.LogMessage) error) error {
+	return pt.l.follow(ctx, after, pt.subjects(parts), fn)
+}
+
+// Last implements engine.Partitioner: the last message of each subject.
+func (pt *Partitioner) Last(ctx context.Context, parts uint64) (uint64, error) {
+	st, err := pt.l.js.Stream(ctx, pt.l.stream)
+	if err != nil {
+		return 0, fmt.Errorf("jetstream: stream: %w", err)
+	}
+	var last uint64
+	for _, subj := range pt.subjects(parts) {
+		m, err := st.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("jetstream: last of %s: %w", subj, err)
+		}
+		last = max(last, m.Sequence)
+	}
+	return last, nil
+}
+
+// First implements engine.Partitioner.
+func (pt *Partitioner) First(ctx context.Context) (uint64, error) { return pt.l.First(ctx) }
+
+// holders returns the other live nodes that hold partition p, the
+// preferred first.
+func (pt *Partitioner) holders(p int) []string {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	var names []string
+	for n, held := range pt.members {
+		if n != pt.l.opts.Node && held&(1<<p) != 0 {
+			names = append(names, n)
+		}
+	}
+	return rank(names, p, len(names))
+}
+
+func (pt *Partitioner) nodeSubject(node, op string) string {
+	return pt.l.opts.Name + ".node." + node + "." + op
+}
+
+// Replies start with replyOK and the answer, or replyErr and the error.
+const (
+	replyOK  = '+'
+	replyErr = '-'
+)
+
+// errBusy answers a request beyond maxFetches or maxAsks.
+var errBusy = errors.New("jetstream: the node is busy")
+
+// Fetch implements engine.Partitioner: the first holder that sends the
+// partition's state; the reader deletes its object when closed.
+func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) {
+	holders := pt.holders(p)
+	if len(holders) == 0 {
+		return nil, engine.ErrNoHolder
+	}
+	var errs []error
+	for _, h := range holders {
+		msg, err := pt.l.nc.RequestWithContext(ctx, pt.nodeSubject(h, "fetch"), []byte{byte(p)})
+		if err == nil && (len(msg.Data) == 0 || msg.Data[0] != replyOK) {
+			err = fmt.Errorf("node %s: %s", h, msg.Data[min(1, len(msg.Data)):])
+		}
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		name := string(msg.Data[1:])
+		res, err := pt.xfer.Get(ctx, name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", h, err))
+			continue
+		}
+		return &transfer{ObjectResult: res, pt: pt, name: name}, nil
+	}
+	return nil, fmt.Errorf("jetstream: fetch partition %d: %w", p, errors.Join(errs...))
+}
+
+// transfer is a partition's state being read; Close deletes it.
+type transfer struct {
+	jetstream.ObjectResult
+	pt   *Partitioner
+	name string
+}
+
+func (t *transfer) Close() error {
+	err := t.ObjectResult.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(err, t.pt.xfer.Delete(ctx, t.name))
+}
+
+// Ask implements engine.Partitioner.
+func (pt *Partitioner) Ask(ctx context.Context, p int, req []byte) ([]byte, error) {
+	holders := pt.holders(p)
+	if len(holders) == 0 {
+		return nil, engine.ErrNoHolder
+	}
+	body := zstdEnc.EncodeAll(req, nil)
+	var errs []error
+	for _, h := range holders {
+		try, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := pt.l.nc.RequestWithContext(try, pt.nodeSubject(h, "ask"), body)
+		cancel()
+		if err == nil && (len(msg.Data) == 0 || msg.Data[0] != replyOK) {
+			err = fmt.Errorf("node %s: %s", h, msg.Data[min(1, len(msg.Data)):])
+		}
+		if err == nil {
+			out, err := zstdDec.DecodeAll(msg.Data[1:], nil)
+			if err == nil {
+				return out, nil
+			}
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("jetstream: ask about partition %d: %w", p, errors.Join(errs...))
+}
+
+var (
+	zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	// Answers are at most a message: the decoder needs no more.
+	zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(64<<20))
+)
+
+// Serve implements engine.Partitioner.
+func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer) error, ask func(ctx context.Context, req []byte) ([]byte, error)) (func(), error) {
+	ctx, cancel := context.WithCancel(pt.ctx)
+	var wg sync.WaitGroup
+	fetches, asks := make(chan struct{}, maxFetches), make(chan struct{}, maxAsks)
+	reply := func(m *nats.Msg, out []byte, err error) {
+		if err != nil {
+			out = append([]byte{replyErr}, err.Error()...)
+		}
+		if len(out) > int(pt.l.nc.MaxPayload()) {
+			out = append([]byte{replyErr}, fmt.Sprintf("jetstream: an answer of %d bytes, more than a message takes", len(out))...)
+		}
+		_ = m.Respond(out)
+	}
+	serve := func(sem chan struct{}, fn func(m *nats.Msg) ([]byte, error)) nats.MsgHandler {
+		return func(m *nats.Msg) {
+			select {
+			case sem <- struct{}{}:
+			default:
+				reply(m, nil, errBusy)
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				out, err := fn(m)
+				reply(m, out, err)
+			}()
+		}
+	}
+	fs, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "fetch"), serve(fetches, func(m *nats.Msg) ([]byte, error) {
+		if len(m.Data) != 1 || int(m.Data[0]) >= pt.o.Count {
+			return nil, errors.New("jetstream: fetch: no such partition")
+		}
+		return pt.send(ctx, int(m.Data[0]), fetch)
+	}))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("jetstream: serve: %w", err)
+	}
+	as, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "ask"), serve(asks, func(m *nats.Msg) ([]byte, error) {
+		req, err := zstdDec.DecodeAll(m.Data, nil)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: ask: %w", err)
+		}
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := ask(actx, req)
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte{replyOK}, zstdEnc.EncodeAll(out, nil)...), nil
+	}))
+	if err != nil {
+		_ = fs.Unsubscribe()
+		cancel()
+		return nil, fmt.Errorf("jetstream: serve: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			_ = fs.Unsubscribe()
+			_ = as.Unsubscribe()
+			cancel()
+			wg.Wait()
+		})
+	}, nil
+}
+
+// send writes partition p's state into an object of the transfer bucket
+// and returns the reply naming it.
+func (pt *Partitioner) send(ctx context.Context, p int, fetch func(ctx context.Context, p int, w io.Writer) error) ([]byte, error) {
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	name := "partition-" + strconv.Itoa(p) + "-" + pt.l.opts.Node + "-" + hex.EncodeToString(id[:])
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(fetch(ctx, p, pw)) }()
+	// A put whose reader fails deletes what it wrote.
+	_, err := pt.xfer.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
+	pr.CloseWithError(errors.New("jetstream: transfer ended"))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: send partition %d: %w", p, err)
+	}
+	return append([]byte{replyOK}, name...), nil
+}
+
+// Held returns the partitions each live node holds, as this node last read
+// them (for tests and /healthz).
+func (pt *Partitioner) Held() map[string]uint64 {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	out := make(map[string]uint64, len(pt.members))
+	for k, v := range pt.members {
+		out[k] = v
+	}
+	return out
+}
