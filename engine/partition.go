@@ -215,7 +215,7 @@ func (e *Engine) planned() bool {
 }
 
 // rebalance moves the held partitions towards the target and returns the
-// position to follow from. It runs in the follower, so nothing is applied
+// position to follow from (e.seq, which a gain may move back). It runs in the follower, so nothing is applied
 // meanwhile. A partition it could not gain is logged and tried again at
 // the next move (or within seconds).
 func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
@@ -248,15 +248,33 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 			errs = append(errs, fmt.Errorf("partition %d: %w", p, err))
 			continue
 		}
+		// The store must follow again from there: a snapshot may have
+		// stored a later trim point, which a restart would resume after,
+		// skipping the partition's records between the two.
+		e.snapMu.Lock()
+		err = e.store.LowerTrim(e.seq.Load())
+		e.snapMu.Unlock()
+		if err != nil {
+			return e.seq.Load(), err
+		}
 		held |= 1 << p
 		if err := e.saveHeld(held); err != nil {
-			return min(after, from), err
+			return e.seq.Load(), err
 		}
-		after = min(after, from)
 		e.opts.Logger.Info("cluster: partition gained", "partition", p, "from", from)
 	}
 	pt.SetHeld(e.held.Load())
-	return after, errors.Join(errs...)
+	return e.seq.Load(), errors.Join(errs...)
+}
+
+// rewind makes the follower resume after seq, if that is before its
+// position: before anything of the gained partition is written, so that
+// no snapshot stores a trim point past what the partition holds. Only the
+// follower moves e.seq, and it is the caller.
+func (e *Engine) rewind(seq uint64) {
+	if seq < e.seq.Load() {
+		e.seq.Store(seq)
+	}
 }
 
 // gain brings partition p's websites' statistics into this node, from a
@@ -275,6 +293,7 @@ func (e *Engine) gain(ctx context.Context, p int) (uint64, error) {
 		if first > 1 {
 			return 0, fmt.Errorf("%w, and the log no longer starts at its first message (it starts at %d): the partition's statistics wait for a node that holds it", err, first)
 		}
+		e.rewind(0)
 		for _, s := range e.partitionSites(p) {
 			if err := e.replaceSite(s, nil); err != nil {
 				return 0, err
@@ -380,6 +399,7 @@ func (e *Engine) importPartition(p int, r io.Reader) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("engine: partition %d: %w", p, err)
 	}
+	e.rewind(trim)
 	n := e.opts.Partitions.Count()
 	mine := make(map[uint32]*site)
 	for _, s := range e.partitionSites(p) {

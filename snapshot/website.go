@@ -131,3 +131,29 @@ func (s *Store) ReplaceWebsite(website uint32, next func() (key, val []byte, ok 
 	}
 	return wrap(op, s.commit(b))
 }
+
+// LowerTrim sets the trim point to seq if it is below the current one: a
+// store whose log is elsewhere (cluster mode) must read that log again
+// from seq after keys came in from another store (ReplaceWebsite). The
+// store's own log is not touched.
+func (s *Store) LowerTrim(seq uint64) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if seq >= s.trim.Load() {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(trimKey, encodeUint64(seq), nil); err != nil {
+		return wrap("lower trim", err)
+	}
+	if err := s.commit(b); err != nil {
+		return wrap("lower trim", err)
+	}
+	s.trim.Store(seq)
+	return nil
+}
