@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,15 @@ import (
 // later on its data directory. In the end every process counts every pageview that was
 // answered 202, and at most one more per failed attempt (a request that
 // was in the log when its process died, then sent again), all the same.
-func TestClusterKill9(t *testing.T) {
+func TestClusterKill9(t *testing.T) { clusterKill9(t) }
+
+// The same with partitions: the website's partition is held by two of the
+// three processes (-partition-owners 2), which may include the one
+// killed; the third asks a holder for its statistics, and, once the killed
+// process's entry has expired, takes its place.
+func TestClusterKill9Partitions(t *testing.T) { clusterKill9(t, "-partitions", "4") }
+
+func clusterKill9(t *testing.T, extra ...string) {
 	bin := buildBinary(t)
 	// NATS client and route ports, free at the time of the call.
 	var ports []int
@@ -56,6 +65,7 @@ func TestClusterKill9(t *testing.T) {
 			"-nats-embed", fmt.Sprintf("127.0.0.1:%d", ports[i]),
 			"-nats-cluster", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
 			"-nats-routes", strings.Join(routes, ",")}
+		flags[i] = append(flags[i], extra...)
 	}
 	servers := make([]*server, 3)
 	for i := range servers {
@@ -264,6 +274,37 @@ func TestClusterKill9(t *testing.T) {
 		}
 		return true
 	})
+	if len(extra) > 0 {
+		// Two processes hold the website's partition, and only they.
+		eventually("two processes to hold the website's partition", func() bool {
+			holders := 0
+			for i, s := range servers {
+				code, body, err := call(s, "GET", "/healthz", "", "")
+				var h struct {
+					Cluster struct {
+						Partitions *struct {
+							Count        int
+							Held, Target []int
+						}
+					}
+				}
+				if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil || h.Cluster.Partitions == nil {
+					problem = fmt.Sprintf("server %d: /healthz %d %s %v", i, code, body, err)
+					return false
+				}
+				p := h.Cluster.Partitions
+				if p.Count != 4 || !slices.Equal(p.Held, p.Target) {
+					problem = fmt.Sprintf("server %d: partitions %+v", i, *p)
+					return false
+				}
+				if slices.Contains(p.Held, created.Data.ID%64%4) {
+					holders++
+				}
+			}
+			problem = fmt.Sprintf("%d processes hold the partition", holders)
+			return holders == 2
+		})
+	}
 	total := 0
 	for page, n := range pages[0] {
 		if !strings.HasPrefix(page, "/p") {
