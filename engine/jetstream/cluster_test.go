@@ -155,6 +155,9 @@ type node struct {
 	log *jetstream.Log
 	nc  *nats.Conn
 	dir string
+	// pt, when the node holds some partitions only (openPartNode).
+	pt     *jetstream.Partitioner
+	closed bool
 }
 
 // clock is the test's time, shared by every engine.
@@ -217,8 +220,17 @@ func openNodeOn(t testing.TB, urls, name string, replicas int, clk *clock, o *en
 
 func (n *node) close(t testing.TB) {
 	t.Helper()
+	if n.closed {
+		return
+	}
+	n.closed = true
 	if err := n.e.Close(); err != nil {
 		t.Error(err)
+	}
+	if n.pt != nil {
+		if err := n.pt.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 	n.nc.Close()
 }

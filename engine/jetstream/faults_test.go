@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,34 +26,68 @@ var faultSchedules = flag.Int("cluster.schedules", 10, "TestClusterFaults: numbe
 func TestClusterFaults(t *testing.T) {
 	nc := startNATS(t, 3)
 	for seed := range *faultSchedules {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { faultSchedule(t, nc, uint64(seed)) })
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { faultSchedule(t, nc, uint64(seed), 0) })
 	}
 }
 
-func faultSchedule(t *testing.T, nc *natsCluster, seed uint64) {
+// The same schedules with partitions: two websites in two of three
+// partitions, each held by two of the three nodes. A restarted node
+// resumes what it held; a wiped one gains its share again.
+func TestClusterFaultsPartitions(t *testing.T) {
+	nc := startNATS(t, 3)
+	for seed := range *faultSchedules {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { faultSchedule(t, nc, uint64(seed), 3) })
+	}
+}
+
+func faultSchedule(t *testing.T, nc *natsCluster, seed uint64, parts int) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	name := fmt.Sprintf("faults%d", seed) // a stream and bucket of its own
+	if parts > 0 {
+		name += "p"
+	}
 	clk := &clock{now: bench.DefaultStart}
+	open := func(i int, dir string) *node {
+		if parts > 0 {
+			return openPartNode(t, nc.urls(i), dir, name, fmt.Sprint("n", i), clk, parts, 2)
+		}
+		return openNode(t, nc.urls(i), dir, clk, name)
+	}
 	nodes := make([]*node, 3)
 	for i := range nodes {
-		nodes[i] = openNode(t, nc.urls(i), t.TempDir(), clk, name)
+		nodes[i] = open(i, t.TempDir())
 	}
 	defer func() {
 		for _, n := range nodes {
 			n.close(t)
 		}
 	}()
+	wait := func() {
+		t.Helper()
+		if parts > 0 {
+			settle(t, nodes, parts, 2)
+		} else {
+			waitApplied(t, nodes)
+		}
+	}
 	single, err := engine.Open(&engine.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer single.Close()
-	site := bench.Site{Domain: "f.example", PageviewsPerMonth: 4_000, PagesPerDay: 30}
-	id := addSites(t, nodes[0].e, site.Domain)[0]
-	if got := addSites(t, single, site.Domain)[0]; got != id {
-		t.Fatalf("website %d in the cluster, %d in one process", id, got)
+	sites := []bench.Site{{Domain: "f.example", PageviewsPerMonth: 4_000, PagesPerDay: 30}}
+	if parts > 0 {
+		sites = append(sites, bench.Site{Domain: "g.example", PageviewsPerMonth: 2_000, PagesPerDay: 20})
 	}
-	waitApplied(t, nodes) // the others know the website before they take its hits
+	var domains []string
+	for _, s := range sites {
+		domains = append(domains, s.Domain)
+	}
+	ids := addSites(t, nodes[0].e, domains...)
+	if got := addSites(t, single, domains...); !slices.Equal(got, ids) {
+		t.Fatalf("websites %v in the cluster, %v in one process", ids, got)
+	}
+	wait() // the others know the websites before they take their hits
 	reopen := func(i int, wipe bool) {
 		nodes[i].close(t)
 		dir := nodes[i].dir
@@ -61,10 +96,10 @@ func faultSchedule(t *testing.T, nc *natsCluster, seed uint64) {
 			// start, the registry's transactions included.
 			dir = t.TempDir()
 		}
-		nodes[i] = openNode(t, nc.urls(i), dir, clk, name)
+		nodes[i] = open(i, dir)
 	}
 	var hits []engine.Hit
-	for h := range bench.NewGenerator(bench.Config{Seed: seed, Sites: []bench.Site{site}, Days: 2}).Hits() {
+	for h := range bench.NewGenerator(bench.Config{Seed: seed, Sites: sites, Days: 2}).Hits() {
 		hits = append(hits, h)
 	}
 	faultAt := map[int]int{}
@@ -127,29 +162,36 @@ func faultSchedule(t *testing.T, nc *natsCluster, seed uint64) {
 		nc.start(down)
 		down = -1
 	}
-	waitApplied(t, nodes)
+	wait()
 	first := engine.DateFromTime(bench.DefaultStart)
-	want := answers(t, single, id, site.Domain, first, first+1)
-	wantTot := want["totals"].(engine.Totals)
-	for j, n := range nodes {
-		got := answers(t, n.e, id, site.Domain, first, first+1)
-		if failed == 0 {
-			if d := cmp.Diff(want, got); d != "" {
-				t.Fatalf("node %d differs from a single engine (-single +node), schedule %v:\n%s", j, log, d)
+	var pageviews [2]uint64 // the single engine's, the first node's
+	for i, id := range ids {
+		domain := domains[i]
+		want := answers(t, single, id, domain, first, first+1)
+		pageviews[0] += want["totals"].(engine.Totals).Pageviews
+		for j, n := range nodes {
+			got := answers(t, n.e, id, domain, first, first+1)
+			if j == 0 {
+				pageviews[1] += got["totals"].(engine.Totals).Pageviews
 			}
-			continue
-		}
-		// Failed calls may have landed: the node then counted more, by
-		// at most their number, and the nodes agree with each other.
-		tot := got["totals"].(engine.Totals)
-		if tot.Pageviews < wantTot.Pageviews || tot.Pageviews > wantTot.Pageviews+uint64(failed) {
-			t.Fatalf("node %d: %d pageviews, want %d to %d, schedule %v", j, tot.Pageviews, wantTot.Pageviews, wantTot.Pageviews+uint64(failed), log)
-		}
-		if j > 0 {
-			if d := cmp.Diff(answers(t, nodes[0].e, id, site.Domain, first, first+1), got); d != "" {
-				t.Fatalf("node %d differs from node 0, schedule %v:\n%s", j, log, d)
+			if failed == 0 {
+				if d := cmp.Diff(want, got); d != "" {
+					t.Fatalf("%s: node %d differs from a single engine (-single +node), schedule %v:\n%s", domain, j, log, d)
+				}
+				continue
+			}
+			// Failed calls may have landed: the nodes agree with each
+			// other, and count more than the single engine by at most
+			// their number (below).
+			if j > 0 {
+				if d := cmp.Diff(answers(t, nodes[0].e, id, domain, first, first+1), got); d != "" {
+					t.Fatalf("%s: node %d differs from node 0, schedule %v:\n%s", domain, j, log, d)
+				}
 			}
 		}
+	}
+	if pageviews[1] < pageviews[0] || pageviews[1] > pageviews[0]+uint64(failed) {
+		t.Fatalf("%d pageviews, want %d to %d, schedule %v", pageviews[1], pageviews[0], pageviews[0]+uint64(failed), log)
 	}
 	t.Logf("%d hits, %d failed calls, schedule %v", len(hits), failed, log)
 }

@@ -16,16 +16,11 @@ import (
 	"github.com/webstats/webstats/snapshot"
 )
 
-// partNode is an engine that holds some partitions.
-type partNode struct {
-	*node
-	pt     *jetstream.Partitioner
-	closed bool
-}
-
-// openPartNode opens an engine on dir holding its share of count
-// partitions, each held by owners nodes.
-func openPartNode(t testing.TB, urls, dir, name string, clk *clock, count, owners int) *partNode {
+// openPartNode opens an engine on dir, node name of the cluster's stream
+// (name; "" for the default), holding its share of count partitions, each
+// held by owners nodes. It is closed at the end of the test if it is not
+// before.
+func openPartNode(t testing.TB, urls, dir, stream, name string, clk *clock, count, owners int) *node {
 	t.Helper()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1))
 	if err != nil {
@@ -38,7 +33,7 @@ func openPartNode(t testing.TB, urls, dir, name string, clk *clock, count, owner
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		log, err = jetstream.New(c, nc, jetstream.Options{Node: name})
+		log, err = jetstream.New(c, nc, jetstream.Options{Name: stream, Node: name})
 		if err == nil {
 			pt, err = jetstream.NewPartitioner(c, log, jetstream.PartitionOptions{Count: count, Owners: owners})
 		}
@@ -55,30 +50,15 @@ func openPartNode(t testing.TB, urls, dir, name string, clk *clock, count, owner
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &partNode{node: &node{e: e, log: log, nc: nc, dir: dir}, pt: pt}
+	n := &node{e: e, log: log, nc: nc, dir: dir, pt: pt}
 	t.Cleanup(func() { n.close(t) })
 	return n
-}
-
-func (n *partNode) close(t testing.TB) {
-	t.Helper()
-	if n.closed {
-		return
-	}
-	n.closed = true
-	if err := n.e.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := n.pt.Close(); err != nil {
-		t.Error(err)
-	}
-	n.nc.Close()
 }
 
 // settle waits until every node holds the partitions it should, the
 // partitions are each held by want nodes, and every node has applied the
 // messages of what it holds.
-func settle(t testing.TB, nodes []*partNode, count, want int) {
+func settle(t testing.TB, nodes []*node, count, want int) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -96,7 +76,7 @@ func settle(t testing.TB, nodes []*partNode, count, want int) {
 	}
 }
 
-func settled(nodes []*partNode, count, want int) string {
+func settled(nodes []*node, count, want int) string {
 	holders := make([]int, count)
 	for _, n := range nodes {
 		m := n.e.ClusterMetrics()
@@ -137,9 +117,9 @@ func TestClusterPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer single.Close()
-	a := openPartNode(t, nc.urls(0), t.TempDir(), "a", clk, count, owners)
-	b := openPartNode(t, nc.urls(1), t.TempDir(), "b", clk, count, owners)
-	nodes := []*partNode{a, b}
+	a := openPartNode(t, nc.urls(0), t.TempDir(), "", "a", clk, count, owners)
+	b := openPartNode(t, nc.urls(1), t.TempDir(), "", "b", clk, count, owners)
+	nodes := []*node{a, b}
 	var sites []bench.Site
 	var domains []string
 	for i := range 6 {
@@ -164,7 +144,7 @@ func TestClusterPartitions(t *testing.T) {
 		all = append(all, h)
 	}
 	k := 0
-	track := func(nodes []*partNode, n int) {
+	track := func(nodes []*node, n int) {
 		t.Helper()
 		for ; n > 0 && len(all) > 0; n-- {
 			batch := all[:min(len(all), 1+k%3)]
@@ -186,7 +166,7 @@ func TestClusterPartitions(t *testing.T) {
 	}
 	first := engine.DateFromTime(bench.DefaultStart)
 	last := first + days - 1
-	check := func(nodes []*partNode) {
+	check := func(nodes []*node) {
 		t.Helper()
 		for i, id := range ids {
 			want := answers(t, single, id, domains[i], first, last)
@@ -208,7 +188,7 @@ func TestClusterPartitions(t *testing.T) {
 
 	// A third joins while hits come: it gains its share from the others,
 	// which then drop what is no longer theirs.
-	c := openPartNode(t, nc.urls(2), t.TempDir(), "c", clk, count, owners)
+	c := openPartNode(t, nc.urls(2), t.TempDir(), "", "c", clk, count, owners)
 	nodes = append(nodes, c)
 	track(nodes, len(all)/3)
 	settle(t, nodes, count, owners)
@@ -228,7 +208,7 @@ func TestClusterPartitions(t *testing.T) {
 
 	// It comes back on its own store (behind what it held) and takes its
 	// share again.
-	a = openPartNode(t, nc.urls(0), a.dir, "a", clk, count, owners)
+	a = openPartNode(t, nc.urls(0), a.dir, "", "a", clk, count, owners)
 	nodes = append(nodes, a)
 	track(nodes, len(all))
 	settle(t, nodes, count, owners)
