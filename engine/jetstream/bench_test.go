@@ -3,6 +3,7 @@
 package jetstream_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,18 @@ import (
 // engines and the writers share them, so the cluster figure is a lower
 // bound for three machines.
 func BenchmarkClusterTrack(b *testing.B) {
+	// The medium site's traffic over eight websites (an eighth each), so
+	// that the partitioned run spreads it.
+	var sites []bench.Site
+	var domains []string
+	for i := range 8 {
+		s := bench.Medium
+		s.Domain = fmt.Sprintf("m%d.example", i)
+		s.PageviewsPerMonth /= 8
+		sites, domains = append(sites, s), append(domains, s.Domain)
+	}
 	var hits []engine.Hit
-	for h := range bench.NewGenerator(bench.Config{Seed: 3, Sites: []bench.Site{bench.Medium}, Days: 1}).Hits() {
+	for h := range bench.NewGenerator(bench.Config{Seed: 3, Sites: sites, Days: 1}).Hits() {
 		hits = append(hits, h)
 	}
 	clk := &clock{now: hits[len(hits)-1].Time.Add(time.Minute)}
@@ -79,7 +90,7 @@ func BenchmarkClusterTrack(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			addSites(b, e, bench.Medium.Domain)
+			addSites(b, e, domains...)
 			run(b, []*engine.Engine{e})
 		})
 	}
@@ -93,7 +104,7 @@ func BenchmarkClusterTrack(b *testing.B) {
 			nodes = append(nodes, n)
 			engines = append(engines, n.e)
 		}
-		addSites(b, nodes[0].e, bench.Medium.Domain)
+		addSites(b, nodes[0].e, domains...)
 		waitApplied(b, nodes)
 		stop := make(chan struct{})
 		var lags []time.Duration
@@ -146,6 +157,30 @@ func BenchmarkClusterTrack(b *testing.B) {
 		}
 		b.ReportMetric(float64(last)/el.Seconds(), "join-hits/s")
 		b.ReportMetric(float64(cpu)/1e3/float64(last), "join-cpu-us/hit")
+	})
+	// Partitioned: each website's hits are applied by two of the three
+	// nodes only. A fourth node then joins: it fetches its share (about
+	// half of the partitions) from the holders instead of applying the
+	// stream; join-s is the time until every node holds its share.
+	b.Run("cluster/nodes=3/partitions=64", func(b *testing.B) {
+		const parts, owners = 64, 2
+		nc := startNATS(b, 3)
+		var nodes []*node
+		var engines []*engine.Engine
+		for i := range 3 {
+			n := openPartNode(b, nc.urls(i), b.TempDir(), "", fmt.Sprint("n", i), clk, parts, owners)
+			nodes = append(nodes, n)
+			engines = append(engines, n.e)
+		}
+		addSites(b, nodes[0].e, domains...)
+		settle(b, nodes, parts, owners)
+		run(b, engines)
+		settle(b, nodes, parts, owners)
+		t0, cpu0 := time.Now(), cpuTime()
+		n := openPartNode(b, nc.urls(0), b.TempDir(), "", "n3", clk, parts, owners)
+		settle(b, append(nodes, n), parts, owners)
+		b.ReportMetric(time.Since(t0).Seconds(), "join-s")
+		b.ReportMetric((cpuTime() - cpu0).Seconds(), "join-cpu-s")
 	})
 }
 
