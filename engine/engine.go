@@ -63,6 +63,7 @@ type Engine struct {
 	// other nodes.
 	held      atomic.Uint64
 	serveStop func()
+	fetches   fetches
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
@@ -235,6 +236,10 @@ func Open(opts *Options) (*Engine, error) {
 		// larger write-ahead log files.
 		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
+	}
+	if o.Partitions != nil {
+		e.fetches = fetches{m: make(map[int]*fetch), done: make(chan struct{}, 1)}
+		e.removeFetches()
 	}
 	e.store, err = snapshot.Open(so)
 	if err != nil {

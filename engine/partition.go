@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
@@ -162,14 +165,17 @@ func (e *Engine) partitionSites(p int) []*site {
 }
 
 // followPartitions is the follower's loop in partitioned mode: move
-// towards the target, then follow the held partitions until the target
-// asks for a move or the log fails.
+// towards the target, then follow the held partitions until a move is
+// ready or the log fails. Partitions to gain are fetched meanwhile, each
+// into a file (fetchPartition), so that the follower stops only to import
+// one that has arrived.
 func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error) error {
 	pt := e.opts.Partitions
 	after, err := e.rebalance(ctx)
 	if err != nil {
 		e.opts.Logger.Error("cluster: partitions", "err", err)
 	}
+	e.startFetches(ctx)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	moved := make(chan struct{})
@@ -182,8 +188,10 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 			case <-fctx.Done():
 				return
 			case <-pt.Changed():
+			case <-e.fetches.done:
 			case <-retry.C:
 			}
+			e.startFetches(ctx)
 			if e.planned() {
 				cancel()
 				return
@@ -199,13 +207,131 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 	return err
 }
 
-// planned reports whether rebalance has something to do now.
+// fetches are the partitions being fetched for this node to gain.
+type fetches struct {
+	mu sync.Mutex
+	m  map[int]*fetch
+	// done receives when a fetch is ready.
+	done chan struct{}
+}
+
+// fetch is a partition being fetched; once ready, path holds its state
+// (exportPartition's format), or err is ErrNoHolder.
+type fetch struct {
+	ready bool
+	path  string
+	err   error
+}
+
+// startFetches starts fetching each partition of the target that is not
+// held, not being fetched and not fetched yet.
+func (e *Engine) startFetches(ctx context.Context) {
+	want := e.opts.Partitions.Target() &^ e.held.Load()
+	e.fetches.mu.Lock()
+	defer e.fetches.mu.Unlock()
+	for ; want != 0; want &= want - 1 {
+		p := bits.TrailingZeros64(want)
+		if e.fetches.m[p] != nil || ctx.Err() != nil {
+			continue
+		}
+		f := &fetch{}
+		e.fetches.m[p] = f
+		e.bg.Add(1)
+		go e.fetchPartition(ctx, p, f)
+	}
+}
+
+// fetchPrefix starts the names of the files fetches write (in the data
+// directory; a crash's are removed at Open).
+const fetchPrefix = "webstats-partition-"
+
+// fetchPartition fetches partition p into a file. A failure other than
+// no holder is logged and forgotten: the next startFetches tries again.
+func (e *Engine) fetchPartition(ctx context.Context, p int, f *fetch) {
+	defer e.bg.Done()
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	path, err := func() (string, error) {
+		rc, err := e.opts.Partitions.Fetch(fctx, p)
+		if err != nil {
+			return "", err
+		}
+		defer rc.Close()
+		file, err := os.CreateTemp(e.fetchDir(), fetchPrefix+"*")
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(file, rc)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(file.Name())
+			return "", err
+		}
+		return file.Name(), nil
+	}()
+	e.fetches.mu.Lock()
+	defer e.fetches.mu.Unlock()
+	if err != nil && !errors.Is(err, ErrNoHolder) {
+		delete(e.fetches.m, p)
+		if ctx.Err() == nil {
+			e.opts.Logger.Warn("cluster: fetch partition", "partition", p, "err", err)
+		}
+		return
+	}
+	f.ready, f.path, f.err = true, path, err
+	select {
+	case e.fetches.done <- struct{}{}:
+	default:
+	}
+}
+
+// fetchDir is where fetches are written: the data directory, unless the
+// store is not on the operating system's file system.
+func (e *Engine) fetchDir() string {
+	if e.opts.FS != nil || e.opts.Dir == "" {
+		return ""
+	}
+	return e.opts.Dir
+}
+
+// removeFetches removes the files of fetches a crash left.
+func (e *Engine) removeFetches() {
+	if e.fetchDir() == "" {
+		return // the system's temporary directory is shared: left alone
+	}
+	names, _ := filepath.Glob(filepath.Join(e.fetchDir(), fetchPrefix+"*"))
+	for _, n := range names {
+		os.Remove(n)
+	}
+}
+
+// takeFetch returns partition p's fetch if it is ready, and forgets it.
+func (e *Engine) takeFetch(p int) *fetch {
+	e.fetches.mu.Lock()
+	defer e.fetches.mu.Unlock()
+	f := e.fetches.m[p]
+	if f == nil || !f.ready {
+		return nil
+	}
+	delete(e.fetches.m, p)
+	return f
+}
+
+// planned reports whether rebalance has something to do now: a fetch is
+// ready, or a partition no longer owned may go.
 func (e *Engine) planned() bool {
 	pt := e.opts.Partitions
 	held, target := e.held.Load(), pt.Target()
-	if target&^held != 0 {
-		return true
+	e.fetches.mu.Lock()
+	for _, f := range e.fetches.m {
+		if f.ready {
+			e.fetches.mu.Unlock()
+			return true
+		}
 	}
+	e.fetches.mu.Unlock()
 	for drop := held &^ target; drop != 0; drop &= drop - 1 {
 		if pt.Covered(bits.TrailingZeros64(drop)) {
 			return true
@@ -214,13 +340,12 @@ func (e *Engine) planned() bool {
 	return false
 }
 
-// rebalance moves the held partitions towards the target and returns the
-// position to follow from (e.seq, which a gain may move back). It runs in the follower, so nothing is applied
-// meanwhile. A partition it could not gain is logged and tried again at
-// the next move (or within seconds).
+// rebalance moves the held partitions towards the target: it drops what
+// may go and imports what was fetched. It returns the position to follow
+// from (e.seq, which a gain may move back). It runs in the follower, so
+// nothing is applied meanwhile.
 func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 	pt := e.opts.Partitions
-	after := e.seq.Load()
 	held, target := e.held.Load(), pt.Target()
 	var errs []error
 	for drop := held &^ target; drop != 0; drop &= drop - 1 {
@@ -232,7 +357,7 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		// fails), then dropped.
 		held &^= 1 << p
 		if err := e.saveHeld(held); err != nil {
-			return after, err
+			return e.seq.Load(), err
 		}
 		for _, s := range e.partitionSites(p) {
 			if err := e.replaceSite(s, nil); err != nil {
@@ -241,9 +366,18 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		}
 		e.opts.Logger.Info("cluster: partition dropped", "partition", p)
 	}
-	for gain := target &^ held; gain != 0; gain &= gain - 1 {
-		p := bits.TrailingZeros64(gain)
-		from, err := e.gain(ctx, p)
+	for p := range MaxPartitions {
+		f := e.takeFetch(p)
+		if f == nil {
+			continue
+		}
+		if target&^held&(1<<p) == 0 { // no longer wanted
+			if f.path != "" {
+				os.Remove(f.path)
+			}
+			continue
+		}
+		from, err := e.gain(ctx, p, f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("partition %d: %w", p, err))
 			continue
@@ -277,21 +411,18 @@ func (e *Engine) rewind(seq uint64) {
 	}
 }
 
-// gain brings partition p's websites' statistics into this node, from a
-// node that holds it or from the log, and returns the position the
-// follower must resume after (see Partitions).
-func (e *Engine) gain(ctx context.Context, p int) (uint64, error) {
+// gain brings partition p's websites' statistics into this node, from
+// what f fetched or, when no node holds it, from the log, and returns the
+// position the follower must resume after (see Partitions).
+func (e *Engine) gain(ctx context.Context, p int, f *fetch) (uint64, error) {
 	pt := e.opts.Partitions
-	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	rc, err := pt.Fetch(fctx, p)
-	if errors.Is(err, ErrNoHolder) {
-		first, ferr := pt.First(ctx)
-		if ferr != nil {
-			return 0, ferr
+	if errors.Is(f.err, ErrNoHolder) {
+		first, err := pt.First(ctx)
+		if err != nil {
+			return 0, err
 		}
 		if first > 1 {
-			return 0, fmt.Errorf("%w, and the log no longer starts at its first message (it starts at %d): the partition's statistics wait for a node that holds it", err, first)
+			return 0, fmt.Errorf("%w, and the log no longer starts at its first message (it starts at %d): the partition's statistics wait for a node that holds it", f.err, first)
 		}
 		e.rewind(0)
 		for _, s := range e.partitionSites(p) {
@@ -301,11 +432,24 @@ func (e *Engine) gain(ctx context.Context, p int) (uint64, error) {
 		}
 		return 0, nil // from the log's start
 	}
+	defer os.Remove(f.path)
+	file, err := os.Open(f.path)
 	if err != nil {
 		return 0, err
 	}
-	defer rc.Close()
-	return e.importPartition(p, rc)
+	defer file.Close()
+	return e.importPartition(p, file, func(trim uint64) error {
+		// The log must still hold what follows the state: fetched a
+		// while ago, it may have been trimmed past it since.
+		first, err := pt.First(ctx)
+		if err != nil {
+			return err
+		}
+		if first > trim+1 {
+			return fmt.Errorf("the log starts at %d, after the fetched state's %d; fetching again", first, trim)
+		}
+		return nil
+	})
 }
 
 // The state of a partition as Serve's fetch writes it: partMagic, the
@@ -389,7 +533,7 @@ func (e *Engine) exportPartition(ctx context.Context, p int, w io.Writer) error 
 // Websites this node does not know yet are skipped (the registry
 // transaction that creates them, after this node's position, comes with
 // their records); websites r lacks are emptied.
-func (e *Engine) importPartition(p int, r io.Reader) (uint64, error) {
+func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) error) (uint64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var magic [4]byte
 	if _, err := io.ReadFull(br, magic[:]); err != nil || !bytes.Equal(magic[:], partMagic) {
@@ -398,6 +542,9 @@ func (e *Engine) importPartition(p int, r io.Reader) (uint64, error) {
 	trim, err := binary.ReadUvarint(br)
 	if err != nil {
 		return 0, fmt.Errorf("engine: partition %d: %w", p, err)
+	}
+	if err := check(trim); err != nil {
+		return 0, err
 	}
 	e.rewind(trim)
 	n := e.opts.Partitions.Count()
