@@ -182,9 +182,10 @@ type ClusterMetrics struct {
 	FollowErrors uint64
 	// Partitions is the cluster's partition count (0: every node holds
 	// every website); Held the partitions this node holds (bit p:
-	// partition p), and Target those it should.
-	Partitions   int
-	Held, Target uint64
+	// partition p), Ready those of them it has caught up with and answers
+	// for, and Target those it should hold.
+	Partitions          int
+	Held, Ready, Target uint64
 }
 
 // clusterCounters feed ClusterMetrics.
@@ -219,7 +220,7 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		m.FollowError = *p
 	}
 	if pt := e.opts.Partitions; pt != nil {
-		m.Partitions, m.Held, m.Target = pt.Count(), e.held.Load(), pt.Target()
+		m.Partitions, m.Held, m.Ready, m.Target = pt.Count(), e.held.Load(), e.ready.Load(), pt.Target()
 	}
 	return m
 }
@@ -353,7 +354,7 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
-	if s == nil || !e.holds(website) {
+	if s == nil || !e.applies(website) {
 		// (Another partition's: the follower asks for none, but its
 		// filter and the held partitions change between two rounds.)
 		e.seq.Store(seq)

@@ -64,6 +64,14 @@ type Engine struct {
 	held      atomic.Uint64
 	serveStop func()
 	fetches   fetches
+	// ready is the partitions held and caught up with, which this node
+	// answers for; heldGen counts the changes to held; inflight the
+	// answers being computed here, by partition; swept is set once the
+	// follower removed statistics of partitions not held.
+	ready    atomic.Uint64
+	heldGen  atomic.Uint64
+	inflight [MaxPartitions]atomic.Int64
+	swept    bool
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
@@ -238,7 +246,7 @@ func Open(opts *Options) (*Engine, error) {
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
 	if o.Partitions != nil {
-		e.fetches = fetches{m: make(map[int]*fetch), done: make(chan struct{}, 1)}
+		e.fetches = fetches{m: make(map[int]*fetch), promote: make(map[int]uint64), done: make(chan struct{}, 1)}
 		e.removeFetches()
 	}
 	e.store, err = snapshot.Open(so)

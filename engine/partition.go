@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -114,6 +115,17 @@ func (e *Engine) loadHeld() error {
 	}
 	v, err := e.store.Get(snapshot.KindCluster, heldID)
 	if errors.Is(err, snapshot.ErrNotFound) {
+		// A new store holds none; one written by a node of a cluster
+		// without partitions holds them all.
+		applied := e.store.Trim() > 0
+		for _, s := range e.sites {
+			applied = applied || s.state.lastSeq > 0
+		}
+		if applied {
+			all := uint64(1)<<n - 1
+			e.held.Store(all)
+			e.ready.Store(all)
+		}
 		return nil
 	}
 	if err != nil {
@@ -125,28 +137,55 @@ func (e *Engine) loadHeld() error {
 	if int(v[0]) != n {
 		return fmt.Errorf("engine: this store holds %d partitions' websites, the node is started with %d; a node of this cluster starts from an empty directory", v[0], n)
 	}
-	e.held.Store(binary.BigEndian.Uint64(v[1:]))
+	held := binary.BigEndian.Uint64(v[1:])
+	e.held.Store(held)
+	e.ready.Store(held)
 	return nil
 }
 
-// saveHeld stores held, then makes it the partitions this node answers for.
+// saveHeld stores held as the partitions this node applies. Those it no
+// longer holds are no longer answered for either (ready); a gained one is
+// answered for once the node has caught up with it (promote).
 func (e *Engine) saveHeld(held uint64) error {
 	v := binary.BigEndian.AppendUint64([]byte{byte(e.opts.Partitions.Count())}, held)
 	if err := e.store.Put(snapshot.KindCluster, heldID, v); err != nil {
 		return fmt.Errorf("engine: partitions held: %w", err)
 	}
 	e.held.Store(held)
-	e.opts.Partitions.SetHeld(held)
+	e.heldGen.Add(1)
+	e.ready.Store(e.ready.Load() & held)
+	e.opts.Partitions.SetHeld(e.ready.Load())
 	return nil
 }
 
-// holds reports whether this node applies website's records: always
+// applies reports whether this node applies website's records: always
 // without partitions.
-func (e *Engine) holds(website uint32) bool {
+func (e *Engine) applies(website uint32) bool {
 	if e.opts.Partitions == nil {
 		return true
 	}
 	return e.held.Load()&(1<<PartitionOf(website, e.opts.Partitions.Count())) != 0
+}
+
+// promote makes the gained partitions the node has caught up with
+// answered here, and tells the other nodes.
+func (e *Engine) promote() {
+	e.fetches.mu.Lock()
+	ready := e.ready.Load()
+	for p, seq := range e.fetches.promote {
+		if e.held.Load()&(1<<p) == 0 {
+			delete(e.fetches.promote, p)
+		} else if e.seq.Load() >= seq {
+			ready |= 1 << p
+			delete(e.fetches.promote, p)
+		}
+	}
+	changed := ready != e.ready.Load()
+	e.ready.Store(ready)
+	e.fetches.mu.Unlock()
+	if changed {
+		e.opts.Partitions.SetHeld(ready)
+	}
 }
 
 // partitionSites returns the websites of partition p in the registry.
@@ -181,16 +220,17 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 	moved := make(chan struct{})
 	go func() {
 		defer close(moved)
-		retry := time.NewTicker(5 * time.Second)
-		defer retry.Stop()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
 		for {
 			select {
 			case <-fctx.Done():
 				return
 			case <-pt.Changed():
 			case <-e.fetches.done:
-			case <-retry.C:
+			case <-tick.C:
 			}
+			e.promote()
 			e.startFetches(ctx)
 			if e.planned() {
 				cancel()
@@ -211,6 +251,9 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 type fetches struct {
 	mu sync.Mutex
 	m  map[int]*fetch
+	// promote holds the gained partitions not yet answered for, with
+	// the log position the node must reach first.
+	promote map[int]uint64
 	// done receives when a fetch is ready.
 	done chan struct{}
 }
@@ -348,16 +391,32 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 	pt := e.opts.Partitions
 	held, target := e.held.Load(), pt.Target()
 	var errs []error
+	if !e.swept {
+		// Websites of partitions not held that have statistics here: a
+		// crash during a drop, or an import given up.
+		e.swept = true
+		for _, s := range e.allSites() {
+			if !e.applies(s.state.id) && e.hasStats(s) {
+				if err := e.replaceSite(s, nil); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
 	for drop := held &^ target; drop != 0; drop &= drop - 1 {
 		p := bits.TrailingZeros64(drop)
 		if !pt.Covered(p) {
 			continue
 		}
 		// No longer answered here first (a fetch in progress sees it and
-		// fails), then dropped.
+		// fails), and the questions already being answered finish, then
+		// it is dropped.
 		held &^= 1 << p
 		if err := e.saveHeld(held); err != nil {
 			return e.seq.Load(), err
+		}
+		for e.inflight[p].Load() > 0 {
+			time.Sleep(time.Millisecond)
 		}
 		for _, s := range e.partitionSites(p) {
 			if err := e.replaceSite(s, nil); err != nil {
@@ -380,6 +439,11 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		from, err := e.gain(ctx, p, f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("partition %d: %w", p, err))
+			for _, s := range e.partitionSites(p) { // what was imported
+				if err := e.replaceSite(s, nil); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			continue
 		}
 		// The store must follow again from there: a snapshot may have
@@ -395,10 +459,41 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		if err := e.saveHeld(held); err != nil {
 			return e.seq.Load(), err
 		}
+		// Answered here once the follower has applied what the log holds
+		// of it now.
+		last, err := pt.Last(ctx, 1<<p)
+		if err != nil {
+			last = math.MaxUint64 // until the next move
+			errs = append(errs, err)
+		}
+		e.fetches.mu.Lock()
+		e.fetches.promote[p] = last
+		e.fetches.mu.Unlock()
 		e.opts.Logger.Info("cluster: partition gained", "partition", p, "from", from)
 	}
-	pt.SetHeld(e.held.Load())
+	e.promote()
+	pt.SetHeld(e.ready.Load())
 	return e.seq.Load(), errors.Join(errs...)
+}
+
+// allSites returns every website of the registry.
+func (e *Engine) allSites() []*site {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	out := make([]*site, 0, len(e.sites))
+	for _, s := range e.sites {
+		out = append(out, s)
+	}
+	return out
+}
+
+// hasStats reports whether s has statistics in memory or in the store.
+func (e *Engine) hasStats(s *site) bool {
+	sh := e.shardOf(s.state.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := s.state
+	return st.lastSeq > 0 || len(st.dates) > 0 || len(st.stored) > 0
 }
 
 // rewind makes the follower resume after seq, if that is before its
@@ -472,6 +567,7 @@ func (e *Engine) exportPartition(ctx context.Context, p int, w io.Writer) error 
 		return ErrClosed
 	}
 	defer e.exit()
+	gen := e.heldGen.Load()
 	if e.held.Load()&(1<<p) == 0 {
 		return errElsewhere
 	}
@@ -483,9 +579,11 @@ func (e *Engine) exportPartition(ctx context.Context, p int, w io.Writer) error 
 		return err
 	}
 	defer v.Close()
-	// Checked after the view is taken: a drop clears the bit before it
-	// deletes anything, so the view holds the partition whole.
-	if e.held.Load()&(1<<p) == 0 {
+	// Checked after the view is taken: a drop clears the bit (and moves
+	// the generation) before it deletes anything, so the view holds the
+	// partition whole unless it was dropped, or dropped and gained again,
+	// meanwhile.
+	if e.heldGen.Load() != gen || e.held.Load()&(1<<p) == 0 {
 		return errElsewhere
 	}
 	trim, err := v.Trim()
@@ -719,6 +817,10 @@ type askReply struct {
 	RowsSet, ResultsSet bool
 	DimsSet             []bool // of each result row
 	EchoSet             [4]bool
+	// Nor does it send a pointer to a zero value: Meta's, as 0 for nil,
+	// 1 for false or 0, 2 for true (ImportsIncluded), 1 for set
+	// (TotalRows).
+	Imports, TotalRows byte
 }
 
 // markSlices records in rep which of its slices are empty, not nil.
@@ -732,6 +834,15 @@ func (rep *askReply) markSlices() {
 	}
 	q := &r.Query
 	rep.EchoSet = [4]bool{q.Metrics != nil, q.Filters != nil, q.Dimensions != nil, q.OrderBy != nil}
+	if m := r.Meta.ImportsIncluded; m != nil {
+		rep.Imports = 1
+		if *m {
+			rep.Imports = 2
+		}
+	}
+	if r.Meta.TotalRows != nil {
+		rep.TotalRows = 1
+	}
 }
 
 // restoreSlices makes the empty slices markSlices recorded empty again.
@@ -761,6 +872,13 @@ func (rep *askReply) restoreSlices() {
 	if rep.EchoSet[3] && q.OrderBy == nil {
 		q.OrderBy = []OrderBy{}
 	}
+	if rep.Imports > 0 && r.Meta.ImportsIncluded == nil {
+		v := rep.Imports == 2
+		r.Meta.ImportsIncluded = &v
+	}
+	if rep.TotalRows > 0 && r.Meta.TotalRows == nil {
+		r.Meta.TotalRows = new(int)
+	}
 }
 
 const (
@@ -770,7 +888,7 @@ const (
 	askErrTooLarge
 	askErrQuery
 	askErrValidation
-	askErrElsewhere
+	askErrUnavailable
 )
 
 func init() {
@@ -809,12 +927,12 @@ func (o Owner) ask(ctx context.Context, website uint32, req askRequest) (askRepl
 	case askErrBusy:
 		return rep, ErrBusy
 	case askErrTooLarge:
-		return rep, fmt.Errorf("%w: %s", ErrTooLarge, rep.Msg)
+		return rep, fmt.Errorf("%w (said the website's node)", ErrTooLarge)
 	case askErrQuery:
 		return rep, &QueryError{Msg: rep.Msg, Limit: rep.Limit}
 	case askErrValidation:
 		return rep, &ValidationError{Fields: rep.Fields}
-	case askErrElsewhere:
+	case askErrUnavailable:
 		return rep, fmt.Errorf("%w: website %d: %s", ErrClusterUnavailable, website, rep.Msg)
 	}
 	return rep, fmt.Errorf("engine: website %d, answered by its node: %s", website, rep.Msg)
@@ -850,7 +968,9 @@ func (e *Engine) serveAsk(ctx context.Context, b []byte) ([]byte, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, errElsewhere):
-		rep.Err = askErrElsewhere
+		return nil, err // the asker tries another holder
+	case errors.Is(err, ErrClusterUnavailable), errors.Is(err, ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		rep.Err = askErrUnavailable
 	case errors.Is(err, ErrNotFound):
 		rep.Err = askErrNotFound
 	case errors.Is(err, ErrBusy):
@@ -876,15 +996,24 @@ func (e *Engine) serveAsk(ctx context.Context, b []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// elsewhere reports whether o must ask another node about website: it is
-// of a partition this node does not hold. A question asked by another
-// node (o.local) is never passed on: it is errElsewhere.
-func (o Owner) elsewhere(website uint32) (bool, error) {
-	if o.e.holds(website) {
-		return false, nil
+// elsewhere reports whether o must ask another node about website: this
+// node does not answer for its partition. A question asked by another
+// node (o.local) is never passed on: it is errElsewhere. When the answer
+// is here, done must be called once it is computed: a drop of the
+// partition waits for it.
+func (o Owner) elsewhere(website uint32) (far bool, done func(), err error) {
+	e := o.e
+	if e.opts.Partitions == nil {
+		return false, func() {}, nil
 	}
+	p := PartitionOf(website, e.opts.Partitions.Count())
+	e.inflight[p].Add(1) // before the check: see rebalance
+	if e.ready.Load()&(1<<p) != 0 {
+		return false, func() { e.inflight[p].Add(-1) }, nil
+	}
+	e.inflight[p].Add(-1)
 	if o.local {
-		return false, errElsewhere
+		return false, nil, errElsewhere
 	}
-	return true, nil
+	return true, nil, nil
 }

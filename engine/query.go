@@ -125,13 +125,15 @@ func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	if far, err := o.elsewhere(q.Website); far || err != nil {
-		if err != nil {
-			return Page{}, err
-		}
+	far, done, err := o.elsewhere(q.Website)
+	if err != nil {
+		return Page{}, err
+	}
+	if far {
 		rep, err := o.ask(ctx, q.Website, askRequest{Op: askStat, Stat: q})
 		return rep.Page, err
 	}
+	defer done()
 	rows, err := e.rows(ctx, s, name, q.From, q.To)
 	if err != nil {
 		return Page{}, err
@@ -566,13 +568,15 @@ func (o Owner) Totals(ctx context.Context, website uint32, from, to Date) (Total
 	if err != nil {
 		return Totals{}, err
 	}
-	if far, err := o.elsewhere(website); far || err != nil {
-		if err != nil {
-			return Totals{}, err
-		}
+	far, done, err := o.elsewhere(website)
+	if err != nil {
+		return Totals{}, err
+	}
+	if far {
 		rep, err := o.ask(ctx, website, askRequest{Op: askTotals, From: from, To: to})
 		return rep.Totals, err
 	}
+	defer done()
 	var t Totals
 	var days []*buckets.Day
 	err = e.scan(ctx, s, from, to, nil, func(_ buckets.Date, d *buckets.Day) {
@@ -602,13 +606,15 @@ func (o Owner) Realtime(ctx context.Context, website uint32) (Realtime, error) {
 	if err != nil {
 		return Realtime{}, err
 	}
-	if far, err := o.elsewhere(website); far || err != nil {
-		if err != nil {
-			return Realtime{}, err
-		}
+	far, done, err := o.elsewhere(website)
+	if err != nil {
+		return Realtime{}, err
+	}
+	if far {
 		rep, err := o.ask(ctx, website, askRequest{Op: askRealtime})
 		return rep.Realtime, err
 	}
+	defer done()
 	now := e.now().UnixMilli() / 60000
 	var rt Realtime
 	seen := make(map[uint64]struct{})

@@ -44,10 +44,11 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	if err != nil {
 		return QueryResult{}, err
 	}
-	if far, err := o.elsewhere(website); far || err != nil {
-		if err != nil {
-			return QueryResult{}, err
-		}
+	far, done, err := o.elsewhere(website)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	if far {
 		body, err := q.MarshalJSON()
 		if err != nil {
 			return QueryResult{}, err
@@ -55,6 +56,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 		rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
 		return rep.Result, err
 	}
+	defer done()
 	e.regMu.RLock()
 	goals := s.goals
 	e.regMu.RUnlock()

@@ -226,6 +226,7 @@ func (s *Server) routes() {
 		type partitions struct {
 			Count  int   `json:"count"`
 			Held   []int `json:"held"`
+			Ready  []int `json:"ready"` // held and caught up with: answered here
 			Target []int `json:"target"`
 		}
 		list := func(m uint64) []int {
@@ -254,7 +255,7 @@ func (s *Server) routes() {
 		if cm := s.e.ClusterMetrics(); cm != nil {
 			body.Cluster = &cluster{Applied: cm.Applied, Pending: cm.Pending, LagSeconds: cm.Lag.Seconds(), Error: cm.FollowError}
 			if cm.Partitions > 0 {
-				body.Cluster.Partitions = &partitions{cm.Partitions, list(cm.Held), list(cm.Target)}
+				body.Cluster.Partitions = &partitions{cm.Partitions, list(cm.Held), list(cm.Ready), list(cm.Target)}
 			}
 		}
 		writeJSON(w, http.StatusOK, body)

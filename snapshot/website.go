@@ -96,11 +96,17 @@ func (s *Store) Site(website uint32) ([]byte, error) {
 	return s.getCopy(fmt.Sprintf("site %d", website), siteKey(website))
 }
 
+// replaceBatch is how many bytes ReplaceWebsite writes in one batch.
+const replaceBatch = 32 << 20
+
 // ReplaceWebsite replaces every key of website (what DeleteWebsite
 // removes) with the keys next gives until it returns ok false: keys a
-// View.Website of another store gave for the same website. It is one
-// durable batch: the store holds the old keys or the new ones, never a
-// mix. A key that is not website's is ErrCorrupt, and nothing is written.
+// View.Website of another store gave for the same website. It writes
+// durable batches of at most about replaceBatch bytes, the deletion in
+// the first: until it returns, the store may hold part of the new keys
+// (the caller must not use the website meanwhile, and must empty it
+// again if it fails or crashes). A key that is not website's is
+// ErrCorrupt.
 func (s *Store) ReplaceWebsite(website uint32, next func() (key, val []byte, ok bool, err error)) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -108,7 +114,7 @@ func (s *Store) ReplaceWebsite(website uint32, next func() (key, val []byte, ok 
 	defer s.exit()
 	op := fmt.Sprintf("replace website %d", website)
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer func() { b.Close() }()
 	p := websitePrefix(website)
 	site := siteKey(website)
 	if err := errors.Join(b.DeleteRange(p, prefixEnd(p), nil), b.Delete(site, nil)); err != nil {
@@ -127,6 +133,13 @@ func (s *Store) ReplaceWebsite(website uint32, next func() (key, val []byte, ok 
 		}
 		if err := b.Set(key, val, nil); err != nil {
 			return wrap(op, err)
+		}
+		if b.Len() >= replaceBatch {
+			if err := s.commit(b); err != nil {
+				return wrap(op, err)
+			}
+			b.Close()
+			b = s.db.NewBatch()
 		}
 	}
 	return wrap(op, s.commit(b))

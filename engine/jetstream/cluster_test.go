@@ -293,7 +293,7 @@ func answers(t *testing.T, e *engine.Engine, site uint32, domain string, from, t
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[name] = p.Rows
+		out[name] = p
 	}
 	tot, err := o.Totals(ctx, site, from, to)
 	if err != nil {
@@ -305,6 +305,7 @@ func answers(t *testing.T, e *engine.Engine, site uint32, domain string, from, t
 		`"metrics":["visitors","visits","bounce_rate"],"dimensions":["visit:source"],"filters":[["contains","event:page",["/"]]]`,
 		`"metrics":["visitors","pageviews"],"dimensions":["time:day","visit:device"]`,
 		`"metrics":["visitors","events","conversion_rate"],"dimensions":["event:goal"]`,
+		`"metrics":["visitors"],"dimensions":["event:page"],"filters":[["is","event:page",["/nothing"]]],"include":{"imports":true,"total_rows":true}`,
 	} {
 		body := fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s}`, domain, from.String(), to.String(), q)
 		eq, err := engine.ParseQuery([]byte(body))
@@ -315,7 +316,7 @@ func answers(t *testing.T, e *engine.Engine, site uint32, domain string, from, t
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[fmt.Sprint("query", i)] = res.Results
+		out[fmt.Sprint("query", i)] = res
 	}
 	return out
 }
@@ -382,7 +383,7 @@ func TestClusterSameAnswers(t *testing.T) {
 	last := first + days - 1
 	for i, id := range ids {
 		want := answers(t, single, id, sites[i].Domain, first, last)
-		if len(want["page"].([]engine.Row)) == 0 {
+		if len(want["page"].(engine.Page).Rows) == 0 {
 			t.Fatalf("%s: no pages counted", sites[i].Domain)
 		}
 		for j, n := range nodes {

@@ -25,7 +25,8 @@ import (
 // bucket <name>_members: each node puts its entry (partition count and
 // the partitions it holds) every heartbeat, and the bucket forgets an
 // entry memberTTL after its last put, so a node that died leaves it
-// within seconds; one that stops deletes its entry. Every node reads the
+// within seconds; one that stops deletes its entry (expiry is the
+// servers': no node compares its clock with another's). Every node reads the
 // bucket every second and computes the same assignment from it:
 // partition p's owners are the Owners live nodes of highest rendezvous
 // score hash(node, p), so a node joining or leaving moves only the
@@ -219,9 +220,6 @@ func (pt *Partitioner) poll(ctx context.Context) error {
 		if err != nil {
 			lister.Stop()
 			return fmt.Errorf("jetstream: member %s: %w", key, err)
-		}
-		if time.Since(ent.Created()) > memberTTL {
-			continue // expired, not yet removed
 		}
 		var m member
 		if err := json.Unmarshal(ent.Value(), &m); err != nil {
@@ -505,12 +503,12 @@ func (pt *Partitioner) Ask(ctx context.Context, p int, req []byte) ([]byte, erro
 			err = fmt.Errorf("node %s: %s", h, msg.Data[min(1, len(msg.Data)):])
 		}
 		if err == nil {
-			out, err := zstdDec.DecodeAll(msg.Data[1:], nil)
-			if err == nil {
+			var out []byte
+			if out, err = zstdDec.DecodeAll(msg.Data[1:], nil); err == nil {
 				return out, nil
 			}
 		}
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("node %s: %w", h, err))
 		if ctx.Err() != nil {
 			break
 		}
@@ -527,7 +525,11 @@ var (
 // Serve implements engine.Partitioner.
 func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer) error, ask func(ctx context.Context, req []byte) ([]byte, error)) (func(), error) {
 	ctx, cancel := context.WithCancel(pt.ctx)
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex // guards stopped and wg.Add
+		stopped bool
+	)
 	fetches, asks := make(chan struct{}, maxFetches), make(chan struct{}, maxAsks)
 	reply := func(m *nats.Msg, out []byte, err error) {
 		if err != nil {
@@ -546,7 +548,14 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 				reply(m, nil, errBusy)
 				return
 			}
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				<-sem
+				return
+			}
 			wg.Add(1)
+			mu.Unlock()
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
@@ -589,6 +598,9 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 			_ = fs.Unsubscribe()
 			_ = as.Unsubscribe()
 			cancel()
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
 			wg.Wait()
 		})
 	}, nil
@@ -603,10 +615,15 @@ func (pt *Partitioner) send(ctx context.Context, p int, fetch func(ctx context.C
 	}
 	name := "partition-" + strconv.Itoa(p) + "-" + pt.l.opts.Node + "-" + hex.EncodeToString(id[:])
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(fetch(ctx, p, pw)) }()
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		pw.CloseWithError(fetch(ctx, p, pw))
+	}()
 	// A put whose reader fails deletes what it wrote.
 	_, err := pt.xfer.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
 	pr.CloseWithError(errors.New("jetstream: transfer ended"))
+	<-wrote
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: send partition %d: %w", p, err)
 	}

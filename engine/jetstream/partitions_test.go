@@ -80,8 +80,8 @@ func settled(nodes []*node, count, want int) string {
 	holders := make([]int, count)
 	for _, n := range nodes {
 		m := n.e.ClusterMetrics()
-		if m.Held != m.Target {
-			return fmt.Sprintf("node %s holds %b, should hold %b", n.log.Node(), m.Held, m.Target)
+		if m.Held != m.Target || m.Ready != m.Held {
+			return fmt.Sprintf("node %s holds %b (answers for %b), should hold %b", n.log.Node(), m.Held, m.Ready, m.Target)
 		}
 		for p := range count {
 			if m.Held&(1<<p) != 0 {

@@ -283,8 +283,8 @@ func clusterKill9(t *testing.T, extra ...string) {
 				var h struct {
 					Cluster struct {
 						Partitions *struct {
-							Count        int
-							Held, Target []int
+							Count               int
+							Held, Ready, Target []int
 						}
 					}
 				}
@@ -293,7 +293,7 @@ func clusterKill9(t *testing.T, extra ...string) {
 					return false
 				}
 				p := h.Cluster.Partitions
-				if p.Count != 4 || !slices.Equal(p.Held, p.Target) {
+				if p.Count != 4 || !slices.Equal(p.Held, p.Target) || !slices.Equal(p.Ready, p.Held) {
 					problem = fmt.Sprintf("server %d: partitions %+v", i, *p)
 					return false
 				}
