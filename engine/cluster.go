@@ -291,6 +291,10 @@ func (e *Engine) follow() {
 			e.cluster.pending.Store(int64(m.Pending))
 			e.cluster.lagNs.Store(int64(lag))
 			e.cluster.followErr.Store(nil)
+			if len(m.Data) == 1 && m.Data[0] == msgNoop {
+				e.seq.Store(seq)
+				return nil
+			}
 			if len(m.Data) > 0 && m.Data[0] == msgRegistry {
 				rm, err := decodeRegistry(m.Data)
 				if err != nil {

@@ -246,7 +246,7 @@ func Open(opts *Options) (*Engine, error) {
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
 	if o.Partitions != nil {
-		e.fetches = fetches{m: make(map[int]*fetch), promote: make(map[int]uint64), done: make(chan struct{}, 1)}
+		e.fetches = fetches{m: make(map[int]*fetch), failed: make(map[int]time.Time), promote: make(map[int]uint64), done: make(chan struct{}, 1)}
 		e.removeFetches()
 	}
 	e.store, err = snapshot.Open(so)

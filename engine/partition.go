@@ -222,6 +222,7 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 		defer close(moved)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
+		at, moved := e.seq.Load(), time.Now()
 		for {
 			select {
 			case <-fctx.Done():
@@ -229,6 +230,12 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 			case <-pt.Changed():
 			case <-e.fetches.done:
 			case <-tick.C:
+			}
+			if seq := e.seq.Load(); seq != at {
+				at, moved = seq, time.Now()
+			} else if time.Since(moved) > quietAfter {
+				moved = time.Now()
+				e.publishNoop(fctx)
 			}
 			e.promote()
 			e.startFetches(ctx)
@@ -247,10 +254,35 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 	return err
 }
 
+// quietAfter is how long a node's position may stay still before it
+// publishes a no-op on the registry's subject (msgNoop).
+const quietAfter = time.Hour
+
+// msgNoop is the kind byte of a message that changes nothing. A node
+// follows the registry's subject and its partitions' only: when none of
+// them gets a message, its position stays still, holding back the log's
+// trimming (its snapshots record it) and, once the log's age limit passes
+// it, looking like a gap. A no-op on the registry's subject, which every
+// node follows, moves every node's position.
+const msgNoop = 'n'
+
+// publishNoop publishes a no-op (failures are logged: the next quiet hour
+// tries again).
+func (e *Engine) publishNoop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := e.opts.Cluster.Publish(ctx, 0, []byte{msgNoop}); err != nil && ctx.Err() == nil {
+		e.opts.Logger.Warn("cluster: publish a no-op", "err", err)
+	}
+}
+
 // fetches are the partitions being fetched for this node to gain.
 type fetches struct {
 	mu sync.Mutex
 	m  map[int]*fetch
+	// failed holds when each partition's last fetch or gain failed: it
+	// is tried again fetchBackoff later.
+	failed map[int]time.Time
 	// promote holds the gained partitions not yet answered for, with
 	// the log position the node must reach first.
 	promote map[int]uint64
@@ -274,7 +306,7 @@ func (e *Engine) startFetches(ctx context.Context) {
 	defer e.fetches.mu.Unlock()
 	for ; want != 0; want &= want - 1 {
 		p := bits.TrailingZeros64(want)
-		if e.fetches.m[p] != nil || ctx.Err() != nil {
+		if e.fetches.m[p] != nil || ctx.Err() != nil || time.Since(e.fetches.failed[p]) < fetchBackoff {
 			continue
 		}
 		f := &fetch{}
@@ -283,6 +315,10 @@ func (e *Engine) startFetches(ctx context.Context) {
 		go e.fetchPartition(ctx, p, f)
 	}
 }
+
+// fetchBackoff is how long a partition whose fetch or gain failed waits
+// before it is fetched again.
+const fetchBackoff = 10 * time.Second
 
 // fetchPrefix starts the names of the files fetches write (in the data
 // directory; a crash's are removed at Open).
@@ -318,6 +354,7 @@ func (e *Engine) fetchPartition(ctx context.Context, p int, f *fetch) {
 	defer e.fetches.mu.Unlock()
 	if err != nil && !errors.Is(err, ErrNoHolder) {
 		delete(e.fetches.m, p)
+		e.fetches.failed[p] = time.Now()
 		if ctx.Err() == nil {
 			e.opts.Logger.Warn("cluster: fetch partition", "partition", p, "err", err)
 		}
@@ -438,6 +475,9 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		}
 		from, err := e.gain(ctx, p, f)
 		if err != nil {
+			e.fetches.mu.Lock()
+			e.fetches.failed[p] = time.Now()
+			e.fetches.mu.Unlock()
 			errs = append(errs, fmt.Errorf("partition %d: %w", p, err))
 			for _, s := range e.partitionSites(p) { // what was imported
 				if err := e.replaceSite(s, nil); err != nil {

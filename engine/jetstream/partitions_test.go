@@ -185,6 +185,14 @@ func TestClusterPartitions(t *testing.T) {
 	track(nodes, len(all)/4)
 	settle(t, nodes, count, 2)
 	check(nodes)
+	// A no-op on the registry's subject (what a node publishes when its
+	// position has not moved for an hour) moves every node's position
+	// (settle waits for it) and changes nothing.
+	if err := a.log.Publish(ctx, 0, []byte{'n'}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, nodes, count, 2)
+	check(nodes)
 
 	// A third joins while hits come: it gains its share from the others,
 	// which then drop what is no longer theirs.

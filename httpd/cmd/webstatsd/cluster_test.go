@@ -127,6 +127,36 @@ func clusterKill9(t *testing.T, extra ...string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// holders returns the processes that hold partition p, once every
+	// process holds what it should and has caught up with it; nil before.
+	holders := func(p int) []int {
+		var out []int
+		for i, s := range servers {
+			code, body, err := call(s, "GET", "/healthz", "", "")
+			var h struct {
+				Cluster struct {
+					Partitions *struct {
+						Count               int
+						Held, Ready, Target []int
+					}
+				}
+			}
+			if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil || h.Cluster.Partitions == nil {
+				problem = fmt.Sprintf("server %d: /healthz %d %s %v", i, code, body, err)
+				return nil
+			}
+			ps := h.Cluster.Partitions
+			if ps.Count != 4 || !slices.Equal(ps.Held, ps.Target) || !slices.Equal(ps.Ready, ps.Held) {
+				problem = fmt.Sprintf("server %d: partitions %+v", i, *ps)
+				return nil
+			}
+			if slices.Contains(ps.Held, p) {
+				out = append(out, i)
+			}
+		}
+		problem = fmt.Sprintf("processes %v hold partition %d", out, p)
+		return out
+	}
 	knows := func() bool {
 		for _, s := range servers {
 			if code, _, err := call(s, "GET", fmt.Sprint("/api/v1/websites/", created.Data.ID), "", ""); err != nil || code != http.StatusOK {
@@ -140,7 +170,19 @@ func clusterKill9(t *testing.T, extra ...string) {
 	// Eight clients at once, so that the kill cuts requests in flight.
 	// The events from restartAt on wait until the killed process is back,
 	// so that it takes some of them.
-	const events, killAt, restartAt, victim, clients = 800, 250, 500, 1, 8
+	const events, killAt, restartAt, clients = 800, 250, 500, 8
+	victim := 1
+	if len(extra) > 0 {
+		// With partitions, the victim is a holder of the website's
+		// partition (node names, and so holders, are random).
+		eventually("two processes to hold the website's partition", func() bool {
+			h := holders(created.Data.ID % 64 % 4)
+			if len(h) == 2 {
+				victim = h[0]
+			}
+			return len(h) == 2
+		})
+	}
 	var mu sync.Mutex // guards servers[victim] while it is replaced
 	serverOf := func(i int) *server {
 		mu.Lock()
@@ -277,32 +319,7 @@ func clusterKill9(t *testing.T, extra ...string) {
 	if len(extra) > 0 {
 		// Two processes hold the website's partition, and only they.
 		eventually("two processes to hold the website's partition", func() bool {
-			holders := 0
-			for i, s := range servers {
-				code, body, err := call(s, "GET", "/healthz", "", "")
-				var h struct {
-					Cluster struct {
-						Partitions *struct {
-							Count               int
-							Held, Ready, Target []int
-						}
-					}
-				}
-				if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil || h.Cluster.Partitions == nil {
-					problem = fmt.Sprintf("server %d: /healthz %d %s %v", i, code, body, err)
-					return false
-				}
-				p := h.Cluster.Partitions
-				if p.Count != 4 || !slices.Equal(p.Held, p.Target) || !slices.Equal(p.Ready, p.Held) {
-					problem = fmt.Sprintf("server %d: partitions %+v", i, *p)
-					return false
-				}
-				if slices.Contains(p.Held, created.Data.ID%64%4) {
-					holders++
-				}
-			}
-			problem = fmt.Sprintf("%d processes hold the partition", holders)
-			return holders == 2
+			return len(holders(created.Data.ID%64%4)) == 2
 		})
 	}
 	total := 0
