@@ -298,23 +298,34 @@ type fetch struct {
 	err   error
 }
 
-// startFetches starts fetching each partition of the target that is not
-// held, not being fetched and not fetched yet.
+// startFetches starts fetching the partitions of the target that are not
+// held, not being fetched and not fetched yet, at most maxFetching at
+// once (a holder sends two at a time, and answers more with ErrBusy).
 func (e *Engine) startFetches(ctx context.Context) {
 	want := e.opts.Partitions.Target() &^ e.held.Load()
 	e.fetches.mu.Lock()
 	defer e.fetches.mu.Unlock()
-	for ; want != 0; want &= want - 1 {
+	fetching := 0
+	for _, f := range e.fetches.m {
+		if !f.ready {
+			fetching++
+		}
+	}
+	for ; want != 0 && fetching < maxFetching; want &= want - 1 {
 		p := bits.TrailingZeros64(want)
 		if e.fetches.m[p] != nil || ctx.Err() != nil || time.Since(e.fetches.failed[p]) < fetchBackoff {
 			continue
 		}
+		fetching++
 		f := &fetch{}
 		e.fetches.m[p] = f
 		e.bg.Add(1)
 		go e.fetchPartition(ctx, p, f)
 	}
 }
+
+// maxFetching bounds the fetches a node makes at once.
+const maxFetching = 2
 
 // fetchBackoff is how long a partition whose fetch or gain failed waits
 // before it is fetched again.
@@ -354,6 +365,9 @@ func (e *Engine) fetchPartition(ctx context.Context, p int, f *fetch) {
 	defer e.fetches.mu.Unlock()
 	if err != nil && !errors.Is(err, ErrNoHolder) {
 		delete(e.fetches.m, p)
+		if errors.Is(err, ErrBusy) {
+			return // again at the next tick
+		}
 		e.fetches.failed[p] = time.Now()
 		if ctx.Err() == nil {
 			e.opts.Logger.Warn("cluster: fetch partition", "partition", p, "err", err)

@@ -450,8 +450,12 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 		return nil, engine.ErrNoHolder
 	}
 	var errs []error
+	busy := 0
 	for _, h := range holders {
 		msg, err := pt.l.nc.RequestWithContext(ctx, pt.nodeSubject(h, "fetch"), []byte{byte(p)})
+		if err == nil && string(msg.Data) == string(replyErr)+errBusy.Error() {
+			busy++
+		}
 		if err == nil && (len(msg.Data) == 0 || msg.Data[0] != replyOK) {
 			err = fmt.Errorf("node %s: %s", h, msg.Data[min(1, len(msg.Data)):])
 		}
@@ -469,6 +473,9 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 			continue
 		}
 		return &transfer{ObjectResult: res, pt: pt, name: name}, nil
+	}
+	if busy == len(holders) {
+		return nil, fmt.Errorf("jetstream: fetch partition %d: %w: every holder is sending others", p, engine.ErrBusy)
 	}
 	return nil, fmt.Errorf("jetstream: fetch partition %d: %w", p, errors.Join(errs...))
 }
