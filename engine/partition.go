@@ -151,10 +151,14 @@ func (e *Engine) saveHeld(held uint64) error {
 	if err := e.store.Put(snapshot.KindCluster, heldID, v); err != nil {
 		return fmt.Errorf("engine: partitions held: %w", err)
 	}
+	// Under the lock promote changes ready with: ready stays within held.
+	e.fetches.mu.Lock()
 	e.held.Store(held)
 	e.heldGen.Add(1)
-	e.ready.Store(e.ready.Load() & held)
-	e.opts.Partitions.SetHeld(e.ready.Load())
+	ready := e.ready.Load() & held
+	e.ready.Store(ready)
+	e.fetches.mu.Unlock()
+	e.opts.Partitions.SetHeld(ready)
 	return nil
 }
 
