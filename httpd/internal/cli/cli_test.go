@@ -43,7 +43,7 @@ func defaults() Config {
 		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day",
 		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second, MaxValues: 50_000,
 		LogLevel: "info", LogFormat: "text", Reports: "weekly", Registration: "closed",
-		Cluster: Cluster{SeedEvery: 6 * time.Hour},
+		Cluster: Cluster{SeedEvery: 6 * time.Hour, Owners: 2},
 	}
 }
 
