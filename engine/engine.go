@@ -356,6 +356,9 @@ func (e *Engine) Close() error {
 	}
 	close(e.stop)
 	e.bg.Wait()
+	if e.opts.Partitions != nil {
+		e.dropFetches()
+	}
 	err := e.snapshot()
 	return errors.Join(err, e.store.Close(), e.geo.Close())
 }

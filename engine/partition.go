@@ -121,11 +121,18 @@ func (e *Engine) loadHeld() error {
 		for _, s := range e.sites {
 			applied = applied || s.state.lastSeq > 0
 		}
+		var held uint64
 		if applied {
-			all := uint64(1)<<n - 1
-			e.held.Store(all)
-			e.ready.Store(all)
+			held = uint64(1)<<n - 1
 		}
+		// Recorded now: once this node has applied anything, "no
+		// record" would read as "all".
+		v := binary.BigEndian.AppendUint64([]byte{byte(n)}, held)
+		if err := e.store.Put(snapshot.KindCluster, heldID, v); err != nil {
+			return fmt.Errorf("engine: partitions held: %w", err)
+		}
+		e.held.Store(held)
+		e.catchUpHeld(held)
 		return nil
 	}
 	if err != nil {
@@ -139,9 +146,22 @@ func (e *Engine) loadHeld() error {
 	}
 	held := binary.BigEndian.Uint64(v[1:])
 	e.held.Store(held)
-	e.ready.Store(held)
+	e.catchUpHeld(held)
 	return nil
 }
+
+// catchUpHeld makes the partitions a store holds at Open answered for
+// once the node has caught up with them, as gained ones are (promote):
+// the node may be far behind.
+func (e *Engine) catchUpHeld(held uint64) {
+	for ; held != 0; held &= held - 1 {
+		e.fetches.promote[bits.TrailingZeros64(held)] = unknownLast
+	}
+}
+
+// unknownLast marks a partition to promote whose last message is not
+// known yet: promote asks the log.
+const unknownLast = math.MaxUint64
 
 // saveHeld stores held as the partitions this node applies. Those it no
 // longer holds are no longer answered for either (ready); a gained one is
@@ -173,7 +193,28 @@ func (e *Engine) applies(website uint32) bool {
 
 // promote makes the gained partitions the node has caught up with
 // answered here, and tells the other nodes.
-func (e *Engine) promote() {
+func (e *Engine) promote(ctx context.Context) {
+	e.fetches.mu.Lock()
+	var unknown []int
+	for p, seq := range e.fetches.promote {
+		if seq == unknownLast {
+			unknown = append(unknown, p)
+		}
+	}
+	e.fetches.mu.Unlock()
+	for _, p := range unknown {
+		// The last message of the partition (and of the registry) now:
+		// once applied, the node has caught up with it.
+		last, err := e.opts.Partitions.Last(ctx, 1<<p)
+		if err != nil {
+			continue // at the next tick
+		}
+		e.fetches.mu.Lock()
+		if _, ok := e.fetches.promote[p]; ok {
+			e.fetches.promote[p] = last
+		}
+		e.fetches.mu.Unlock()
+	}
 	e.fetches.mu.Lock()
 	ready := e.ready.Load()
 	for p, seq := range e.fetches.promote {
@@ -226,7 +267,7 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 		defer close(moved)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		at, moved := e.seq.Load(), time.Now()
+		at, still := e.seq.Load(), time.Now()
 		for {
 			select {
 			case <-fctx.Done():
@@ -236,12 +277,12 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 			case <-tick.C:
 			}
 			if seq := e.seq.Load(); seq != at {
-				at, moved = seq, time.Now()
-			} else if time.Since(moved) > quietAfter {
-				moved = time.Now()
+				at, still = seq, time.Now()
+			} else if time.Since(still) > quietAfter {
+				still = time.Now()
 				e.publishNoop(fctx)
 			}
-			e.promote()
+			e.promote(ctx)
 			e.startFetches(ctx)
 			if e.planned() {
 				cancel()
@@ -328,6 +369,11 @@ func (e *Engine) startFetches(ctx context.Context) {
 	}
 }
 
+// maxDropWait bounds how long a drop waits for the answers being computed
+// from the partition (answers take milliseconds; the HTTP server's write
+// timeout ends a request long before).
+const maxDropWait = 30 * time.Second
+
 // maxFetching bounds the fetches a node makes at once.
 const maxFetching = 2
 
@@ -347,6 +393,17 @@ func (e *Engine) fetchPartition(ctx context.Context, p int, f *fetch) {
 	defer cancel()
 	path, err := func() (string, error) {
 		rc, err := e.opts.Partitions.Fetch(fctx, p)
+		if errors.Is(err, ErrNoHolder) {
+			// Rebuilt from the log only if it was never trimmed;
+			// otherwise the partition waits for a holder.
+			first, ferr := e.opts.Partitions.First(fctx)
+			if ferr != nil {
+				return "", ferr
+			}
+			if first > 1 {
+				return "", fmt.Errorf("%v, and the log no longer starts at its first message (it starts at %d): the partition's statistics wait for a node that holds it", err, first)
+			}
+		}
 		if err != nil {
 			return "", err
 		}
@@ -402,6 +459,19 @@ func (e *Engine) removeFetches() {
 	names, _ := filepath.Glob(filepath.Join(e.fetchDir(), fetchPrefix+"*"))
 	for _, n := range names {
 		os.Remove(n)
+	}
+}
+
+// dropFetches removes the files of fetches not imported (Close, after the
+// follower and the fetches stopped).
+func (e *Engine) dropFetches() {
+	e.fetches.mu.Lock()
+	defer e.fetches.mu.Unlock()
+	for p, f := range e.fetches.m {
+		if f.path != "" {
+			os.Remove(f.path)
+		}
+		delete(e.fetches.m, p)
 	}
 }
 
@@ -470,7 +540,7 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		if err := e.saveHeld(held); err != nil {
 			return e.seq.Load(), err
 		}
-		for e.inflight[p].Load() > 0 {
+		for wait := time.Now(); e.inflight[p].Load() > 0 && time.Since(wait) < maxDropWait && ctx.Err() == nil; {
 			time.Sleep(time.Millisecond)
 		}
 		for _, s := range e.partitionSites(p) {
@@ -519,17 +589,12 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 		}
 		// Answered here once the follower has applied what the log holds
 		// of it now.
-		last, err := pt.Last(ctx, 1<<p)
-		if err != nil {
-			last = math.MaxUint64 // until the next move
-			errs = append(errs, err)
-		}
 		e.fetches.mu.Lock()
-		e.fetches.promote[p] = last
+		e.fetches.promote[p] = unknownLast
 		e.fetches.mu.Unlock()
 		e.opts.Logger.Info("cluster: partition gained", "partition", p, "from", from)
 	}
-	e.promote()
+	e.promote(ctx)
 	pt.SetHeld(e.ready.Load())
 	return e.seq.Load(), errors.Join(errs...)
 }
@@ -575,7 +640,7 @@ func (e *Engine) gain(ctx context.Context, p int, f *fetch) (uint64, error) {
 			return 0, err
 		}
 		if first > 1 {
-			return 0, fmt.Errorf("%w, and the log no longer starts at its first message (it starts at %d): the partition's statistics wait for a node that holds it", f.err, first)
+			return 0, fmt.Errorf("%w, and the log was trimmed since (it starts at %d)", f.err, first)
 		}
 		e.rewind(0)
 		for _, s := range e.partitionSites(p) {
@@ -591,9 +656,11 @@ func (e *Engine) gain(ctx context.Context, p int, f *fetch) (uint64, error) {
 		return 0, err
 	}
 	defer file.Close()
-	return e.importPartition(p, file, func(trim uint64) error {
-		// The log must still hold what follows the state: fetched a
-		// while ago, it may have been trimmed past it since.
+	// The log must still hold what follows the state: fetched a while
+	// ago, it may have been trimmed past it since. Checked before and
+	// after the import (the node's recorded position, which holds back
+	// the trimming, is its store's trim point, lowered only after).
+	check := func(trim uint64) error {
 		first, err := pt.First(ctx)
 		if err != nil {
 			return err
@@ -602,7 +669,12 @@ func (e *Engine) gain(ctx context.Context, p int, f *fetch) (uint64, error) {
 			return fmt.Errorf("the log starts at %d, after the fetched state's %d; fetching again", first, trim)
 		}
 		return nil
-	})
+	}
+	trim, err := e.importPartition(p, file, check)
+	if err == nil {
+		err = check(trim)
+	}
+	return trim, err
 }
 
 // The state of a partition as Serve's fetch writes it: partMagic, the

@@ -559,6 +559,7 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 			if stopped {
 				mu.Unlock()
 				<-sem
+				reply(m, nil, errBusy) // the asker tries another
 				return
 			}
 			wg.Add(1)
