@@ -84,9 +84,12 @@ type Partitioner struct {
 
 	mu      sync.Mutex
 	members map[string]uint64 // live node → partitions it holds
-	held    uint64
-	target  uint64
-	covered uint64 // partitions not in target whose owners all hold them
+	// instances: live node → its process's instance (member.Instance)
+	instances map[string]string
+	instance  string
+	held      uint64
+	target    uint64
+	covered   uint64 // partitions not in target whose owners all hold them
 }
 
 var _ engine.Partitioner = (*Partitioner)(nil)
@@ -95,6 +98,9 @@ var _ engine.Partitioner = (*Partitioner)(nil)
 type member struct {
 	Count int    `json:"count"`
 	Held  uint64 `json:"held"`
+	// Instance is random for each process: a fetch from a node that
+	// restarted meanwhile is not waited for.
+	Instance string `json:"instance"`
 }
 
 // NewPartitioner joins the members of l's cluster and reads them once. A
@@ -141,7 +147,11 @@ func NewPartitioner(ctx context.Context, l *Log, o PartitionOptions) (*Partition
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: bucket %s: %w", xbucket, err)
 	}
-	pt := &Partitioner{l: l, o: o, kv: kv, xfer: xfer, changed: make(chan struct{}, 1)}
+	var inst [8]byte
+	if _, err := rand.Read(inst[:]); err != nil {
+		return nil, err
+	}
+	pt := &Partitioner{l: l, o: o, kv: kv, xfer: xfer, changed: make(chan struct{}, 1), instance: hex.EncodeToString(inst[:])}
 	pt.ctx, pt.cancel = context.WithCancel(context.Background())
 	if err := pt.put(ctx); err != nil {
 		pt.cancel()
@@ -168,7 +178,7 @@ func (pt *Partitioner) Close() error {
 // put puts this node's entry.
 func (pt *Partitioner) put(ctx context.Context) error {
 	pt.mu.Lock()
-	b, _ := json.Marshal(member{Count: pt.o.Count, Held: pt.held})
+	b, _ := json.Marshal(member{Count: pt.o.Count, Held: pt.held, Instance: pt.instance})
 	pt.mu.Unlock()
 	if _, err := pt.kv.Put(ctx, pt.l.opts.Node, b); err != nil {
 		return fmt.Errorf("jetstream: member %s: %w", pt.l.opts.Node, err)
@@ -207,7 +217,7 @@ func (pt *Partitioner) loop() {
 // poll reads the members and recomputes the assignment; Changed receives
 // when it changed.
 func (pt *Partitioner) poll(ctx context.Context) error {
-	members := map[string]uint64{}
+	members, instances := map[string]uint64{}, map[string]string{}
 	lister, err := pt.kv.ListKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("jetstream: members: %w", err)
@@ -229,7 +239,7 @@ func (pt *Partitioner) poll(ctx context.Context) error {
 			pt.o.Logger.Error("cluster: a node has another partition count; it is not counted", "node", key, "count", m.Count, "here", pt.o.Count)
 			continue
 		}
-		members[key] = m.Held
+		members[key], instances[key] = m.Held, m.Instance
 	}
 	lister.Stop()
 	if err := ctx.Err(); err != nil {
@@ -239,7 +249,7 @@ func (pt *Partitioner) poll(ctx context.Context) error {
 	members[pt.l.opts.Node] = pt.held // this node is always a member
 	target, covered := pt.assign(members)
 	moved := target != pt.target || covered != pt.covered || !sameKeys(members, pt.members)
-	pt.members, pt.target, pt.covered = members, target, covered
+	pt.members, pt.instances, pt.target, pt.covered = members, instances, target, covered
 	pt.mu.Unlock()
 	if moved {
 		select {
@@ -429,6 +439,19 @@ func (pt *Partitioner) holders(p int) []string {
 	return rank(names, p, len(names))
 }
 
+// freshHolders is holders, read again from the bucket when the last
+// reading had none (a node that has just caught up advertises it within
+// a second).
+func (pt *Partitioner) freshHolders(ctx context.Context, p int) []string {
+	if h := pt.holders(p); len(h) > 0 {
+		return h
+	}
+	if err := pt.poll(ctx); err != nil {
+		return nil
+	}
+	return pt.holders(p)
+}
+
 func (pt *Partitioner) nodeSubject(node, op string) string {
 	return pt.l.opts.Name + ".node." + node + "." + op
 }
@@ -439,20 +462,30 @@ const (
 	replyErr = '-'
 )
 
+// errReplied: the request was answered already.
+var errReplied = errors.New("jetstream: answered")
+
 // errBusy answers a request beyond maxFetches or maxAsks.
 var errBusy = errors.New("jetstream: the node is busy")
 
 // Fetch implements engine.Partitioner: the first holder that sends the
-// partition's state; the reader deletes its object when closed.
+// partition's state; the reader deletes its object when closed. A holder
+// answers at once with the name of the object it will write (a reply
+// lost with a server is then noticed in seconds, not after the whole
+// transfer), and the object is waited for while the holder's process
+// stays a member (failedSuffix names its failure).
 func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) {
-	holders := pt.holders(p)
+	holders := pt.freshHolders(ctx, p)
 	if len(holders) == 0 {
 		return nil, engine.ErrNoHolder
 	}
 	var errs []error
 	busy := 0
 	for _, h := range holders {
-		msg, err := pt.l.nc.RequestWithContext(ctx, pt.nodeSubject(h, "fetch"), []byte{byte(p)})
+		inst := pt.instanceOf(h)
+		try, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := pt.l.nc.RequestWithContext(try, pt.nodeSubject(h, "fetch"), []byte{byte(p)})
+		cancel()
 		if err == nil && string(msg.Data) == string(replyErr)+errBusy.Error() {
 			busy++
 		}
@@ -467,7 +500,7 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 			continue
 		}
 		name := string(msg.Data[1:])
-		res, err := pt.xfer.Get(ctx, name)
+		res, err := pt.await(ctx, h, inst, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", h, err))
 			continue
@@ -478,6 +511,48 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 		return nil, fmt.Errorf("jetstream: fetch partition %d: %w: every holder is sending others", p, engine.ErrBusy)
 	}
 	return nil, fmt.Errorf("jetstream: fetch partition %d: %w", p, errors.Join(errs...))
+}
+
+// failedSuffix names the marker object a holder puts when it could not
+// write the object it promised.
+const failedSuffix = ".failed"
+
+// await waits for the object name that node h (of process instance inst)
+// is writing, and opens it.
+func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (jetstream.ObjectResult, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := pt.xfer.GetInfo(ctx, name); err == nil {
+			return pt.xfer.Get(ctx, name)
+		} else if !errors.Is(err, jetstream.ErrObjectNotFound) && ctx.Err() == nil {
+			pt.o.Logger.Debug("cluster: transfer", "name", name, "err", err)
+		}
+		if _, err := pt.xfer.GetInfo(ctx, name+failedSuffix); err == nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = pt.xfer.Delete(dctx, name+failedSuffix)
+			cancel()
+			return nil, errors.New("jetstream: the holder could not send it")
+		}
+		if pt.instanceOf(h) != inst {
+			return nil, errors.New("jetstream: the holder left or restarted")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// instanceOf returns node h's process instance ("" when not a member).
+func (pt *Partitioner) instanceOf(h string) string {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if _, ok := pt.members[h]; !ok {
+		return ""
+	}
+	return pt.instances[h]
 }
 
 // transfer is a partition's state being read; Close deletes it.
@@ -496,7 +571,7 @@ func (t *transfer) Close() error {
 
 // Ask implements engine.Partitioner.
 func (pt *Partitioner) Ask(ctx context.Context, p int, req []byte) ([]byte, error) {
-	holders := pt.holders(p)
+	holders := pt.freshHolders(ctx, p)
 	if len(holders) == 0 {
 		return nil, engine.ErrNoHolder
 	}
@@ -568,7 +643,9 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 				defer wg.Done()
 				defer func() { <-sem }()
 				out, err := fn(m)
-				reply(m, out, err)
+				if !errors.Is(err, errReplied) {
+					reply(m, out, err)
+				}
 			}()
 		}
 	}
@@ -576,7 +653,7 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 		if len(m.Data) != 1 || int(m.Data[0]) >= pt.o.Count {
 			return nil, errors.New("jetstream: fetch: no such partition")
 		}
-		return pt.send(ctx, int(m.Data[0]), fetch)
+		return nil, pt.send(ctx, m, int(m.Data[0]), fetch)
 	}))
 	if err != nil {
 		cancel()
@@ -614,14 +691,18 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 	}, nil
 }
 
-// send writes partition p's state into an object of the transfer bucket
-// and returns the reply naming it.
-func (pt *Partitioner) send(ctx context.Context, p int, fetch func(ctx context.Context, p int, w io.Writer) error) ([]byte, error) {
+// send answers m with the name of the object it then writes partition
+// p's state into, in the transfer bucket; if that fails, it puts the
+// marker that tells the fetcher (failedSuffix).
+func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(ctx context.Context, p int, w io.Writer) error) error {
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
-		return nil, err
+		return err
 	}
 	name := "partition-" + strconv.Itoa(p) + "-" + pt.l.opts.Node + "-" + hex.EncodeToString(id[:])
+	if err := m.Respond(append([]byte{replyOK}, name...)); err != nil {
+		return errReplied
+	}
 	pr, pw := io.Pipe()
 	wrote := make(chan struct{})
 	go func() {
@@ -633,9 +714,12 @@ func (pt *Partitioner) send(ctx context.Context, p int, fetch func(ctx context.C
 	pr.CloseWithError(errors.New("jetstream: transfer ended"))
 	<-wrote
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: send partition %d: %w", p, err)
+		pt.o.Logger.Warn("cluster: send partition", "partition", p, "err", err)
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, _ = pt.xfer.PutBytes(mctx, name+failedSuffix, nil)
+		cancel()
 	}
-	return append([]byte{replyOK}, name...), nil
+	return errReplied
 }
 
 // Held returns the partitions each live node holds, as this node last read

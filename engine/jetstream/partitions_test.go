@@ -101,6 +101,15 @@ func settled(nodes []*node, count, want int) string {
 			return fmt.Sprintf("partition %d held by %d nodes, want %d", p, h, want)
 		}
 	}
+	// Every node knows what the others answer for.
+	for _, n := range nodes {
+		seen := n.pt.Held()
+		for _, m := range nodes {
+			if r := m.e.ClusterMetrics().Ready; seen[m.log.Node()] != r {
+				return fmt.Sprintf("node %s sees node %s answer for %b, not %b", n.log.Node(), m.log.Node(), seen[m.log.Node()], r)
+			}
+		}
+	}
 	return ""
 }
 
