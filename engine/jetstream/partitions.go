@@ -715,8 +715,16 @@ func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(
 	<-wrote
 	if err != nil {
 		pt.o.Logger.Warn("cluster: send partition", "partition", p, "err", err)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_, _ = pt.xfer.PutBytes(mctx, name+failedSuffix, nil)
+		// The fetcher waits for one or the other: the marker is tried
+		// for a minute (a server lost with the put comes back, or the
+		// connection moves to another, within seconds).
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		for mctx.Err() == nil {
+			if _, err := pt.xfer.PutBytes(mctx, name+failedSuffix, nil); err == nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
 		cancel()
 	}
 	return errReplied

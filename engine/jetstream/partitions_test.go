@@ -3,7 +3,9 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/bits"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +17,15 @@ import (
 	"github.com/webstats/webstats/engine/jetstream"
 	"github.com/webstats/webstats/snapshot"
 )
+
+// testLogger logs to stderr when WEBSTATS_TEST_LOG is set (nil otherwise:
+// the engine's default, discarded).
+func testLogger(name string) *slog.Logger {
+	if os.Getenv("WEBSTATS_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
+}
 
 // openPartNode opens an engine on dir, node name of the cluster's stream
 // (name; "" for the default), holding its share of count partitions, each
@@ -35,7 +46,7 @@ func openPartNode(t testing.TB, urls, dir, stream, name string, clk *clock, coun
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		log, err = jetstream.New(c, nc, jetstream.Options{Name: stream, Node: name})
 		if err == nil {
-			pt, err = jetstream.NewPartitioner(c, log, jetstream.PartitionOptions{Count: count, Owners: owners})
+			pt, err = jetstream.NewPartitioner(c, log, jetstream.PartitionOptions{Count: count, Owners: owners, Logger: testLogger(name)})
 		}
 		cancel()
 		if err == nil {
@@ -46,7 +57,7 @@ func openPartNode(t testing.TB, urls, dir, stream, name string, clk *clock, coun
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: log, Partitions: pt})
+	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: log, Partitions: pt, Logger: testLogger(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
