@@ -12,7 +12,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
@@ -50,34 +49,14 @@ func TestPartitionGainBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer single.Close()
-	open := func(name string, o engine.Options, wrap func(*jetstream.Partitioner) engine.Partitioner) (*node, *jetstream.Partitioner) {
-		conn, err := nats.Connect(nc.url(0), nats.ReconnectBufSize(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := jetstream.New(ctx, conn, jetstream.Options{Name: "behind", Replicas: 1, Node: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pt, err := jetstream.NewPartitioner(ctx, l, jetstream.PartitionOptions{Count: count, Owners: owners})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Now, o.Cluster, o.Partitions, o.NoSync, o.SnapshotEvery = clk.Now, l, wrap(pt), o.FS == nil, -1
-		e, err := engine.Open(&o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &node{e: e, log: l, nc: conn, dir: o.Dir, pt: pt}
-		t.Cleanup(func() { n.close(t) })
-		return n, pt
+	open := func(name string, o engine.Options, wrap func(*jetstream.Partitioner) engine.Partitioner) *node {
+		return openWrapped(t, nc.url(0), "behind", name, clk, count, owners, o, wrap)
 	}
-	plain := func(pt *jetstream.Partitioner) engine.Partitioner { return pt }
-	a, _ := open("a", engine.Options{Dir: t.TempDir()}, plain)
-	b, _ := open("b", engine.Options{Dir: t.TempDir()}, plain)
+	a := open("a", engine.Options{Dir: t.TempDir()}, plain)
+	b := open("b", engine.Options{Dir: t.TempDir()}, plain)
 	fs := vfs.NewCrashableMem()
 	var stale *stalePartitioner
-	c, _ := open("c", engine.Options{FS: fs, Dir: "data"}, func(pt *jetstream.Partitioner) engine.Partitioner {
+	c := open("c", engine.Options{FS: fs, Dir: "data"}, func(pt *jetstream.Partitioner) engine.Partitioner {
 		stale = &stalePartitioner{Partitioner: pt, stale: map[int][]byte{}}
 		return stale
 	})
@@ -148,7 +127,7 @@ func TestPartitionGainBehind(t *testing.T) {
 	// Power lost: the store as last synced, then a restart.
 	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rand.New(rand.NewPCG(1, 2))})
 	c.close(t)
-	c, _ = open("c", engine.Options{FS: clone, Dir: "data"}, plain)
+	c = open("c", engine.Options{FS: clone, Dir: "data"}, plain)
 	settle(t, []*node{b, c}, count, 2)
 	check("after the restart", c)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/jetstream"
@@ -36,27 +35,8 @@ func TestPartitionRestartBeforeGain(t *testing.T) {
 	}
 	defer single.Close()
 	open := func(name, dir string, wrap func(*jetstream.Partitioner) engine.Partitioner) *node {
-		conn, err := nats.Connect(nc.url(0), nats.ReconnectBufSize(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := jetstream.New(ctx, conn, jetstream.Options{Name: "beforegain", Replicas: 1, Node: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pt, err := jetstream.NewPartitioner(ctx, l, jetstream.PartitionOptions{Count: count, Owners: owners})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: l, Partitions: wrap(pt)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &node{e: e, log: l, nc: conn, dir: dir, pt: pt}
-		t.Cleanup(func() { n.close(t) })
-		return n
+		return openWrapped(t, nc.url(0), "beforegain", name, clk, count, owners, engine.Options{Dir: dir}, wrap)
 	}
-	plain := func(pt *jetstream.Partitioner) engine.Partitioner { return pt }
 	a := open("a", t.TempDir(), plain)
 	b := open("b", t.TempDir(), plain)
 	var sites []bench.Site

@@ -66,6 +66,37 @@ func openPartNode(t testing.TB, urls, dir, stream, name string, clk *clock, coun
 	return n
 }
 
+// openWrapped opens an engine with options o (its clock, log and
+// partitions set here) as node name of the stream on a lone server at
+// url, its partitioner passed through wrap (a test's stand-in for some of
+// its calls). It is closed at the end of the test if it is not before.
+func openWrapped(t testing.TB, url, stream, name string, clk *clock, count, owners int, o engine.Options, wrap func(*jetstream.Partitioner) engine.Partitioner) *node {
+	t.Helper()
+	conn, err := nats.Connect(url, nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := jetstream.New(ctx, conn, jetstream.Options{Name: stream, Replicas: 1, Node: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := jetstream.NewPartitioner(ctx, l, jetstream.PartitionOptions{Count: count, Owners: owners, Logger: testLogger(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Now, o.Cluster, o.Partitions, o.NoSync, o.SnapshotEvery, o.Logger = clk.Now, l, wrap(pt), o.FS == nil, -1, testLogger(name)
+	e, err := engine.Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{e: e, log: l, nc: conn, dir: o.Dir, pt: pt}
+	t.Cleanup(func() { n.close(t) })
+	return n
+}
+
+// plain is openWrapped's wrap that changes nothing.
+func plain(pt *jetstream.Partitioner) engine.Partitioner { return pt }
+
 // settle waits until every node holds the partitions it should, the
 // partitions are each held by want nodes, and every node has applied the
 // messages of what it holds.
