@@ -115,21 +115,9 @@ func NewPartitioner(ctx context.Context, l *Log, o PartitionOptions) (*Partition
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	bucket := l.opts.Name + "_members"
-	kv, err := l.js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:   bucket,
-			Replicas: l.opts.Replicas,
-			Storage:  jetstream.FileStorage,
-			TTL:      memberTTL,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.js.KeyValue(ctx, bucket)
-		}
-	}
+	kv, err := l.keyValue(ctx, jetstream.KeyValueConfig{Bucket: l.opts.Name + "_members", TTL: memberTTL})
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
+		return nil, err
 	}
 	xbucket := l.opts.Name + "_transfers"
 	xfer, err := l.js.ObjectStore(ctx, xbucket)

@@ -22,21 +22,22 @@ import (
 
 // nodes returns the bucket of the nodes' positions, creating it.
 func (l *Log) nodes(ctx context.Context) (jetstream.KeyValue, error) {
-	bucket := l.opts.Name + "_nodes"
-	kv, err := l.js.KeyValue(ctx, bucket)
+	return l.keyValue(ctx, jetstream.KeyValueConfig{Bucket: l.opts.Name + "_nodes", TTL: l.opts.MaxAge})
+}
+
+// keyValue returns the bucket cfg names, creating it (file storage, the
+// log's replicas) if no node did yet.
+func (l *Log) keyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:   bucket,
-			Replicas: l.opts.Replicas,
-			Storage:  jetstream.FileStorage,
-			TTL:      l.opts.MaxAge,
-		})
+		cfg.Replicas, cfg.Storage = l.opts.Replicas, jetstream.FileStorage
+		kv, err = l.js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.js.KeyValue(ctx, bucket) // another node was first
+			kv, err = l.js.KeyValue(ctx, cfg.Bucket) // another node was first
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("jetstream: bucket %s: %w", cfg.Bucket, err)
 	}
 	return kv, nil
 }
