@@ -362,6 +362,7 @@ func (e *Engine) startFetches(ctx context.Context) {
 			continue
 		}
 		fetching++
+		e.opts.Logger.Debug("cluster: fetch", "partition", p)
 		f := &fetch{}
 		e.fetches.m[p] = f
 		e.bg.Add(1)
@@ -422,6 +423,7 @@ func (e *Engine) fetchPartition(ctx context.Context, p int, f *fetch) {
 		}
 		return file.Name(), nil
 	}()
+	e.opts.Logger.Debug("cluster: fetched", "partition", p, "err", err)
 	e.fetches.mu.Lock()
 	defer e.fetches.mu.Unlock()
 	if err != nil && !errors.Is(err, ErrNoHolder) {

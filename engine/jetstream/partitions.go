@@ -49,6 +49,23 @@ const (
 	pollEvery = time.Second
 )
 
+// callTimeout bounds each request of a fetch to the servers. A fetch's
+// context lasts as long as the whole transfer may; a request whose reply
+// was lost with a server would otherwise wait that long.
+const callTimeout = 5 * time.Second
+
+// Reading an object of n bytes may take readBase plus n/readRate seconds.
+// The object store's reader waits for a chunk until its context's
+// deadline, and its chunks sometimes stop coming: in
+// TestClusterFaultsPartitions a read of a few kilobytes, from a holder
+// that stayed up, once got nothing for 60 s (the other clients' object
+// store Get gained heartbeats for stalls like it: nats-io/nats.js#256).
+// The fetch then fails and is made again.
+const (
+	readBase = 15 * time.Second
+	readRate = 1 << 20
+)
+
 // Bounds of the requests a node serves at once; more are answered busy.
 const (
 	maxFetches = 2
@@ -411,7 +428,11 @@ func (pt *Partitioner) Last(ctx context.Context, parts uint64) (uint64, error) {
 }
 
 // First implements engine.Partitioner.
-func (pt *Partitioner) First(ctx context.Context) (uint64, error) { return pt.l.First(ctx) }
+func (pt *Partitioner) First(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return pt.l.First(ctx)
+}
 
 // holders returns the other live nodes that hold partition p, the
 // preferred first.
@@ -434,6 +455,8 @@ func (pt *Partitioner) freshHolders(ctx context.Context, p int) []string {
 	if h := pt.holders(p); len(h) > 0 {
 		return h
 	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	if err := pt.poll(ctx); err != nil {
 		return nil
 	}
@@ -471,7 +494,7 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 	busy := 0
 	for _, h := range holders {
 		inst := pt.instanceOf(h)
-		try, cancel := context.WithTimeout(ctx, 5*time.Second)
+		try, cancel := context.WithTimeout(ctx, callTimeout)
 		msg, err := pt.l.nc.RequestWithContext(try, pt.nodeSubject(h, "fetch"), []byte{byte(p)})
 		cancel()
 		if err == nil && string(msg.Data) == string(replyErr)+errBusy.Error() {
@@ -481,6 +504,7 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 			err = fmt.Errorf("node %s: %s", h, msg.Data[min(1, len(msg.Data)):])
 		}
 		if err != nil {
+			pt.o.Logger.Debug("cluster: fetch from", "partition", p, "holder", h, "err", err)
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				break
@@ -488,12 +512,13 @@ func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) 
 			continue
 		}
 		name := string(msg.Data[1:])
-		res, err := pt.await(ctx, h, inst, name)
+		pt.o.Logger.Debug("cluster: fetch from", "partition", p, "holder", h, "name", name)
+		t, err := pt.await(ctx, h, inst, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", h, err))
 			continue
 		}
-		return &transfer{ObjectResult: res, pt: pt, name: name}, nil
+		return t, nil
 	}
 	if busy == len(holders) {
 		return nil, fmt.Errorf("jetstream: fetch partition %d: %w: every holder is sending others", p, engine.ErrBusy)
@@ -507,17 +532,24 @@ const failedSuffix = ".failed"
 
 // await waits for the object name that node h (of process instance inst)
 // is writing, and opens it.
-func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (jetstream.ObjectResult, error) {
+func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (*transfer, error) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := pt.xfer.GetInfo(ctx, name); err == nil {
-			return pt.xfer.Get(ctx, name)
+		info, err := pt.info(ctx, name)
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, readBase+time.Duration(info.Size/readRate)*time.Second)
+			res, err := pt.xfer.Get(rctx, name)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			return &transfer{ObjectResult: res, pt: pt, name: name, cancel: cancel}, nil
 		} else if !errors.Is(err, jetstream.ErrObjectNotFound) && ctx.Err() == nil {
 			pt.o.Logger.Debug("cluster: transfer", "name", name, "err", err)
 		}
-		if _, err := pt.xfer.GetInfo(ctx, name+failedSuffix); err == nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if _, err := pt.info(ctx, name+failedSuffix); err == nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 			_ = pt.xfer.Delete(dctx, name+failedSuffix)
 			cancel()
 			return nil, errors.New("jetstream: the holder could not send it")
@@ -533,6 +565,13 @@ func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (jetstre
 	}
 }
 
+// info reads object name's description, within callTimeout.
+func (pt *Partitioner) info(ctx context.Context, name string) (*jetstream.ObjectInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return pt.xfer.GetInfo(ctx, name)
+}
+
 // instanceOf returns node h's process instance ("" when not a member).
 func (pt *Partitioner) instanceOf(h string) string {
 	pt.mu.Lock()
@@ -546,12 +585,14 @@ func (pt *Partitioner) instanceOf(h string) string {
 // transfer is a partition's state being read; Close deletes it.
 type transfer struct {
 	jetstream.ObjectResult
-	pt   *Partitioner
-	name string
+	pt     *Partitioner
+	name   string
+	cancel context.CancelFunc // the read's deadline
 }
 
 func (t *transfer) Close() error {
 	err := t.ObjectResult.Close()
+	t.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return errors.Join(err, t.pt.xfer.Delete(ctx, t.name))

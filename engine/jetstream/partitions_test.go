@@ -24,7 +24,11 @@ func testLogger(name string) *slog.Logger {
 	if os.Getenv("WEBSTATS_TEST_LOG") == "" {
 		return nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
+	var o slog.HandlerOptions
+	if os.Getenv("WEBSTATS_TEST_LOG") == "debug" {
+		o.Level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &o)).With("node", name)
 }
 
 // openPartNode opens an engine on dir, node name of the cluster's stream
