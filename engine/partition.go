@@ -291,9 +291,12 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 		}
 	}()
 	err = pt.Follow(fctx, after, e.held.Load(), fn)
+	// Read before cancel: Follow returned on its own (an error to report
+	// and back off from) unless the watcher stopped it for a move.
+	moving := fctx.Err() != nil
 	cancel()
 	<-moved
-	if ctx.Err() == nil && fctx.Err() != nil {
+	if ctx.Err() == nil && moving {
 		return nil // a move to make: the follower calls again at once
 	}
 	return err

@@ -76,6 +76,17 @@ func openPartNode(t testing.TB, urls, dir, stream, name string, clk *clock, coun
 // its calls). It is closed at the end of the test if it is not before.
 func openWrapped(t testing.TB, url, stream, name string, clk *clock, count, owners int, o engine.Options, wrap func(*jetstream.Partitioner) engine.Partitioner) *node {
 	t.Helper()
+	n, err := openWrappedErr(t, url, stream, name, clk, count, owners, o, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// openWrappedErr is openWrapped, returning engine.Open's error (its
+// connection and partitioner closed then).
+func openWrappedErr(t testing.TB, url, stream, name string, clk *clock, count, owners int, o engine.Options, wrap func(*jetstream.Partitioner) engine.Partitioner) (*node, error) {
+	t.Helper()
 	conn, err := nats.Connect(url, nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -91,11 +102,13 @@ func openWrapped(t testing.TB, url, stream, name string, clk *clock, count, owne
 	o.Now, o.Cluster, o.Partitions, o.NoSync, o.SnapshotEvery, o.Logger = clk.Now, l, wrap(pt), o.FS == nil, -1, testLogger(name)
 	e, err := engine.Open(&o)
 	if err != nil {
-		t.Fatal(err)
+		pt.Close()
+		conn.Close()
+		return nil, err
 	}
 	n := &node{e: e, log: l, nc: conn, dir: o.Dir, pt: pt}
 	t.Cleanup(func() { n.close(t) })
-	return n
+	return n, nil
 }
 
 // plain is openWrapped's wrap that changes nothing.
