@@ -566,8 +566,12 @@ func (e *Engine) rebalance(ctx context.Context) (uint64, error) {
 			}
 			continue
 		}
+		before := e.seq.Load()
 		from, err := e.gain(ctx, p, f)
 		if err != nil {
+			// The position the gain moved back is needed by nothing
+			// now, and the log may no longer reach it.
+			e.seq.Store(before)
 			e.fetches.mu.Lock()
 			e.fetches.failed[p] = time.Now()
 			e.fetches.mu.Unlock()

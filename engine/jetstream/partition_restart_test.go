@@ -66,8 +66,15 @@ func TestPartitionRestartBeforeGain(t *testing.T) {
 	cdir := t.TempDir()
 	c := open("c", cdir, func(pt *jetstream.Partitioner) engine.Partitioner { return noFetch{pt} })
 	time.Sleep(time.Second)
-	if m := c.e.ClusterMetrics(); m.Held != 0 {
+	m := c.e.ClusterMetrics()
+	if m.Held != 0 {
 		t.Fatalf("c holds %b with every fetch refused", m.Held)
+	}
+	// Open caught up with the registry (the no-op above is its last
+	// message): c's store has applied it, as one written without
+	// partitions would have.
+	if last, err := c.pt.Last(ctx, 0); err != nil || m.Applied < last || last == 0 {
+		t.Fatalf("c applied %d of the registry's %d (%v): the restart below would prove nothing", m.Applied, last, err)
 	}
 	c.close(t)
 	c = open("c", cdir, plain)

@@ -66,6 +66,14 @@ const (
 	readRate = 1 << 20
 )
 
+// freshEvery: a question finding no holder reads the members again only
+// if they were not read this recently.
+const freshEvery = 250 * time.Millisecond
+
+// maxSend bounds a holder's sending of a partition (its export and its
+// object's writing), and how long a fetcher waits for the object.
+const maxSend = 10 * time.Minute
+
 // Bounds of the requests a node serves at once; more are answered busy.
 const (
 	maxFetches = 2
@@ -98,6 +106,13 @@ type Partitioner struct {
 	wg     sync.WaitGroup
 
 	changed chan struct{}
+
+	// pollMu makes polls one at a time, so that an older reading never
+	// replaces a newer one (a node that left would come back, and a
+	// partition look covered before its new owner holds it); polled is
+	// when the last one ended.
+	pollMu sync.Mutex
+	polled time.Time
 
 	mu      sync.Mutex
 	members map[string]uint64 // live node → partitions it holds
@@ -222,6 +237,9 @@ func (pt *Partitioner) loop() {
 // poll reads the members and recomputes the assignment; Changed receives
 // when it changed.
 func (pt *Partitioner) poll(ctx context.Context) error {
+	pt.pollMu.Lock()
+	defer pt.pollMu.Unlock()
+	defer func() { pt.polled = time.Now() }()
 	members, instances := map[string]uint64{}, map[string]string{}
 	lister, err := pt.kv.ListKeys(ctx)
 	if err != nil {
@@ -455,6 +473,12 @@ func (pt *Partitioner) freshHolders(ctx context.Context, p int) []string {
 	if h := pt.holders(p); len(h) > 0 {
 		return h
 	}
+	pt.pollMu.Lock()
+	recent := time.Since(pt.polled) < freshEvery
+	pt.pollMu.Unlock()
+	if recent {
+		return nil // many questions without a holder read the members once
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if err := pt.poll(ctx); err != nil {
@@ -535,7 +559,18 @@ const failedSuffix = ".failed"
 func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (*transfer, error) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	// A little longer than the holder's own bound on sending: then its
+	// marker, if it could write one, has had time to come.
+	giveUp := time.Now().Add(maxSend + time.Minute)
 	for {
+		// The marker first: a put that failed late can leave the
+		// object's description with its chunks purged.
+		if _, err := pt.info(ctx, name+failedSuffix); err == nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+			_ = pt.xfer.Delete(dctx, name+failedSuffix)
+			cancel()
+			return nil, errors.New("jetstream: the holder could not send it")
+		}
 		info, err := pt.info(ctx, name)
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, readBase+time.Duration(info.Size/readRate)*time.Second)
@@ -548,14 +583,11 @@ func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (*transf
 		} else if !errors.Is(err, jetstream.ErrObjectNotFound) && ctx.Err() == nil {
 			pt.o.Logger.Debug("cluster: transfer", "name", name, "err", err)
 		}
-		if _, err := pt.info(ctx, name+failedSuffix); err == nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-			_ = pt.xfer.Delete(dctx, name+failedSuffix)
-			cancel()
-			return nil, errors.New("jetstream: the holder could not send it")
-		}
 		if pt.instanceOf(h) != inst {
 			return nil, errors.New("jetstream: the holder left or restarted")
+		}
+		if time.Now().After(giveUp) {
+			return nil, fmt.Errorf("jetstream: no object from the holder in %v", maxSend+time.Minute)
 		}
 		select {
 		case <-ctx.Done():
@@ -732,6 +764,13 @@ func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(
 	if err := m.Respond(append([]byte{replyOK}, name...)); err != nil {
 		return errReplied
 	}
+	// Cancelled, not given a deadline: Put bounds each chunk's
+	// acknowledgement only when its context has none.
+	serving := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := time.AfterFunc(maxSend, cancel)
+	defer stop.Stop()
 	pr, pw := io.Pipe()
 	wrote := make(chan struct{})
 	go func() {
@@ -746,15 +785,22 @@ func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(
 		pt.o.Logger.Warn("cluster: send partition", "partition", p, "err", err)
 		// The fetcher waits for one or the other: the marker is tried
 		// for a minute (a server lost with the put comes back, or the
-		// connection moves to another, within seconds).
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		for mctx.Err() == nil {
-			if _, err := pt.xfer.PutBytes(mctx, name+failedSuffix, nil); err == nil {
+		// connection moves to another, within seconds), once only when
+		// the node is stopping (its Close waits for this).
+		mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		for {
+			if _, err := pt.xfer.PutBytes(mctx, name+failedSuffix, nil); err == nil || serving.Err() != nil {
 				break
 			}
-			time.Sleep(time.Second)
+			select {
+			case <-mctx.Done():
+			case <-time.After(time.Second):
+			}
+			if mctx.Err() != nil {
+				break
+			}
 		}
-		cancel()
+		mcancel()
 	}
 	return errReplied
 }
