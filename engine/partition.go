@@ -292,7 +292,9 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 	}()
 	err = pt.Follow(fctx, after, e.held.Load(), fn)
 	// Read before cancel: Follow returned on its own (an error to report
-	// and back off from) unless the watcher stopped it for a move.
+	// and back off from) unless the watcher stopped it for a move. (An
+	// error of Follow's own at the moment of a move is dropped: the next
+	// round meets it again.)
 	moving := fctx.Err() != nil
 	cancel()
 	<-moved

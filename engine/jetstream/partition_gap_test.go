@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -20,7 +21,7 @@ func TestPartitionFollowGap(t *testing.T) {
 	clk := &clock{now: bench.DefaultStart}
 	dir := t.TempDir()
 	open := func() (*node, error) {
-		return openWrappedErr(t, nc.url(0), "pgap", "a", clk, 2, 1, engine.Options{Dir: dir}, plain)
+		return openWrappedErr(t, nc.url(0), "pgap", "a", clk, 2, 1, engine.Options{Dir: dir, CatchUp: 10 * time.Second}, plain)
 	}
 	a, err := open()
 	if err != nil {

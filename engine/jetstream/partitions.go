@@ -70,9 +70,10 @@ const (
 // if they were not read this recently.
 const freshEvery = 250 * time.Millisecond
 
-// maxSend bounds a holder's sending of a partition (its export and its
-// object's writing), and how long a fetcher waits for the object.
-const maxSend = 10 * time.Minute
+// sendStall: a holder whose object store put has taken nothing of the
+// partition's state for this long gives up sending it (and writes the
+// failure marker).
+const sendStall = time.Minute
 
 // Bounds of the requests a node serves at once; more are answered busy.
 const (
@@ -239,7 +240,7 @@ func (pt *Partitioner) loop() {
 func (pt *Partitioner) poll(ctx context.Context) error {
 	pt.pollMu.Lock()
 	defer pt.pollMu.Unlock()
-	defer func() { pt.polled = time.Now() }()
+	start := time.Now()
 	members, instances := map[string]uint64{}, map[string]string{}
 	lister, err := pt.kv.ListKeys(ctx)
 	if err != nil {
@@ -274,6 +275,7 @@ func (pt *Partitioner) poll(ctx context.Context) error {
 	moved := target != pt.target || covered != pt.covered || !sameKeys(members, pt.members)
 	pt.members, pt.instances, pt.target, pt.covered = members, instances, target, covered
 	pt.mu.Unlock()
+	pt.polled = start
 	if moved {
 		select {
 		case pt.changed <- struct{}{}:
@@ -468,23 +470,26 @@ func (pt *Partitioner) holders(p int) []string {
 
 // freshHolders is holders, read again from the bucket when the last
 // reading had none (a node that has just caught up advertises it within
-// a second).
-func (pt *Partitioner) freshHolders(ctx context.Context, p int) []string {
+// a second). With throttle (questions, which may come by the thousand),
+// a reading that started less than freshEvery ago is used as it is.
+func (pt *Partitioner) freshHolders(ctx context.Context, p int, throttle bool) ([]string, error) {
 	if h := pt.holders(p); len(h) > 0 {
-		return h
+		return h, nil
 	}
-	pt.pollMu.Lock()
-	recent := time.Since(pt.polled) < freshEvery
-	pt.pollMu.Unlock()
-	if recent {
-		return nil // many questions without a holder read the members once
+	if throttle {
+		pt.pollMu.Lock()
+		recent := time.Since(pt.polled) < freshEvery
+		pt.pollMu.Unlock()
+		if recent {
+			return pt.holders(p), nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if err := pt.poll(ctx); err != nil {
-		return nil
+		return nil, err
 	}
-	return pt.holders(p)
+	return pt.holders(p), nil
 }
 
 func (pt *Partitioner) nodeSubject(node, op string) string {
@@ -510,7 +515,10 @@ var errBusy = errors.New("jetstream: the node is busy")
 // transfer), and the object is waited for while the holder's process
 // stays a member (failedSuffix names its failure).
 func (pt *Partitioner) Fetch(ctx context.Context, p int) (io.ReadCloser, error) {
-	holders := pt.freshHolders(ctx, p)
+	holders, err := pt.freshHolders(ctx, p, false)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: fetch partition %d: %w", p, err)
+	}
 	if len(holders) == 0 {
 		return nil, engine.ErrNoHolder
 	}
@@ -559,15 +567,15 @@ const failedSuffix = ".failed"
 func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (*transfer, error) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	// A little longer than the holder's own bound on sending: then its
-	// marker, if it could write one, has had time to come.
-	giveUp := time.Now().Add(maxSend + time.Minute)
 	for {
 		// The marker first: a put that failed late can leave the
 		// object's description with its chunks purged.
 		if _, err := pt.info(ctx, name+failedSuffix); err == nil {
+			// The object too: a put that failed in its last wait may
+			// have written it whole.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 			_ = pt.xfer.Delete(dctx, name+failedSuffix)
+			_ = pt.xfer.Delete(dctx, name)
 			cancel()
 			return nil, errors.New("jetstream: the holder could not send it")
 		}
@@ -585,9 +593,6 @@ func (pt *Partitioner) await(ctx context.Context, h, inst, name string) (*transf
 		}
 		if pt.instanceOf(h) != inst {
 			return nil, errors.New("jetstream: the holder left or restarted")
-		}
-		if time.Now().After(giveUp) {
-			return nil, fmt.Errorf("jetstream: no object from the holder in %v", maxSend+time.Minute)
 		}
 		select {
 		case <-ctx.Done():
@@ -632,7 +637,10 @@ func (t *transfer) Close() error {
 
 // Ask implements engine.Partitioner.
 func (pt *Partitioner) Ask(ctx context.Context, p int, req []byte) ([]byte, error) {
-	holders := pt.freshHolders(ctx, p)
+	holders, err := pt.freshHolders(ctx, p, true)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: ask: %w", err)
+	}
 	if len(holders) == 0 {
 		return nil, engine.ErrNoHolder
 	}
@@ -764,21 +772,26 @@ func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(
 	if err := m.Respond(append([]byte{replyOK}, name...)); err != nil {
 		return errReplied
 	}
-	// Cancelled, not given a deadline: Put bounds each chunk's
-	// acknowledgement only when its context has none.
 	serving := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := time.AfterFunc(maxSend, cancel)
-	defer stop.Stop()
 	pr, pw := io.Pipe()
+	// A put that takes nothing for sendStall fails on its next read, its
+	// context still live (Put bounds each chunk's acknowledgement only
+	// when its context has no deadline, and purges what it wrote with
+	// it).
+	stall := time.AfterFunc(sendStall, func() {
+		pr.CloseWithError(errors.New("jetstream: sending stalled"))
+		cancel()
+	})
+	defer stall.Stop()
 	wrote := make(chan struct{})
 	go func() {
 		defer close(wrote)
-		pw.CloseWithError(fetch(ctx, p, pw))
+		pw.CloseWithError(fetch(ectx, p, pw))
 	}()
 	// A put whose reader fails deletes what it wrote.
-	_, err := pt.xfer.Put(ctx, jetstream.ObjectMeta{Name: name}, pr)
+	_, err := pt.xfer.Put(ctx, jetstream.ObjectMeta{Name: name}, progress{pr, stall})
 	pr.CloseWithError(errors.New("jetstream: transfer ended"))
 	<-wrote
 	if err != nil {
@@ -787,22 +800,42 @@ func (pt *Partitioner) send(ctx context.Context, m *nats.Msg, p int, fetch func(
 		// for a minute (a server lost with the put comes back, or the
 		// connection moves to another, within seconds), once only when
 		// the node is stopping (its Close waits for this).
-		mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		within := time.Minute
+		if serving.Err() != nil {
+			within = callTimeout
+		}
+		mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), within)
 		for {
 			if _, err := pt.xfer.PutBytes(mctx, name+failedSuffix, nil); err == nil || serving.Err() != nil {
 				break
 			}
 			select {
 			case <-mctx.Done():
+			case <-serving.Done():
 			case <-time.After(time.Second):
 			}
-			if mctx.Err() != nil {
+			if mctx.Err() != nil || serving.Err() != nil {
 				break
 			}
 		}
 		mcancel()
 	}
 	return errReplied
+}
+
+// progress is a reader that pushes its stall timer back at each read that
+// returns bytes.
+type progress struct {
+	r     io.Reader
+	stall *time.Timer
+}
+
+func (p progress) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.stall.Reset(sendStall)
+	}
+	return n, err
 }
 
 // Held returns the partitions each live node holds, as this node last read
