@@ -120,6 +120,17 @@ func (c *natsCluster) stop(i int) {
 // connection it used, which the test's cleanup closes.
 func (c *natsCluster) deleteStream(t testing.TB, name string) *nats.Conn {
 	t.Helper()
+	conn, js := c.raw(t)
+	if err := js.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// raw connects to server 0 for a test's own JetStream calls; closed at
+// the end of the test.
+func (c *natsCluster) raw(t testing.TB) (*nats.Conn, natsjs.JetStream) {
+	t.Helper()
 	conn, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +140,7 @@ func (c *natsCluster) deleteStream(t testing.TB, name string) *nats.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteStream(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return conn, js
 }
 
 func (c *natsCluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port) }

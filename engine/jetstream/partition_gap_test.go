@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/webstats/webstats/bench"
@@ -32,15 +31,7 @@ func TestPartitionFollowGap(t *testing.T) {
 	applied := a.e.ClusterMetrics().Applied
 	a.close(t)
 
-	conn, err := nats.Connect(nc.url(0), nats.ReconnectBufSize(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	js, err := natsjs.New(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := nc.raw(t)
 	st, err := js.Stream(ctx, "PGAP_HITS")
 	if err != nil {
 		t.Fatal(err)

@@ -33,15 +33,7 @@ func TestFetchStalledObject(t *testing.T) {
 	}
 	defer pt.Close()
 
-	raw, err := nats.Connect(nc.url(0), nats.ReconnectBufSize(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	js, err := natsjs.New(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, js := nc.raw(t)
 	// The stand-in holder h: a member holding partition 0 (its entry put
 	// again within the bucket's TTL), answering a fetch with the object.
 	kv, err := js.KeyValue(ctx, "stall_members")
