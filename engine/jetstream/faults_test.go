@@ -87,6 +87,9 @@ func faultSchedule(t *testing.T, nc *natsCluster, seed uint64, parts int) {
 	if got := addSites(t, single, domains...); !slices.Equal(got, ids) {
 		t.Fatalf("websites %v in the cluster, %v in one process", ids, got)
 	}
+	if parts > 0 && engine.PartitionOf(ids[0], parts) == engine.PartitionOf(ids[1], parts) {
+		t.Fatalf("websites %v share a partition of %d: the schedule would not move two", ids, parts)
+	}
 	wait() // the others know the websites before they take their hits
 	reopen := func(i int, wipe bool) {
 		nodes[i].close(t)
