@@ -3,7 +3,6 @@ package jetstream_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -61,14 +60,7 @@ func TestPartitionGainBehind(t *testing.T) {
 		return stale
 	})
 	nodes := []*node{a, b, c}
-	var sites []bench.Site
-	var domains []string
-	for i := range count {
-		d := fmt.Sprintf("s%d.example", i)
-		sites, domains = append(sites, bench.Site{Domain: d, PageviewsPerMonth: 2_000, PagesPerDay: 20}), append(domains, d)
-	}
-	ids := addSites(t, a.e, domains...)
-	addSites(t, single, domains...)
+	sites, domains, ids := smallSites(t, count, a.e, single)
 	settle(t, nodes, count, owners)
 	var hits []engine.Hit
 	for h := range bench.NewGenerator(bench.Config{Seed: 9, Sites: sites, Days: 2}).Hits() {

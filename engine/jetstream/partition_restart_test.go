@@ -3,7 +3,6 @@ package jetstream_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -39,14 +38,7 @@ func TestPartitionRestartBeforeGain(t *testing.T) {
 	}
 	a := open("a", t.TempDir(), plain)
 	b := open("b", t.TempDir(), plain)
-	var sites []bench.Site
-	var domains []string
-	for i := range count {
-		d := fmt.Sprintf("s%d.example", i)
-		sites, domains = append(sites, bench.Site{Domain: d, PageviewsPerMonth: 2_000, PagesPerDay: 20}), append(domains, d)
-	}
-	ids := addSites(t, a.e, domains...)
-	addSites(t, single, domains...)
+	sites, domains, ids := smallSites(t, count, a.e, single)
 	settle(t, []*node{a, b}, count, 2)
 	k := 0
 	for h := range bench.NewGenerator(bench.Config{Seed: 9, Sites: sites, Days: 1}).Hits() {

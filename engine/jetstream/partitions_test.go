@@ -31,6 +31,22 @@ func testLogger(name string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &o)).With("node", name)
 }
 
+// smallSites adds count small websites (s0.example, ...) to the
+// cluster through node and to single, and returns them for a generator,
+// with their domains and ids.
+func smallSites(t testing.TB, count int, node, single *engine.Engine) ([]bench.Site, []string, []uint32) {
+	t.Helper()
+	var sites []bench.Site
+	var domains []string
+	for i := range count {
+		d := fmt.Sprintf("s%d.example", i)
+		sites, domains = append(sites, bench.Site{Domain: d, PageviewsPerMonth: 2_000, PagesPerDay: 20}), append(domains, d)
+	}
+	ids := addSites(t, node, domains...)
+	addSites(t, single, domains...)
+	return sites, domains, ids
+}
+
 // openPartNode opens an engine on dir, node name of the cluster's stream
 // (name; "" for the default), holding its share of count partitions, each
 // held by owners nodes. It is closed at the end of the test if it is not
