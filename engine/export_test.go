@@ -7,6 +7,9 @@ func SetDayMemo(on bool) bool {
 	return useDayMemo.Swap(on)
 }
 
+// DayMemoHits counts the times a day's memo knew a query's filters.
+func DayMemoHits() int64 { return dayMemoHits.Load() }
+
 // Every day of a test has a memo, however small, so that the randomized
 // tests (model, metamorphic, sealed, determinism) check it against their
 // references; TestDayMemo sets the threshold back to test it.
