@@ -58,6 +58,10 @@ type Engine struct {
 
 	salts saltBox
 
+	// intern is the table of values queries group by (segintern.go).
+	intern      atomic.Pointer[internTable]
+	internStats internStats
+
 	// held is the partitions this node holds (partition.go); unused
 	// without Options.Partitions. serveStop ends its answers to the
 	// other nodes.

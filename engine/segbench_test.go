@@ -114,11 +114,14 @@ func BenchmarkSegments(b *testing.B) {
 				sub := fmt.Sprintf("%s/days=%d/%s", name, days, q.name)
 				if cold {
 					// Every run evaluates its filters: nothing kept from
-					// the last run's (dayMemo), as for a filter just chosen.
+					// the last run's (dayMemo's filter memo), as for a
+					// filter just chosen. What the memo keeps of the day
+					// itself (its time span, its values' ids in the
+					// engine's table) is used, as after any query.
 					sub += "/cold"
 				}
 				b.Run(sub, func(b *testing.B) {
-					defer engine.SetDayMemo(engine.SetDayMemo(!cold))
+					defer engine.SetFilterMemo(engine.SetFilterMemo(!cold))
 					body := fmt.Sprintf(`{"site_id":%q,"date_range":[%q,%q],%s}`, site.Domain, s.first.String(), s.last.String(), q.body)
 					eq, err := engine.ParseQuery([]byte(body))
 					if err != nil {

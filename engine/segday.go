@@ -352,7 +352,7 @@ func (d *segDay) clone() *segDay {
 	c := *d
 	c.dm = nil // c changes
 	if d.dm != nil {
-		c.size -= memoBytes(d.visits())
+		c.size -= memoBytes(d.visits(), len(d.strs))
 	}
 	// The strings only grow, and only the writer (the copy) adds any: the
 	// copy shares them, its appends past d's length never seen by d (the
@@ -976,7 +976,7 @@ func (d *segDay) visitsFromHits() bool {
 func (d *segDay) estimate() int {
 	n := int(unsafe.Sizeof(*d)) + len(d.vStart)*(segVisitBytes+4) + len(d.hMs)*segHitBytes + 4*len(d.props)
 	if d.dm != nil {
-		n += memoBytes(len(d.vStart))
+		n += memoBytes(len(d.vStart), len(d.strs))
 	}
 	for _, s := range d.strs {
 		n += len(s) + 16

@@ -28,6 +28,10 @@ type dayMemo struct {
 	// query has counted them.
 	totals atomic.Pointer[dayTotals]
 
+	// gidMap is the day's dictionary in the engine's table of values
+	// (dayGids), once a query has looked one up.
+	gidMap atomic.Pointer[dayGids]
+
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
 	tick    uint64
@@ -50,9 +54,10 @@ const (
 // that the tests' small days have one too (export_test.go).
 var minMemoVisits = 1024
 
-// memoBytes is what a memo may hold for a day of nv visits, at most.
-func memoBytes(nv int) int {
-	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) // 384: the struct and its totals
+// memoBytes is what a memo may hold for a day of nv visits and ns
+// strings, at most.
+func memoBytes(nv, ns int) int {
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
 }
 
 // newDayMemo returns a memo for a day of nv visits, nil for a small day.
@@ -75,7 +80,15 @@ func (d *segDay) memo() *dayMemo {
 // (SetDayMemo in export_test.go).
 var useDayMemo atomic.Bool
 
-func init() { useDayMemo.Store(true) }
+// useFilterMemo is off only in benchmarks of a query whose filters were
+// just chosen (SetFilterMemo in export_test.go): the visits its filters
+// exclude are found again, what the memo keeps of the day itself is used.
+var useFilterMemo atomic.Bool
+
+func init() {
+	useDayMemo.Store(true)
+	useFilterMemo.Store(true)
+}
 
 // dayMemoHits counts the times a memo knew a query's filters (for tests).
 var dayMemoHits atomic.Int64

@@ -235,6 +235,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
+	p.intern = e.interns()
 	lo := p.r.FirstDay
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
@@ -335,7 +336,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 		if err != nil {
 			return err
 		}
-		sub.shared, sub.soloDays = shared, p.soloDays
+		sub.shared, sub.soloDays, sub.intern = shared, p.soloDays, p.intern
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -784,6 +785,10 @@ type plan struct {
 	groups map[string]*group
 	order  []*group
 	keyBuf []byte // globalGroup's
+	// groupSlab and dimSlab are globalGroup's chunks of new groups and
+	// of their values.
+	groupSlab []group
+	dimSlab   []any
 
 	// visitOnly: every dimension is the visit's (none of the hit, time
 	// or goal), so a visit's hits fall in one group.
@@ -813,6 +818,13 @@ type plan struct {
 	// slice instead of hashing a gkey per hit.
 	dayGroup0 *group
 	dayGroup1 []*group
+	// intern is the engine's table of values (scanPlan); gids the
+	// current day's ids in it, nil when the day has none or the plan's
+	// dimensions are not one of dictionary values; gidGroups the groups
+	// by those ids, in pages of gidPage (valueGroup).
+	intern    *internTable
+	gids      *dayGids
+	gidGroups [][]*group
 	// slots memoises timeLabel by 15-minute slot, direct-mapped: a day's
 	// 96-odd consecutive slots never collide, and a lookup is an index,
 	// not a hash.
@@ -843,20 +855,22 @@ type plan struct {
 
 // group is one row under construction.
 type group struct {
-	key  string
-	dims []any
-
+	// What countHits writes for each hit comes first, in one cache line.
+	day               int    // the plan's day counter when last touched
+	lastV             uint32 // 1 + the visit row countHits last counted, this day (0: none)
+	hasRows           bool
+	dups              bool // rows may repeat a visit this day
 	pageviews, events int64
-	visitors          map[int32]*roaring.Bitmap
+	rows              []uint32 // visit rows of the current day's visitor rows (repeats)
+
+	key      string
+	dims     []any
+	visitors map[int32]*roaring.Bitmap
 	// solo counts the visitors of salt periods that one day of the scan
 	// holds alone (plan.soloDays): exact without a bitmap.
 	solo     int64
 	visits   int64
 	id       int32    // 1 + its index in plan.order
-	day      int      // the plan's day counter when last touched
-	lastV    uint32   // 1 + the visit row countHits last counted, this day (0: none)
-	dups     bool     // rows may repeat a visit this day
-	rows     []uint32 // visit rows of the current day's visitor rows (repeats)
 	sessRows []uint32 // visit rows of the current day, session grouping (repeats)
 	sess     sessAcc
 	// revenue is the sum in millionths of the currency unit: integers,
@@ -871,7 +885,6 @@ type group struct {
 	scroll      map[uint32]int8 // visit row → max scroll, this day
 	scrollSum   int64
 	scrollN     int64
-	hasRows     bool
 }
 
 type sessAcc struct {
@@ -1520,6 +1533,12 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	if frozen {
 		memo = sd.memo()
 	}
+	p.gids = nil
+	if memo != nil && p.intern != nil && len(p.dims) == 1 && p.dims[0].dictValue() {
+		if p.gids = memo.gids(p.intern.gen, len(sd.strs)); p.gids != nil {
+			p.intern.stats.days.Add(1)
+		}
+	}
 	whole := p.wholeDay(sd, memo)
 	// plain: the day's contribution is its unfiltered totals, which its
 	// memo keeps once a query with every total has scanned it.
@@ -1548,7 +1567,11 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	p.vpass = slices.Grow(p.vpass[:0], sd.visits())[:sd.visits()]
 	clear(p.vpass)
 	p.orphanPass, p.settled = 0, false
-	p.visitLeaves(sd, memo)
+	if useFilterMemo.Load() {
+		p.visitLeaves(sd, memo)
+	} else {
+		p.visitLeaves(sd, nil)
+	}
 	// With one dimension on a column of hit rows, a hit's group is found
 	// by the column's id (group1), without keysOf.
 	var hcol []uint32
@@ -1965,7 +1988,12 @@ func (p *plan) group(sd *segDay) *group {
 				return g
 			}
 		}
-		g := p.globalGroup(sd)
+		var g *group
+		if p.dims[0].dictValue() {
+			g = p.valueGroup(sd, uint32(id))
+		} else {
+			g = p.globalGroup(sd)
+		}
 		if g != nil {
 			if id >= len(p.dayGroup1) {
 				p.dayGroup1 = slices.Grow(p.dayGroup1, id+1-len(p.dayGroup1))[:id+1]
@@ -2009,7 +2037,14 @@ func (p *plan) globalGroup(sd *segDay) *group {
 		p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
 		return nil
 	}
-	dims := make([]any, len(p.dims))
+	// Groups and their values come from chunks: a query by page makes
+	// tens of thousands.
+	n := len(p.dims)
+	if p.dimSlab == nil || len(p.dimSlab) < n {
+		p.dimSlab = make([]any, max(n, 4*groupSlab))
+	}
+	dims := p.dimSlab[:n:n] // never nil: an answer shows [], not null
+	p.dimSlab = p.dimSlab[n:]
 	for j, s := range p.dims {
 		if s.kind == dkCity {
 			dims[j] = int64(p.key[j])
@@ -2017,11 +2052,19 @@ func (p *plan) globalGroup(sd *segDay) *group {
 			dims[j] = p.dimString(sd, s, p.key[j])
 		}
 	}
-	g := &group{key: string(b), dims: dims, id: int32(len(p.order) + 1)}
+	if len(p.groupSlab) == 0 {
+		p.groupSlab = make([]group, groupSlab)
+	}
+	g := &p.groupSlab[0]
+	p.groupSlab = p.groupSlab[1:]
+	*g = group{key: string(b), dims: dims, id: int32(len(p.order) + 1)}
 	p.groups[g.key] = g
 	p.order = append(p.order, g)
 	return g
 }
+
+// groupSlab is how many groups globalGroup allocates at once.
+const groupSlab = 64
 
 // dimString is the value shown for id of dimension s (any but a city).
 func (p *plan) dimString(sd *segDay, s dimSpec, id uint32) string {
