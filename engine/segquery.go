@@ -798,7 +798,8 @@ type plan struct {
 	day     int      // counts the days scanned
 	touched []*group // groups with rows in the current day
 	scratch []uint32
-	mark    []int32 // by visit row: the id of the group that last counted it
+	passing []uint32 // scanDay's list of the passing visits
+	mark    []int32  // by visit row: the id of the group that last counted it
 	dense   []uint64
 	sd      *segDay
 	// soloDays are the days of the scan whose visits are all of one salt
@@ -1233,21 +1234,17 @@ func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 		if !n.simpleVisitLeaf() {
 			continue
 		}
-		col := visitCol(sd, s)
+		// Without a branch on the answer (1 passes, 2 fails; vpass is 0
+		// or 2 here): whether a visit passes is as likely as not, and a
+		// mispredicted branch costs more than the store.
 		seen := n.memo
-		for v := range sd.visits() {
-			if p.vpass[v] == 2 {
-				continue
-			}
-			id := col[v]
+		for v, id := range visitCol(sd, s)[:len(p.vpass)] {
 			m := seen[id]
 			if m == 0 {
 				n.memoTest(sd, id, s.filterValue)
 				m = seen[id]
 			}
-			if m == 2 {
-				p.vpass[v] = 2
-			}
+			p.vpass[v] |= m & 2
 		}
 	}
 	if memo != nil && p.memoKey != "" {
@@ -1679,20 +1676,26 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		lo := 0
 		visitChecked = true
 		test := !p.settled
-		for v, end := range sd.hitEnd {
-			hi := int(end)
-			if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
-				if fast {
-					if p.countHits(sd, hcol, uint32(v), lo, hi); p.err != nil {
-						return
-					}
-				} else {
-					for i := lo; i < hi && p.err == nil; i++ {
-						hit(i)
+		if fast && !test {
+			if lo = p.countPassing(sd, hcol); p.err != nil {
+				return
+			}
+		} else {
+			for v, end := range sd.hitEnd {
+				hi := int(end)
+				if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
+					if fast {
+						if p.countHits(sd, hcol, uint32(v), lo, hi); p.err != nil {
+							return
+						}
+					} else {
+						for i := lo; i < hi && p.err == nil; i++ {
+							hit(i)
+						}
 					}
 				}
+				lo = hi
 			}
-			lo = hi
 		}
 		visitChecked = false
 		for i := lo; i < sd.hits() && p.err == nil; i++ {
@@ -1817,6 +1820,35 @@ func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
 		g.dups = true
 		p.groupByID(m).dups = true
 	}
+}
+
+// countPassing adds the hits of every visit of sd that vpass settled as
+// passing with countHits, and returns the first orphan hit. The passing
+// visits are listed first without a branch on each: whether a visit
+// passes is as likely as not, and a mispredicted branch a visit cost more
+// than the list.
+func (p *plan) countPassing(sd *segDay, col []uint32) int {
+	nv := len(sd.hitEnd)
+	pass := slices.Grow(p.passing[:0], nv)[:nv]
+	n := 0
+	for v, st := range p.vpass[:nv] {
+		pass[n] = uint32(v)
+		n += int(^st >> 1 & 1) // 0 and 1 pass, 2 fails
+	}
+	p.passing = pass
+	for _, v := range pass[:n] {
+		lo := 0
+		if v > 0 {
+			lo = int(sd.hitEnd[v-1])
+		}
+		if p.countHits(sd, col, v, lo, int(sd.hitEnd[v])); p.err != nil {
+			return 0
+		}
+	}
+	if nv == 0 {
+		return 0
+	}
+	return int(sd.hitEnd[nv-1])
 }
 
 // countHits adds the hits [lo, hi) of visit v, all in range and all
