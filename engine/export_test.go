@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // SetDayMemo turns the queries' memo of frozen days (dayMemo) on or off,
 // for benchmarks that measure a query on its own (off: every query
 // evaluates its filters). It returns the previous setting.
@@ -26,10 +28,40 @@ func SetInternMaxBytes(n int) int {
 	return old
 }
 
-// InternStats returns how many tables of query values e made, and how
-// many days its queries scanned with their values' ids in one.
-func InternStats(e *Engine) (tables, days int64) {
-	return e.internStats.tables.Load(), e.internStats.days.Load()
+// InternCounts are the counts of an engine's tables of query values
+// (segintern.go): tables made, days scanned with their values' ids in
+// one (Stale: after dropping those of an older table), groups found by a
+// value's id, and the values in the current table.
+type InternCounts struct {
+	Tables, Days, Stale, Found int64
+	Values                     int
+}
+
+// InternStats returns e's InternCounts.
+func InternStats(e *Engine) InternCounts {
+	c := InternCounts{Tables: e.internStats.tables.Load(), Days: e.internStats.days.Load(), Stale: e.internStats.stale.Load(), Found: e.internStats.found.Load()}
+	if t := e.intern.Load(); t != nil {
+		t.mu.RLock()
+		c.Values = len(t.ids)
+		t.mu.RUnlock()
+	}
+	return c
+}
+
+// SetInternRefill sets how often a full table of query values may be
+// replaced, and returns the previous setting.
+func SetInternRefill(d time.Duration) time.Duration {
+	old := internRefill
+	internRefill = d
+	return old
+}
+
+// SetGidPageBits sets the log2 of the pages of a plan's groups by value
+// id, and returns the previous setting.
+func SetGidPageBits(n int) int {
+	old := gidPageBits
+	gidPageBits = n
+	return old
 }
 
 // Every day of a test has a memo, however small, so that the randomized

@@ -879,6 +879,7 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 	sh.mu.Unlock()
 	e.wholes.drop(id)
 	e.results.drop(id)
+	e.forgetValues() // its values go with its days
 	if deleted {
 		return nil
 	}

@@ -716,6 +716,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	// Pinned ones too: a logged hit waiting for a dropped day gets a new
 	// one (writableDayLocked), a query keeps its own pointer; left here, a
 	// dropped day's old content was counted again.
+	forget := false
 	for date, ent := range st.days {
 		if date < cut {
 			if ent.frozen {
@@ -723,7 +724,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			}
 			delete(st.days, date)
 			st.evictGen++
+			forget = true
 		}
+	}
+	if forget {
+		e.forgetValues() // the table of query values may hold theirs
 	}
 	// Visitor state of periods that ended before the cut.
 	for first := range st.stored {

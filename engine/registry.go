@@ -559,6 +559,7 @@ func (e *Engine) dropSiteData(s *site) error {
 	// reused, and the cache's bound evicts it.)
 	e.wholes.drop(id)
 	e.results.drop(id)
+	e.forgetValues()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
 	if err := e.store.DeleteWebsite(id); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -15,9 +16,11 @@ import (
 // TestQueryInternTable checks the engine's table of query values
 // (segintern.go): queries by one dimension find each value's group by its
 // id in the table, and must answer as with the table unused (memos off),
-// with a table that never fills, one that fills now and then, and one so
-// small that it fills in every query (each later query starts a new one,
-// and days keep the ids of an older table), with queries at once.
+// with queries at once: with a table that never fills; one that fills and
+// is not replaced (new values found by their strings); one that fills and
+// is replaced at each query (days keep the ids of an older table); and a
+// tiny one, with pages of two groups in the plans. A website's delete
+// empties the table.
 func TestQueryInternTable(t *testing.T) {
 	// Dimensions whose values are a day's dictionary ids, with and
 	// without filters, over ranges that share days.
@@ -33,17 +36,23 @@ func TestQueryInternTable(t *testing.T) {
 			}
 		}
 	}
+	bodies = append(bodies, `{"site_id":"example.com","date_range":["2024-01-08","2024-01-19"],"metrics":["visitors","bounce_rate","visit_duration"],"dimensions":["event:page"]}`)
 	for _, tc := range []struct {
 		name     string
 		maxBytes int
-		refills  bool // the table fills: later queries make new ones
+		refill   time.Duration // how often a full table is replaced
+		refills  bool          // the table fills and later queries make new ones
+		pageBits int
 	}{
-		{"large", 1 << 20, false},
-		{"fills", 2000, true},
-		{"tiny", 200, true},
+		{"large", 1 << 20, 0, false, 9},
+		{"full", 4000, time.Hour, false, 9},
+		{"fills", 4000, 0, true, 9},
+		{"tiny", 200, 0, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer engine.SetInternMaxBytes(engine.SetInternMaxBytes(tc.maxBytes))
+			defer engine.SetInternRefill(engine.SetInternRefill(tc.refill))
+			defer engine.SetGidPageBits(engine.SetGidPageBits(tc.pageBits))
 			c := newClock("2024-01-08T00:00:00Z")
 			e, _, a, w := soloSite(t, c, engine.SaltDay, noAnswerCache)
 			ctx := context.Background()
@@ -90,8 +99,8 @@ func TestQueryInternTable(t *testing.T) {
 				}
 			}
 			engine.SetDayMemo(prev)
-			if _, days := engine.InternStats(e); days != 0 {
-				t.Fatalf("with the memo off: %d days by table, want none", days)
+			if n := engine.InternStats(e); n.Days != 0 {
+				t.Fatalf("with the memo off: %d days by table, want none", n.Days)
 			}
 			var wg sync.WaitGroup
 			for g := range 3 {
@@ -107,14 +116,24 @@ func TestQueryInternTable(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			tables, days := engine.InternStats(e)
-			if days == 0 {
-				t.Errorf("no day was scanned with its values' ids in the table")
+			n := engine.InternStats(e)
+			t.Logf("%+v", n)
+			if n.Days == 0 || n.Found == 0 {
+				t.Errorf("no day was scanned with its values' ids in the table, or no group found by one: %+v", n)
 			}
-			if tc.refills && tables < 3 || !tc.refills && tables != 1 { // the first made by the first query
-				t.Errorf("%d tables made (refills: %v)", tables, tc.refills)
+			// The first table is made by the first query.
+			if tc.refills && (n.Tables < 3 || n.Stale == 0) || !tc.refills && (n.Tables != 1 || n.Stale != 0) {
+				t.Errorf("refills %v: %+v", tc.refills, n)
 			}
-			t.Logf("%d tables, %d days by table", tables, days)
+			if n.Values == 0 {
+				t.Fatalf("no value in the table")
+			}
+			if err := e.Owner(a.ID).DeleteWebsite(ctx, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			if n := engine.InternStats(e); n.Values != 0 {
+				t.Errorf("the website's delete left %d values in the table", n.Values)
+			}
 		})
 	}
 }

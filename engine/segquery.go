@@ -826,6 +826,7 @@ type plan struct {
 	intern    *internTable
 	gids      *dayGids
 	gidGroups [][]*group
+	gidFound  int64 // groups found by id, this day (internStats.found)
 	// slots memoises timeLabel by 15-minute slot, direct-mapped: a day's
 	// 96-odd consecutive slots never collide, and a lookup is an index,
 	// not a hash.
@@ -856,7 +857,8 @@ type plan struct {
 
 // group is one row under construction.
 type group struct {
-	// What countHits writes for each hit comes first, in one cache line.
+	// What countHits writes for each hit comes first, together: 56 bytes,
+	// one or two cache lines (they were spread over four).
 	day               int    // the plan's day counter when last touched
 	lastV             uint32 // 1 + the visit row countHits last counted, this day (0: none)
 	hasRows           bool
@@ -1532,7 +1534,7 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	}
 	p.gids = nil
 	if memo != nil && p.intern != nil && len(p.dims) == 1 && p.dims[0].dictValue() {
-		if p.gids = memo.gids(p.intern.gen, len(sd.strs)); p.gids != nil {
+		if p.gids = memo.gids(p.intern, len(sd.strs)); p.gids != nil {
 			p.intern.stats.days.Add(1)
 		}
 	}
@@ -1713,6 +1715,10 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	}
 	for _, g := range p.touched {
 		p.finishDay(sd, g)
+	}
+	if p.gidFound > 0 {
+		p.intern.stats.found.Add(p.gidFound)
+		p.gidFound = 0
 	}
 	if plain && p.needSess {
 		t := &dayTotals{}
@@ -2072,8 +2078,11 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	// Groups and their values come from chunks: a query by page makes
 	// tens of thousands.
 	n := len(p.dims)
+	// A chunk as large as the groups made so far (4 to groupSlab): a
+	// query of a few groups allocates a few.
+	size := min(groupSlab, max(4, len(p.order)))
 	if p.dimSlab == nil || len(p.dimSlab) < n {
-		p.dimSlab = make([]any, max(n, 4*groupSlab))
+		p.dimSlab = make([]any, n*size) // never nil, even empty
 	}
 	dims := p.dimSlab[:n:n] // never nil: an answer shows [], not null
 	p.dimSlab = p.dimSlab[n:]
@@ -2085,7 +2094,7 @@ func (p *plan) globalGroup(sd *segDay) *group {
 		}
 	}
 	if len(p.groupSlab) == 0 {
-		p.groupSlab = make([]group, groupSlab)
+		p.groupSlab = make([]group, size)
 	}
 	g := &p.groupSlab[0]
 	p.groupSlab = p.groupSlab[1:]
@@ -2095,7 +2104,7 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	return g
 }
 
-// groupSlab is how many groups globalGroup allocates at once.
+// groupSlab is the most groups globalGroup allocates at once.
 const groupSlab = 64
 
 // dimString is the value shown for id of dimension s (any but a city).
