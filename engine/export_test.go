@@ -35,6 +35,7 @@ func SetInternMaxBytes(n int) int {
 type InternCounts struct {
 	Tables, Days, Stale, Found int64
 	Values                     int
+	Full                       bool
 }
 
 // InternStats returns e's InternCounts.
@@ -44,6 +45,7 @@ func InternStats(e *Engine) InternCounts {
 		t.mu.RLock()
 		c.Values = len(t.ids)
 		t.mu.RUnlock()
+		c.Full = t.full.Load()
 	}
 	return c
 }

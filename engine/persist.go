@@ -727,8 +727,8 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			forget = true
 		}
 	}
-	if forget {
-		e.forgetValues() // the table of query values may hold theirs
+	if forget || dropped { // resident or not, a day may have values in it
+		e.forgetValues() // the table of query values
 	}
 	// Visitor state of periods that ended before the cut.
 	for first := range st.stored {

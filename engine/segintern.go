@@ -30,7 +30,7 @@ import (
 type internTable struct {
 	gen      uint64 // unique: internGens
 	maxBytes int
-	made     time.Time    // by the engine's clock
+	made     time.Time    // by the monotonic clock: a bound on work, not statistics
 	stats    *internStats // the engine's
 
 	mu    sync.RWMutex
@@ -76,11 +76,10 @@ func internBytes(budget int64) int {
 // it is full and was made internRefill ago.
 func (e *Engine) interns() *internTable {
 	t := e.intern.Load()
-	now := e.now()
-	if t != nil && (!t.full.Load() || now.Sub(t.made) < internRefill) {
+	if t != nil && (!t.full.Load() || time.Since(t.made) < internRefill) {
 		return t
 	}
-	n := &internTable{gen: internGens.Add(1), maxBytes: internBytes(e.opts.MemoryBudget), made: now, stats: &e.internStats, ids: make(map[string]uint32)}
+	n := &internTable{gen: internGens.Add(1), maxBytes: internBytes(e.opts.MemoryBudget), made: time.Now(), stats: &e.internStats, ids: make(map[string]uint32)}
 	if e.intern.CompareAndSwap(t, n) {
 		e.internStats.tables.Add(1)
 		return n
@@ -160,7 +159,7 @@ func (m *dayMemo) gids(t *internTable, ns int) *dayGids {
 // gidPageBits is the log2 of the size of the pages of plan.gidGroups
 // (512 entries, 4 KiB): a query of few values whose ids are far apart
 // (the table is the engine's) allocates a page for each. A variable for
-// the tests (export_test.go).
+// the tests (export_test.go), read once per plan (plan.gidBits).
 var gidPageBits = 9
 
 // valueGroup returns the group of the plan's one dimension's value id
@@ -183,7 +182,7 @@ func (p *plan) valueGroup(sd *segDay, id uint32) *group {
 		x = gid + 1
 		p.gids.ids[id].Store(x)
 	}
-	bits := gidPageBits
+	bits := p.gidBits
 	page, off := int((x-1)>>bits), (x-1)&(1<<bits-1)
 	if page >= len(p.gidGroups) {
 		p.gidGroups = append(p.gidGroups, make([][]*group, page+1-len(p.gidGroups))...)

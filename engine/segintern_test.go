@@ -19,13 +19,14 @@ import (
 // with queries at once: with a table that never fills; one that fills and
 // is not replaced (new values found by their strings); one that fills and
 // is replaced at each query (days keep the ids of an older table); and a
-// tiny one, with pages of two groups in the plans. A website's delete
-// empties the table.
+// tiny one, with pages of two groups in the plans. A day first met while
+// the table is full gets no ids; a website's delete empties the table.
 func TestQueryInternTable(t *testing.T) {
 	// Dimensions whose values are a day's dictionary ids, with and
 	// without filters, over ranges that share days.
 	var bodies []string
-	for _, dr := range []string{`["2024-01-08","2024-01-19"]`, `["2024-01-10","2024-01-14"]`, `["2024-01-19","2024-01-19"]`} {
+	// Day 19 is closed too, but only late (below) asks for it.
+	for _, dr := range []string{`["2024-01-08","2024-01-18"]`, `["2024-01-10","2024-01-14"]`, `["2024-01-18","2024-01-18"]`} {
 		for _, dim := range []string{"event:page", "visit:entry_page", "visit:exit_page", "visit:source", "event:name", "visit:country_name", "event:hostname"} {
 			for _, filters := range []string{``, `,"filters":[["is_not","visit:source",["s0"]]]`, `,"filters":[["contains","event:page",["1"]]]`} {
 				metrics := `"visitors","visits","pageviews","events"`
@@ -36,7 +37,8 @@ func TestQueryInternTable(t *testing.T) {
 			}
 		}
 	}
-	bodies = append(bodies, `{"site_id":"example.com","date_range":["2024-01-08","2024-01-19"],"metrics":["visitors","bounce_rate","visit_duration"],"dimensions":["event:page"]}`)
+	bodies = append(bodies, `{"site_id":"example.com","date_range":["2024-01-08","2024-01-18"],"metrics":["visitors","bounce_rate","visit_duration"],"dimensions":["event:page"]}`)
+	late := `{"site_id":"example.com","date_range":["2024-01-19","2024-01-19"],"metrics":["visitors","pageviews"],"dimensions":["event:page"]}`
 	for _, tc := range []struct {
 		name     string
 		maxBytes int
@@ -92,7 +94,7 @@ func TestQueryInternTable(t *testing.T) {
 			}
 			want := map[string]string{}
 			prev := engine.SetDayMemo(false) // no memo: no table
-			for _, b := range bodies {
+			for _, b := range append(bodies, late) {
 				var err error
 				if want[b], err = query(b); err != nil {
 					t.Fatalf("%s: %v", b, err)
@@ -128,6 +130,17 @@ func TestQueryInternTable(t *testing.T) {
 			if n.Values == 0 {
 				t.Fatalf("no value in the table")
 			}
+			if tc.name == "full" {
+				if !n.Full {
+					t.Fatalf("the table did not fill: %+v", n)
+				}
+				if got, err := query(late); err != nil || got != want[late] {
+					t.Errorf("%s:\n got %s (%v)\nwant %s", late, got, err, want[late])
+				}
+				if m := engine.InternStats(e); m.Days != n.Days {
+					t.Errorf("a day first met with the table full got ids in it: %+v, then %+v", n, m)
+				}
+			}
 			if err := e.Owner(a.ID).DeleteWebsite(ctx, w.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -135,5 +148,39 @@ func TestQueryInternTable(t *testing.T) {
 				t.Errorf("the website's delete left %d values in the table", n.Values)
 			}
 		})
+	}
+}
+
+// TestQueryInternTableRetention checks that retention's drop of days
+// empties the table of query values, which may hold theirs.
+func TestQueryInternTableRetention(t *testing.T) {
+	c := newClock("2024-01-08T00:00:00Z")
+	e, _, a, w := soloSite(t, c, engine.SaltDay, noAnswerCache, func(o *engine.Options) { o.Retention = 3 })
+	ctx := context.Background()
+	for day := 8; day <= 11; day++ {
+		c.Set(fmt.Sprintf("2024-01-%02dT10:00:00Z", day))
+		if _, err := e.Track(ctx, engine.Hit{URL: fmt.Sprintf("https://example.com/day%d", day), UserAgent: soloUA, Visitor: "v", Website: w.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := engine.ParseQuery([]byte(`{"site_id":"example.com","date_range":["2024-01-08","2024-01-10"],"metrics":["visitors"],"dimensions":["event:page"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Owner(a.ID).Query(ctx, w.ID, q); err != nil {
+		t.Fatal(err)
+	}
+	if n := engine.InternStats(e); n.Values == 0 {
+		t.Fatalf("no value in the table: %+v", n)
+	}
+	c.Set("2024-01-20T10:00:00Z") // days 8 to 10 are past retention
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := engine.InternStats(e); n.Values != 0 {
+		t.Errorf("retention's drop left %d values in the table", n.Values)
 	}
 }

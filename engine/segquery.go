@@ -235,7 +235,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
-	p.intern = e.interns()
+	p.intern, p.gidBits = e.interns(), gidPageBits
 	lo := p.r.FirstDay
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
@@ -336,7 +336,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 		if err != nil {
 			return err
 		}
-		sub.shared, sub.soloDays, sub.intern = shared, p.soloDays, p.intern
+		sub.shared, sub.soloDays, sub.intern, sub.gidBits = shared, p.soloDays, p.intern, p.gidBits
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -827,6 +827,7 @@ type plan struct {
 	gids      *dayGids
 	gidGroups [][]*group
 	gidFound  int64 // groups found by id, this day (internStats.found)
+	gidBits   int   // gidPageBits when the plan started
 	// slots memoises timeLabel by 15-minute slot, direct-mapped: a day's
 	// 96-odd consecutive slots never collide, and a lookup is an index,
 	// not a hash.
@@ -1239,8 +1240,9 @@ func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 		// Without a branch on the answer (1 passes, 2 fails; vpass is 0
 		// or 2 here): whether a visit passes is as likely as not, and a
 		// mispredicted branch costs more than the store.
-		seen := n.memo
-		for v, id := range visitCol(sd, s)[:len(p.vpass)] {
+		seen, col := n.memo, visitCol(sd, s)
+		for v := range p.vpass {
+			id := col[v]
 			m := seen[id]
 			if m == 0 {
 				n.memoTest(sd, id, s.filterValue)
@@ -1837,7 +1839,8 @@ func (p *plan) countPassing(sd *segDay, col []uint32) int {
 	nv := len(sd.hitEnd)
 	pass := slices.Grow(p.passing[:0], nv)[:nv]
 	n := 0
-	for v, st := range p.vpass[:nv] {
+	for v := range nv {
+		st := p.vpass[v]
 		pass[n] = uint32(v)
 		n += int(^st >> 1 & 1) // 0 and 1 pass, 2 fails
 	}
