@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -80,18 +79,7 @@ func TestQueryInternTable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			query := func(body string) (string, error) {
-				q, err := engine.ParseQuery([]byte(body))
-				if err != nil {
-					return "", err
-				}
-				res, err := e.Owner(a.ID).Query(ctx, w.ID, q)
-				if err != nil {
-					return "", err
-				}
-				b, err := json.Marshal(res.Results)
-				return string(b), err
-			}
+			query := resultsOf(e, a, w)
 			want := map[string]string{}
 			prev := engine.SetDayMemo(false) // no memo: no table
 			for _, b := range append(bodies, late) {

@@ -111,18 +111,7 @@ func TestQueryMemoConcurrent(t *testing.T) {
 				}
 			}
 		}
-		query := func(body string) (string, error) {
-			q, err := engine.ParseQuery([]byte(body))
-			if err != nil {
-				return "", err
-			}
-			res, err := e.Owner(a.ID).Query(ctx, w.ID, q)
-			if err != nil {
-				return "", err
-			}
-			b, err := json.Marshal(res.Results)
-			return string(b), err
-		}
+		query := resultsOf(e, a, w)
 		var bodies []string
 		for _, dr := range []string{`["2024-01-08","2024-01-17"]`, `["2024-01-09","2024-01-16"]`, `["2024-01-15","2024-01-17"]`, `["2024-01-10","2024-01-10"]`} {
 			for _, rest := range []string{
@@ -162,6 +151,23 @@ func TestQueryMemoConcurrent(t *testing.T) {
 		if n := engine.DayMemoHits(); n == memoHits {
 			t.Errorf("salt %v: no query found its filters in a day's memo", salt)
 		}
+	}
+}
+
+// resultsOf returns a function that answers a query body (JSON) on
+// website w with its results in JSON.
+func resultsOf(e *engine.Engine, a engine.Account, w engine.Website) func(body string) (string, error) {
+	return func(body string) (string, error) {
+		q, err := engine.ParseQuery([]byte(body))
+		if err != nil {
+			return "", err
+		}
+		res, err := e.Owner(a.ID).Query(context.Background(), w.ID, q)
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(res.Results)
+		return string(b), err
 	}
 }
 
