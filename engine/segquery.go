@@ -822,7 +822,7 @@ type plan struct {
 	// intern is the engine's table of values (scanPlan); gids the
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
-	// by those ids, in pages of gidPage (valueGroup).
+	// by those ids, in pages of 1<<gidBits (valueGroup).
 	intern    *internTable
 	gids      *dayGids
 	gidGroups [][]*group
