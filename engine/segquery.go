@@ -772,8 +772,12 @@ type plan struct {
 	settled            bool    // a 0 in vpass passes (settle)
 	// memoKey names the simple visit-level filters (their leaves' keys),
 	// "" for none; allSimple: every visit-level filter is one.
-	memoKey    string
-	allSimple  bool
+	memoKey   string
+	allSimple bool
+	// hitLeaves: every hit-level filter is a leaf on a column of hit rows
+	// (hitCol), tested with its memo alone (countVisitHits).
+	hitLeaves  bool
+	hitCols    [][]uint32 // the current day's columns of hitConj's leaves
 	orphanPass uint8
 
 	needSess bool // bounce_rate, visit_duration or views_per_visit asked
@@ -943,6 +947,9 @@ func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 				p.hitConj = append(p.hitConj, c)
 			}
 		}
+		p.hitLeaves = !slices.ContainsFunc(p.hitConj, func(c *fnode) bool {
+			return !c.leaf || !c.spec.onHitColumn()
+		})
 		// The simple visit-level filters name what a day memo keeps.
 		p.allSimple = true
 		for _, c := range p.visitConj {
@@ -1275,6 +1282,11 @@ func visitCol(sd *segDay, s dimSpec) []uint32 {
 	return nil
 }
 
+// onHitColumn reports whether s is held by a column of hit rows (hitCol).
+func (s dimSpec) onHitColumn() bool {
+	return s.kind == dkHitName || s.kind == dkHitPage || s.kind == dkHitHost
+}
+
 // hitCol returns the column of sd that holds hit dimension s by hit row,
 // nil for a dimension found otherwise (keysOf).
 func hitCol(sd *segDay, s dimSpec) []uint32 {
@@ -1582,6 +1594,16 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	// fast: a hit needs no test beyond its visit's, and its one group is
 	// found by the column's id (countHits).
 	fast := whole && hcol != nil && len(p.hitConj) == 0 && !p.needEng && !p.needRev && !(p.needSess && p.page >= 0)
+	// visitHits: a visit's hits fall in one group (vgroup), and a hit's
+	// only test beyond its visit's is its hit filters' memos
+	// (countVisitHits).
+	visitHits := whole && vgroup != nil && len(p.hitConj) > 0 && p.hitLeaves && !p.needEng && !p.needRev
+	if visitHits {
+		p.hitCols = p.hitCols[:0]
+		for _, n := range p.hitConj {
+			p.hitCols = append(p.hitCols, hitCol(sd, n.spec))
+		}
+	}
 	visitChecked := false
 	hit := func(i int) {
 		kind := sd.hKind[i]
@@ -1675,7 +1697,7 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		for i := lo; i < sd.hits() && p.err == nil; i++ {
 			hit(i) // orphans
 		}
-	} else if sd.grouped && len(p.visitConj) > 0 {
+	} else if sd.grouped && (len(p.visitConj) > 0 || visitHits) {
 		// A visit its visit-level filters exclude is skipped whole.
 		lo := 0
 		visitChecked = true
@@ -1688,11 +1710,16 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 			for v, end := range sd.hitEnd {
 				hi := int(end)
 				if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
-					if fast {
+					switch {
+					case fast:
 						if p.countHits(sd, hcol, uint32(v), lo, hi); p.err != nil {
 							return
 						}
-					} else {
+					case visitHits:
+						if p.countVisitHits(sd, vgroup, uint32(v), lo, hi); p.err != nil {
+							return
+						}
+					default:
 						for i := lo; i < hi && p.err == nil; i++ {
 							hit(i)
 						}
@@ -1893,6 +1920,48 @@ func (p *plan) countHits(sd *segDay, col []uint32, v uint32, lo, hi int) {
 			g.lastV = v + 1
 			g.rows = append(g.rows, v)
 		}
+	}
+}
+
+// countVisitHits adds the hits [lo, hi) of visit v, all in range, that
+// pass the plan's hit filters to the visit's one group (vgroup[v]; the
+// plan's dimensions are all the visit's): scanDay's hit without a call
+// and a walk of the filter tree per hit. Each hit filter is a leaf on a
+// column of hit rows (hitLeaves, the columns in hitCols), tested with
+// its memo of the day's values.
+func (p *plan) countVisitHits(sd *segDay, vgroup []*group, v uint32, lo, hi int) {
+	var g *group
+hits:
+	for i := lo; i < hi; i++ {
+		kind := sd.hKind[i]
+		if kind == hkEngagement {
+			continue
+		}
+		for k, n := range p.hitConj {
+			id := p.hitCols[k][i]
+			if int(id) < len(n.memo) && n.memo[id] != 0 {
+				if n.memo[id] == 2 {
+					continue hits
+				}
+			} else if !n.memoTest(sd, id, n.spec.filterValue) {
+				continue hits
+			}
+		}
+		if g != nil { // the visit's group, counted once already
+			g.events++
+			if kind == hkPageview {
+				g.pageviews++
+			}
+			continue
+		}
+		if g = vgroup[v]; g == nil {
+			p.keysOf(sd, i, false, 0, func(x *group) { g = x })
+			if g == nil {
+				return // p.err
+			}
+			vgroup[v] = g
+		}
+		p.count(g, sd, i, kind, v)
 	}
 }
 
