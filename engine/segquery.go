@@ -803,6 +803,7 @@ type plan struct {
 	touched []*group // groups with rows in the current day
 	scratch []uint32
 	passing []uint32 // scanDay's list of the passing visits
+	vgroup  []*group // scanDay's groups by visit row
 	mark    []int32  // by visit row: the id of the group that last counted it
 	dense   []uint64
 	sd      *segDay
@@ -1573,7 +1574,9 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	var vgroup []*group
 	var orphans *group
 	if p.visitOnly && !byVisit {
-		vgroup = make([]*group, sd.visits())
+		p.vgroup = slices.Grow(p.vgroup[:0], sd.visits())[:sd.visits()]
+		clear(p.vgroup)
+		vgroup = p.vgroup
 	}
 	p.mark = slices.Grow(p.mark[:0], sd.visits())[:sd.visits()]
 	clear(p.mark)
@@ -1597,7 +1600,7 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 	// visitHits: a visit's hits fall in one group (vgroup), and a hit's
 	// only test beyond its visit's is its hit filters' memos
 	// (countVisitHits).
-	visitHits := whole && vgroup != nil && len(p.hitConj) > 0 && p.hitLeaves && !p.needEng && !p.needRev
+	visitHits := whole && p.visitOnly && !byVisit && len(p.hitConj) > 0 && p.hitLeaves && !p.needEng && !p.needRev
 	if visitHits {
 		p.hitCols = p.hitCols[:0]
 		for _, n := range p.hitConj {
@@ -1702,8 +1705,8 @@ func (p *plan) scanDay(sd *segDay, frozen bool) {
 		lo := 0
 		visitChecked = true
 		test := !p.settled
-		if fast && !test {
-			if lo = p.countPassing(sd, hcol); p.err != nil {
+		if (fast || visitHits) && !test {
+			if lo = p.countPassing(sd, hcol, visitHits, vgroup); p.err != nil {
 				return
 			}
 		} else {
@@ -1858,11 +1861,11 @@ func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
 }
 
 // countPassing adds the hits of every visit of sd that vpass settled as
-// passing with countHits, and returns the first orphan hit. The passing
-// visits are listed first without a branch on each: whether a visit
-// passes is as likely as not, and a mispredicted branch a visit cost more
-// than the list.
-func (p *plan) countPassing(sd *segDay, col []uint32) int {
+// passing with countHits (countVisitHits if visitHits), and returns the
+// first orphan hit. The passing visits are listed first without a branch
+// on each: whether a visit passes is as likely as not, and a mispredicted
+// branch a visit cost more than the list.
+func (p *plan) countPassing(sd *segDay, col []uint32, visitHits bool, vgroup []*group) int {
 	nv := len(sd.hitEnd)
 	pass := slices.Grow(p.passing[:0], nv)[:nv]
 	n := 0
@@ -1877,7 +1880,12 @@ func (p *plan) countPassing(sd *segDay, col []uint32) int {
 		if v > 0 {
 			lo = int(sd.hitEnd[v-1])
 		}
-		if p.countHits(sd, col, v, lo, int(sd.hitEnd[v])); p.err != nil {
+		if visitHits {
+			p.countVisitHits(sd, vgroup, v, lo, int(sd.hitEnd[v]))
+		} else {
+			p.countHits(sd, col, v, lo, int(sd.hitEnd[v]))
+		}
+		if p.err != nil {
 			return 0
 		}
 	}
