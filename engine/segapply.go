@@ -44,6 +44,7 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 			vd = vent.seg
 		}
 	}
+	var page, host uint32
 	if vd == nil {
 		vent = ent
 		// A new visit, or one whose row is unknown (state from before the
@@ -51,15 +52,17 @@ func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *p
 		vd = sd
 		var attr [numVA]uint32
 		e.visitAttrs(sd, r, external, &attr)
-		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, e.sid(sd, catPath, r.seg.path), e.sid(sd, catHost, r.seg.host))
+		page, host = e.sid(sd, catPath, r.seg.path), e.sid(sd, catHost, r.seg.host)
+		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, host)
 		if !newVisit || v.last == 0 || r.ms >= v.last {
 			v.day, v.row = r.date, row
 		}
 		// Else an earlier visit imported after a later one: the visit
 		// rule keeps the later one's time (v.last), so the next pageview
 		// continues the later visit, and v keeps the later one's row.
+	} else {
+		page, host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	}
-	page, host := e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	if row >= vd.offV {
 		// (A sealed visit's columns are derived from its hits.)
 		i := row - vd.offV

@@ -39,8 +39,9 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	}
 	defer e.exit()
 	now := e.now()
-	recs := make([]record, len(hits))
-	cfgs := make([]*siteConfig, len(hits))
+	sc := getTrackScratch(len(hits))
+	defer sc.put()
+	recs, cfgs := sc.recs, sc.cfgs
 	var groups []uint32           // websites in the order of their first hit
 	idx := make(map[uint32][]int) // website → its hits
 	for i := range hits {
@@ -95,6 +96,46 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 		return res, fmt.Errorf("engine: write log: %w", err)
 	}
 	return res, nil
+}
+
+// trackScratch is the records of one Track call and their configurations,
+// reused from call to call (trackPool): a record is about 400 bytes, and a
+// tracker calls Track once a hit. Nothing keeps a record once Track
+// returns: ingest applies its pending hits (which point to them) or drops
+// them before it returns.
+type trackScratch struct {
+	recs []record
+	cfgs []*siteConfig
+}
+
+var trackPool = sync.Pool{New: func() any { return new(trackScratch) }}
+
+// trackScratchMax is the most records a trackScratch keeps for the next
+// call: an import's 10,000 hits a call are not kept.
+const trackScratchMax = 64
+
+// getTrackScratch returns a trackScratch of n zero records.
+func getTrackScratch(n int) *trackScratch {
+	if n > trackScratchMax {
+		return &trackScratch{recs: make([]record, n), cfgs: make([]*siteConfig, n)}
+	}
+	sc := trackPool.Get().(*trackScratch)
+	if cap(sc.recs) < n {
+		sc.recs, sc.cfgs = make([]record, n, trackScratchMax), make([]*siteConfig, n, trackScratchMax)
+	}
+	sc.recs, sc.cfgs = sc.recs[:n], sc.cfgs[:n]
+	return sc
+}
+
+// put zeroes sc's records (their strings are not kept alive) and returns it
+// to the pool.
+func (sc *trackScratch) put() {
+	if cap(sc.recs) > trackScratchMax {
+		return
+	}
+	clear(sc.recs)
+	clear(sc.cfgs)
+	trackPool.Put(sc)
 }
 
 // dropFailed marks, inside Track, a hit whose batch failed.
