@@ -183,8 +183,10 @@ func sortRows(rows []Row, byValue, desc bool, n int) {
 
 // partialSort puts the n smallest rows, sorted, at the front of rows, in
 // O(len(rows)·log n): a bounded max-heap of the n best rows seen so far,
-// whose root is the worst of them.
-func partialSort(rows []Row, n int, cmpRow func(a, b Row) int) {
+// whose root is the worst of them. 0 < n <= len(rows); cmpRow is a total
+// order (no two rows compare equal), or the rows that tie with the n-th
+// are chosen among in no particular order.
+func partialSort[T any](rows []T, n int, cmpRow func(a, b T) int) {
 	h := rows[:n]
 	worse := func(i, j int) bool { return cmpRow(h[i], h[j]) > 0 }
 	down := func(i int) {

@@ -203,7 +203,12 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 			row.metrics[i] = percent(row.visitors, denom[row.keyOf(keep)], 2, false)
 		}
 	}
-	p.sortRows(rows)
+	off := min(r.Pagination.Offset, len(rows))
+	end := min(off+r.Pagination.Limit, len(rows))
+	if len(r.Dimensions) == 0 {
+		off, end = 0, len(rows) // an aggregate is one row, whatever the page
+	}
+	p.sortRows(rows, end)
 	res := QueryResult{Query: r.Echo(), Results: []QueryRow{}}
 	if r.Include.TotalRows {
 		n := len(rows)
@@ -221,11 +226,6 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 	}
 	if len(p.warnings) > 0 {
 		res.Meta.MetricWarnings = p.warnings
-	}
-	off := min(r.Pagination.Offset, len(rows))
-	end := min(off+r.Pagination.Limit, len(rows))
-	if len(r.Dimensions) == 0 {
-		off, end = 0, len(rows) // an aggregate is one row, whatever the page
 	}
 	for _, row := range rows[off:end] {
 		res.Results = append(res.Results, QueryRow{Dimensions: row.dims, Metrics: row.metrics})
@@ -908,6 +908,7 @@ type outRow struct {
 	metrics  []any
 	visitors int64
 	g        *group
+	pos      int // the row's place before sortRows: its last key
 }
 
 func (o *outRow) keyOf(pos []int) string {
@@ -2520,8 +2521,10 @@ func (p *plan) isRevenueGoal(v any) bool {
 }
 
 // sortRows orders rows by the query's order_by, then by the dimension
-// values ascending.
-func (p *plan) sortRows(rows []*outRow) {
+// values ascending, then by their order before (as a stable sort would);
+// only the first n need to be in their final place: a page of the top
+// rows of a query by page is chosen among tens of thousands.
+func (p *plan) sortRows(rows []*outRow, n int) {
 	type key struct {
 		metric int // index in metrics, or -1
 		dim    int
@@ -2535,7 +2538,10 @@ func (p *plan) sortRows(rows []*outRow) {
 	for j := range p.r.Dimensions {
 		keys = append(keys, key{metric: -1, dim: j})
 	}
-	slices.SortStableFunc(rows, func(a, b *outRow) int {
+	for i, o := range rows {
+		o.pos = i
+	}
+	cmpRow := func(a, b *outRow) int {
 		for _, k := range keys {
 			var c int
 			if k.metric >= 0 {
@@ -2550,8 +2556,16 @@ func (p *plan) sortRows(rows []*outRow) {
 				return c
 			}
 		}
-		return 0
-	})
+		return cmp.Compare(a.pos, b.pos)
+	}
+	if n <= 0 {
+		return
+	}
+	if n < len(rows)/2 {
+		partialSort(rows, n, cmpRow)
+		return
+	}
+	slices.SortFunc(rows, cmpRow)
 }
 
 // compareValues orders row values: nil first, numbers numerically,
