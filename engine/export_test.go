@@ -70,3 +70,11 @@ func SetGidPageBits(n int) int {
 // tests (model, metamorphic, sealed, determinism) check it against their
 // references; TestDayMemo sets the threshold back to test it.
 func init() { minMemoVisits = 1 }
+
+// SetQueryGroupLimit sets the most groups a query may make (MaxQueryGroups
+// outside tests) and returns the old limit.
+func SetQueryGroupLimit(n int) int {
+	old := queryGroupLimit
+	queryGroupLimit = n
+	return old
+}

@@ -38,6 +38,15 @@ const maxGoalMemo = 16 << 20
 // "MaxQueryGroups") instead of growing without bound.
 const MaxQueryGroups = 1_000_000
 
+// queryGroupLimit is MaxQueryGroups, lowered by tests (read once per plan:
+// groupLimit).
+var queryGroupLimit = MaxQueryGroups
+
+// groupsError is the error of a query that groups more than limit rows.
+func groupsError(limit int) *QueryError {
+	return &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", limit), Limit: "MaxQueryGroups"}
+}
+
 func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
 	e := o.e
 	s, err := o.site(website)
@@ -390,8 +399,8 @@ func (p *plan) merge(sub *plan) {
 	for _, sg := range sub.order {
 		g, ok := p.groups[sg.key]
 		if !ok {
-			if len(p.groups) >= MaxQueryGroups {
-				p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
+			if len(p.groups) >= p.groupLimit {
+				p.err = groupsError(p.groupLimit)
 				return
 			}
 			sg.id = int32(len(p.order) + 1)
@@ -788,7 +797,9 @@ type plan struct {
 
 	groups map[string]*group
 	order  []*group
-	keyBuf []byte // globalGroup's
+	// groupLimit is the most groups the query may make (queryGroupLimit).
+	groupLimit int
+	keyBuf     []byte // globalGroup's
 	// groupSlab and dimSlab are globalGroup's chunks of new groups and
 	// of their values.
 	groupSlab []group
@@ -920,7 +931,7 @@ func (o *outRow) keyOf(pos []int) string {
 }
 
 func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
-	p := &plan{r: r, goals: goals, page: -1, groups: make(map[string]*group), labelIDs: make(map[string]uint32)}
+	p := &plan{r: r, goals: goals, page: -1, groups: make(map[string]*group), labelIDs: make(map[string]uint32), groupLimit: queryGroupLimit}
 	p.from, p.to = r.From.Unix(), r.To.Unix()
 	for i, d := range r.Dimensions {
 		s := specOf(d)
@@ -2152,8 +2163,8 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	if g, ok := p.groups[string(b)]; ok {
 		return g
 	}
-	if len(p.groups) >= MaxQueryGroups || p.shared != nil && p.shared.groups.Add(1) > 2*MaxQueryGroups {
-		p.err = &QueryError{Msg: fmt.Sprintf("The query groups more than %d rows; add filters or fewer dimensions.", MaxQueryGroups), Limit: "MaxQueryGroups"}
+	if len(p.groups) >= p.groupLimit || p.shared != nil && p.shared.groups.Add(1) > 2*int64(p.groupLimit) {
+		p.err = groupsError(p.groupLimit)
 		return nil
 	}
 	// Groups and their values come from chunks: a query by page makes
