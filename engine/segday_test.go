@@ -118,7 +118,8 @@ func FuzzSegDay(f *testing.F) {
 			}
 			p.scanDay(d, false)
 			rows := p.rows()
-			p.sortRows(rows, (len(rows)+2)/3) // the partial sort, from 3 rows
+			// The partial sort from 4 rows (n < len/2), the full one below.
+			p.sortRows(rows, max(len(rows)/3, min(len(rows), 1)))
 		}
 	})
 }

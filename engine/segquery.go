@@ -38,8 +38,9 @@ const maxGoalMemo = 16 << 20
 // "MaxQueryGroups") instead of growing without bound.
 const MaxQueryGroups = 1_000_000
 
-// queryGroupLimit is MaxQueryGroups, lowered by tests (read once per plan:
-// groupLimit).
+// queryGroupLimit is MaxQueryGroups, lowered by tests, never while a query
+// runs: each plan reads it when made (newPlan, groupLimit), a scan's
+// workers' plans when the scan starts them.
 var queryGroupLimit = MaxQueryGroups
 
 // groupsError is the error of a query that groups more than limit rows.
