@@ -174,11 +174,20 @@ func sortRows(rows []Row, byValue, desc bool, n int) {
 		}
 		return cmp.Or(c, strings.Compare(a.Value, b.Value))
 	}
-	if n > 0 && n < len(rows)/2 {
+	sortFirst(rows, n, cmpRow)
+}
+
+// sortFirst puts the first n rows by cmpRow (a total order) in their final
+// place: with partialSort when n is well below len(rows), else by sorting
+// them all.
+func sortFirst[T any](rows []T, n int, cmpRow func(a, b T) int) {
+	switch {
+	case n <= 0:
+	case n < len(rows)/2:
 		partialSort(rows, n, cmpRow)
-		return
+	default:
+		slices.SortFunc(rows, cmpRow)
 	}
-	slices.SortFunc(rows, cmpRow)
 }
 
 // partialSort puts the n smallest rows, sorted, at the front of rows, in

@@ -2570,14 +2570,7 @@ func (p *plan) sortRows(rows []*outRow, n int) {
 		}
 		return cmp.Compare(a.pos, b.pos)
 	}
-	if n <= 0 {
-		return
-	}
-	if n < len(rows)/2 {
-		partialSort(rows, n, cmpRow)
-		return
-	}
-	slices.SortFunc(rows, cmpRow)
+	sortFirst(rows, n, cmpRow)
 }
 
 // compareValues orders row values: nil first, numbers numerically,
