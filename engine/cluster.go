@@ -376,7 +376,7 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 	for i := range idx {
 		idx[i] = i
 	}
-	hits, err := e.pinLocked(sh, st, recs, idx)
+	hits, err := e.pinLocked(sh, st, recs, idx, nil)
 	if err != nil {
 		return err
 	}

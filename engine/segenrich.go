@@ -15,7 +15,7 @@ import (
 const maxSegValue = 255
 
 // enrichSeg fills the segment fields of r (SPEC §10.1) from h. pg is h's
-// parsed page.
+// parsed page; r's day-bucket fields are filled (r.refHost is read).
 func enrichSeg(h *Hit, pg norm.Page, r *record, ag ua.Agent, loc geo.Location) {
 	f := &r.seg
 	f.scroll = -1
@@ -35,7 +35,7 @@ func enrichSeg(h *Hit, pg norm.Page, r *record, ag ua.Agent, loc geo.Location) {
 	if r.event || f.engagement {
 		return
 	}
-	f.refURL = referrerURL(h.Referrer)
+	f.refURL = referrerURL(h.Referrer, r.refHost)
 	f.landing = landingParams(h.URL)
 	f.browserVer, f.osVer = ag.BrowserVersion, ag.OSVersion
 	f.region, f.regionName, f.cityName, f.cityID = loc.Region, loc.RegionName, loc.CityName, loc.CityID
@@ -68,11 +68,10 @@ func boundProps(in []Prop) []Prop {
 	return out
 }
 
-// referrerURL is the referrer as visit:referrer shows it: host without
+// referrerURL is the referrer ref as visit:referrer shows it: host without
 // "www." plus the path, no scheme, query or fragment, no trailing "/";
-// "" for none.
-func referrerURL(ref string) string {
-	host := norm.ReferrerHost(ref)
+// "" for none. host is norm.ReferrerHost(ref).
+func referrerURL(ref, host string) string {
 	if host == "" {
 		return ""
 	}

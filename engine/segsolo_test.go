@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -174,3 +177,92 @@ func resultsOf(e *engine.Engine, a engine.Account, w engine.Website) func(body s
 // noAnswerCache turns off the engine's cache of answers (Options.QueryCache),
 // for tests whose queries must scan.
 func noAnswerCache(o *engine.Options) { o.QueryCache = -1 }
+
+// TestTrackSeveralWebsitesOneCall tracks calls that each mix the hits of two
+// websites, in batches of changing sizes (the second website's longer, then
+// shorter than the first's), so that Track's reused scratch (records, log
+// entries, pending hits) serves batches of both websites in one call and
+// calls of other shapes after it. Every hit counts once, on its own
+// website, with its own page and referrer, also once replayed from the log.
+func TestTrackSeveralWebsitesOneCall(t *testing.T) {
+	c := newClock("2024-03-04T10:00:00Z")
+	e, o, a, w1 := soloSite(t, c, engine.SaltDay, func(o *engine.Options) { o.FS = vfs.NewCrashableMem() })
+	ctx := context.Background()
+	domain := "other.example"
+	w2, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		site uint32
+		page string
+	}
+	want := map[key]int{}
+	sources := map[uint32]map[string]int{w1.ID: {}, w2.ID: {}}
+	n := 0
+	for call, shape := range [][2]int{{3, 9}, {9, 2}, {1, 1}, {0, 5}, {7, 0}, {64, 1}} {
+		var hs []engine.Hit
+		for i := range max(shape[0], shape[1]) {
+			for s, w := range []engine.Website{w1, w2} {
+				if i >= shape[s] {
+					continue
+				}
+				n++
+				page := fmt.Sprintf("/c%d/%d", call, i%3)
+				ref := fmt.Sprintf("https://ref%d.example/x", n%4)
+				hs = append(hs, engine.Hit{URL: "https://" + w.Domain + page, Referrer: ref, UserAgent: soloUA, Visitor: fmt.Sprint("v", n), Website: w.ID})
+				want[key{w.ID, page}]++
+				sources[w.ID][fmt.Sprintf("ref%d.example", n%4)]++
+			}
+		}
+		res, err := e.Track(ctx, hs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Accepted != len(hs) {
+			t.Fatalf("call %d accepted %d of %d hits", call, res.Accepted, len(hs))
+		}
+	}
+	check := func(e *engine.Engine) {
+		t.Helper()
+		for _, w := range []engine.Website{w1, w2} {
+			q := resultsOf(e, a, w)
+			got, err := q(`{"site_id":"` + w.Domain + `","date_range":["2024-03-04","2024-03-04"],"metrics":["pageviews"],"dimensions":["event:page"],"order_by":[["event:page","asc"]],"pagination":{"limit":1000}}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows []string
+			for k, v := range want {
+				if k.site == w.ID {
+					rows = append(rows, fmt.Sprintf(`{"dimensions":[%q],"metrics":[%d]}`, k.page, v))
+				}
+			}
+			slices.Sort(rows)
+			if exp := "[" + strings.Join(rows, ",") + "]"; got != exp {
+				t.Errorf("%s by page:\n got %s\nwant %s", w.Domain, got, exp)
+			}
+			got, err = q(`{"site_id":"` + w.Domain + `","date_range":["2024-03-04","2024-03-04"],"metrics":["visits"],"dimensions":["visit:source"],"order_by":[["visit:source","asc"]]}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = rows[:0]
+			for src, v := range sources[w.ID] {
+				rows = append(rows, fmt.Sprintf(`{"dimensions":[%q],"metrics":[%d]}`, src, v))
+			}
+			slices.Sort(rows)
+			if exp := "[" + strings.Join(rows, ",") + "]"; got != exp {
+				t.Errorf("%s by source:\n got %s\nwant %s", w.Domain, got, exp)
+			}
+		}
+	}
+	check(e)
+	// A crash: the next Open replays the log (Close would snapshot).
+	o2 := *o
+	o2.FS = o.FS.(*vfs.MemFS).CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rand.New(rand.NewPCG(1, 2))})
+	e2, err := engine.Open(&o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	check(e2)
+}

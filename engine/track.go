@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 		if e.opts.Cluster != nil {
 			ok, err = e.publish(ctx, website, recs, idx[website])
 		} else {
-			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, recs, idx[website])
+			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, sc, idx[website])
 		}
 		if err != nil {
 			// This website and the later ones are not counted.
@@ -99,13 +100,19 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 }
 
 // trackScratch is the records of one Track call and their configurations,
-// reused from call to call (trackPool): a record is about 400 bytes, and a
-// tracker calls Track once a hit. Nothing keeps a record once Track
-// returns: ingest applies its pending hits (which point to them) or drops
-// them before it returns.
+// and ingest's log entries and pending hits, reused from call to call
+// (trackPool): a record is about 400 bytes, and a tracker calls Track once
+// a hit. Nothing keeps any of them once Track returns: the log copies the
+// entries into its batch, and ingest applies its pending hits (which point
+// to the records; the site's queue holds copies) or drops them before it
+// returns.
 type trackScratch struct {
 	recs []record
 	cfgs []*siteConfig
+
+	buf     []byte // the entries' encoded records
+	entries []snapshot.LogEntry
+	hits    []pendingHit
 }
 
 var trackPool = sync.Pool{New: func() any { return new(trackScratch) }}
@@ -127,23 +134,25 @@ func getTrackScratch(n int) *trackScratch {
 	return sc
 }
 
-// put zeroes sc's records (their strings are not kept alive) and returns it
-// to the pool.
+// put zeroes sc's records and pending hits (their strings and pointers are
+// not kept alive) and returns it to the pool.
 func (sc *trackScratch) put() {
 	if cap(sc.recs) > trackScratchMax {
 		return
 	}
 	clear(sc.recs)
 	clear(sc.cfgs)
+	clear(sc.hits[:cap(sc.hits)]) // a later website's batch may have been shorter
+	sc.buf, sc.entries, sc.hits = sc.buf[:0], sc.entries[:0], sc.hits[:0]
 	trackPool.Put(sc)
 }
 
 // dropFailed marks, inside Track, a hit whose batch failed.
 const dropFailed = numDropReasons
 
-// ingest logs the records recs[i] (i in idx) of one website as one batch and
-// applies them once the batch is durable. ok is false when the website is
-// gone.
+// ingest logs the records sc.recs[i] (i in idx) of one website as one batch
+// and applies them once the batch is durable. ok is false when the website
+// is gone.
 //
 // The order of the log is the order of application: sequence numbers are
 // taken and the batch enters the log under the shard lock, and the records
@@ -152,7 +161,7 @@ const dropFailed = numDropReasons
 // record before a durable one is durable). Applying cannot fail: the days
 // and visitor state the records need are read from the store and pinned
 // resident before they are logged.
-func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int) (ok bool, err error) {
+func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -162,18 +171,21 @@ func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int)
 	st := s.state
 	sh := e.shardOf(website)
 	sh.mu.Lock()
-	hits, err := e.pinLocked(sh, st, recs, idx)
+	hits, err := e.pinLocked(sh, st, sc.recs, idx, sc.hits[:0])
 	if err != nil || hits == nil {
 		sh.mu.Unlock()
 		return false, err
 	}
-	buf := make([]byte, 0, 256*len(hits))
-	entries := make([]snapshot.LogEntry, len(hits))
+	sc.hits = hits
+	buf, entries := sc.buf[:0], sc.entries[:0]
 	for i := range hits {
 		hits[i].seq = e.seq.Add(1)
 		start := len(buf)
 		buf = hits[i].rec.appendBinary(buf)
-		entries[i] = snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]}
+		entries = append(entries, snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]})
+	}
+	if len(hits) <= trackScratchMax {
+		sc.buf, sc.entries = buf, entries
 	}
 	var pend *snapshot.Pending
 	if p := e.logFailed.Load(); p != nil {
@@ -221,8 +233,9 @@ func (e *Engine) ingest(website uint32, domain string, recs []record, idx []int)
 // pinLocked makes the day and visitor state of every record resident,
 // reading what is missing from the store with the shard lock released, and
 // pins them until the records are applied. It returns the records as
-// pending hits, or nil when the website was deleted meanwhile.
-func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) ([]pendingHit, error) {
+// pending hits, in dst's array when it has room, or nil when the website
+// was deleted meanwhile.
+func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, dst []pendingHit) ([]pendingHit, error) {
 	type need struct {
 		date, first buckets.Date
 		day         bool // else the visitor state of period first
@@ -326,7 +339,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int) (
 			}
 		}
 	}
-	hits := make([]pendingHit, len(idx))
+	hits := slices.Grow(dst[:0], len(idx))[:len(idx)]
 	tick := e.counters.tick.Add(1)
 	for k, i := range idx {
 		r := &recs[i]
