@@ -147,6 +147,10 @@ func (sc *trackScratch) put() {
 	trackPool.Put(sc)
 }
 
+// recordBytes is what ingest reserves in its buffer for a hit's encoded
+// record.
+const recordBytes = 320
+
 // dropFailed marks, inside Track, a hit whose batch failed.
 const dropFailed = numDropReasons
 
@@ -177,7 +181,10 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		return false, err
 	}
 	sc.hits = hits
-	buf, entries := sc.buf[:0], sc.entries[:0]
+	// Most records encode to less than recordBytes: buf grows at most
+	// once, by append.
+	buf := slices.Grow(sc.buf[:0], recordBytes*len(hits))
+	entries := slices.Grow(sc.entries[:0], len(hits))
 	for i := range hits {
 		hits[i].seq = e.seq.Add(1)
 		start := len(buf)
