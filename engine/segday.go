@@ -153,6 +153,9 @@ func newSegDay() *segDay {
 // id returns the id of s, adding it; beyond limit distinct strings a new
 // string is counted as segOther (SPEC §13). other reports that.
 func (d *segDay) id(s string, cat segCat, limit int) (id uint32, other bool) {
+	if s == "" {
+		return 0, false // strs[0]; most of a visit's attributes are blank
+	}
 	if d.ids == nil {
 		d.ids = make(map[string]uint32, len(d.strs))
 		for i, s := range d.strs {

@@ -149,7 +149,7 @@ func (sc *trackScratch) put() {
 
 // recordBytes is what ingest reserves in its buffer for a hit's encoded
 // record.
-const recordBytes = 320
+const recordBytes = 256
 
 // dropFailed marks, inside Track, a hit whose batch failed.
 const dropFailed = numDropReasons
