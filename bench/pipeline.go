@@ -116,12 +116,13 @@ func trackConcurrent(ctx context.Context, e *engine.Engine, hits []engine.Hit, w
 
 // openPipelineEngine opens a NoSync engine without background snapshots
 // on dir (or fs when not nil) with the medium site, its clock after hits.
-func openPipelineEngine(ctx context.Context, dir string, fs vfs.FS, hits []engine.Hit) (*engine.Engine, error) {
+// budget is its Options.MemoryBudget (0: none).
+func openPipelineEngine(ctx context.Context, dir string, fs vfs.FS, hits []engine.Hit, budget int64) (*engine.Engine, error) {
 	end := time.Now()
 	if len(hits) > 0 {
 		end = hits[len(hits)-1].Time.Add(time.Hour)
 	}
-	e, err := engine.Open(&engine.Options{Dir: dir, FS: fs, NoSync: true, SnapshotEvery: -1, Now: newClock(end).fn()})
+	e, err := engine.Open(&engine.Options{Dir: dir, FS: fs, NoSync: true, SnapshotEvery: -1, Now: newClock(end).fn(), MemoryBudget: budget})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 		r.prog.step("pipeline: Track, one hit per call (%d/%d)", i+1, c.Repeats)
 		for _, batch := range []int{1, res.BatchSize} {
 			dir := r.newDir("pipeline")
-			e, err := openPipelineEngine(ctx, dir, nil, hits)
+			e, err := openPipelineEngine(ctx, dir, nil, hits, 0)
 			if err != nil {
 				return err
 			}
@@ -226,7 +227,7 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 // runs inside profile.
 func applyRun(ctx context.Context, hits []engine.Hit, profile func(func() error) error) (rate float64, replayed int, fixed time.Duration, err error) {
 	fs := vfs.NewCrashableMem()
-	e, err := openPipelineEngine(ctx, "db", fs, hits)
+	e, err := openPipelineEngine(ctx, "db", fs, hits, 0)
 	if err != nil {
 		return 0, 0, 0, err
 	}
