@@ -78,3 +78,25 @@ func SetQueryGroupLimit(n int) int {
 	queryGroupLimit = n
 	return old
 }
+
+// Pins sums the pins of every resident day and visitor state of e. Once
+// every Track and query has returned, nothing is pinned: a pin left over
+// keeps its day resident forever, one released twice lets it be evicted
+// while a hit waits for it.
+func Pins(e *Engine) int {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	n := 0
+	for id, s := range e.sites {
+		sh := e.shardOf(id)
+		sh.mu.Lock()
+		for _, ent := range s.state.days {
+			n += ent.pins
+		}
+		for _, p := range s.state.periods {
+			n += p.pins
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
 	"github.com/webstats/webstats/engine"
 )
 
@@ -180,40 +182,72 @@ func noAnswerCache(o *engine.Options) { o.QueryCache = -1 }
 
 // TestTrackSeveralWebsitesOneCall tracks calls that each mix the hits of two
 // websites, in batches of changing sizes (the second website's longer, then
-// shorter than the first's), so that Track's reused scratch (records, log
-// entries, pending hits) serves batches of both websites in one call and
-// calls of other shapes after it. Every hit counts once, on its own
-// website, with its own page and referrer, also once replayed from the log.
+// shorter than the first's; 64 hits, the most Track's pool keeps, and 65),
+// so that Track's reused scratch (records, log entries, pending hits) serves
+// batches of both websites in one call and calls of other shapes after it.
+// The calls hold custom events (pending hits without a period of their
+// own) and a visit that crosses midnight under a weekly salt (a pending hit
+// whose visit is on another day). Every hit counts once, on its own
+// website, with its own page and referrer, also once replayed from the log,
+// and every pin a call takes is released once.
 func TestTrackSeveralWebsitesOneCall(t *testing.T) {
-	c := newClock("2024-03-04T10:00:00Z")
-	e, o, a, w1 := soloSite(t, c, engine.SaltDay, func(o *engine.Options) { o.FS = vfs.NewCrashableMem() })
+	c := newClock("2024-03-05T02:00:00Z")
+	e, o, a, w1 := soloSite(t, c, engine.SaltWeek, func(o *engine.Options) { o.FS = vfs.NewCrashableMem() })
 	ctx := context.Background()
 	domain := "other.example"
 	w2, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
 	if err != nil {
 		t.Fatal(err)
 	}
-	type key struct {
-		site uint32
-		page string
-	}
-	want := map[key]int{}
-	sources := map[uint32]map[string]int{w1.ID: {}, w2.ID: {}}
+	sites := []engine.Website{w1, w2}
+	type total struct{ visits, pageviews, events int }
+	pages := map[uint32]map[string]int{w1.ID: {}, w2.ID: {}}   // pageviews by page
+	sources := map[uint32]map[string]int{w1.ID: {}, w2.ID: {}} // visits by source
+	totals := map[uint32]*total{w1.ID: {}, w2.ID: {}}
+	start := time.Date(2024, 3, 4, 23, 40, 0, 0, time.UTC)
 	n := 0
-	for call, shape := range [][2]int{{3, 9}, {9, 2}, {1, 1}, {0, 5}, {7, 0}, {64, 1}} {
+	// Pageviews of each website per call; w2's last visitor of a call also
+	// sends an event.
+	for call, shape := range [][2]int{{3, 9}, {9, 2}, {1, 1}, {0, 5}, {7, 0}, {32, 31}, {64, 0}, {63, 1}} {
+		at := start.Add(time.Duration(call) * 5 * time.Minute) // calls 4 and after on March 5
 		var hs []engine.Hit
+		last := "" // w2's last visitor of the call
+		pageview := func(w engine.Website, visitor, page string, ref int) {
+			hs = append(hs, engine.Hit{Time: at, URL: "https://" + w.Domain + page, Referrer: fmt.Sprintf("https://ref%d.example/x", ref),
+				UserAgent: soloUA, Visitor: visitor, Website: w.ID})
+			pages[w.ID][page]++
+			totals[w.ID].pageviews++
+			totals[w.ID].events++
+		}
+		// The walker's pageview comes first: its pending hit, the one with a
+		// visit on another day, is the first the next website's batch reuses.
+		switch call {
+		case 2: // 23:50: the walker's visit starts
+			pageview(w1, "walker", "/walk", 9)
+			sources[w1.ID]["ref9.example"]++
+			totals[w1.ID].visits++
+		case 5: // 00:05 the next day: the same visit goes on
+			pageview(w1, "walker", "/walk", 9)
+		}
 		for i := range max(shape[0], shape[1]) {
-			for s, w := range []engine.Website{w1, w2} {
+			for s, w := range sites {
 				if i >= shape[s] {
 					continue
 				}
 				n++
-				page := fmt.Sprintf("/c%d/%d", call, i%3)
-				ref := fmt.Sprintf("https://ref%d.example/x", n%4)
-				hs = append(hs, engine.Hit{URL: "https://" + w.Domain + page, Referrer: ref, UserAgent: soloUA, Visitor: fmt.Sprint("v", n), Website: w.ID})
-				want[key{w.ID, page}]++
+				pageview(w, fmt.Sprint("v", n), fmt.Sprintf("/c%d/%d", call, i%3), n%4)
+				if w.ID == w2.ID {
+					last = fmt.Sprint("v", n)
+				}
 				sources[w.ID][fmt.Sprintf("ref%d.example", n%4)]++
+				totals[w.ID].visits++
 			}
+		}
+		if shape[1] > 0 {
+			hs = append(hs, engine.Hit{Time: at, URL: "https://" + w2.Domain + "/signup", UserAgent: soloUA, Visitor: last, Website: w2.ID,
+				Event: &engine.Event{Name: "Signup"}})
+			totals[w2.ID].events++
+			pages[w2.ID]["/signup"] += 0 // a row of its own, without pageviews
 		}
 		res, err := e.Track(ctx, hs...)
 		if err != nil {
@@ -222,36 +256,37 @@ func TestTrackSeveralWebsitesOneCall(t *testing.T) {
 		if res.Accepted != len(hs) {
 			t.Fatalf("call %d accepted %d of %d hits", call, res.Accepted, len(hs))
 		}
+		if p := engine.Pins(e); p != 0 {
+			t.Fatalf("after call %d: %d pins left", call, p)
+		}
+	}
+	// rows is the expected results of a query by one dimension, ascending.
+	rows := func(m map[string]int) string {
+		var out []string
+		for k, v := range m {
+			out = append(out, fmt.Sprintf(`{"dimensions":[%q],"metrics":[%d]}`, k, v))
+		}
+		slices.Sort(out)
+		return "[" + strings.Join(out, ",") + "]"
 	}
 	check := func(e *engine.Engine) {
 		t.Helper()
-		for _, w := range []engine.Website{w1, w2} {
+		for _, w := range sites {
 			q := resultsOf(e, a, w)
-			got, err := q(`{"site_id":"` + w.Domain + `","date_range":["2024-03-04","2024-03-04"],"metrics":["pageviews"],"dimensions":["event:page"],"order_by":[["event:page","asc"]],"pagination":{"limit":1000}}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rows []string
-			for k, v := range want {
-				if k.site == w.ID {
-					rows = append(rows, fmt.Sprintf(`{"dimensions":[%q],"metrics":[%d]}`, k.page, v))
+			body := `{"site_id":"` + w.Domain + `","date_range":["2024-03-04","2024-03-05"],`
+			tot := totals[w.ID]
+			for _, c := range []struct{ query, want string }{
+				{`"metrics":["pageviews"],"dimensions":["event:page"],"order_by":[["event:page","asc"]],"pagination":{"limit":1000}}`, rows(pages[w.ID])},
+				{`"metrics":["visits"],"dimensions":["visit:source"],"order_by":[["visit:source","asc"]]}`, rows(sources[w.ID])},
+				{`"metrics":["visits","pageviews","events"]}`, fmt.Sprintf(`[{"dimensions":[],"metrics":[%d,%d,%d]}]`, tot.visits, tot.pageviews, tot.events)},
+			} {
+				got, err := q(body + c.query)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			slices.Sort(rows)
-			if exp := "[" + strings.Join(rows, ",") + "]"; got != exp {
-				t.Errorf("%s by page:\n got %s\nwant %s", w.Domain, got, exp)
-			}
-			got, err = q(`{"site_id":"` + w.Domain + `","date_range":["2024-03-04","2024-03-04"],"metrics":["visits"],"dimensions":["visit:source"],"order_by":[["visit:source","asc"]]}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows = rows[:0]
-			for src, v := range sources[w.ID] {
-				rows = append(rows, fmt.Sprintf(`{"dimensions":[%q],"metrics":[%d]}`, src, v))
-			}
-			slices.Sort(rows)
-			if exp := "[" + strings.Join(rows, ",") + "]"; got != exp {
-				t.Errorf("%s by source:\n got %s\nwant %s", w.Domain, got, exp)
+				if diff := cmp.Diff(c.want, got); diff != "" {
+					t.Errorf("%s, %s: mismatch (-want +got):\n%s", w.Domain, c.query, diff)
+				}
 			}
 		}
 	}

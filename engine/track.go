@@ -143,13 +143,22 @@ func (sc *trackScratch) put() {
 	clear(sc.recs)
 	clear(sc.cfgs)
 	clear(sc.hits[:cap(sc.hits)]) // a later website's batch may have been shorter
+	// The entries point into buffers, the current one or one a batch
+	// outgrew: none is kept through them.
+	clear(sc.entries[:cap(sc.entries)])
+	if cap(sc.buf) > trackScratchBufMax {
+		sc.buf = nil // a batch of large records (long props): not kept
+	}
 	sc.buf, sc.entries, sc.hits = sc.buf[:0], sc.entries[:0], sc.hits[:0]
 	trackPool.Put(sc)
 }
 
 // recordBytes is what ingest reserves in its buffer for a hit's encoded
-// record.
-const recordBytes = 256
+// record; trackScratchBufMax the largest buffer a trackScratch keeps.
+const (
+	recordBytes        = 256
+	trackScratchBufMax = 2 * trackScratchMax * recordBytes
+)
 
 // dropFailed marks, inside Track, a hit whose batch failed.
 const dropFailed = numDropReasons
@@ -181,8 +190,8 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		return false, err
 	}
 	sc.hits = hits
-	// Most records encode to less than recordBytes: buf grows at most
-	// once, by append.
+	// Most records encode to less than recordBytes (the benchmark's
+	// stream averages 162); longer ones grow buf by append.
 	buf := slices.Grow(sc.buf[:0], recordBytes*len(hits))
 	entries := slices.Grow(sc.entries[:0], len(hits))
 	for i := range hits {
