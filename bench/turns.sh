@@ -7,7 +7,10 @@
 # every run, then the medians of each and head's throughput relative to
 # base's: in hits/s where the benchmark reports it, else as the inverse of
 # ns/op; as the ratio of the medians and the median of the rounds' ratios.
-# The environment reaches both binaries. Run it on an otherwise idle
+# The environment reaches both binaries (a variable base's benchmark does
+# not read changes nothing there). BenchmarkPipeline timed its final
+# snapshot in ns/op before ca802c0: compare such a base in hits/s, as the
+# ratio does. Run it on an otherwise idle
 # machine: this one's throughput moves by ±20% from hour to hour, which
 # turns cancel and a single run does not.
 #
@@ -23,15 +26,25 @@ tmp=$(mktemp -d)
 cleanup() {
 	git -C "$root" worktree remove --force "$tmp/base" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
+	git -C "$root" worktree prune
 }
 trap cleanup EXIT
 git -C "$root" worktree add -q --detach "$tmp/base" "$base"
 (cd "$tmp/base" && go test -c -o "$tmp/base.test" ./bench)
 (cd "$root" && go test -c -o "$tmp/head.test" ./bench)
+# Each binary runs in its own checkout's bench directory; a run that fails
+# or reports no benchmark stops the comparison, with its output.
+dir_base=$tmp/base/bench dir_head=$root/bench
 for i in $(seq "$rounds"); do
 	for b in base head; do
-		(cd "$root/bench" && "$tmp/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" -test.count 1) |
-			grep '^Benchmark' | sed "s/^/$b /"
+		dir=dir_$b
+		if ! (cd "${!dir}" && "$tmp/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" -test.count 1) >"$tmp/out" 2>&1 ||
+			! grep -q '^Benchmark.*/op' "$tmp/out"; then
+			echo "$b, round $i: the run failed or matched no benchmark:" >&2
+			cat "$tmp/out" >&2
+			exit 1
+		fi
+		grep '^Benchmark.*/op' "$tmp/out" | sed "s/^/$b /"
 	done
 done | tee "$tmp/runs"
 
@@ -41,7 +54,7 @@ value() {
 	awk -v name="$2" -v unit="$3" '$2 == name { for (i = 3; i < NF; i++) if ($(i+1) == unit) print $i }' "$1"
 }
 median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2 }'
+	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.10g\n", v[(NR+1)/2]; else printf "%.10g\n", (v[NR/2] + v[NR/2+1]) / 2 }'
 }
 echo
 grep '^base ' "$tmp/runs" >"$tmp/base.runs"
