@@ -87,7 +87,9 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 	case (g.EventName == "") == (g.PagePath == ""):
 		verr.add("goal", "exactly one of event_name and page_path is required")
 	case g.EventName != "":
-		if name, ok := norm.EventName(g.EventName); !ok || utf8.RuneCountInString(g.EventName) > maxGoalName {
+		// The name as the segments keep it, ':' kept (SPEC §2.4):
+		// "Outbound Link: Click" matches Plausible's trackers' events.
+		if name, ok := norm.EventNameExact(g.EventName); !ok || utf8.RuneCountInString(g.EventName) > maxGoalName {
 			verr.add("event_name", "must be 1 to 120 characters")
 		} else {
 			g.EventName = name

@@ -34,6 +34,10 @@ type Hit struct {
 	// Domain is the Plausible form's domain field (the first of a
 	// comma-separated list is used).
 	Domain string
+	// HashMode keeps the URL's fragment in the page, for Plausible's
+	// hash-based routing ("h": 1): "/app/#/settings" (SPEC §2.4). The
+	// fragment is dropped otherwise.
+	HashMode bool
 
 	// Event, when not nil, makes the hit a custom event instead of a pageview.
 	Event *Event

@@ -47,6 +47,11 @@ type segFields struct {
 	props                        []Prop
 	engagedMs                    int64
 	scroll                       int8 // -1: unknown
+	// name and unit are a custom event's name and unit as sent, ':'
+	// kept (SPEC §2.4; version 3): eventRow has them with ':' made a
+	// space, for the phpAnalytics event statistic. Empty in older
+	// records, whose events the segments read from eventRow.
+	name, unit string
 }
 
 func (f *segFields) strs() [9]*string {
@@ -55,8 +60,9 @@ func (f *segFields) strs() [9]*string {
 }
 
 // recordVersion is the version of the record encoding: 2 adds the segment
-// fields; version 1 records (older logs) decode with them empty.
-const recordVersion = 2
+// fields, 3 an event's exact name and unit; older records (older logs)
+// decode with the fields they lack empty.
+const recordVersion = 3
 
 // errRecord reports a malformed log record.
 var errRecord = errors.New("engine: malformed log record")
@@ -106,6 +112,10 @@ func (r *record) appendBinary(b []byte) []byte {
 	}
 	b = binary.AppendVarint(b, f.engagedMs)
 	b = append(b, byte(f.scroll))
+	for _, s := range [2]string{f.name, f.unit} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
 	return b
 }
 
@@ -117,7 +127,7 @@ func (r *record) decode(b []byte) error { return r.decodeWith(b, nil) }
 func (r *record) decodeWith(b []byte, in *interner) error {
 	d := decoder{b: b, in: in}
 	v := d.byte()
-	if v != 1 && v != recordVersion {
+	if v < 1 || v > recordVersion {
 		return fmt.Errorf("%w: version %d", errRecord, v)
 	}
 	w, date, back := d.uvarint(), d.varint(), d.varint()
@@ -144,7 +154,7 @@ func (r *record) decodeWith(b []byte, in *interner) error {
 	}
 	r.seg = segFields{scroll: -1}
 	if v >= 2 {
-		if err := r.seg.decode(&d); err != nil {
+		if err := r.seg.decode(&d, v); err != nil {
 			return err
 		}
 	}
@@ -154,7 +164,7 @@ func (r *record) decodeWith(b []byte, in *interner) error {
 	return nil
 }
 
-func (f *segFields) decode(d *decoder) error {
+func (f *segFields) decode(d *decoder, version byte) error {
 	sf := d.byte()
 	f.engagement, f.nonInteractive = sf&1 != 0, sf&2 != 0
 	for _, s := range f.strs() {
@@ -180,6 +190,12 @@ func (f *segFields) decode(d *decoder) error {
 	f.scroll = int8(d.byte())
 	if d.bad || f.scroll < -1 || f.scroll > 100 {
 		return fmt.Errorf("%w: segment fields", errRecord)
+	}
+	if version >= 3 {
+		f.name, f.unit = d.string(), d.string()
+		if d.bad {
+			return fmt.Errorf("%w: event name", errRecord)
+		}
 	}
 	return nil
 }

@@ -130,6 +130,10 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		h.kind = hkEvent
 		name, rest, _ := strings.Cut(r.eventRow, ":")
 		value, unit, _ := strings.Cut(rest, ":")
+		if r.seg.name != "" {
+			// The name and unit as sent (records of version 3 on).
+			name, unit = r.seg.name, r.seg.unit
+		}
 		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
 		if !r.seg.nonInteractive {
 			h.flags = hfInteractive

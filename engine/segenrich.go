@@ -19,7 +19,7 @@ const maxSegValue = 255
 func enrichSeg(h *Hit, pg norm.Page, r *record, ag ua.Agent, loc geo.Location) {
 	f := &r.seg
 	f.scroll = -1
-	f.path, _, _ = strings.Cut(pg.Page, "?")
+	f.path = pg.Path()
 	f.host = pg.Host
 	f.props = boundProps(h.Props)
 	if h.Event != nil {

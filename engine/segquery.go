@@ -26,6 +26,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -719,15 +720,17 @@ func (s dimSpec) display(v string) string {
 				return "Direct"
 			}
 		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm,
-			vaBrowser, vaBrowserVer, vaOS, vaOSVer:
+			vaBrowserVer, vaOSVer:
 			if v == "" {
 				return "(not set)"
 			}
-		case vaDevice:
+		case vaBrowser, vaOS, vaDevice:
+			// Plausible's names ("Microsoft Edge", "GNU/Linux",
+			// "Desktop"): ua's table (plausible.go).
 			if v == "" {
 				return "(not set)"
 			}
-			return strings.ToUpper(v[:1]) + v[1:]
+			return plausibleName(s.attr, v)
 		}
 	}
 	return v
@@ -755,12 +758,33 @@ func (s dimSpec) blankLabel() string {
 }
 
 // filterValue is the value a filter tests for the stored string v: the
-// shown value, except that a blank with a label stays "".
+// shown value, except that a blank with a label stays "", and a browser,
+// OS or device stays webstats' name (the leaf tests both names: see
+// twoNames).
 func (s dimSpec) filterValue(v string) string {
-	if v == "" && s.blankLabel() != "" {
-		return ""
+	if v == "" && s.blankLabel() != "" || s.twoNames() {
+		return v
 	}
 	return s.display(v)
+}
+
+// twoNames reports whether a dimension's values have two spellings,
+// webstats' (stored, and the phpAnalytics API's) and Plausible's (shown):
+// visit:browser, visit:os and visit:device. A filter matches either.
+func (s dimSpec) twoNames() bool {
+	return s.kind == dkVisitAttr && (s.attr == vaBrowser || s.attr == vaOS || s.attr == vaDevice)
+}
+
+// plausibleName is Plausible's name of a browser, OS or device v (not
+// blank).
+func plausibleName(attr int, v string) string {
+	switch attr {
+	case vaBrowser:
+		return ua.PlausibleBrowser(v)
+	case vaOS:
+		return ua.PlausibleOS(v)
+	}
+	return ua.PlausibleDevice(v)
 }
 
 // plan is a query compiled for scanning.
@@ -1167,6 +1191,12 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 	}
 	neg := strings.HasSuffix(f.Op, "_not")
 	n.test = func(v string) bool { return any(v) != neg }
+	if n.spec.twoNames() {
+		// v is webstats' name: a clause may name it either way
+		// ("Edge" or "Microsoft Edge"); a blank has no second name.
+		attr := n.spec.attr
+		n.test = func(v string) bool { return (any(v) || v != "" && any(plausibleName(attr, v))) != neg }
+	}
 	if n.spec.kind == dkGoal {
 		for i, g := range p.goals.Goals {
 			if matchGoalFilter(f, g.DisplayName) {

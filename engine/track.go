@@ -482,6 +482,9 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	if !ok {
 		return cfg, DropInvalid, nil
 	}
+	if h.HashMode {
+		pg = pg.KeepFragment()
+	}
 	t := h.Time
 	if t.IsZero() {
 		t = now
@@ -493,12 +496,15 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	r.period = periodStart(r.date, e.opts.SaltPeriod)
 	r.ms = t.UnixMilli()
 	if h.Event != nil && h.Engagement == nil {
-		name, ok := norm.EventName(h.Event.Name)
+		// The segments keep the name and unit as sent (':' kept); only
+		// the phpAnalytics event statistic makes ':' a space (SPEC §2.4).
+		name, ok := norm.EventNameExact(h.Event.Name)
 		if !ok {
 			return cfg, DropInvalid, nil
 		}
 		r.event = true
-		r.eventRow = norm.EventRow(name, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
+		r.seg.name, r.seg.unit = name, norm.EventUnitExact(h.Event.Unit)
+		r.eventRow = norm.EventRow(norm.StatName(name), norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
 	}
 	salt, err := e.salt(ctx, r.period)
 	if err != nil {

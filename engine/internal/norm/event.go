@@ -27,28 +27,56 @@ const (
 // invalid UTF-8 is replaced by U+FFFD and the name is cut at MaxEventNameLen
 // characters. ok is false when nothing is left: the name is required.
 func EventName(s string) (name string, ok bool) {
-	s = eventText(s)
+	s = eventText(s, false)
 	if s == "" {
 		return "", false
 	}
 	return cutRunes(s, MaxEventNameLen), true
 }
 
-// EventUnit normalises an event unit (SPEC §2.4) like EventName; a unit longer
-// than MaxEventUnitLen characters is dropped (""), not cut.
-func EventUnit(s string) string {
-	s = eventText(s)
+// EventNameExact normalises an event name as the segments store, goals and
+// the Plausible APIs keep it (SPEC §2.4): like EventName, but every ':' is
+// kept, so that Plausible's "Outbound Link: Click" stays itself. ok is false
+// when nothing is left. StatName turns the result into EventName's.
+func EventNameExact(s string) (name string, ok bool) {
+	s = eventText(s, true)
+	if s == "" {
+		return "", false
+	}
+	return cutRunes(s, MaxEventNameLen), true
+}
+
+// StatName is the name of the phpAnalytics event statistic (SPEC §2.3) for
+// a name from EventNameExact: every ':' a space, trimmed. It is "" for a
+// name of only colons, which that statistic then counts under a blank name.
+func StatName(exact string) string { return eventText(exact, false) }
+
+// EventUnitExact is EventUnit keeping every ':' (the unit as the segments
+// store keeps it: a revenue currency).
+func EventUnitExact(s string) string {
+	s = eventText(s, true)
 	if utf8.RuneCountInString(s) > MaxEventUnitLen {
 		return ""
 	}
 	return s
 }
 
-// eventText does the work of EventName but the cut.
-func eventText(s string) string {
+// EventUnit normalises an event unit (SPEC §2.4) like EventName; a unit longer
+// than MaxEventUnitLen characters is dropped (""), not cut.
+func EventUnit(s string) string {
+	s = eventText(s, false)
+	if utf8.RuneCountInString(s) > MaxEventUnitLen {
+		return ""
+	}
+	return s
+}
+
+// eventText does the work of EventName but the cut; keepColon keeps
+// every ':' (EventNameExact).
+func eventText(s string, keepColon bool) string {
 	plain := true // printable ASCII without ':', the common case
 	for i := 0; i < len(s) && plain; i++ {
-		plain = 0x20 <= s[i] && s[i] < 0x7f && s[i] != ':'
+		plain = 0x20 <= s[i] && s[i] < 0x7f && (s[i] != ':' || keepColon)
 	}
 	if plain {
 		return strings.TrimSpace(s)
@@ -56,7 +84,7 @@ func eventText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		switch {
-		case r == ':' || r < 0x20 || 0x7f <= r && r <= 0x9f:
+		case r == ':' && !keepColon || r < 0x20 || 0x7f <= r && r <= 0x9f:
 			return ' '
 		case bidiControl(r):
 			return -1

@@ -201,3 +201,47 @@ func TestEventRow(t *testing.T) {
 		})
 	}
 }
+
+// TestEventNameExact checks the name the segments, goals and the Plausible
+// APIs keep (SPEC §2.4): ':' kept, the rest as EventName; and that StatName
+// gives the phpAnalytics statistic's name from it.
+func TestEventNameExact(t *testing.T) {
+	tests := []struct {
+		in       string
+		want     string
+		wantOK   bool
+		wantStat string
+	}{
+		{in: "Outbound Link: Click", want: "Outbound Link: Click", wantOK: true, wantStat: "Outbound Link  Click"},
+		{in: "Form: Submission", want: "Form: Submission", wantOK: true, wantStat: "Form  Submission"},
+		{in: "File Download", want: "File Download", wantOK: true, wantStat: "File Download"},
+		{in: "404", want: "404", wantOK: true, wantStat: "404"},
+		{in: " a:b\tc ", want: "a:b c", wantOK: true, wantStat: "a b c"},
+		{in: "Ä:\u202Eb", want: "Ä:b", wantOK: true, wantStat: "Ä b"},
+		{in: ":", want: ":", wantOK: true, wantStat: ""},
+		{in: " : : ", want: ": :", wantOK: true, wantStat: ""},
+		{in: strings.Repeat(":", 300), want: strings.Repeat(":", 255), wantOK: true, wantStat: ""},
+		{in: "", wantOK: false},
+		{in: " \t\x00", wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, ok := EventNameExact(tt.in)
+			if got != tt.want || ok != tt.wantOK {
+				t.Fatalf("EventNameExact(%q) = %q, %v, want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			}
+			if ok {
+				if stat := StatName(got); stat != tt.wantStat {
+					t.Errorf("StatName(%q) = %q, want %q", got, stat, tt.wantStat)
+				}
+				// The statistic's name is EventName's, when it has one.
+				if name, ok := EventName(tt.in); ok && name != StatName(got) {
+					t.Errorf("StatName(%q) = %q, EventName(%q) = %q", got, StatName(got), tt.in, name)
+				}
+			}
+		})
+	}
+	if got := EventUnitExact("a:b"); got != "a:b" {
+		t.Errorf(`EventUnitExact("a:b") = %q`, got)
+	}
+}

@@ -145,6 +145,9 @@ type Page struct {
 	// is "/". It is cut at MaxPageLen characters (runes, never inside a
 	// UTF-8 sequence) and always starts with "/".
 	Page string
+	// Fragment is the URL's fragment, without its '#', as sent; "" when
+	// none. Page leaves it out; KeepFragment puts it in.
+	Fragment string
 	// Campaign is the first utm_campaign parameter of the URL, read before
 	// the exclusion, URL-decoded ('+' is a space), cut at MaxCampaignLen
 	// characters, with invalid UTF-8 replaced by U+FFFD and control
@@ -179,7 +182,7 @@ func ParsePage(raw string, rules PageRules) (p Page, ok bool) {
 		p.Host = host
 	}
 	if i := strings.IndexByte(rest, '#'); i >= 0 {
-		rest = rest[:i]
+		rest, p.Fragment = rest[:i], rest[i+1:]
 	}
 	path, query := rest, ""
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
@@ -209,6 +212,37 @@ func ParsePage(raw string, rules PageRules) (p Page, ok bool) {
 	}
 	p.Page = cutPage(rest, len(path), rules)
 	return p, true
+}
+
+// KeepFragment returns p with the fragment kept in Page, for Plausible's
+// hash-based routing (a hit with "h": 1, SPEC §2.4): "/app/#/settings",
+// "/app/?a=1#/settings", cut at MaxPageLen characters. A page without a
+// fragment (or with an empty one) is returned unchanged.
+//
+// Plausible appends "#" and the fragment to the path
+// (plausible/analytics lib/plausible/ingestion/request.ex, get_pathname
+// with hash_mode 1); webstats keeps the fragment as sent, not decoded, as
+// it keeps the path.
+func (p Page) KeepFragment() Page {
+	if p.Fragment != "" {
+		p.Page = cutRunes(p.Page+"#"+p.Fragment, MaxPageLen)
+	}
+	return p
+}
+
+// Path is p.Page without its query: the path, and with KeepFragment the
+// fragment too ("/app/#/a?b" keeps the fragment's '?').
+func (p Page) Path() string {
+	page := p.Page
+	frag := ""
+	if i := strings.IndexByte(page, '#'); i >= 0 {
+		page, frag = page[:i], page[i:]
+	}
+	path, _, _ := strings.Cut(page, "?")
+	if frag == "" {
+		return path
+	}
+	return path + frag
 }
 
 // splitURL splits an absolute http(s) URL into the path, query and fragment

@@ -18,20 +18,20 @@ func TestParsePage(t *testing.T) {
 		want    Page
 		wantOK  bool
 	}{
-		{name: "full URL", raw: "https://example.com/a?b=1#x", want: Page{Host: "example.com", Page: "/a?b=1"}, wantOK: true},
+		{name: "full URL", raw: "https://example.com/a?b=1#x", want: Page{Host: "example.com", Page: "/a?b=1", Fragment: "x"}, wantOK: true},
 		{name: "path", raw: "/a?b=1", want: Page{Page: "/a?b=1"}, wantOK: true},
-		{name: "path with fragment", raw: "/a#top", want: Page{Page: "/a"}, wantOK: true},
+		{name: "path with fragment", raw: "/a#top", want: Page{Page: "/a", Fragment: "top"}, wantOK: true},
 		{name: "root", raw: "/", want: Page{Page: "/"}, wantOK: true},
 		{name: "empty path", raw: "https://example.com", want: Page{Host: "example.com", Page: "/"}, wantOK: true},
 		{name: "empty path with query", raw: "https://example.com?a=1", want: Page{Host: "example.com", Page: "/?a=1"}, wantOK: true},
-		{name: "empty path with fragment", raw: "https://example.com#x", want: Page{Host: "example.com", Page: "/"}, wantOK: true},
+		{name: "empty path with fragment", raw: "https://example.com#x", want: Page{Host: "example.com", Page: "/", Fragment: "x"}, wantOK: true},
 		{name: "host normalised", raw: "HTTPS://WWW.Example.COM:8443/A/B", want: Page{Host: "example.com", Page: "/A/B"}, wantOK: true},
 		{name: "IDN host", raw: "http://bücher.de/katalog", want: Page{Host: "xn--bcher-kva.de", Page: "/katalog"}, wantOK: true},
 		{name: "user info", raw: "https://u:p@example.com/", want: Page{Host: "example.com", Page: "/"}, wantOK: true},
 		{name: "IPv6 host", raw: "http://[::1]:8080/x", want: Page{Host: "::1", Page: "/x"}, wantOK: true},
 		{name: "invalid host name keeps page", raw: "https://my_site.com/x", want: Page{Page: "/x"}, wantOK: true},
 		{name: "empty query dropped", raw: "/a?", want: Page{Page: "/a"}, wantOK: true},
-		{name: "empty query and fragment", raw: "/a?#x", want: Page{Page: "/a"}, wantOK: true},
+		{name: "empty query and fragment", raw: "/a?#x", want: Page{Page: "/a", Fragment: "x"}, wantOK: true},
 		{name: "query order and encoding kept", raw: "/s?z=1&a=%41+b&m=%e2%82%ac&a=2", want: Page{Page: "/s?z=1&a=%41+b&m=%e2%82%ac&a=2"}, wantOK: true},
 		{name: "second question mark kept", raw: "/a?b=?c", want: Page{Page: "/a?b=?c"}, wantOK: true},
 		{name: "path as sent", raw: "/a%2Fb/../c//d", want: Page{Page: "/a%2Fb/../c//d"}, wantOK: true},
@@ -49,7 +49,7 @@ func TestParsePage(t *testing.T) {
 		{name: "exclusion drops empty segments", raw: "/p?a=1&&sid=1&", exclude: "sid", want: Page{Page: "/p?a=1"}, wantOK: true},
 		{name: "no exclusion keeps empty segments", raw: "/p?a=1&&b=2&", exclude: "sid", want: Page{Page: "/p?a=1&&b=2&"}, wantOK: true},
 		{name: "rules with blank lines and spaces", raw: "/p?a=1&b=2&c=3", exclude: "\r\n  a \r\n\n\tc\n", want: Page{Page: "/p?b=2"}, wantOK: true},
-		{name: "ampersand line removes query", raw: "/p?a=1&b=2#f", exclude: "&", want: Page{Page: "/p"}, wantOK: true},
+		{name: "ampersand line removes query", raw: "/p?a=1&b=2#f", exclude: "&", want: Page{Page: "/p", Fragment: "f"}, wantOK: true},
 		{name: "ampersand line on full URL", raw: "https://example.com?a=1", exclude: "x\n&", want: Page{Host: "example.com", Page: "/"}, wantOK: true},
 		{name: "campaign read before exclusion", raw: "/p?utm_campaign=spring&x=1", exclude: "utm_campaign", want: Page{Page: "/p?x=1", Campaign: "spring"}, wantOK: true},
 		{name: "campaign read before ampersand", raw: "/p?utm_campaign=spring", exclude: "&", want: Page{Page: "/p", Campaign: "spring"}, wantOK: true},
@@ -59,7 +59,7 @@ func TestParsePage(t *testing.T) {
 		{name: "campaign malformed escape as sent", raw: "/?utm_campaign=50%", want: Page{Page: "/?utm_campaign=50%", Campaign: "50%"}, wantOK: true},
 		{name: "campaign control and bad UTF-8 cleaned", raw: "/?utm_campaign=a%00b%FF", want: Page{Page: "/?utm_campaign=a%00b%FF", Campaign: "ab\uFFFD"}, wantOK: true},
 		{name: "campaign empty", raw: "/?utm_campaign=", want: Page{Page: "/?utm_campaign="}, wantOK: true},
-		{name: "campaign not in fragment", raw: "/#?utm_campaign=x", want: Page{Page: "/"}, wantOK: true},
+		{name: "campaign not in fragment", raw: "/#?utm_campaign=x", want: Page{Page: "/", Fragment: "?utm_campaign=x"}, wantOK: true},
 		{name: "campaign not utm_campaigns", raw: "/?utm_campaigns=x", want: Page{Page: "/?utm_campaigns=x"}, wantOK: true},
 		{name: "campaign cut", raw: "/?utm_campaign=" + strings.Repeat("é", 300), want: Page{Page: ("/?utm_campaign=" + strings.Repeat("é", 300))[:len("/?utm_campaign=")+2*240], Campaign: strings.Repeat("é", 255)}, wantOK: true},
 
@@ -158,5 +158,37 @@ func TestValidText(t *testing.T) {
 				t.Errorf("validText(%q) = %v, want %v", s, got, want)
 			}
 		}
+	}
+}
+
+// TestKeepFragment checks hash-based routing's page (SPEC §2.4): the
+// fragment appended to the page ("/app/#/settings"), and Path without the
+// query but with the fragment.
+func TestKeepFragment(t *testing.T) {
+	long := "/" + strings.Repeat("a", 250)
+	tests := []struct {
+		raw, page, path, plainPath string
+	}{
+		{raw: "https://example.com/app/#/settings", page: "/app/#/settings", path: "/app/#/settings", plainPath: "/app/"},
+		{raw: "https://example.com/app/?x=1#/a", page: "/app/?x=1#/a", path: "/app/#/a", plainPath: "/app/"},
+		{raw: "https://example.com/app#/a?b=1", page: "/app#/a?b=1", path: "/app#/a?b=1", plainPath: "/app"},
+		{raw: "https://example.com/app/#", page: "/app/", path: "/app/", plainPath: "/app/"},
+		{raw: "https://example.com/app/", page: "/app/", path: "/app/", plainPath: "/app/"},
+		{raw: "https://example.com" + long + "#/abcdefgh", page: (long + "#/abcdefgh")[:255], path: (long + "#/abcdefgh")[:255], plainPath: long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			p, ok := ParsePage(tt.raw, PageRules{})
+			if !ok {
+				t.Fatal("not a page")
+			}
+			if got := p.Path(); got != tt.plainPath {
+				t.Errorf("Path() without the fragment = %q, want %q", got, tt.plainPath)
+			}
+			k := p.KeepFragment()
+			if k.Page != tt.page || k.Path() != tt.path {
+				t.Errorf("KeepFragment: page %q path %q, want %q %q", k.Page, k.Path(), tt.page, tt.path)
+			}
+		})
 	}
 }
