@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -299,6 +300,111 @@ func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe
 	if raw, ok := obj["event"]; ok && !isNull(raw) {
 		checkCustomEvent(raw, at+".event", h, fe)
 	}
+	checkPlausibleFields(obj, at, h, fe)
+}
+
+// checkPlausibleFields checks what a line may carry of the Plausible form
+// (SPEC §3.4), as top-level keys: props, h (hash-based routing), and on
+// a line with an event,
+// revenue (its value and unit, as a live hit's revenue gives them) and
+// interactive. Whatever a live /api/event records, an import records; but
+// where the live endpoint drops a malformed value silently, as Plausible
+// does, an import names it (422) and counts nothing.
+func checkPlausibleFields(obj map[string]json.RawMessage, at string, h *engine.Hit, fe *fieldErrors) {
+	if raw, ok := obj["props"]; ok && !isNull(raw) {
+		h.Props = checkProps(raw, at+".props", fe)
+	}
+	if raw, ok := obj["h"]; ok && !isNull(raw) {
+		// Hash-based routing, as the live form's "h": 1 keeps the page's
+		// fragment (SPEC §2.4).
+		switch string(bytes.TrimSpace(raw)) {
+		case "0":
+		case "1":
+			h.HashMode = true
+		default:
+			fe.add(at+".h", "The "+at+".h field must be 0 or 1.")
+		}
+	}
+	ev := h.Event
+	if raw, ok := obj["revenue"]; ok && !isNull(raw) {
+		field := at + ".revenue"
+		rev, ok := checkRevenue(raw, field, fe)
+		switch {
+		case !ok:
+		case ev == nil:
+			fe.add(field, "The "+field+" field is only allowed with "+at+".event.")
+		case ev.Value != nil || ev.Unit != "":
+			fe.add(field, "The "+field+" field cannot be combined with "+at+".event.value or unit.")
+		default:
+			ev.Value, ev.Unit = rev.Amount, rev.Currency
+		}
+	}
+	if raw, ok := obj["interactive"]; ok && !isNull(raw) {
+		field := at + ".interactive"
+		switch string(bytes.TrimSpace(raw)) {
+		case "true":
+		case "false":
+			if ev == nil {
+				fe.add(field, "The "+field+" field is only allowed with "+at+".event.")
+			} else {
+				ev.NonInteractive = true
+			}
+		default:
+			fe.add(field, "The "+field+" field must be true or false.")
+		}
+	}
+}
+
+// checkProps checks an import line's props: an object whose values are
+// strings, numbers or booleans, read as the live endpoint reads them
+// (parseProps). The engine keeps them within SPEC §2.4's bounds.
+func checkProps(raw json.RawMessage, at string, fe *fieldErrors) []engine.Prop {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		fe.add(at, "The "+at+" must be an object.")
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) { // messages in a stable order
+		if v := bytes.TrimSpace(m[k]); len(v) == 0 || v[0] == '{' || v[0] == '[' || string(v) == "null" {
+			field := at + "." + k
+			fe.add(field, "The "+field+" must be a string, a number or a boolean.")
+		}
+	}
+	return parseProps(raw)
+}
+
+// checkRevenue checks an import line's revenue: {"amount": number or
+// numeric string, "currency": string}, both required.
+func checkRevenue(raw json.RawMessage, at string, fe *fieldErrors) (revenue, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		fe.add(at, "The "+at+" must be an object with amount and currency.")
+		return revenue{}, false
+	}
+	ok := true
+	amount := bytes.TrimSpace(obj["amount"])
+	switch {
+	case len(amount) == 0 || isNull(amount):
+		fe.add(at+".amount", "The "+at+".amount field is required.")
+		ok = false
+	case amount[0] != '"' && amount[0] != '-' && (amount[0] < '0' || amount[0] > '9'),
+		len(amount) > maxImportText:
+		fe.add(at+".amount", "The "+at+".amount must be a number or a numeric string.")
+		ok = false
+	}
+	cur, present, isStr := jsonString(obj["currency"])
+	switch {
+	case !isStr:
+		fe.add(at+".currency", "The "+at+".currency must be a string.")
+		ok = false
+	case !present || cur == "":
+		fe.add(at+".currency", "The "+at+".currency field is required.")
+		ok = false
+	case utf8.RuneCountInString(cur) > maxImportText:
+		fe.add(at+".currency", "The "+at+".currency must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+		ok = false
+	}
+	return revenue{Amount: amount, Currency: cur}, ok
 }
 
 // checkCustomEvent checks the event object of an event.
@@ -313,7 +419,8 @@ func checkCustomEvent(raw json.RawMessage, at string, h *engine.Hit, fe *fieldEr
 	switch {
 	case !ok:
 		fe.add(at+".name", "The "+at+".name must be a string.")
-	case !present || strings.TrimSpace(strings.ReplaceAll(name, ":", " ")) == "":
+	case !present || strings.TrimSpace(name) == "":
+		// A name of colons is a name (SPEC §2.4 keeps it as sent).
 		fe.add(at+".name", "The "+at+".name field is required.")
 	case utf8.RuneCountInString(name) > maxImportText:
 		fe.add(at+".name", "The "+at+".name must not be greater than "+strconv.Itoa(maxImportText)+" characters.")

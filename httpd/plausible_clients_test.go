@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/webstats/webstats/engine"
 )
 
 // Public Plausible API clients from npm, installed unchanged and pointed at
@@ -44,6 +47,8 @@ out.schotsl_aggregate = await schotsl.getAggregate("7d", "visitors,pageviews,bou
 out.schotsl_timeseries = await schotsl.getTimeseries("7d", "visitors,pageviews", null, "date", "2026-11-20");
 out.schotsl_breakdown = await schotsl.getBreakdown("30d", "visitors,bounce_rate", "visit:source", null, 10, 1, "2026-11-20");
 out.schotsl_breakdown_filtered = await schotsl.getBreakdown("30d", "visitors", "event:page", "event:page==/blog/*", null, null, "2026-11-20");
+// Issue #37: a country breakdown answered 400 for every period.
+out.schotsl_breakdown_country = await new Plausible(key, "blog.example.org", base).getBreakdown("30d", "visitors", "visit:country", null, null, null, "2026-11-20");
 try {
   await schotsl.getAggregate("7d", "baa");
 } catch (e) {
@@ -85,6 +90,14 @@ func TestPlausibleClientsNPM(t *testing.T) {
 	}
 	f := newFixture(t, nil)
 	f.plSeed(t)
+	// Visitors from two countries and one unknown on website 2.
+	var countries []engine.Hit
+	for _, addr := range []string{"8.8.8.8", "9.9.9.9", "1.1.1.1", "203.0.113.9"} {
+		h := plPV("2026-11-19 12:00", "x", "https://blog.example.org/")
+		h.Website, h.IP = 2, netip.MustParseAddr(addr)
+		countries = append(countries, h)
+	}
+	f.track(t, nil, countries...)
 	srv := httptest.NewServer(f.s)
 	defer srv.Close()
 	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), []byte(clientScript), 0o644); err != nil {
@@ -123,10 +136,14 @@ func TestPlausibleClientsNPM(t *testing.T) {
 		"schotsl_timeseries":         results("/api/v1/stats/timeseries?site_id=example.com&period=7d&metrics=visitors,pageviews&interval=date&date=2026-11-20"),
 		"schotsl_breakdown":          results("/api/v1/stats/breakdown?site_id=example.com&period=30d&metrics=visitors,bounce_rate&property=visit:source&limit=10&page=1&date=2026-11-20"),
 		"schotsl_breakdown_filtered": results("/api/v1/stats/breakdown?site_id=example.com&period=30d&metrics=visitors&property=event:page&filters=event:page%3D%3D/blog/*&date=2026-11-20"),
-		"schotsl_error":              "The metric `baa` is not recognized. Find valid metrics from the documentation: https://plausible.io/docs/stats-api#metrics",
-		"jackdbd_aggregate":          results("/api/v1/stats/aggregate?site_id=example.com&metrics=visitors,visits,pageviews&period=30d&compare=previous_period"),
-		"jackdbd_timeseries":         results("/api/v1/stats/timeseries?site_id=example.com&interval=month&metrics=visitors&period=6mo"),
-		"jackdbd_breakdown":          results("/api/v1/stats/breakdown?site_id=example.com&limit=3&metrics=visitors,pageviews&page=1&period=30d&property=event:page"),
+		"schotsl_breakdown_country": []any{
+			map[string]any{"country": "US", "visitors": 2.0},
+			map[string]any{"country": "AU", "visitors": 1.0},
+		},
+		"schotsl_error":      "The metric `baa` is not recognized. Find valid metrics from the documentation: https://plausible.io/docs/stats-api#metrics",
+		"jackdbd_aggregate":  results("/api/v1/stats/aggregate?site_id=example.com&metrics=visitors,visits,pageviews&period=30d&compare=previous_period"),
+		"jackdbd_timeseries": results("/api/v1/stats/timeseries?site_id=example.com&interval=month&metrics=visitors&period=6mo"),
+		"jackdbd_breakdown":  results("/api/v1/stats/breakdown?site_id=example.com&limit=3&metrics=visitors,pageviews&page=1&period=30d&property=event:page"),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("clients' results mismatch (-server +client):\n%s", diff)

@@ -162,7 +162,10 @@ func isISODateShape(s string) bool {
 
 // v1Filters parses and checks the filters parameter.
 func (s *Server) v1Filters(r *http.Request, c *call, v *v1Request) error {
-	v.filters = parseV1Filters(v.q.get("filters"))
+	var err error
+	if v.filters, err = parseV1Filters(v.q.get("filters")); err != nil {
+		return err
+	}
 	var goals []engine.Goal
 	for _, f := range v.filters {
 		if !v1Property(f.Dimension) {
@@ -211,17 +214,27 @@ const maxV1Filters = 100
 // anchored glob ("*" and "**" both match any run of characters: a matches
 // or matches_not filter) except in an event:goal value (a goal's display
 // name, "Visit /blog*", is matched exactly), and a visit:country value that is not two
-// letters drops its filter. Malformed parts are dropped, as v1 does.
-func parseV1Filters(s string) []engine.Filter {
+// letters drops its filter, as v1 does.
+//
+// A malformed part (no "==" or "!=", an empty property or value, two
+// operators) is a 400 naming it. Plausible's v1 drops such a part silently
+// (plausible/analytics lib/plausible/stats/filters/stats_api_filter_parser.ex,
+// parse_single_filter's :error, rejected), answering as if it had not been
+// sent: a client that misspelled its filter would read unfiltered numbers
+// as filtered ones. Empty parts ("a==b;") are no filter and no error.
+func parseV1Filters(s string) ([]engine.Filter, error) {
 	var out []engine.Filter
 	for part := range strings.SplitSeq(s, ";") {
 		if len(out) == maxV1Filters {
 			break
 		}
 		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
 		kv := splitNonEmpty(part)
 		if len(kv) != 2 {
-			continue
+			return nil, badRequest("Invalid filter '" + part + "'. Please provide filters as property==value or property!=value, separated by ;: https://plausible.io/docs/stats-api#filtering")
 		}
 		key, raw := kv[0], kv[1]
 		negated := strings.Contains(part, "!=") && key != "event:goal"
@@ -242,7 +255,7 @@ func parseV1Filters(s string) []engine.Filter {
 		}
 		out = append(out, f)
 	}
-	return out
+	return out, nil
 }
 
 // splitNonEmpty splits a filter on "==" and "!=", trimming the parts and
@@ -681,6 +694,20 @@ var v1DropsBlank = []string{
 	"visit:entry_page", "visit:exit_page",
 }
 
+// v1NotBlank is the filter leaving out prop's blank value. visit:country
+// cannot say is_not "" (v2 takes only 2-letter codes there, and a
+// breakdown by country answered that 400 for every period): a value of at
+// least one character is not blank. An unknown city is 0, not "".
+func v1NotBlank(prop string) engine.Filter {
+	switch prop {
+	case "visit:country":
+		return engine.Filter{Op: "matches", Dimension: prop, Clauses: []string{"."}}
+	case "visit:city":
+		return engine.Filter{Op: "is_not", Dimension: prop, Clauses: []string{"0"}}
+	}
+	return engine.Filter{Op: "is_not", Dimension: prop, Clauses: []string{""}}
+}
+
 // Bounds of a v1 breakdown (Plausible's).
 const (
 	maxV1BreakdownLimit     = 1000
@@ -739,8 +766,7 @@ func (s *Server) v1Breakdown(w http.ResponseWriter, r *http.Request, c *call) er
 		dims = []string{"visit:os", prop}
 	}
 	if slices.Contains(v1DropsBlank, prop) {
-		blank := engine.Filter{Op: "is_not", Dimension: prop, Clauses: []string{""}}
-		v.filters = append(slices.Clone(v.filters), blank)
+		v.filters = append(slices.Clone(v.filters), v1NotBlank(prop))
 	}
 	q := v.query(v.from, v.to, metrics, dims)
 	off := int64(page-1) * int64(limit)

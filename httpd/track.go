@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -36,8 +37,8 @@ var trackAccepted = []byte("ok")
 
 // trackBody is the body of POST /api/event in either of its forms (SPEC §4).
 // Where Plausible has a short and a long key, the short one wins, as in
-// Plausible. Fields that webstats does not count (Plausible's props, "w",
-// "h", "v", "i", …) are not declared, so any JSON value is accepted there.
+// Plausible. Fields that webstats does not count (Plausible's "w", "v",
+// …) are not declared, so any JSON value is accepted there.
 type trackBody struct {
 	// phpAnalytics form.
 	Page             *string    `json:"page"`
@@ -65,6 +66,10 @@ type trackBody struct {
 	// ending a bounce.
 	I           *bool `json:"i"`
 	Interactive *bool `json:"interactive"`
+	// Hash-based routing ("h" or "hashMode"): the number 1 keeps the URL's
+	// fragment in the page (SPEC §2.4).
+	H        json.RawMessage `json:"h"`
+	HashMode json.RawMessage `json:"hashMode"`
 	// Engagement of an "engagement" event: scroll depth in percent and
 	// engaged time in milliseconds.
 	SD *int64 `json:"sd"`
@@ -131,6 +136,7 @@ func (b *trackBody) hit() (h engine.Hit, ignored string, err error) {
 			}
 		}
 		h.Props = parseProps(firstRaw(b.P, b.Props))
+		h.HashMode = hashMode(firstRaw(b.H, b.HashMode))
 	}
 	switch {
 	case h.URL == "":
@@ -180,6 +186,19 @@ func parseProps(raw json.RawMessage) []engine.Prop {
 	// bound does not depend on it.
 	slices.SortFunc(props, func(a, b engine.Prop) int { return strings.Compare(a.Key, b.Key) })
 	return props
+}
+
+// hashMode reports whether Plausible's "h" is on: the JSON number 1
+// (plausible/analytics lib/plausible/ingestion/request.ex keeps the
+// fragment when hash_mode == 1, Elixir's == taking 1.0 too); anything else,
+// true and "1" included, is off there, and so here.
+func hashMode(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil && f == 1
 }
 
 // parseRevenue reads Plausible's revenue: an object, or an object encoded as

@@ -392,7 +392,7 @@ func TestTrackEvent(t *testing.T) {
 		},
 		{
 			name: "bad/engine drops the event name as invalid",
-			req:  trackRequest("text/plain", `{"page":"https://example.com/","event":{"name":" : "}}`, nil),
+			req:  trackRequest("text/plain", `{"page":"https://example.com/","event":{"name":"\u0001 "}}`, nil),
 			code: 400, dropped: "invalid", golden: "track_400_invalid",
 			want: map[string][]engine.Row{},
 		},
