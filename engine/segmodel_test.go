@@ -216,6 +216,10 @@ func newSegQueryGen(rng *rand.Rand, s *segSite, data *refData, now time.Time) *s
 				}
 			default:
 				vals = []string{h.storedValue(dim)}
+				if refOwnNames[dim] && h.visit != nil && h.visit.own[dim] != "" {
+					// Filters take webstats' names too.
+					vals = append(vals, h.visit.own[dim])
+				}
 			}
 			for _, v := range vals {
 				if !seen[v] && len(seen) < 50 {

@@ -82,7 +82,8 @@ type refVisit struct {
 	entryHost  string
 	exit       string
 	exitHost   string
-	attr       map[string]string // visit:* values as stored ("" blank)
+	attr       map[string]string // visit:* values as shown ("" blank)
+	own        map[string]string // browser, OS and device as webstats names them
 	city       int64
 }
 
@@ -235,6 +236,27 @@ func keptProps(in []engine.Prop) []engine.Prop {
 
 var capitalDevice = map[string]string{"desktop": "Desktop", "mobile": "Mobile", "tablet": "Tablet"}
 
+// refPlausibleNames are Plausible's names of webstats' browsers and
+// operating systems (ref: Matomo device-detector's names as Plausible's
+// lib/plausible/ingestion/event.ex folds them); the others are the same.
+var refPlausibleNames = map[string]string{
+	"Edge": "Microsoft Edge", "Opera Mini": "Opera", "Samsung Internet": "Samsung Browser",
+	"DuckDuckGo": "DuckDuckGo Privacy Browser", "Whale": "Whale Browser",
+	"Facebook": "Mobile App", "Instagram": "Mobile App", "TikTok": "Mobile App",
+	"macOS": "Mac", "Linux": "GNU/Linux", "ChromeOS": "Chrome OS", "BlackBerry": "BlackBerry OS",
+}
+
+func refPlausibleName(s string) string {
+	if p, ok := refPlausibleNames[s]; ok {
+		return p
+	}
+	return s
+}
+
+// refOwnNames are the dimensions shown with Plausible's names whose filters
+// also take webstats' (stored) name.
+var refOwnNames = map[string]bool{"visit:browser": true, "visit:os": true, "visit:device": true, "visit:screen": true}
+
 // build enriches the hits and reconstructs the visits.
 func (s *segSite) build() *refData {
 	d := &refData{site: s}
@@ -302,12 +324,13 @@ func (s *segSite) build() *refData {
 					"visit:utm_medium": queryParam(query, "utm_medium"), "visit:utm_source": queryParam(query, "utm_source"),
 					"visit:utm_campaign": queryParam(query, "utm_campaign"), "visit:utm_content": queryParam(query, "utm_content"),
 					"visit:utm_term": queryParam(query, "utm_term"),
-					"visit:device":   capitalDevice[ag.Device], "visit:browser": ag.Browser, "visit:browser_version": ag.BrowserVersion,
-					"visit:os": ag.OS, "visit:os_version": ag.OSVersion,
+					"visit:device":   capitalDevice[ag.Device], "visit:browser": refPlausibleName(ag.Browser), "visit:browser_version": ag.BrowserVersion,
+					"visit:os": refPlausibleName(ag.OS), "visit:os_version": ag.OSVersion,
 					"visit:country": cc, "visit:country_name": cname, "visit:region": loc.Region,
 					"visit:region_name": loc.RegionName, "visit:city_name": loc.CityName,
 				}
 				v.attr["visit:screen"] = v.attr["visit:device"]
+				v.own = map[string]string{"visit:browser": ag.Browser, "visit:os": ag.OS, "visit:device": ag.Device, "visit:screen": ag.Device}
 				v.city = int64(loc.CityID)
 				d.visits = append(d.visits, v)
 				st.cur = v
@@ -526,6 +549,9 @@ func (e *refEval) leaf(f *engine.Filter, h *refHit) bool {
 		values = []string{v}
 	default:
 		values = []string{h.storedValue(f.Dimension)}
+		if refOwnNames[f.Dimension] && h.visit != nil && h.visit.own[f.Dimension] != "" {
+			values = append(values, h.visit.own[f.Dimension])
+		}
 	}
 	is := func() bool {
 		for _, c := range f.Clauses {
