@@ -199,10 +199,10 @@ type total struct {
 // topTable is a top-10 table of the overview, or one page of a statistic.
 type topTable struct {
 	table
-	Href   string // the statistic's page
-	Rows   []row
-	Total  int
-	Rate   bool // a conversion-rate column
+	Href  string // the statistic's page
+	Rows  []row
+	Total int
+	Rate  bool // a conversion-rate column
 }
 
 type row struct {
@@ -212,7 +212,6 @@ type row struct {
 	Href  string // the view filtered by the row; "" for none
 	Rate  string // the conversion rate of a goal
 }
-
 
 // overview serves GET /stats/:domain.
 func (p *Pages) overview(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
