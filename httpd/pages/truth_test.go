@@ -251,6 +251,11 @@ func TestOverviewEqualsQuery(t *testing.T) {
 			checkZip(t, f, get("/stats/public.example/export.zip?"+base.Encode()), vw.filters)
 		})
 	}
+	// The list of websites: the last 30 days.
+	home := f.client()
+	home.signIn(f.ownerKey)
+	m := f.api(engine.Query{Metrics: []string{"visitors", "pageviews"}}, nil, "").Results[0].Metrics
+	mustContain(t, "websites", text(home.get("/").body), fmt.Sprintf("public.example Public %d %d", m[0], m[1]))
 	// Written out by hand: the unfiltered Pages card lists paths, so the
 	// 26 pageviews of /about, with or without a query, are one row.
 	pages := text(section(get("/stats/public.example"), "page"))
