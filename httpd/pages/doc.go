@@ -143,7 +143,8 @@
 // resolutions have no dimension in the Stats API: those cards are the day
 // buckets' statistics, unfiltered only (their rows do not link; a filtered
 // view says they are not kept per visit). Without a City database
-// (engine.Engine.Cities) the Cities card says how to add one. A blank
+// (engine.Engine.Cities) the Cities card and the Regions tab say how to
+// add one. A blank
 // value the API has no label for shows as "(none)". A card whose query
 // would read a day larger than the memory budget allows says so instead
 // of failing the page.

@@ -268,7 +268,7 @@ type cardAnswer struct {
 const (
 	noteNotKept   = "Not kept per visit, so not available with filters."
 	noteChooseKey = "Choose a property to see its values."
-	noteNoCities  = "Cities need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
+	noteNoCities  = "Cities and regions need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
 	noteTooLarge  = "Not shown: a day of this range is larger than one query may read under the server's memory budget."
 )
 
@@ -289,7 +289,7 @@ func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewS
 			return a, err
 		}
 		a.stat, a.total = &pg, pg.Total
-	case c.Key == "city" && !p.e.Cities():
+	case (c.Key == "city" || a.tab.Key == "regions") && !p.e.Cities():
 		a.note = noteNoCities
 	default:
 		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
