@@ -294,8 +294,9 @@ func addLink(vs viewState, base string, dr dateRange, kv ...string) string {
 type cardTab struct {
 	Key   string
 	Label string
-	// Stat is the engine's statistic that answers the cardTab unfiltered ("":
-	// always a query).
+	// Stat names the statistic whose full table (/stats/:domain/<Stat>)
+	// the tab heads ("": none). A tab without a query (segOnly) is that
+	// statistic of the day buckets, shown unfiltered only.
 	Stat string
 	seg  segTable
 }
@@ -383,8 +384,9 @@ var cards = []card{
 	{"event", []cardTab{{"events", "Events", "event", only(seg("Event", "Events", "events", "event", "event:name"), "is_not")}}},
 }
 
-// segOnly reports a cardTab a filtered view cannot show: a statistic that only
-// the day buckets keep (continents, languages, resolutions).
+// segOnly reports a cardTab without a query: a statistic that only the day
+// buckets keep (continents, languages, resolutions), or the properties
+// card without a property.
 func (t cardTab) segOnly() bool { return t.seg.Metric == "" }
 
 // statSeg returns the query of the full-table page of statistic name: the
