@@ -37,8 +37,16 @@ const (
 // Limits of the account forms (SPEC §13), per minute.
 const (
 	// signInFailuresPerAccount: wrong passwords for one account from all
-	// clients together: 20.
+	// clients together: 20. Past it, clients that failed on the account
+	// get 429 and the others wait (maxAccountDelay at most) but are
+	// answered.
 	signInFailuresPerAccount = 20
+	// signInFailuresPerPair: wrong passwords for one account from one
+	// client: 5.
+	signInFailuresPerPair = 5
+	// maxAccountDelay bounds the wait of a client that has not failed on
+	// an account whose bucket is empty: 3 s, the bucket's refill time.
+	maxAccountDelay = 3 * time.Second
 	// codeFailuresPerAccount: wrong second-factor codes for one account:
 	// 5 (a 6-digit code has a million values).
 	codeFailuresPerAccount = 5
@@ -170,8 +178,8 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 	// The tokens are taken before the hash, so that a burst of
 	// concurrent guesses cannot all pass the check; a right password
 	// gives them back.
-	takes := []limitKey{{p.signInFails, limit.ClientKey(p.clientIP(r))}, {p.accountFails, accountKey(email)}}
-	if wait := takeAll(takes...); wait > 0 {
+	takes, wait := p.signInTakes(r.Context(), limit.ClientKey(p.clientIP(r)), email)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
 		p.renderLogin(w, r, http.StatusTooManyRequests, d)
@@ -200,6 +208,42 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 		return nil
 	}
 	return err
+}
+
+// signInTakes takes the failure tokens of a password sign-in for email
+// from the client whose limiter key is ck (SPEC §13: no one who knows only
+// an address locks its owner out). The client's bucket and the client's
+// bucket for this account refuse; the account's bucket, which all clients
+// share, refuses only a client that failed on this account itself, and
+// delays the others (at most maxAccountDelay) before their password is
+// checked. A refused attempt keeps the tokens it took: a 429 costs the
+// client as a failure does. It returns the tokens to give back on a right
+// password, or the wait of a 429.
+func (p *Pages) signInTakes(ctx context.Context, ck, email string) ([]limitKey, time.Duration) {
+	acct := accountKey(email)
+	pair := limitKey{p.pairFails, ck + "|" + acct}
+	failed := pair.l.Used(pair.key)
+	var taken []limitKey
+	for _, t := range []limitKey{{p.signInFails, ck}, pair} {
+		ok, _, wait := t.l.Take(t.key)
+		if !ok {
+			return nil, max(wait, time.Second)
+		}
+		taken = append(taken, t)
+	}
+	whole := limitKey{p.accountFails, acct}
+	ok, _, wait := whole.l.Take(whole.key)
+	switch {
+	case ok:
+		return append(taken, whole), 0
+	case failed:
+		return nil, max(wait, time.Second)
+	}
+	sleep(ctx, min(wait, maxAccountDelay))
+	if ok, _, _ := whole.l.Take(whole.key); ok {
+		taken = append(taken, whole)
+	}
+	return taken, 0
 }
 
 // pending returns the account of r's pending sign-in cookie.

@@ -138,8 +138,11 @@ func TestPasswordSignInForm(t *testing.T) {
 		}
 	})
 	t.Run("account limit", func(t *testing.T) {
-		// Wrong passwords for one account from many addresses: the
-		// account's limit, then 429 for everyone, the right password too.
+		// Wrong passwords for one account from many addresses: past the
+		// account's limit, a client that failed on it gets 429, the right
+		// password too; a client that has not failed is delayed, then
+		// signed in (SPEC §13: no lockout by someone who knows only the
+		// address).
 		f.clock.Add(2 * time.Minute) // the buckets refill
 		c := f.client()
 		tok := c.csrfFor("/login", "/login")
@@ -149,13 +152,21 @@ func TestPasswordSignInForm(t *testing.T) {
 				t.Fatalf("guess %d: %d %s", i, res.status, mainText(res.body))
 			}
 		}
-		res := c.postFrom("203.0.113.200", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
+		res := c.postFrom("198.51.100.1", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
 		if res.status != http.StatusTooManyRequests || res.header.Get("Retry-After") == "" {
-			t.Errorf("past the account limit: %d, Retry-After %q; want 429", res.status, res.header.Get("Retry-After"))
+			t.Errorf("a client that failed, past the account limit: %d, Retry-After %q; want 429", res.status, res.header.Get("Retry-After"))
+		}
+		start := time.Now()
+		res = c.postFrom("203.0.113.200", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
+		if res.status != http.StatusSeeOther {
+			t.Errorf("a fresh client, past the account limit: %d, want 303 (delayed, not refused)", res.status)
+		}
+		if d := time.Since(start); d < maxAccountDelay/2 {
+			t.Errorf("a fresh client past the account limit answered in %v: not delayed", d)
 		}
 		// The API key still signs in: a failure limit never locks out a
 		// right key.
-		c.signIn(f.ownerKey)
+		f.client().signIn(f.ownerKey)
 	})
 }
 
