@@ -228,7 +228,13 @@ func TestPasswordSignIn(t *testing.T) {
 			t.Errorf("password %q mismatch (-want +got):\n%s", tc.pw, diff)
 		}
 	}
-	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err != nil {
+	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err == nil || fieldErrs(t, err)[0].Msg != engine.MsgWrongKey {
+		t.Errorf("first password without the API key: %v", err)
+	}
+	if _, err := e.SetPassword(ctx, a.ID, "not the key", "correct horse", false); err == nil || fieldErrs(t, err)[0].Msg != engine.MsgWrongKey {
+		t.Errorf("first password with a wrong key: %v", err)
+	}
+	if _, err := e.SetPassword(ctx, a.ID, key, "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.SignIn(ctx, " a@EXAMPLE.org ", "correct horse")
@@ -337,8 +343,8 @@ func TestTwoFactor(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, o := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
-	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err != nil {
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	if _, err := e.SetPassword(ctx, a.ID, aKey, "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
 	secret, url, err := e.NewTOTPKey(ctx, a.ID)
@@ -665,9 +671,9 @@ func TestResetLinksSpent(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, _ := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
 	b, _, _ := e.CreateAccount(ctx, "B", "b@example.org")
-	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	e.SetPassword(ctx, a.ID, aKey, "correct horse", false)
 	tok, _, _ := e.CreateResetToken(ctx, "a@example.org")
 	if _, err := e.ChangeEmail(ctx, a.ID, "new@example.org", "correct horse"); err != nil {
 		t.Fatal(err)
@@ -708,8 +714,8 @@ func TestCodeWait(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, o := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
-	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	e.SetPassword(ctx, a.ID, aKey, "correct horse", false)
 	secret, _, _ := e.NewTOTPKey(ctx, a.ID)
 	if _, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()), "correct horse"); err != nil {
 		t.Fatal(err)
