@@ -168,6 +168,18 @@ func (e *Engine) ConfirmEmailChange(ctx context.Context, token string) (Account,
 	})
 }
 
+// SetEmail sets account's address at once, without a password or a proof
+// (the CLI's user set-email; an operator vouches for it), and spends its
+// outstanding reset and email links.
+func (e *Engine) SetEmail(ctx context.Context, account uint32, email string) (Account, error) {
+	var verr ValidationError
+	email = checkEmail(email, &verr)
+	if err := verr.orNil(); err != nil {
+		return Account{}, err
+	}
+	return e.modifyAccount(ctx, account, func(r *accountRec) error { return e.setEmailLocked(r, email) })
+}
+
 // setEmailLocked sets r's address, refusing one another account has, and
 // bumps its generation: outstanding reset and email-change links are
 // spent. regMu must be held for writing.

@@ -345,7 +345,7 @@ func (p *Pages) emailChange(w http.ResponseWriter, r *http.Request, a engine.Acc
 		return fail(http.StatusTooManyRequests, "email", "Too many address changes from your address. Wait "+retryAfter(wait)+" seconds and try again.")
 	}
 	if !p.canMail() {
-		return fail(http.StatusServiceUnavailable, "email", "This server sends no email, so a new address cannot be proven here. Ask its administrator to change it.")
+		return fail(http.StatusServiceUnavailable, "email", "This server sends no email, so a new address cannot be proven here. Ask its administrator to change it (webstatsd user set-email).")
 	}
 	take := limitKey{p.accountFails, accountIDKey(a.ID)}
 	if wait := takeAll(take); wait > 0 {
