@@ -259,6 +259,9 @@ func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 // take longer for a known address than for an unknown one. At most
 // maxMailsAtOnce are sent at once; a mail beyond is dropped and logged.
 func (p *Pages) mailAsync(to, subject, text string) {
+	if p.sendMail == nil {
+		return // a link from before a restart without mail
+	}
 	select {
 	case p.mailSlots <- struct{}{}:
 	default:
