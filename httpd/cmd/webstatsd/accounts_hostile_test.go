@@ -337,8 +337,17 @@ func TestHostileRegistrationProof(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("register from the link: %d\n%s", resp.StatusCode, body)
 	}
-	// Her API key and a second session, then a reset: both end.
-	resp, body = vc.postForm(t, base, "/account/keys", "/account/keys", url.Values{"name": {"laptop"}})
+	resetRevokes(t, base, mb, vc, victim)
+	noNameInMails(t, srv, mb, evil)
+}
+
+// resetRevokes makes an API key and a second session of the account of
+// email (signed in on vc, password "victim pw 1"), resets its password
+// from the mailed link, and checks that the key and the session ended,
+// the reset's own session did not, and the page and a mail say so.
+func resetRevokes(t *testing.T, base string, mb *mailbox, vc *pageClient, victim string) {
+	t.Helper()
+	resp, body := vc.postForm(t, base, "/account/keys", "/account/keys", url.Values{"name": {"laptop"}})
 	m := regexp.MustCompile(`id="new-key" type="text" readonly value="([^"]+)"`).FindStringSubmatch(body)
 	if resp.StatusCode != http.StatusCreated || m == nil {
 		t.Fatalf("create a key: %d\n%s", resp.StatusCode, body)
@@ -355,7 +364,7 @@ func TestHostileRegistrationProof(t *testing.T) {
 	if resp, body := rc.postForm(t, base, "/reset", "/reset", url.Values{"email": {victim}}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("reset: %d\n%s", resp.StatusCode, body)
 	}
-	path = link(t, mb.wait(t, victim, regexp.MustCompile(`/reset/`)), "/reset/")
+	path := link(t, mb.wait(t, victim, regexp.MustCompile(`/reset/`)), "/reset/")
 	resp, _ = rc.postForm(t, base, path, path, url.Values{"password": {"victim pw 2"}, "password_confirmation": {"victim pw 2"}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("set the password from the reset link: %d", resp.StatusCode)
@@ -377,7 +386,13 @@ func TestHostileRegistrationProof(t *testing.T) {
 	if r, _, _ := rc.do("GET", base+"/account", nil); r.StatusCode != http.StatusOK {
 		t.Errorf("the session the reset created: /account %d, want 200", r.StatusCode)
 	}
-	// No mail names an account: an admin-made account named by anyone.
+}
+
+// noNameInMails has an admin make an account named evil and asks for its
+// reset link: no mail the server sent carries the name.
+func noNameInMails(t *testing.T, srv *server, mb *mailbox, evil string) {
+	t.Helper()
+	base := srv.base()
 	ac := newPageClient("203.0.113.53", nil)
 	ac.signInKey(t, base, srv.adminKey(t))
 	if resp, body := ac.postForm(t, base, "/admin", "/admin/accounts", url.Values{"name": {evil}, "email": {"target@corp.example"}}); resp.StatusCode != http.StatusCreated {
