@@ -480,9 +480,10 @@ func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, e
 }
 
 // SetPassword sets account's password. When one is set, current must be
-// it (a wrong one is a validation error under "current_password"); force
-// skips that check (the CLI's set-password, a reset link). Every session
-// of the account ends.
+// it (a wrong one is a validation error under "current_password",
+// MsgWrongPassword); when none is, current must be one of the account's
+// API keys (MsgWrongKey). force skips that check (the CLI's set-password,
+// a reset link). Every session of the account ends.
 func (e *Engine) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
 	var verr ValidationError
 	checkNewPassword(password, &verr)
@@ -494,6 +495,13 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 	e.regMu.RUnlock()
 	if old == nil {
 		return Account{}, ErrNotFound
+	}
+	if !force && old.PasswordHash == "" && !e.ownKey(old, current) {
+		// The first password of a key-only account (the default first
+		// admin) asks for one of its API keys: a stolen session cannot
+		// set one and turn on two-factor authentication (SPEC §13).
+		verr.add("current_password", MsgWrongKey)
+		return Account{}, &verr
 	}
 	if !force && old.PasswordHash != "" {
 		ok, err := e.checkPassword(ctx, old.PasswordHash, current)
@@ -522,6 +530,20 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 		r.TOTPFails, r.TOTPWait = 0, time.Time{}
 		return nil
 	})
+}
+
+// MsgWrongKey is the message, under "current_password", of a first
+// password set without one of the account's API keys.
+const MsgWrongKey = "Enter one of your account's API keys: it has no password yet."
+
+// ownKey reports whether key is one of r's API keys.
+func (e *Engine) ownKey(r *accountRec, key string) bool {
+	key = strings.TrimSpace(key)
+	if key == "" || len(key) > 256 {
+		return false
+	}
+	h := hashKey(key)
+	return slices.ContainsFunc(r.Keys, func(k APIKey) bool { return subtle.ConstantTimeCompare(k.Hash[:], h[:]) == 1 })
 }
 
 // ErrConflict: the record changed while the request was being checked
@@ -568,7 +590,9 @@ func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string)
 	})
 }
 
-// ChangeEmail sets account's email, after checking its password.
+// ChangeEmail sets account's email at once, after checking its password,
+// and spends outstanding reset links (it bumps Gen). The web app proves
+// the new address first (EmailChangeToken, ConfirmEmailChange).
 func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
 	var verr ValidationError
 	email = checkEmail(email, &verr)
@@ -578,14 +602,7 @@ func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, passwor
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
 		return Account{}, err
 	}
-	return e.modifyAccount(ctx, account, func(r *accountRec) error {
-		if id, taken := e.emails[strings.ToLower(email)]; taken && id != account {
-			verr.add("email", "The email has already been taken.")
-			return &verr
-		}
-		r.Email = email
-		return nil
-	})
+	return e.modifyAccount(ctx, account, func(r *accountRec) error { return e.setEmailLocked(r, email) })
 }
 
 // Reset tokens are stateless: "<account>.<expiry>.<mac>", the MAC (keyed
@@ -659,7 +676,9 @@ func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, e
 }
 
 // ResetPassword sets the password of the reset token's account, which ends
-// the token and every session of the account.
+// the token, every session and every API key of the account (SPEC §13:
+// whoever held them before the reset, an attacker who registered the
+// address first included, holds nothing after it). The caller says so.
 func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Account, error) {
 	var verr ValidationError
 	checkNewPassword(password, &verr)
@@ -681,6 +700,7 @@ func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Acc
 		if err := e.endSessionsLocked(n.ID); err != nil {
 			return err
 		}
+		n.Keys = nil
 		n.PasswordHash = hash
 		n.Gen++
 		n.TOTPFails, n.TOTPWait = 0, time.Time{}

@@ -228,7 +228,13 @@ func TestPasswordSignIn(t *testing.T) {
 			t.Errorf("password %q mismatch (-want +got):\n%s", tc.pw, diff)
 		}
 	}
-	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err != nil {
+	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err == nil || fieldErrs(t, err)[0].Msg != engine.MsgWrongKey {
+		t.Errorf("first password without the API key: %v", err)
+	}
+	if _, err := e.SetPassword(ctx, a.ID, "not the key", "correct horse", false); err == nil || fieldErrs(t, err)[0].Msg != engine.MsgWrongKey {
+		t.Errorf("first password with a wrong key: %v", err)
+	}
+	if _, err := e.SetPassword(ctx, a.ID, key, "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.SignIn(ctx, " a@EXAMPLE.org ", "correct horse")
@@ -337,8 +343,8 @@ func TestTwoFactor(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, o := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
-	if _, err := e.SetPassword(ctx, a.ID, "", "correct horse", false); err != nil {
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	if _, err := e.SetPassword(ctx, a.ID, aKey, "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
 	secret, url, err := e.NewTOTPKey(ctx, a.ID)
@@ -665,9 +671,9 @@ func TestResetLinksSpent(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, _ := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
 	b, _, _ := e.CreateAccount(ctx, "B", "b@example.org")
-	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	e.SetPassword(ctx, a.ID, aKey, "correct horse", false)
 	tok, _, _ := e.CreateResetToken(ctx, "a@example.org")
 	if _, err := e.ChangeEmail(ctx, a.ID, "new@example.org", "correct horse"); err != nil {
 		t.Fatal(err)
@@ -708,8 +714,8 @@ func TestCodeWait(t *testing.T) {
 	c := newClock("2026-11-27T10:00:00Z")
 	e, o := openMem(t, c)
 	ctx := context.Background()
-	a, _, _ := e.CreateAccount(ctx, "A", "a@example.org")
-	e.SetPassword(ctx, a.ID, "", "correct horse", false)
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	e.SetPassword(ctx, a.ID, aKey, "correct horse", false)
 	secret, _, _ := e.NewTOTPKey(ctx, a.ID)
 	if _, err := e.EnableTOTP(ctx, a.ID, secret, totpCode(t, secret, c.Now()), "correct horse"); err != nil {
 		t.Fatal(err)
@@ -818,5 +824,69 @@ func TestUsagePersisted(t *testing.T) {
 	}
 	if _, err := e.SessionAccount(ctx, ended); err == nil {
 		t.Error("the ended session came back")
+	}
+}
+
+// TestAddressProof: a registration link proves its address and cannot be
+// forged or outlive ProofLife; an email-change link changes the address
+// once, spends earlier reset links and is spent itself by the change; a
+// reset revokes every API key.
+func TestAddressProof(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	a, aKey, _ := e.CreateAccount(ctx, "A", "a@example.org")
+	e.SetPassword(ctx, a.ID, aKey, "correct horse", false)
+
+	tok, taken, err := e.RegistrationToken(ctx, "New@Example.org", "")
+	if err != nil || taken {
+		t.Fatalf("registration token: %v, taken %v", err, taken)
+	}
+	if _, taken, _ := e.RegistrationToken(ctx, "A@example.org", ""); !taken {
+		t.Error("a taken address not reported")
+	}
+	if email, _, err := e.CheckRegistrationToken(ctx, tok); err != nil || email != "New@Example.org" {
+		t.Errorf("check: %q %v", email, err)
+	}
+	forged := strings.Replace(tok, ".", ".x", 1)
+	if _, _, err := e.CheckRegistrationToken(ctx, forged); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("forged token: %v", err)
+	}
+
+	reset, _, _ := e.CreateResetToken(ctx, "a@example.org")
+	change, err := e.EmailChangeToken(ctx, a.ID, "moved@example.org", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := mustAccount(t, e, a.ID); acc.Email != "a@example.org" {
+		t.Errorf("the address changed before its link was used: %q", acc.Email)
+	}
+	if _, err := e.ConfirmEmailChange(ctx, change); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ConfirmEmailChange(ctx, change); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("an email link used twice: %v", err)
+	}
+	back, _ := e.EmailChangeToken(ctx, a.ID, "a@example.org", "correct horse")
+	if _, err := e.ConfirmEmailChange(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CheckResetToken(ctx, reset); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("a reset link after the email changed and back: %v", err)
+	}
+
+	reset, _, _ = e.CreateResetToken(ctx, "a@example.org")
+	if _, err := e.ResetPassword(ctx, reset, "brand new pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Authenticate(ctx, aKey); !errors.Is(err, engine.ErrUnauthenticated) {
+		t.Errorf("a key from before the reset: %v", err)
+	}
+	if acc := mustAccount(t, e, a.ID); len(acc.Keys) != 0 {
+		t.Errorf("%d keys after a reset, want 0", len(acc.Keys))
+	}
+	c.Add(engine.ProofLife)
+	if _, _, err := e.CheckRegistrationToken(ctx, tok); !errors.Is(err, engine.ErrInvite) {
+		t.Errorf("an expired registration link: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/netip"
@@ -93,34 +94,92 @@ func bearer(h string) string {
 	return strings.TrimSpace(token)
 }
 
-// clientIP returns the client's address: with TrustProxy, the right-most
-// address of X-Forwarded-For that is public; else (or when there is none) the
-// connection's. It returns the zero Addr when none parses.
+// maxForwardedHops bounds the X-Forwarded-For entries clientIP reads.
+const maxForwardedHops = 64
+
+// clientIP returns the client's address, for every use of it (tracking,
+// the rate and failure limits, sessions): the connection's peer, or, with
+// TrustProxy and a peer that is a trusted proxy (Options.TrustedProxies),
+// the right-most X-Forwarded-For entry that is not a trusted proxy (SPEC
+// §13). Entries left of it were written by the client and are never read.
+// When every entry is a trusted proxy, the left-most is the client (as
+// nginx's real_ip_recursive does); an entry that does not parse ends the
+// walk at the trusted proxy right of it. It returns the zero Addr when the
+// peer does not parse.
 func (s *Server) clientIP(r *http.Request) netip.Addr {
-	if s.opts.TrustProxy {
-		vals := r.Header.Values("X-Forwarded-For")
-		seen := 0
-		for i := len(vals) - 1; i >= 0 && seen < 64; i-- {
-			parts := strings.Split(vals[i], ",")
-			for j := len(parts) - 1; j >= 0 && seen < 64; j-- {
-				seen++
-				if a, ok := parseIP(strings.TrimSpace(parts[j])); ok && isPublic(a) {
-					return a
-				}
+	peer, _ := parseIP(r.RemoteAddr)
+	if !s.opts.TrustProxy || !s.trustedProxy(peer) {
+		return peer
+	}
+	client, seen := peer, 0
+	vals := r.Header.Values("X-Forwarded-For")
+	for i := len(vals) - 1; i >= 0; i-- {
+		parts := strings.Split(vals[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			p := strings.TrimSpace(parts[j])
+			if p == "" {
+				continue
+			}
+			if seen++; seen > maxForwardedHops {
+				return client
+			}
+			a, ok := parseIP(p)
+			if !ok {
+				return client
+			}
+			client = a
+			if !s.trustedProxy(a) {
+				return a
 			}
 		}
 	}
-	a, _ := parseIP(r.RemoteAddr)
-	return a
+	return client
+}
+
+// trustedProxy reports whether a is in Options.TrustedProxies.
+func (s *Server) trustedProxy(a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	for _, p := range s.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseIP parses "addr", "addr:port" or "[addr]:port", without a zone.
 func parseIP(s string) (netip.Addr, bool) { return limit.ParseIP(s) }
 
-// isPublic reports whether a is a routable client address.
-func isPublic(a netip.Addr) bool {
-	return a.IsValid() && !a.IsLoopback() && !a.IsPrivate() && !a.IsUnspecified() &&
-		!a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsMulticast()
+// DefaultTrustedProxies is the default of Options.TrustedProxies (and of
+// the binary's -trusted-proxies): loopback and the private ranges.
+const DefaultTrustedProxies = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+// ParseProxies parses a comma-separated list of CIDR prefixes or plain
+// addresses (a /32 or /128), as -trusted-proxies takes it.
+func ParseProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil && a.Zone() == "" {
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or a CIDR prefix (like 10.0.0.0/8)", f)
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // limiterKey is the rate-limit key of a client address (limit.ClientKey).

@@ -53,8 +53,8 @@ const (
 // and per client address. Its per-address map holds only addresses with an
 // open connection, so it is bounded by maxConns.
 type connLimiter struct {
-	maxConns, maxPerIP int  // <= 0: no cap
-	exemptProxies      bool // no per-address cap for loopback and private peers (TrustProxy)
+	maxConns, maxPerIP int                   // <= 0: no cap
+	exempt             func(netip.Addr) bool // no per-address cap for these peers (trusted proxies with TrustProxy); nil: none
 	metrics            *metrics
 	log                func(reason string, peer netip.Addr)
 
@@ -67,12 +67,15 @@ type connLimiter struct {
 // newConnLimiter returns the limiter of s's options, its gauges registered.
 func (s *Server) newConnLimiter() *connLimiter {
 	o := &s.opts
-	l := &connLimiter{maxConns: o.MaxConns, maxPerIP: o.MaxConnsPerIP, exemptProxies: o.TrustProxy,
+	l := &connLimiter{maxConns: o.MaxConns, maxPerIP: o.MaxConnsPerIP,
 		metrics: s.metrics, perIP: make(map[netip.Addr]int),
 		log: func(reason string, peer netip.Addr) {
 			s.log.Warn("refusing connections (logged at most once a minute; counted in webstats_http_connections_refused_total)",
 				"reason", reason, "peer", peer, "max_conns", o.MaxConns, "max_conns_per_ip", o.MaxConnsPerIP)
 		}}
+	if o.TrustProxy {
+		l.exempt = s.trustedProxy
+	}
 	s.metrics.connGauges(l, o.MaxConns, s.log)
 	return l
 }
@@ -91,7 +94,7 @@ func clientKey(a netip.Addr) netip.Addr {
 // acquire counts a new connection from peer, or reports why it is refused.
 func (l *connLimiter) acquire(peer netip.Addr) (key netip.Addr, refused string) {
 	key = clientKey(peer)
-	capped := l.maxPerIP > 0 && !(l.exemptProxies && (key.IsLoopback() || key.IsPrivate() || key.IsLinkLocalUnicast()))
+	capped := l.maxPerIP > 0 && !(l.exempt != nil && l.exempt(peer.Unmap().WithZone("")))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {

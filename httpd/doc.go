@@ -113,5 +113,5 @@
 // body limit and its metrics label (the pattern). Server.api registers an
 // authenticated, rate-limited API route under both prefixes. Both must be
 // called before the Server serves its first request. Helpers for them:
-// Server.clientIP (honours TrustProxy), writeJSON and writeError.
+// Server.clientIP (honours TrustProxy and TrustedProxies; every use of the client address goes through it), writeJSON and writeError.
 package httpd

@@ -412,8 +412,12 @@ func TestConnLimiter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := &connLimiter{maxConns: tt.maxConns, maxPerIP: tt.maxPerIP, exemptProxies: tt.exemptProxies,
+			l := &connLimiter{maxConns: tt.maxConns, maxPerIP: tt.maxPerIP,
 				perIP: make(map[netip.Addr]int), log: func(string, netip.Addr) {}}
+			if tt.exemptProxies {
+				p, _ := ParseProxies(DefaultTrustedProxies)
+				l.exempt = (&Server{proxies: p}).trustedProxy
+			}
 			var held []netip.Addr
 			for i, o := range tt.ops {
 				a := netip.MustParseAddr(o.peer)

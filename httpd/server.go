@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime/debug"
 	"strings"
@@ -28,10 +29,16 @@ type Options struct {
 	// negative value turns the limit off. The binary's "-rate-limit 0"
 	// (off) maps to -1.
 	RateLimit int
-	// TrustProxy takes the client IP from X-Forwarded-For: the right-most
-	// address that is not loopback, private, link-local or unspecified.
-	// Default false: the connection's address.
+	// TrustProxy takes the client IP from X-Forwarded-For when the
+	// connection comes from a trusted proxy: the right-most entry that is
+	// not a trusted proxy (SPEC §13). Default false: the connection's
+	// address.
 	TrustProxy bool
+	// TrustedProxies are the proxies whose X-Forwarded-For entries are
+	// read with TrustProxy, and whose connections the per-address cap
+	// (MaxConnsPerIP) exempts. Default nil: loopback and the private
+	// ranges (DefaultTrustedProxies).
+	TrustedProxies []netip.Prefix
 	// Logger receives request and error logs. Default nil: discarded.
 	Logger *slog.Logger
 	// Registerer receives the metrics. Default nil: a new private registry
@@ -74,8 +81,8 @@ type Options struct {
 	MaxConns int
 	// MaxConnsPerIP bounds the open connections of one client address (an
 	// IPv6 client's /64) likewise, so that one client cannot take them
-	// all. With TrustProxy, loopback, private and link-local peers (the
-	// proxies) are not capped. Default 0 means 1,000; negative: no cap.
+	// all. With TrustProxy, trusted proxies (TrustedProxies) are not
+	// capped. Default 0 means 1,000; negative: no cap.
 	MaxConnsPerIP int
 	// Registration is who may create an account in the browser: "closed"
 	// (the default, ""), "invite" or "open" (pages.Options.Registration).
@@ -114,8 +121,9 @@ type Server struct {
 	router    *httprouter.Router
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
-	keyLimit  *limiter // per account; nil when rate limiting is off
-	authLimit *limiter // failed authentications per client IP
+	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
+	keyLimit  *limiter       // per account; nil when rate limiting is off
+	authLimit *limiter       // failed authentications per client IP
 
 	conns *connLimiter // the caps of Listener
 
@@ -150,7 +158,10 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now}
+	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
+	if s.proxies == nil {
+		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
+	}
 	if o.PublicURL != "" {
 		if err := CheckPublicURL(o.PublicURL); err != nil {
 			s.log.Error("the public URL is ignored", "err", err)

@@ -226,25 +226,42 @@ func TestErrorOrder(t *testing.T) {
 	}
 }
 
+// TestClientIP: with TrustProxy, the client is the right-most
+// X-Forwarded-For entry that is not a trusted proxy, read only when the
+// connection comes from a trusted proxy (SPEC §13).
 func TestClientIP(t *testing.T) {
 	tests := []struct {
-		name   string
-		trust  bool
-		remote string
-		xff    []string
-		want   string
+		name    string
+		trust   bool
+		proxies string // "" = the defaults
+		remote  string
+		xff     []string
+		want    string
 	}{
 		{name: "connection", remote: "203.0.113.9:4000", xff: []string{"8.8.8.8"}, want: "203.0.113.9"},
-		{name: "right-most public", trust: true, remote: "127.0.0.1:1", xff: []string{"1.1.1.1, 8.8.8.8, 10.0.0.1"}, want: "8.8.8.8"},
+		{name: "peer not a proxy", trust: true, remote: "203.0.113.9:4000", xff: []string{"8.8.8.8"}, want: "203.0.113.9"},
+		{name: "right-most not trusted", trust: true, remote: "127.0.0.1:1", xff: []string{"1.1.1.1, 8.8.8.8, 10.0.0.1"}, want: "8.8.8.8"},
+		{name: "private client", trust: true, proxies: "127.0.0.0/8", remote: "127.0.0.1:1", xff: []string{"198.51.100.7, 10.0.0.5"}, want: "10.0.0.5"},
 		{name: "several headers", trust: true, remote: "127.0.0.1:1", xff: []string{"1.1.1.1", "9.9.9.9, 192.168.1.1"}, want: "9.9.9.9"},
-		{name: "none public", trust: true, remote: "10.1.1.1:1", xff: []string{"127.0.0.1, ::1, fe80::1"}, want: "10.1.1.1"},
-		{name: "garbage", trust: true, remote: "[2001:db8::1]:443", xff: []string{"nope, , 300.1.1.1"}, want: "2001:db8::1"},
+		{name: "all trusted", trust: true, remote: "10.1.1.1:1", xff: []string{"127.0.0.1, ::1, 192.168.0.3"}, want: "127.0.0.1"},
+		{name: "no header", trust: true, remote: "10.1.1.1:1", want: "10.1.1.1"},
+		{name: "garbage", trust: true, remote: "10.0.0.1:443", xff: []string{"8.8.8.8, nope, , 192.168.0.2"}, want: "192.168.0.2"},
+		{name: "garbage from an untrusted peer", trust: true, remote: "[2001:db8::1]:443", xff: []string{"nope, , 300.1.1.1"}, want: "2001:db8::1"},
 		{name: "with port", trust: true, remote: "10.0.0.1:1", xff: []string{"[2606:4700::1]:80"}, want: "2606:4700::1"},
+		{name: "a plain address", trust: true, proxies: "192.0.2.1, 10.0.0.0/8", remote: "192.0.2.1:1", xff: []string{"8.8.8.8, 10.2.3.4"}, want: "8.8.8.8"},
 		{name: "mapped", remote: "[::ffff:8.8.8.8]:1", want: "8.8.8.8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Server{opts: Options{TrustProxy: tt.trust}}
+			list := tt.proxies
+			if list == "" {
+				list = DefaultTrustedProxies
+			}
+			p, err := ParseProxies(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Server{opts: Options{TrustProxy: tt.trust}, proxies: p}
 			r := httptest.NewRequest("GET", "/", nil)
 			r.RemoteAddr = tt.remote
 			for _, v := range tt.xff {
@@ -254,6 +271,9 @@ func TestClientIP(t *testing.T) {
 				t.Errorf("clientIP = %v, want %v", got, tt.want)
 			}
 		})
+	}
+	if _, err := ParseProxies("10.0.0.0/8,nope"); err == nil {
+		t.Error("ParseProxies accepted nope")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -265,7 +266,7 @@ func TestTrackEvent(t *testing.T) {
 		},
 		{
 			name:    "drop/excluded ip behind a trusted proxy",
-			opts:    &Options{RateLimit: -1, TrustProxy: true},
+			opts:    &Options{RateLimit: -1, TrustProxy: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8")}},
 			exclude: "198.51.100.7",
 			req: trackRequest("text/plain", `{"page":"https://example.com/"}`,
 				map[string]string{"X-Forwarded-For": "203.0.113.1, 198.51.100.7, 10.0.0.1, 127.0.0.1"}),

@@ -37,8 +37,16 @@ const (
 // Limits of the account forms (SPEC §13), per minute.
 const (
 	// signInFailuresPerAccount: wrong passwords for one account from all
-	// clients together: 20.
+	// clients together: 20. Past it, clients that failed on the account
+	// get 429 and the others wait (maxAccountDelay at most) but are
+	// answered.
 	signInFailuresPerAccount = 20
+	// signInFailuresPerPair: wrong passwords for one account from one
+	// client: 5.
+	signInFailuresPerPair = 5
+	// maxAccountDelay bounds the wait of a client that has not failed on
+	// an account whose bucket is empty: 3 s, the bucket's refill time.
+	maxAccountDelay = 3 * time.Second
 	// codeFailuresPerAccount: wrong second-factor codes for one account:
 	// 5 (a 6-digit code has a million values).
 	codeFailuresPerAccount = 5
@@ -170,8 +178,8 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 	// The tokens are taken before the hash, so that a burst of
 	// concurrent guesses cannot all pass the check; a right password
 	// gives them back.
-	takes := []limitKey{{p.signInFails, limit.ClientKey(p.clientIP(r))}, {p.accountFails, accountKey(email)}}
-	if wait := takeAll(takes...); wait > 0 {
+	takes, wait := p.signInTakes(r.Context(), limit.ClientKey(p.clientIP(r)), email)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
 		p.renderLogin(w, r, http.StatusTooManyRequests, d)
@@ -200,6 +208,42 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 		return nil
 	}
 	return err
+}
+
+// signInTakes takes the failure tokens of a password sign-in for email
+// from the client whose limiter key is ck (SPEC §13: no one who knows only
+// an address locks its owner out). The client's bucket and the client's
+// bucket for this account refuse; the account's bucket, which all clients
+// share, refuses only a client that failed on this account itself, and
+// delays the others (at most maxAccountDelay) before their password is
+// checked. A refused attempt keeps the tokens it took: a 429 costs the
+// client as a failure does. It returns the tokens to give back on a right
+// password, or the wait of a 429.
+func (p *Pages) signInTakes(ctx context.Context, ck, email string) ([]limitKey, time.Duration) {
+	acct := accountKey(email)
+	pair := limitKey{p.pairFails, ck + "|" + acct}
+	failed := pair.l.Used(pair.key)
+	var taken []limitKey
+	for _, t := range []limitKey{{p.signInFails, ck}, pair} {
+		ok, _, wait := t.l.Take(t.key)
+		if !ok {
+			return nil, max(wait, time.Second)
+		}
+		taken = append(taken, t)
+	}
+	whole := limitKey{p.accountFails, acct}
+	ok, _, wait := whole.l.Take(whole.key)
+	switch {
+	case ok:
+		return append(taken, whole), 0
+	case failed:
+		return nil, max(wait, time.Second)
+	}
+	sleep(ctx, min(wait, maxAccountDelay))
+	if ok, _, _ := whole.l.Take(whole.key); ok {
+		taken = append(taken, whole)
+	}
+	return taken, 0
 }
 
 // pending returns the account of r's pending sign-in cookie.
@@ -276,214 +320,6 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	return p.startSession(w, r, a, next)
 }
 
-// registerData is the data of register.html.
-type registerData struct {
-	Invite, Name, Email string
-	Errors              fieldMsgs
-	Error               string
-}
-
-// registerAllowed reports whether r may register: open registration, or
-// an invitation that can be used.
-func (p *Pages) registerAllowed(r *http.Request, invite string) bool {
-	switch p.registration {
-	case RegistrationOpen:
-		return true
-	case RegistrationInvite:
-		return invite != "" && p.e.CheckInvite(r.Context(), invite)
-	}
-	return false // closed: accounts come from admins and the CLI
-}
-
-var errNoRegistration = &httpError{http.StatusNotFound, ""}
-
-// registerForm serves GET /register.
-func (p *Pages) registerForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	inv := r.URL.Query().Get("invite")
-	if !p.registerAllowed(r, inv) {
-		if inv != "" {
-			return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
-		}
-		return errNoRegistration
-	}
-	p.renderView(w, r, http.StatusOK, "register.html", &view{Title: "Create an account", Form: "/register", Body: registerData{Invite: inv}})
-	return nil
-}
-
-// register serves POST /register.
-func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if err := p.checkPost(r); err != nil {
-		return err
-	}
-	f := r.PostForm
-	d := registerData{Invite: f.Get("invite"), Name: f.Get("name"), Email: f.Get("email")}
-	if !p.registerAllowed(r, d.Invite) {
-		return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
-	}
-	render := func(status int) error {
-		p.renderView(w, r, status, "register.html", &view{Title: "Create an account", Form: "/register", Body: d})
-		return nil
-	}
-	// Every attempt counts, taken first: "The email has already been
-	// taken." tells whether an address has an account, and a registration
-	// costs a password hash.
-	if ok, _, wait := p.registrations.Take("reg:" + limit.ClientKey(p.clientIP(r))); !ok {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		d.Error = "Too many registrations from your address. Wait " + retryAfter(wait) + " seconds and try again."
-		return render(http.StatusTooManyRequests)
-	}
-	if f.Get("password") != f.Get("password_confirmation") {
-		d.Errors = fieldMsgs{"password": "The password confirmation does not match."}
-		return render(http.StatusUnprocessableEntity)
-	}
-	a, err := p.e.RegisterAccount(r.Context(), engine.Registration{
-		Name: d.Name, Email: d.Email, Password: f.Get("password"),
-		Invite: d.Invite, RequireInvite: p.registration != RegistrationOpen,
-	})
-	if fe := formErrors(err); fe != nil {
-		d.Errors = fe
-		return render(http.StatusUnprocessableEntity)
-	}
-	if errors.Is(err, engine.ErrInvite) {
-		return &httpError{http.StatusGone, "This invitation is not valid: it was used already, has expired, or was deleted. Ask for a new one."}
-	}
-	if err != nil {
-		return err
-	}
-	return p.startSession(w, r, a, "/")
-}
-
-// resetData is the data of reset.html and reset_password.html.
-type resetData struct {
-	Email, Token string
-	Sent         bool
-	Off          bool // no SMTP or no public URL
-	Errors       fieldMsgs
-	Error        string
-}
-
-// resetForm serves GET /reset: ask for a reset link.
-func (p *Pages) resetForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p.renderView(w, r, http.StatusOK, "reset.html", &view{Title: "Reset your password", Form: "/reset", Body: resetData{Off: !p.canMail()}})
-	return nil
-}
-
-// canMail reports whether reset links can be sent: they need SMTP and a
-// public URL (a link is never built from the request's Host header).
-func (p *Pages) canMail() bool { return p.sendMail != nil && p.publicURL != "" }
-
-// reset serves POST /reset. Known and unknown addresses get the same
-// answer, so the form tells no one which addresses have accounts.
-func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if err := p.checkPost(r); err != nil {
-		return err
-	}
-	d := resetData{Email: strings.TrimSpace(r.PostForm.Get("email")), Off: !p.canMail()}
-	render := func(status int) error {
-		p.renderView(w, r, status, "reset.html", &view{Title: "Reset your password", Form: "/reset", Body: d})
-		return nil
-	}
-	if d.Off {
-		return render(http.StatusServiceUnavailable)
-	}
-	if d.Email == "" {
-		d.Errors = fieldMsgs{"email": "The email field is required."}
-		return render(http.StatusUnprocessableEntity)
-	}
-	ipKey := "reset:" + limit.ClientKey(p.clientIP(r))
-	if ok, _, wait := p.resetsIP.Take(ipKey); !ok {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		d.Error = "Too many reset requests from your address. Wait " + retryAfter(wait) + " seconds and try again."
-		return render(http.StatusTooManyRequests)
-	}
-	d.Sent = true
-	tok, a, err := p.e.CreateResetToken(r.Context(), d.Email)
-	if errors.Is(err, engine.ErrNotFound) {
-		return render(http.StatusOK)
-	}
-	if err != nil {
-		return err
-	}
-	if ok, _, _ := p.resetsAccount.Take(accountKey(a.Email)); !ok {
-		return render(http.StatusOK) // the same answer: a mailbox is not flooded
-	}
-	link := p.publicURL + "/reset/" + tok
-	text := "Hello " + a.Name + ",\r\n\r\nSomeone (probably you) asked to reset the password of your webstats account " + a.Email +
-		".\r\nTo choose a new password, open this link within an hour:\r\n\r\n" + link +
-		"\r\n\r\nIf it was not you, ignore this email: your password stays as it is.\r\n"
-	p.mailAsync(a.Email, "Reset your webstats password", text)
-	return render(http.StatusOK)
-}
-
-// mailAsync sends a mail in the background, so that the answer does not
-// take longer for a known address than for an unknown one. At most
-// maxMailsAtOnce are sent at once; a mail beyond is dropped and logged.
-func (p *Pages) mailAsync(to, subject, text string) {
-	select {
-	case p.mailSlots <- struct{}{}:
-	default:
-		p.log.Error("pages: too many mails at once; dropped one", "subject", subject)
-		return
-	}
-	p.mails.Add(1)
-	go func() {
-		defer p.mails.Done()
-		defer func() { <-p.mailSlots }()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := p.sendMail(ctx, to, subject, text); err != nil {
-			p.log.Error("pages: send mail", "subject", subject, "err", err)
-		}
-	}()
-}
-
-// resetPasswordForm serves GET /reset/:token.
-func (p *Pages) resetPasswordForm(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	tok := ps.ByName("token")
-	if _, err := p.e.CheckResetToken(r.Context(), tok); err != nil {
-		if errors.Is(err, engine.ErrInvite) {
-			return errResetLink
-		}
-		return err
-	}
-	p.renderView(w, r, http.StatusOK, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: resetData{Token: tok}})
-	return nil
-}
-
-var errResetLink = &httpError{http.StatusGone, "This reset link is not valid: it was used already or has expired. Ask for a new one."}
-
-// resetPassword serves POST /reset/:token.
-func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	if err := p.checkPost(r); err != nil {
-		return err
-	}
-	tok := ps.ByName("token")
-	d := resetData{Token: tok}
-	if r.PostForm.Get("password") != r.PostForm.Get("password_confirmation") {
-		d.Errors = fieldMsgs{"password": "The password confirmation does not match."}
-		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
-		return nil
-	}
-	a, err := p.e.ResetPassword(r.Context(), tok, r.PostForm.Get("password"))
-	if fe := formErrors(err); fe != nil {
-		d.Errors = fe
-		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
-		return nil
-	}
-	if errors.Is(err, engine.ErrInvite) {
-		return errResetLink
-	}
-	if err != nil {
-		return err
-	}
-	if a.TwoFactor {
-		// The reset proves the mailbox, not the second factor.
-		http.Redirect(w, r, "/login?reset=1", http.StatusSeeOther)
-		return nil
-	}
-	return p.startSession(w, r, a, "/")
-}
-
 // accountData is the data of account.html.
 type accountData struct {
 	Account  engine.Account
@@ -518,8 +354,9 @@ func (p *Pages) accountPage(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	notices := map[string]string{
 		"profile": "Your name was saved.", "email": "Your email address was changed.",
-		"password": "Your password was changed. Your other sessions were signed out.",
-		"reports":  "Your email report choices were saved.", "session": "The session was signed out.",
+		"email-sent": "A link to confirm the new address is on its way to it: the address changes when you open it, within an hour.",
+		"password":   "Your password was changed. Your other sessions were signed out.",
+		"reports":    "Your email report choices were saved.", "session": "The session was signed out.",
 		"2fa-off": "Two-factor authentication is off.",
 	}
 	return p.renderAccount(w, r, a, http.StatusOK, accountData{Notice: notices[r.URL.Query().Get("done")]})
@@ -562,29 +399,31 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	ctx := r.Context()
 	f := r.PostForm
 	form := strings.TrimPrefix(r.URL.Path, "/account/")
-	// A signed-in session checking the password is limited like a
-	// sign-in: a stolen session cannot guess it.
+	if form == "email" {
+		return p.emailChange(w, r, a)
+	}
+	// A signed-in session checking the password (or, for the first
+	// password, an API key) is limited like a sign-in: a stolen session
+	// cannot guess it.
 	take := limitKey{p.accountFails, accountIDKey(a.ID)}
-	if form == "email" || form == "password" && a.Password {
+	if form == "password" {
 		if wait := takeAll(take); wait > 0 {
 			w.Header().Set("Retry-After", retryAfter(wait))
-			return p.renderAccount(w, r, a, http.StatusTooManyRequests, accountData{Form: form, Email: f.Get("email"),
-				Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
+			return p.renderAccount(w, r, a, http.StatusTooManyRequests, accountData{Form: form,
+				Errors: fieldMsgs{"current_password": "Too many wrong tries. Wait " + retryAfter(wait) + " seconds and try again."}})
 		}
 	}
 	var err error
-	// The token of a password check is given back unless the password
-	// was wrong.
+	// The token of a check is given back unless the password or key was
+	// wrong.
 	defer func() {
-		if (form == "email" || form == "password" && a.Password) && !wrongPassword(err) {
+		if form == "password" && !wrongPassword(err) {
 			refundAll(take)
 		}
 	}()
 	switch form {
 	case "profile":
 		_, err = p.e.UpdateProfile(ctx, a.ID, f.Get("name"))
-	case "email":
-		_, err = p.e.ChangeEmail(ctx, a.ID, f.Get("email"), f.Get("current_password"))
 	case "password":
 		if f.Get("password") != f.Get("password_confirmation") {
 			err = &engine.ValidationError{Fields: []engine.FieldError{{Field: "password", Msg: "The password confirmation does not match."}}}
@@ -623,11 +462,12 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	return nil
 }
 
-// wrongPassword reports whether err says the current password was wrong.
+// wrongPassword reports whether err says the current password (or the
+// API key asked for a first password) was wrong.
 func wrongPassword(err error) bool {
 	var ve *engine.ValidationError
 	return errors.As(err, &ve) && slices.ContainsFunc(ve.Fields, func(f engine.FieldError) bool {
-		return f.Field == "current_password" && f.Msg == engine.MsgWrongPassword
+		return f.Field == "current_password" && (f.Msg == engine.MsgWrongPassword || f.Msg == engine.MsgWrongKey)
 	})
 }
 
@@ -804,6 +644,9 @@ func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	d := keysData{}
 	if r.URL.Query().Get("done") == "revoked" {
 		d.Notice = "The key was revoked: requests with it are refused from now on."
+	}
+	if r.URL.Query().Get("done") == "reset" {
+		d.Notice = resetDone
 	}
 	return p.renderKeys(w, r, a, http.StatusOK, d)
 }
@@ -1041,6 +884,10 @@ func (p *Pages) registerAccounts(r *httprouter.Router) {
 	r.POST("/login/code", p.handle(p.code))
 	r.GET("/register", p.handle(p.registerForm))
 	r.POST("/register", p.handle(p.register))
+	r.GET("/register/:token", p.handle(p.registerLinkForm))
+	r.POST("/register/:token", p.handle(p.registerLink))
+	r.GET("/account/email/:token", p.handle(p.emailLinkForm))
+	r.POST("/account/email/:token", p.handle(p.emailLink))
 	r.GET("/reset", p.handle(p.resetForm))
 	r.POST("/reset", p.handle(p.reset))
 	r.GET("/reset/:token", p.handle(p.resetPasswordForm))

@@ -62,7 +62,7 @@ func (c *client) postForm(page, action string, form url.Values) response {
 func (c *client) setPassword(key, pw string) {
 	c.f.t.Helper()
 	c.signIn(key)
-	res := c.postForm("/account", "/account/password", url.Values{"password": {pw}, "password_confirmation": {pw}})
+	res := c.postForm("/account", "/account/password", url.Values{"current_password": {key}, "password": {pw}, "password_confirmation": {pw}})
 	if res.status != http.StatusSeeOther {
 		c.f.t.Fatalf("set password: %d\n%s", res.status, mainText(res.body))
 	}
@@ -138,8 +138,11 @@ func TestPasswordSignInForm(t *testing.T) {
 		}
 	})
 	t.Run("account limit", func(t *testing.T) {
-		// Wrong passwords for one account from many addresses: the
-		// account's limit, then 429 for everyone, the right password too.
+		// Wrong passwords for one account from many addresses: past the
+		// account's limit, a client that failed on it gets 429, the right
+		// password too; a client that has not failed is delayed, then
+		// signed in (SPEC §13: no lockout by someone who knows only the
+		// address).
 		f.clock.Add(2 * time.Minute) // the buckets refill
 		c := f.client()
 		tok := c.csrfFor("/login", "/login")
@@ -149,13 +152,21 @@ func TestPasswordSignInForm(t *testing.T) {
 				t.Fatalf("guess %d: %d %s", i, res.status, mainText(res.body))
 			}
 		}
-		res := c.postFrom("203.0.113.200", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
+		res := c.postFrom("198.51.100.1", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
 		if res.status != http.StatusTooManyRequests || res.header.Get("Retry-After") == "" {
-			t.Errorf("past the account limit: %d, Retry-After %q; want 429", res.status, res.header.Get("Retry-After"))
+			t.Errorf("a client that failed, past the account limit: %d, Retry-After %q; want 429", res.status, res.header.Get("Retry-After"))
+		}
+		start := time.Now()
+		res = c.postFrom("203.0.113.200", "/login", url.Values{"csrf": {tok}, "email": {"owner@example.org"}, "password": {"correct horse"}})
+		if res.status != http.StatusSeeOther {
+			t.Errorf("a fresh client, past the account limit: %d, want 303 (delayed, not refused)", res.status)
+		}
+		if d := time.Since(start); d < maxAccountDelay/2 {
+			t.Errorf("a fresh client past the account limit answered in %v: not delayed", d)
 		}
 		// The API key still signs in: a failure limit never locks out a
 		// right key.
-		c.signIn(f.ownerKey)
+		f.client().signIn(f.ownerKey)
 	})
 }
 
@@ -323,7 +334,9 @@ func TestSessionForms(t *testing.T) {
 	if signedInAs(b) != "" || signedInAs(a) == "" {
 		t.Error("ending b's session: wrong session ended")
 	}
-	// Profile, email (needs a password), reports.
+	// Profile, email (needs a password and mail), reports.
+	mb := &mailbox{}
+	f.p.sendMail, f.p.publicURL = mb.send, "https://stats.example.org"
 	tests := []struct {
 		action string
 		form   url.Values
@@ -335,13 +348,17 @@ func TestSessionForms(t *testing.T) {
 		{"/account/email", url.Values{"email": {"new@example.org"}, "current_password": {"x"}}, http.StatusUnprocessableEntity, "Set a password first."},
 		{"/account/password", url.Values{"password": {"abc"}, "password_confirmation": {"abc"}}, http.StatusUnprocessableEntity, "The password must be at least 8 characters."},
 		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgX"}}, http.StatusUnprocessableEntity, "The password confirmation does not match."},
-		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}}, http.StatusSeeOther, ""},
+		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}}, http.StatusUnprocessableEntity, engine.MsgWrongKey},
+		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}, "current_password": {f.ownerKey}}, http.StatusSeeOther, ""},
 		{"/account/email", url.Values{"email": {"other@example.org"}, "current_password": {"abcdefgh"}}, http.StatusUnprocessableEntity, "The email has already been taken."},
 		{"/account/email", url.Values{"email": {"new@example.org"}, "current_password": {"wrong"}}, http.StatusUnprocessableEntity, "The password is incorrect."},
 		{"/account/email", url.Values{"email": {"new@example.org"}, "current_password": {"abcdefgh"}}, http.StatusSeeOther, ""},
 		{"/account/reports", url.Values{"report": {fmt.Sprint(f.secret.ID), fmt.Sprint(f.otherSecret.ID)}}, http.StatusSeeOther, ""},
 	}
 	for _, tt := range tests {
+		if tt.action == "/account/email" {
+			f.clock.Add(time.Minute) // limited like registration
+		}
 		res := a.postForm("/account", tt.action, tt.form)
 		if res.status != tt.status {
 			t.Errorf("%s %v: %d, want %d\n%s", tt.action, tt.form, res.status, tt.status, mainText(res.body))
@@ -350,6 +367,21 @@ func TestSessionForms(t *testing.T) {
 		if tt.msg != "" {
 			mustContain(t, tt.action, mainText(res.body), tt.msg)
 		}
+	}
+	// The new address takes effect once its link is opened.
+	if acc, _ := f.e.Account(context.Background(), f.owner.ID); acc.Email != "owner@example.org" {
+		t.Errorf("the email changed before its link was opened: %q", acc.Email)
+	}
+	sent := mb.wait(t, 1)
+	if len(sent) != 1 || !strings.HasPrefix(sent[0], "new@example.org|") {
+		t.Fatalf("mails %q, want one to new@example.org", sent)
+	}
+	link := strings.TrimPrefix(find(t, `(https://stats\.example\.org/account/email/\S+)`, sent[0]), "https://stats.example.org")
+	if res := a.postForm(link, link, nil); res.status != http.StatusSeeOther {
+		t.Fatalf("confirm the address: %d %s", res.status, mainText(res.body))
+	}
+	if res := a.get(link); res.status != http.StatusGone {
+		t.Errorf("a used email link: %d, want 410", res.status)
 	}
 	acc, _ := f.e.Account(context.Background(), f.owner.ID)
 	if acc.Name != "Olivia O." || acc.Email != "new@example.org" {
@@ -438,20 +470,45 @@ func TestRegistration(t *testing.T) {
 	if res := f.client().get("/register?invite=" + url.QueryEscape(inv2)); res.status == http.StatusOK {
 		t.Errorf("closed registration with an invitation: %d", res.status)
 	}
-	// Open: anyone, limited per address, failures too (a taken email is
-	// an answer worth limiting).
+	// Open: no form without mail (an address is proven by a link).
 	f.p.registration = RegistrationOpen
-	f.clock.Add(2 * time.Minute) // the buckets refill
-	if res := register(f.client(), "", "owner@example.org"); res.status != http.StatusUnprocessableEntity {
-		t.Fatalf("taken email: %d", res.status)
+	if res := f.client().get("/register"); res.status != http.StatusNotFound {
+		t.Errorf("open registration without mail: %d, want 404", res.status)
 	}
-	f.clock.Add(2 * time.Minute)
-	for i := range registrationsPerIP {
-		if res := register(f.client(), "", fmt.Sprintf("open%d@example.org", i)); res.status != http.StatusSeeOther {
-			t.Fatalf("open registration %d: %d", i, res.status)
+	mb := &mailbox{}
+	f.p.sendMail, f.p.publicURL = mb.send, "https://stats.example.org"
+	// With mail: the form asks for the address and mails a link, the
+	// same answer for a taken address (which gets a notice instead);
+	// limited per client, failures too.
+	f.clock.Add(2 * time.Minute) // the buckets refill
+	ask := func(email string) response {
+		return f.client().postForm("/register", "/register", url.Values{"email": {email}})
+	}
+	taken, fresh := ask("owner@example.org"), ask("open@example.org")
+	if taken.status != http.StatusOK || fresh.status != http.StatusOK ||
+		strings.Replace(mainText(taken.body), "owner@example.org", "X", 1) != strings.Replace(mainText(fresh.body), "open@example.org", "X", 1) {
+		t.Errorf("taken and free addresses answered differently:\n%d %s\n%d %s", taken.status, mainText(taken.body), fresh.status, mainText(fresh.body))
+	}
+	sent := mb.wait(t, 2)
+	if len(sent) != 2 {
+		t.Fatalf("%d mails, want 2", len(sent))
+	}
+	var regLink string
+	for _, m := range sent {
+		if strings.HasPrefix(m, "owner@example.org|") && strings.Contains(m, "/register/") {
+			t.Errorf("a registration link to a taken address: %q", m)
+		}
+		if strings.HasPrefix(m, "open@example.org|") {
+			regLink = strings.TrimPrefix(find(t, `(https://stats\.example\.org/register/\S+)`, m), "https://stats.example.org")
 		}
 	}
-	if res := register(f.client(), "", "owner@example.org"); res.status != http.StatusTooManyRequests {
+	c = f.client()
+	res = c.postForm(regLink, regLink, url.Values{"name": {"Open"}, "password": {"long enough"}, "password_confirmation": {"long enough"}})
+	if res.status != http.StatusSeeOther || signedInAs(c) != "open@example.org" {
+		t.Fatalf("register from the link: %d %s", res.status, mainText(res.body))
+	}
+	ask("third@example.org")
+	if res := ask("owner@example.org"); res.status != http.StatusTooManyRequests {
 		t.Errorf("past the registration limit: %d, want 429", res.status)
 	}
 	mustContain(t, "login page", mainText(f.client().get("/login").body), "Create an account")
@@ -520,13 +577,18 @@ func TestPasswordReset(t *testing.T) {
 	if res := c.get(path); res.status != http.StatusGone {
 		t.Errorf("used link: %d, want 410", res.status)
 	}
+	// The reset said so, by mail too.
+	sent = mb.wait(t, 2)
+	if len(sent) != 2 || !strings.Contains(sent[1], "Every API key of the account was revoked") {
+		t.Fatalf("no notice of the reset: %q", sent)
+	}
 	// Expiry, and the per-address limit of mails.
 	c.postForm("/reset", "/reset", url.Values{"email": {"owner@example.org"}})
-	sent = mb.wait(t, 2)
-	if len(sent) != 2 {
+	sent = mb.wait(t, 3)
+	if len(sent) != 3 {
 		t.Fatalf("second mail: %d sent", len(sent))
 	}
-	path = strings.TrimPrefix(find(t, `(https://stats\.example\.org/reset/\S+)`, sent[1]), "https://stats.example.org")
+	path = strings.TrimPrefix(find(t, `(https://stats\.example\.org/reset/\S+)`, sent[2]), "https://stats.example.org")
 	f.clock.Add(engine.ResetLife)
 	if res := c.get(path); res.status != http.StatusGone {
 		t.Errorf("expired link: %d, want 410", res.status)
@@ -636,14 +698,14 @@ func TestSignInBurst(t *testing.T) {
 }
 
 // TestSessionPasswordGuesses: a signed-in session's password checks
-// (email change, 2FA off) are limited like sign-ins.
+// (password change, 2FA off) are limited like sign-ins.
 func TestSessionPasswordGuesses(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
 	c.setPassword(f.ownerKey, "correct horse")
-	tok := c.csrfFor("/account", "/account/email")
+	tok := c.csrfFor("/account", "/account/password")
 	for i := range signInFailuresPerAccount + 1 {
-		res := c.post("/account/email", url.Values{"csrf": {tok}, "email": {"x@example.org"}, "current_password": {"guess"}})
+		res := c.post("/account/password", url.Values{"csrf": {tok}, "password": {"new password"}, "password_confirmation": {"new password"}, "current_password": {"guess"}})
 		if i < signInFailuresPerAccount && res.status != http.StatusUnprocessableEntity {
 			t.Fatalf("guess %d: %d", i, res.status)
 		}

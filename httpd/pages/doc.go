@@ -77,7 +77,11 @@
 // cannot start within [engine.PasswordHashWait] is a 503 page with
 // Retry-After. The sign-in form allows 10 wrong API keys a minute per
 // client, then 429; a right key always signs in (keys are 256-bit and
-// checked by one SHA-256 lookup).
+// checked by one SHA-256 lookup). Account passwords are limited per client
+// (10 a minute), per client and account (5), and per account (20), the last
+// only refusing clients that failed on the account: others wait for its
+// refill (at most 3 s) and are answered, so guessing at an address never
+// locks its owner out (signInTakes).
 //
 // # Cookies
 //

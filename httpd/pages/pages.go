@@ -87,6 +87,8 @@ type Pages struct {
 	pwIPFails   *limit.Limiter // wrong passwords per client address
 	pwSiteFails *limit.Limiter // wrong passwords per website
 	signInFails *limit.Limiter // wrong API keys and passwords per client address
+	// pairFails counts wrong passwords per client and account.
+	pairFails *limit.Limiter
 	// accountFails counts wrong passwords per account, codeFails wrong
 	// second-factor codes per account, registrations accounts created per
 	// client address, resetsIP and resetsAccount reset emails per client
@@ -158,6 +160,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		signInFails: limit.New(signInFailuresPerIP, o.Now),
 
 		accountFails:  limit.New(signInFailuresPerAccount, o.Now),
+		pairFails:     limit.New(signInFailuresPerPair, o.Now),
 		codeFails:     limit.New(codeFailuresPerAccount, o.Now),
 		registrations: limit.New(registrationsPerIP, o.Now),
 		resetsIP:      limit.New(resetsPerIP, o.Now),

@@ -115,12 +115,12 @@ func TestWebAppJourney(t *testing.T) {
 		mustContainText(t, "home after the key", b.Text("main"), "Your websites", "You have no websites yet.")
 		mustContainText(t, "header", b.Text(".who"), "admin")
 
-		// No current password is asked the first time.
+		// The first time, an API key of the account proves it is the
+		// owner (SPEC §13), not a current password.
 		b.open("/account")
-		if b.exists("#current_password") {
-			t.Error("the account page asks for a current password before one is set")
-		}
 		mustContainText(t, "password section", b.Text("#password-h ~ p"), "No password is set")
+		mustContainText(t, "first password's proof", b.Text(`label[for="current_password"]`), "An API key of your account")
+		b.typeIn("#current_password", adminKey)
 		b.typeIn("#new-password", password)
 		b.typeIn("#password_confirmation", password)
 		b.submit(`form[action="/account/password"] button[type=submit]`)

@@ -56,6 +56,32 @@ func TestUserSetPassword(t *testing.T) {
 	}
 }
 
+// TestUserSetEmail: the operator changes an address (the only way without
+// mail); a taken address is refused.
+func TestUserSetEmail(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	for _, e := range []string{"a@example.org", "b@example.org"} {
+		if _, _, code := runCLI(t, ctx, nil, "user", "add", "-data", dir, "-email", e); code != 0 {
+			t.Fatal("user add failed")
+		}
+	}
+	if _, stderr, code := runCLI(t, ctx, nil, "user", "set-email", "-data", dir, "-email", "a@example.org", "-new", "b@example.org"); code != 1 || !strings.Contains(stderr, "The email has already been taken.") {
+		t.Errorf("a taken address: exit %d, stderr %q", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, ctx, nil, "user", "set-email", "-data", dir, "-email", "A@example.org", "-new", "new@example.org"); code != 0 || !strings.Contains(stderr, "new@example.org") {
+		t.Fatalf("set-email: exit %d, stderr %q", code, stderr)
+	}
+	e, err := engine.Open(&engine.Options{Dir: dir, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if a, err := e.AccountByEmail(ctx, "new@example.org"); err != nil || a.ID != 1 {
+		t.Errorf("the new address: %+v %v", a, err)
+	}
+}
+
 // TestMailer sends a notice through a real SMTP server.
 func TestMailer(t *testing.T) {
 	if report.Mailer(report.SMTP{}, "") != nil {

@@ -80,6 +80,7 @@ var commands = []command{
 	{"user list", "user list -data DIR", "list the accounts: id, email, name, created", (*cli).userListCmd},
 	{"user rotate-key", "user rotate-key -data DIR -email E", "replace every API key of an account by one new key and print it; the old ones stop working and its sessions end", (*cli).userRotateKeyCmd},
 	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd},
+	{"user set-email", "user set-email -data DIR -email E -new E2", "change an account's email address (no mail proves it: the operator vouches); its reset links are spent", (*cli).userSetEmailCmd},
 	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
 	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
 }
@@ -104,7 +105,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitOK
 	case args[0] == "user":
 		if len(args) < 2 {
-			return c.fail(usagef("user: missing subcommand (add, list, rotate-key or set-password)"))
+			return c.fail(usagef("user: missing subcommand (add, list, rotate-key, set-password or set-email)"))
 		}
 		if isHelp(args[1]) {
 			c.usage(c.stdout)

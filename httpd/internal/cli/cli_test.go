@@ -40,7 +40,7 @@ func parseServe(args []string, env map[string]string) (Config, error) {
 
 func defaults() Config {
 	return Config{
-		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day",
+		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day", TrustedProxies: "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7",
 		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second, MaxValues: 50_000,
 		LogLevel: "info", LogFormat: "text", Reports: "weekly", Registration: "closed",
 		Cluster: Cluster{SeedEvery: 6 * time.Hour, Owners: 2},

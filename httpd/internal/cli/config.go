@@ -31,6 +31,9 @@ type Config struct {
 	Data       string // -data: data directory
 	RateLimit  int    // -rate-limit: API requests per minute per key; 0 = off
 	TrustProxy bool   // -trust-proxy: client IP from X-Forwarded-For
+	// TrustedProxies is -trusted-proxies: the proxies whose
+	// X-Forwarded-For entries -trust-proxy reads (CIDR,…).
+	TrustedProxies string
 
 	SaltPeriod string // -salt-period: day, week or month
 	GeoIP      string // -geoip: path of an .mmdb; "" = embedded countries
@@ -95,7 +98,8 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen `address` (host:port)")
 	fs.StringVar(&cfg.Data, "data", defaultData, "data `directory` (a Pebble store, created if missing)")
 	fs.IntVar(&cfg.RateLimit, "rate-limit", 60, "API requests per minute per API key; 0 turns the limit off")
-	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client IP from X-Forwarded-For (behind a reverse proxy)")
+	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client IP from X-Forwarded-For (behind a reverse proxy): the right-most entry that is not a trusted proxy")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", httpd.DefaultTrustedProxies, "with -trust-proxy, the proxies (`CIDR,…` or addresses) whose connections and X-Forwarded-For entries are trusted")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "open connections at most; more are refused (closed at once); 0: three quarters of the open-file limit (at least 64, at most 16384); -1: no cap")
 	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (IPv6: per /64) at most; 0: 1000; -1: no cap (with -trust-proxy, private and loopback peers are not capped)")
 	fs.StringVar(&cfg.SaltPeriod, "salt-period", "day", "how long a visitor stays the same visitor: day, week or month")
@@ -137,6 +141,9 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-backup-every needs -backup-dir")
 	case cfg.Registration != "closed" && cfg.Registration != "invite" && cfg.Registration != "open":
 		return fmt.Errorf("-registration %q: want closed, invite or open", cfg.Registration)
+	case cfg.Registration == "open" && (cfg.Mail.SMTPAddr == "" || cfg.Mail.PublicURL == ""):
+		// SPEC §13: an address takes effect once its owner proves it.
+		return fmt.Errorf("-registration open needs -smtp-addr and -public-url: a new account's email address is proven by a link mailed to it")
 	case cfg.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v: want more than 0", cfg.ShutdownTimeout)
 	case cfg.LogFormat != "text" && cfg.LogFormat != "json":
@@ -149,6 +156,9 @@ func (cfg *Config) Validate() error {
 		if _, err := report.ParsePeriod(cfg.Reports); err != nil {
 			return fmt.Errorf("-reports %q: want weekly, monthly or off", cfg.Reports)
 		}
+	}
+	if _, err := httpd.ParseProxies(cfg.TrustedProxies); err != nil {
+		return fmt.Errorf("-trusted-proxies: %v", err)
 	}
 	if cfg.Mail.PublicURL != "" {
 		if err := httpd.CheckPublicURL(cfg.Mail.PublicURL); err != nil {

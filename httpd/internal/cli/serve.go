@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -145,14 +146,18 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 	if err != nil {
 		return errors.Join(err, e.Close())
 	}
+	proxies, _ := httpd.ParseProxies(cfg.TrustedProxies) // checked by Validate
+	if proxies == nil {
+		proxies = []netip.Prefix{} // an empty list: no proxy is trusted
+	}
 	rateLimit := cfg.RateLimit
 	if rateLimit == 0 {
 		rateLimit = -1 // httpd's "off"; its 0 means the default
 	}
 	h := httpd.New(e, &httpd.Options{
 		RateLimit:  rateLimit,
-		TrustProxy: cfg.TrustProxy,
-		Logger:     log.With("component", "http"),
+		TrustProxy: cfg.TrustProxy, TrustedProxies: proxies,
+		Logger: log.With("component", "http"),
 		// Behind HTTPS (a public URL says so), page cookies are Secure.
 		SecureCookies: strings.HasPrefix(cfg.Mail.PublicURL, "https://"),
 		PublicURL:     cfg.Mail.PublicURL,

@@ -107,6 +107,30 @@ func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
 	}
 }
 
+func (c *cli) userSetEmailCmd(fs *flag.FlagSet) func(context.Context) error {
+	data := dataFlag(fs)
+	email := fs.String("email", "", "the account's email address (required)")
+	to := fs.String("new", "", "the new email address (required)")
+	return func(ctx context.Context) error {
+		if *email == "" || *to == "" {
+			return usagef("user set-email: -email and -new are required")
+		}
+		return withEngine(*data, true, func(e *engine.Engine) error {
+			a, err := e.AccountByEmail(ctx, *email)
+			if errors.Is(err, engine.ErrNotFound) {
+				return fmt.Errorf("no account has the email %q", *email)
+			} else if err != nil {
+				return err
+			}
+			if a, err = e.SetEmail(ctx, a.ID, *to); err != nil {
+				return validationMessage(err)
+			}
+			fmt.Fprintf(c.stderr, "webstatsd: the email of account %d is now %s\n", a.ID, a.Email)
+			return nil
+		})
+	}
+}
+
 // readPassword reads one line from stdin, without its line ending: from
 // a terminal without echo (after a prompt on stderr), else from a pipe. At
 // most 4 KiB are read.

@@ -124,6 +124,20 @@ func (l *Limiter) Blocked(key string) (time.Duration, bool) {
 	return l.wait(b), true
 }
 
+// Used reports whether key's bucket is below full: a token was taken from
+// it and has not refilled yet (the key failed recently).
+func (l *Limiter) Used(key string) bool {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[key]
+	if b == nil {
+		return false
+	}
+	l.refillLocked(b, now)
+	return b.tokens < l.burst
+}
+
 // Overflow is the number of requests let through untracked because the
 // limiter held MaxKeys keys.
 func (l *Limiter) Overflow() int64 {

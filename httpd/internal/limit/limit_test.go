@@ -52,3 +52,20 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestUsed: a key is used while a token taken from it has not refilled.
+func TestUsed(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := New(6, func() time.Time { return now })
+	if l.Used("a") {
+		t.Error("an unseen key is used")
+	}
+	l.Take("a")
+	if !l.Used("a") {
+		t.Error("a key with a token taken is not used")
+	}
+	now = now.Add(10 * time.Second) // 6 a minute: one back
+	if l.Used("a") {
+		t.Error("a key refilled is still used")
+	}
+}
