@@ -59,8 +59,10 @@ func buildBinary(t testing.TB) string {
 }
 
 // npmDir is the directory of package.json: the clients are installed in
-// its node_modules by `npm ci --prefix httpd/internal/conformance`.
-const npmDir = "."
+// its node_modules (a testdata directory, which the go tool ignores: a
+// package there ships Go files) by
+// `npm ci --prefix httpd/internal/conformance/testdata`.
+const npmDir = "testdata"
 
 // pinned are the clients of package.json and the versions the tests were
 // written for.
@@ -89,8 +91,11 @@ func nodeModules(t testing.TB) string {
 			err = json.Unmarshal(b, &pkg)
 		}
 		// plausible@2.2.1 says "v2.2.1" in its package.json.
-		if err != nil || strings.TrimPrefix(pkg.Version, "v") != want {
-			missing = append(missing, fmt.Sprintf("%s@%s (found %q, %v)", name, want, pkg.Version, err))
+		switch {
+		case err != nil:
+			missing = append(missing, name+"@"+want)
+		case strings.TrimPrefix(pkg.Version, "v") != want:
+			missing = append(missing, fmt.Sprintf("%s@%s (found %s)", name, want, pkg.Version))
 		}
 	}
 	if len(missing) > 0 {
