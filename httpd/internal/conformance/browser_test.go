@@ -21,10 +21,11 @@ import (
 )
 
 // The user agents of the browser visitors (one visitor per tab: same IP,
-// another user agent) and the labels Plausible gives them: Plausible names
-// browsers and systems with UAInspector's names, remapping a few
-// (lib/plausible/ingestion/event.ex: browser_name/os_name), so Edge is
-// "Microsoft Edge", Linux "GNU/Linux" and macOS "Mac".
+// another user agent, and Plausible's visitor id hashes both) and the labels
+// Plausible gives them: it names browsers and systems as UAInspector
+// (Matomo's device detector) does, folding mobile browsers into their
+// desktop names (lib/plausible/ingestion/event.ex: browser_name, os_name),
+// so Edge is "Microsoft Edge", Linux "GNU/Linux" and macOS "Mac".
 var (
 	chromeLinux = agent{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", "Chrome", "GNU/Linux"}
 	edgeWindows = agent{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0", "Microsoft Edge", "Windows"}
@@ -83,7 +84,7 @@ func (l *netLog) listen(ev any) {
 // wait waits until n requests were answered (or failed) and returns them.
 func (l *netLog) wait(t *testing.T, n int, what string) []sent {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		l.mu.Lock()
 		var out []sent
@@ -102,7 +103,7 @@ func (l *netLog) wait(t *testing.T, n int, what string) []sent {
 			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d tracking requests answered after 5s, want %d: %v", what, done, n, out)
+			t.Fatalf("%s: %d tracking requests answered after 15s, want %d: %v", what, done, n, out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -187,6 +188,10 @@ p.enableAutoOutboundTracking()
 `
 		}
 	case host == "other.example":
+		// plausible-tracker follows an outbound link 150 ms after sending
+		// its event; the old page (and its request) lives until this
+		// answer comes, so a slow server does not lose the event here.
+		time.Sleep(time.Second)
 		io.WriteString(w, `<!doctype html><title>other</title><p>Another website.`)
 		return
 	default:

@@ -6,12 +6,14 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 )
 
-// checkSite asks Stats API v2 about one day of a website and compares each
-// answer with the model's.
-func checkSite(t *testing.T, srv *server, domain, day string, m model) {
+// checkSite asks Stats API v2 about the days from..to of a website and
+// compares each answer with the model's. With timed, the hits' times are
+// the model's (imports), so visit durations are checked too, and their
+// countries are known.
+func checkSite(t *testing.T, srv *server, domain, from, to string, m model, timed bool) {
 	t.Helper()
 	q := func(metrics []string, dims []string, filters ...[]any) map[string]any {
-		body := map[string]any{"site_id": domain, "date_range": []string{day, day}, "metrics": metrics}
+		body := map[string]any{"site_id": domain, "date_range": []string{from, to}, "metrics": metrics}
 		if len(dims) > 0 {
 			body["dimensions"] = dims
 		}
@@ -52,8 +54,21 @@ func checkSite(t *testing.T, srv *server, domain, day string, m model) {
 		{"systems", q([]string{"visitors"}, []string{"visit:os"}),
 			m.breakdown(func(h hit) (string, bool) { return h.os, true }, visitorsOnly)},
 	}
+	if timed {
+		tests = append(tests, struct {
+			name  string
+			query map[string]any
+			want  map[string][]any
+		}{"aggregate with duration", q([]string{"visitors", "visits", "pageviews", "events", "bounce_rate", "visit_duration"}, nil),
+			map[string][]any{"": m.aggregate()}}, struct {
+			name  string
+			query map[string]any
+			want  map[string][]any
+		}{"countries", q([]string{"visitors"}, []string{"visit:country"}),
+			m.breakdown(func(h hit) (string, bool) { return h.country, true }, visitorsOnly)})
+	}
 	// Each goal alone, and the props its events carry.
-	for _, g := range []string{"Outbound Link: Click", "File Download", "404", "Form: Submission", "Signup", "Newsletter Signup"} {
+	for _, g := range []string{"Outbound Link: Click", "File Download", "404", "Form: Submission", "Signup", "Newsletter Signup", "Video Autoplay"} {
 		gm := m.filter(goal(g))
 		if len(gm) == 0 {
 			continue
@@ -92,13 +107,13 @@ func checkSite(t *testing.T, srv *server, domain, day string, m model) {
 	}
 }
 
-// checkRevenue asks for the revenue of the Purchase goal (a revenue goal in
-// USD), in all and by plan.
-func checkRevenue(t *testing.T, srv *server, domain, day string, m model) {
+// checkRevenue asks for the revenue of the Purchase goal (a revenue goal),
+// in all and by plan, over the days from..to.
+func checkRevenue(t *testing.T, srv *server, domain, from, to string, m model) {
 	t.Helper()
 	purchases := m.filter(func(h hit) bool { return h.name == "Purchase" })
 	filters := [][]any{{"is", "event:goal", []string{"Purchase"}}}
-	got := srv.query(t, map[string]any{"site_id": domain, "date_range": []string{day, day},
+	got := srv.query(t, map[string]any{"site_id": domain, "date_range": []string{from, to},
 		"metrics": []string{"visitors", "events", "total_revenue"}, "filters": filters})
 	if got == nil {
 		return // reported
@@ -107,7 +122,7 @@ func checkRevenue(t *testing.T, srv *server, domain, day string, m model) {
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("%s revenue of Purchase (-want +got):\n%s", domain, diff)
 	}
-	got = srv.query(t, map[string]any{"site_id": domain, "date_range": []string{day, day},
+	got = srv.query(t, map[string]any{"site_id": domain, "date_range": []string{from, to},
 		"metrics": []string{"events", "total_revenue"}, "filters": filters, "dimensions": []string{"event:props:plan"}})
 	if got == nil {
 		return

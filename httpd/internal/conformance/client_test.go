@@ -97,6 +97,11 @@ func TestPlausibleClient(t *testing.T) {
 			t.Errorf("plausible@2.2.1 %s (-want +got):\n%s", name, diff)
 		}
 	}
+
+	// The same history through Stats API v2: the 30 days before today.
+	from, to := today.AddDate(0, 0, -30).Format(time.DateOnly), today.AddDate(0, 0, -1).Format(time.DateOnly)
+	checkSite(t, srv, "c.example", from, to, hist, true)
+	checkRevenue(t, srv, "c.example", from, to, hist)
 }
 
 // runNode runs an ES module script with node in the npm directory (so that

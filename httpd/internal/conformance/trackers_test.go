@@ -160,7 +160,7 @@ func TestTrackers(t *testing.T) {
 		t.Skip("the UTC day changed during the run: the questions below are about one day")
 	}
 
-	checkSite(t, srv, "a.example", today, a)
-	checkSite(t, srv, "b.example", today, b)
-	checkRevenue(t, srv, "a.example", today, a)
+	checkSite(t, srv, "a.example", today, today, a, false)
+	checkSite(t, srv, "b.example", today, today, b, false)
+	checkRevenue(t, srv, "a.example", today, today, a)
 }
