@@ -126,13 +126,14 @@ const (
 	mapLegacy = `{"imports":{"plausible-tracker":"` + legacyDir + `index.js","` + legacyDir + `lib/tracker":"` + legacyDir + `lib/tracker.js","` + legacyDir + `lib/request":"` + legacyDir + `lib/request.js"}}`
 )
 
-// body is every page's content: an outbound link, a file link, a tagged
-// button and a form. The page's own router keeps links and forms from
+// body is every page's content: an outbound link, a file link, two tagged
+// buttons (one with revenue) and a form. The page's own router keeps links and forms from
 // leaving it, as a single-page app does (Plausible's listeners still see
 // the clicks).
 const body = `<a id="out" href="http://other.example:PORT/landing">partner</a>
 <a id="dl" href="/files/report.pdf?v=2">report</a>
 <button id="tagged" class="plausible-event-name=Newsletter+Signup plausible-event-position=footer">subscribe</button>
+<button id="gift" class="plausible-event-name=Purchase plausible-event-plan=gift plausible-revenue-amount=5.5 plausible-revenue-currency=USD">buy a gift</button>
 <form id="form"><input name="email" value="ann@example.com"><button id="send" type="submit">send</button></form>
 <script>
 document.addEventListener('click', e => { if (e.target.closest('#dl, #out')) e.preventDefault() })

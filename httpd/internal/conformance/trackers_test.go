@@ -120,6 +120,10 @@ func (r *run) siteA() {
 	r.expect(&r.a, "A1", chromeLinux, "A1 file download", ev("File Download", "/shop/", "url", r.br.url("a.example", "/files/report.pdf")))
 	r.br.do(tab, "A1 tagged", chromedp.Click(chromedp.CSS("#tagged")))
 	r.expect(&r.a, "A1", chromeLinux, "A1 tagged event", ev("Newsletter Signup", "/shop/", "position", "footer"))
+	r.br.do(tab, "A1 tagged revenue", chromedp.Click(chromedp.CSS("#gift")))
+	gift := ev("Purchase", "/shop/", "plan", "gift")
+	gift.revenue = 5.5
+	r.expect(&r.a, "A1", chromeLinux, "A1 tagged event with revenue", gift)
 	r.br.do(tab, "A1 purchases",
 		js(`track("Purchase", {props: {plan: "pro"}, revenue: {amount: 29.99, currency: "USD"}})`),
 		js(`track("Purchase", {props: {plan: "team"}, revenue: {amount: "10.01", currency: "USD"}})`))
