@@ -127,9 +127,9 @@ const (
 )
 
 // body is every page's content: an outbound link, a file link, two tagged
-// buttons (one with revenue) and a form. The page's own router keeps links and forms from
-// leaving it, as a single-page app does (Plausible's listeners still see
-// the clicks).
+// buttons (one with revenue) and a form. The page's own router keeps links
+// and forms from leaving it, as a single-page app does (Plausible's
+// listeners still see the clicks).
 const body = `<a id="out" href="http://other.example:PORT/landing">partner</a>
 <a id="dl" href="/files/report.pdf?v=2">report</a>
 <button id="tagged" class="plausible-event-name=Newsletter+Signup plausible-event-position=footer">subscribe</button>
