@@ -179,9 +179,11 @@ const p = Plausible({domain: "b.example", apiHost: "` + p.base + `", hashMode: t
 window.p = p
 `
 		if r.URL.Path == "/missing" {
+			// The event once the pageview is answered: sent at once, they
+			// reach the server in either order (which Plausible's visit
+			// rule makes irrelevant, but the order of the model is this).
 			status = http.StatusNotFound
-			script += `p.trackPageview()
-p.trackEvent("404", {props: {path: document.location.pathname}})
+			script += `p.trackPageview({}, {callback: () => p.trackEvent("404", {props: {path: document.location.pathname}})})
 `
 		} else {
 			script += `p.enableAutoPageviews()
