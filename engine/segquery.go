@@ -116,10 +116,11 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 }
 
 // bucketsCanAnswer reports whether the day buckets answer r exactly as
-// the segments would (SPEC §10.2: "one truth"): an aggregate of visitors,
-// visits, pageviews and events over whole local days, unfiltered, with
-// daily salts (a visit then never spans two days, so the visits the
-// buckets count on the day they started are those with hits in the range).
+// the segments would (SPEC §10.2: "one truth"): an aggregate of pageviews
+// and events over whole local days (a hit's stored day, as in the
+// buckets), unfiltered. Visitors and visits are not: the buckets count
+// them by §2.2's rule (pageviews only), the segments by Plausible's
+// (§10.1: custom events start and extend visits too).
 func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
 	if salt != SaltDay || len(r.Dimensions) > 0 || len(r.Filters) > 0 || r.Include.TimeLabels ||
 		!r.DateRange.From.IsZero() || r.DateRange.Period == "day" || r.DateRange.Period == "24h" {
@@ -127,7 +128,7 @@ func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
 	}
 	for _, m := range r.Metrics {
 		switch m {
-		case "visitors", "visits", "pageviews", "events":
+		case "pageviews", "events":
 		default:
 			return false
 		}
@@ -246,25 +247,33 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	p.intern, p.gidBits = e.interns(), gidPageBits
-	lo := p.r.FirstDay
+	lo, hi := p.r.FirstDay, p.r.LastDay
+	if !p.byDay {
+		// A sub-day range compares times: a hit in it may have been
+		// counted under a day of another time zone (SPEC §2.3: changing
+		// the zone does not move old hits), up to 26 hours away.
+		lo, hi = lo-2, hi+2
+	}
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
 		// of its salt period before the range.
-		lo = periodStart(p.r.FirstDay, e.opts.SaltPeriod)
+		lo = periodStart(lo, e.opts.SaltPeriod)
 	}
 	// Days passed under the shard lock (open days) are scanned at once;
 	// the others, which never change, on every core (scanParallel).
 	var later []*segDay
-	var spans [][2]int32 // the salt periods of the days scanned at once
-	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay, locked bool) {
+	var dates []buckets.Date // later's days
+	var spans [][2]int32     // the salt periods of the days scanned at once
+	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segDay, locked bool) {
 		switch {
 		case sd.hits() == 0 || p.err != nil:
 		case locked:
 			plo, phi := periodSpan(sd)
 			spans = append(spans, [2]int32{plo, phi})
-			p.scanDay(sd, false)
+			p.scanDay(sd, date, false)
 		default:
 			later = append(later, sd)
+			dates = append(dates, date)
 		}
 	})
 	if err != nil {
@@ -274,7 +283,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 		return p.err
 	}
 	p.soloDays = soloDays(later, spans)
-	return p.scanParallel(ctx, later, runtime.GOMAXPROCS(0))
+	return p.scanParallel(ctx, later, dates, runtime.GOMAXPROCS(0))
 }
 
 // soloDays returns the days of days whose visits are all of one salt
@@ -325,15 +334,16 @@ func periodSpan(sd *segDay) (lo, hi int32) {
 }
 
 // scanParallel scans days into p with up to workers goroutines, each into
-// a plan of its own, merged into p at the end. The days are only read.
-func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) error {
+// a plan of its own, merged into p at the end. The days (of dates) are
+// only read.
+func (p *plan) scanParallel(ctx context.Context, days []*segDay, dates []buckets.Date, workers int) error {
 	workers = min(workers, len(days))
 	if workers <= 1 {
 		for i, sd := range days {
 			if i%16 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if p.scanDay(sd, true); p.err != nil {
+			if p.scanDay(sd, dates[i], true); p.err != nil {
 				return p.err
 			}
 		}
@@ -366,7 +376,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 				if i >= len(days) {
 					return
 				}
-				sub.scanDay(days[i], true)
+				sub.scanDay(days[i], dates[i], true)
 			}
 		})
 	}
@@ -447,7 +457,7 @@ func (p *plan) merge(sub *plan) {
 // are copied under the lock first); a closed one made whole stays resident
 // so, until evicted.
 // fn is called under the shard lock (locked) for open days without parts.
-func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(sd *segDay, locked bool)) error {
+func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segDay, locked bool)) error {
 	type sealedDay struct {
 		date   buckets.Date
 		seg    *segDay
@@ -457,13 +467,17 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		nv, nh, rowBytes int
 	}
 	var sealed []sealedDay
-	var cached []*segDay
+	type cachedDay struct {
+		date buckets.Date
+		seg  *segDay
+	}
+	var cached []cachedDay
 	var tooLarge error
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
-			fn(d.seg, d.open)
+			fn(date, d.seg, d.open)
 		case tooLarge != nil:
 		case e.wholeLimit > 0 && int64(d.seg.parts)*int64(e.sealBytes)+int64(d.seg.rowBytes()) > e.wholeLimit:
 			est := int64(d.seg.parts)*int64(e.sealBytes) + int64(d.seg.rowBytes())
@@ -474,7 +488,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			}
 		case d.open:
 			if w := e.wholes.get(id, date, d.seg); w != nil {
-				cached = append(cached, w)
+				cached = append(cached, cachedDay{date, w})
 				return
 			}
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits(), rowBytes: d.seg.rowBytes()})
@@ -488,8 +502,8 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	if err != nil {
 		return err
 	}
-	for _, w := range cached {
-		fn(w, false)
+	for _, c := range cached {
+		fn(c.date, c.seg, false)
 	}
 	for _, sd := range sealed {
 		if err := ctx.Err(); err != nil {
@@ -515,7 +529,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		} else {
 			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
 		}
-		fn(w, false)
+		fn(sd.date, w, false)
 	}
 	if len(sealed) > 0 {
 		e.maybeEvict() // what installWhole added
@@ -551,9 +565,13 @@ func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segDay) {
 // relatedVisitors answers the visitors of r with its dimensions reduced to
 // keep (none when nil) and, when noGoals, without its top-level event:goal
 // and event:props filters: the denominators of percentage and conversion
-// rates, by the row key of the kept dimensions.
+// rates, by the row key of the kept dimensions. The filters are r's
+// effective ones (EffectiveFilters), those its dimensions imply included:
+// the denominator counts the visitors the rows could have (an event-only
+// visit has no entry hostname, SPEC §10.1).
 func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet, noGoals bool, keep []int) (map[string]int64, error) {
 	rq := *r
+	rq.Filters = r.EffectiveFilters()
 	rq.Metrics = []string{"visitors"}
 	rq.Dimensions = nil
 	for _, j := range keep {
@@ -563,8 +581,9 @@ func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery,
 	rq.Include = Include{}
 	rq.Pagination = Pagination{Limit: math.MaxInt}
 	if noGoals {
+		all := rq.Filters
 		rq.Filters = nil
-		for _, f := range r.Filters {
+		for _, f := range all {
 			if f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
 				continue
 			}
@@ -795,6 +814,16 @@ type plan struct {
 	needRev  bool
 
 	from, to int64 // Unix seconds, inclusive
+	// byDay: the range is whole local days [firstDay, lastDay], and a hit
+	// is in it by the local day it was counted under (SPEC §10.1), not by
+	// its time; only sub-day ranges compare times (inRange).
+	byDay             bool
+	firstDay, lastDay buckets.Date
+	// date is the day of the segments being scanned, nextMid the instant
+	// (Unix ms) its next day starts, for hits without a day (hitDay).
+	date      buckets.Date
+	nextMid   int64
+	dayLabels map[buckets.Date]uint32 // time label ids by day (byDay)
 
 	groups map[string]*group
 	order  []*group
@@ -910,7 +939,7 @@ type group struct {
 
 type sessAcc struct {
 	n, bounceN, bounced int64
-	duration            int64 // seconds, bounces as 0
+	duration            int64 // seconds
 	pageviews           int64
 }
 
@@ -934,6 +963,8 @@ func (o *outRow) keyOf(pos []int) string {
 func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 	p := &plan{r: r, goals: goals, page: -1, groups: make(map[string]*group), labelIDs: make(map[string]uint32), groupLimit: queryGroupLimit}
 	p.from, p.to = r.From.Unix(), r.To.Unix()
+	p.byDay = r.DateRange.From.IsZero() && r.DateRange.Period != "24h"
+	p.firstDay, p.lastDay = r.FirstDay, r.LastDay
 	for i, d := range r.Dimensions {
 		s := specOf(d)
 		p.dims = append(p.dims, s)
@@ -1520,9 +1551,33 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 	return false
 }
 
+// inRange reports whether hit i of the current day sd is in the range: by
+// its day over whole days, by its time over a sub-day range.
 func (p *plan) inRange(sd *segDay, i int) bool {
+	if p.byDay {
+		d := p.hitDay(sd, i)
+		return d >= p.firstDay && d <= p.lastDay
+	}
 	sec := floorDiv(sd.hMs[i], 1000)
 	return sec >= p.from && sec <= p.to
+}
+
+// hitDay returns the local day hit i of the current day sd was counted
+// under (SPEC §10.1, §2.3: fixed when counted, in the time zone then in
+// force): the day its flags say. A hit written before hits kept their day
+// has the current day, unless its visit passed midnight since its first
+// hit (read in today's time zone: weekly and monthly salts).
+func (p *plan) hitDay(sd *segDay, i int) buckets.Date {
+	if d, ok := flagDay(sd.hFlags[i]); ok {
+		return p.date + d
+	}
+	v := sd.hVisit[i]
+	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) {
+		return p.date
+	}
+	loc := p.r.Location
+	d := DateFromTime(time.UnixMilli(sd.hMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.vFirst[v]).In(loc))
+	return p.date + max(d, 0)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -1539,11 +1594,15 @@ func floorDiv(a, b int64) int64 {
 // scanDay adds one day's segments to the groups. frozen: sd no longer
 // changes (it is not an open day read under the shard lock), so what the
 // query finds of it may be kept on it for the next (dayMemo).
-func (p *plan) scanDay(sd *segDay, frozen bool) {
+func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	if sd.hits() == 0 {
 		return
 	}
 	p.sd = sd
+	if p.date != date || p.nextMid == 0 {
+		p.date = date
+		p.nextMid = localDayStart(date+1, p.r.Location).UnixMilli()
+	}
 	p.day++
 	p.solo = p.soloDays[sd]
 	for g := range p.goalMemo {
@@ -1820,6 +1879,20 @@ func (g *group) addTotals(t *dayTotals) {
 // wholeDay reports whether every hit of sd is in the range (most days of
 // a range): no per-hit time check is needed then. memo: sd's, if frozen.
 func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
+	if p.byDay {
+		if p.date < p.firstDay || p.date > p.lastDay {
+			return false
+		}
+		if p.date-p.firstDay > 32 && p.lastDay-p.date > 32 {
+			return true // farther than any hit's day from its visit's
+		}
+		for i := range sd.hits() {
+			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
+				return false
+			}
+		}
+		return true
+	}
 	var lo, hi int64
 	if memo != nil {
 		lo, hi = memo.span(sd)
@@ -2040,7 +2113,11 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 			}
 		}
 	case dkTime:
-		p.key[pos] = p.timeLabel(sd.hMs[i])
+		if p.byDay && p.r.TimeDimension() != "time:hour" {
+			p.key[pos] = p.dayLabel(p.hitDay(sd, i))
+		} else {
+			p.key[pos] = p.timeLabel(sd.hMs[i])
+		}
 	case dkGoal:
 		for _, g := range p.dimGoals {
 			if p.hitMatchesGoal(sd, i, g) {
@@ -2083,6 +2160,26 @@ func (p *plan) timeLabel(ms int64) uint32 {
 		p.labelIDs[label] = id
 	}
 	*e = slotEntry{slot: slot, id: id, set: true}
+	return id
+}
+
+// dayLabel returns the id of the time label of a hit counted under local
+// day d (time:day, time:week, time:month over whole days).
+func (p *plan) dayLabel(d buckets.Date) uint32 {
+	if id, ok := p.dayLabels[d]; ok {
+		return id
+	}
+	label := p.r.DayBucket(d)
+	id, ok := p.labelIDs[label]
+	if !ok {
+		id = uint32(len(p.labels))
+		p.labels = append(p.labels, label)
+		p.labelIDs[label] = id
+	}
+	if p.dayLabels == nil {
+		p.dayLabels = make(map[buckets.Date]uint32)
+	}
+	p.dayLabels[d] = id
 	return id
 }
 
@@ -2331,10 +2428,11 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 		for _, v := range sess {
 			g.sess.n++
 			pv := int64(sd.vPageviews[v])
-			bounce := pv == 1 && sd.vFlags[v]&vfInteractive == 0
-			if !bounce {
-				g.sess.duration += floorDiv(sd.vEnd[v]-sd.vStart[v], 1000)
-			}
+			// SPEC §10.1: a bounce has at most one pageview and no
+			// interactive hit after its first; the duration runs from the
+			// first hit to the last, whatever their interactivity.
+			bounce := pv <= 1 && sd.vFlags[v]&vfInteractive == 0
+			g.sess.duration += floorDiv(sd.vEnd[v]-sd.vFirst[v], 1000)
 			g.sess.pageviews += pv
 			entryOK := true
 			for _, n := range p.pageFilters {
