@@ -1886,7 +1886,10 @@ func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
 		if p.date-p.firstDay > 32 && p.lastDay-p.date > 32 {
 			return true // farther than any hit's day from its visit's
 		}
-		for i := range sd.hits() {
+		for i, f := range sd.hFlags {
+			if f|hfInteractive == hfDay|hfInteractive {
+				continue // on the day itself (the common case)
+			}
 			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
 				return false
 			}
