@@ -129,6 +129,11 @@ func (d *segDay) extendVisit(i uint32, h *segHit, fresh bool) {
 	}
 	d.vEnd[i] = max(d.vEnd[i], at)
 	if h.kind != hkPageview {
+		if d.vPageviews[i] == 0 && at < d.vStart[i] {
+			// No pageview yet: start and last pageview stay the first
+			// hit's time, as the hits of a closed day say (visitsFromHits).
+			d.vStart[i], d.vLastPV[i] = at, at
+		}
 		return
 	}
 	if d.vPageviews[i] == 0 || at < d.vStart[i] {
