@@ -847,6 +847,9 @@ func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) err
 		if err := e.replaceSite(s, next); err != nil {
 			return 0, fmt.Errorf("engine: partition %d: %w", p, err)
 		}
+		if err := e.rebuildSiteRealtime(s); err != nil {
+			return 0, fmt.Errorf("engine: partition %d: %w", p, err)
+		}
 	}
 	for _, s := range mine {
 		if err := e.replaceSite(s, nil); err != nil {

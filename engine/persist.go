@@ -90,6 +90,9 @@ func (e *Engine) load() error {
 		return err
 	}
 	maxSeq = max(maxSeq, last)
+	if err := e.rebuildRealtime(); err != nil {
+		return err
+	}
 	dropped := false
 	if e.opts.Retention > 0 {
 		// Replay may have brought back days retention had dropped (hits
@@ -236,9 +239,10 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 		}
 	}
 	p, ok := st.periods[r.period]
-	if !ok && (r.event || r.seg.engagement) {
-		// An event or engagement report needs the state only to find a
-		// visit; it never makes a period.
+	if !ok && r.seg.engagement {
+		// An engagement report needs the state only to find a visit; it
+		// never makes a period (an event numbers its visitor, as in
+		// pinLocked).
 		if _, stored := st.stored[r.period]; !stored {
 			return ent, nil, nil
 		}

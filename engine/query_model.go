@@ -1526,6 +1526,23 @@ func (r *ResolvedQuery) TimeBucket(t time.Time) string {
 	return ""
 }
 
+// DayBucket is the time:day, time:week or time:month bucket of a hit
+// counted under local day d (SPEC §10.1: over whole days a hit is in the
+// bucket of its stored day, whatever the time zone is now), as TimeBucket
+// reads it of a time; "" for another dimension.
+func (r *ResolvedQuery) DayBucket(d Date) string {
+	switch r.TimeDimension() {
+	case "time:day":
+		return d.String()
+	case "time:week":
+		return max(weekMonday(d), r.FirstDay).String()
+	case "time:month":
+		y, m, _ := d.Civil()
+		return DateOf(y, m, 1).String()
+	}
+	return ""
+}
+
 // weekMonday returns the Monday starting d's week.
 func weekMonday(d Date) Date {
 	return d - Date((int(d.Weekday())+6)%7)

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/source"
 )
 
@@ -28,56 +29,120 @@ func (e *Engine) sid(sd *segDay, cat segCat, s string) uint32 {
 	return id
 }
 
-// segPageviewLocked records pageview r of visitor id, whose visit v was
-// just updated by the visit rule: newVisit when r started it. ent is r's
-// day, writable. external reports a referrer from another website. v.day
-// and v.row are left at the row of the visit whose time v.last keeps (the
-// caller moves v.last after this call).
-func (e *Engine) segPageviewLocked(st *siteState, r *record, ent *dayEntry, p *period, id uint32, v *visit, newVisit, external bool) {
-	sd := ent.seg
+// segHitLocked records pageview or custom event r of visitor id in the
+// segments store, by Plausible's visit rule (SPEC §10.1): a hit more than
+// 30 minutes from the visitor's previous one, or a pageview whose referrer
+// §2.2 says starts a visit (external, host another than the one that
+// started the current visit), starts a visit; every hit extends its visit.
+// ent is r's day, writable; external and host describe r's referrer (host:
+// its hostKey, 0 when not external). v is the visitor's state: v.day and
+// v.row are left at the row of the visit whose time v.sLast keeps.
+func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visit, external bool, host uint64) {
+	pageview := !r.event
+	newVisit := v.sLast == 0 || r.ms-v.sLast > visitGap || r.ms < v.sLast-visitGap ||
+		(pageview && external && host != v.sHost)
+	vent, row := ent, v.row
 	var vd *segDay
-	vent := ent
-	row := v.row
-	at := segTime(r.ms)
 	if !newVisit && row != noVisit {
 		if vent = e.visitDayLocked(st, r, v); vent != nil {
 			vd = vent.seg
 		}
 	}
-	var page, host uint32
-	if vd == nil {
-		vent = ent
+	at := segTime(r.ms)
+	fresh := vd == nil
+	if fresh {
 		// A new visit, or one whose row is unknown (state from before the
-		// segments store, or a day retention dropped): a row here.
-		vd = sd
+		// segments store, or a day retention dropped): a row here. A visit
+		// an event starts has blank entry and exit pages.
+		vent, vd = ent, ent.seg
 		var attr [numVA]uint32
-		e.visitAttrs(sd, r, external, &attr)
-		page, host = e.sid(sd, catPath, r.seg.path), e.sid(sd, catHost, r.seg.host)
-		row = sd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, host)
-		if !newVisit || v.last == 0 || r.ms >= v.last {
+		e.visitAttrs(vd, r, external, &attr)
+		var page, phost uint32
+		if pageview {
+			page, phost = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
+		}
+		row = vd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, phost)
+		if !newVisit || v.sLast == 0 || r.ms >= v.sLast {
 			v.day, v.row = r.date, row
+			if newVisit {
+				v.sHost = host
+			}
 		}
 		// Else an earlier visit imported after a later one: the visit
-		// rule keeps the later one's time (v.last), so the next pageview
+		// rule keeps the later one's time (v.sLast), so the next hit
 		// continues the later visit, and v keeps the later one's row.
-	} else {
-		page, host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	}
+	v.sLast = max(v.sLast, r.ms)
+	// The hit's own local day, as an offset from the day its visit's rows
+	// live in (weekly and monthly salts: a visit may pass midnight).
+	var delta buckets.Date
+	if !fresh {
+		delta = r.date - v.day
+	}
+	h := segHit{visit: row, ms: at, scroll: -1, flags: dayFlags(delta)}
+	if pageview {
+		h.kind = hkPageview
+	} else {
+		h.kind = hkEvent
+		name, value, unit := r.segEvent()
+		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
+		if !r.seg.nonInteractive {
+			h.flags |= hfInteractive
+		}
+	}
+	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
+	h.props = e.propIDs(vd, r.seg.props)
 	if row >= vd.offV {
 		// (A sealed visit's columns are derived from its hits.)
-		i := row - vd.offV
-		vd.vPageviews[i]++
-		if at < vd.vStart[i] {
-			// An earlier pageview imported later: it is the entry page.
-			vd.vStart[i], vd.vEntry[i], vd.vEntryHost[i] = at, page, host
-		}
-		if at >= vd.vLastPV[i] {
-			vd.vLastPV[i], vd.vExit[i], vd.vExitHost[i] = at, page, host
-		}
-		vd.vEnd[i] = max(vd.vEnd[i], at)
+		vd.extendVisit(row-vd.offV, &h, fresh)
 	}
-	vd.addHit(&segHit{visit: row, ms: at, kind: hkPageview, page: page, host: host, scroll: -1, props: e.propIDs(vd, r.seg.props)})
+	vd.addHit(&h)
 	e.kickLocked(vent)
+}
+
+// extendVisit updates the columns of visit row i (an open row) for its new
+// hit h, a pageview or custom event; fresh: h started the row.
+func (d *segDay) extendVisit(i uint32, h *segHit, fresh bool) {
+	at := h.ms
+	inter := h.kind == hkPageview || h.flags&hfInteractive != 0
+	switch {
+	case fresh:
+		if inter {
+			d.vFlags[i] |= vfFirstInteractive
+		}
+	case at >= d.vFirst[i]:
+		if inter {
+			d.vFlags[i] |= vfInteractive
+		}
+	default:
+		// An earlier hit imported later: it is the first, and the one
+		// that was is after it.
+		if d.vFlags[i]&vfFirstInteractive != 0 {
+			d.vFlags[i] |= vfInteractive
+		}
+		d.vFlags[i] &^= vfFirstInteractive
+		if inter {
+			d.vFlags[i] |= vfFirstInteractive
+		}
+		d.vFirst[i] = at
+	}
+	d.vEnd[i] = max(d.vEnd[i], at)
+	if h.kind != hkPageview {
+		if d.vPageviews[i] == 0 && at < d.vStart[i] {
+			// No pageview yet: start and last pageview stay the first
+			// hit's time, as the hits of a closed day say (visitsFromHits).
+			d.vStart[i], d.vLastPV[i] = at, at
+		}
+		return
+	}
+	if d.vPageviews[i] == 0 || at < d.vStart[i] {
+		// The first pageview, or an earlier one imported later: the entry.
+		d.vStart[i], d.vEntry[i], d.vEntryHost[i] = at, h.page, h.host
+	}
+	if d.vPageviews[i] == 0 || at >= d.vLastPV[i] {
+		d.vLastPV[i], d.vExit[i], d.vExitHost[i] = at, h.page, h.host
+	}
+	d.vPageviews[i]++
 }
 
 // visitDayLocked returns the day holding visit v, writable, or nil when
@@ -98,53 +163,40 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
 	return vent
 }
 
-// segEventLocked records custom event or engagement report r: in its
-// visitor's current visit if it has one (events never start or extend a
-// visit), else, for an event, as an orphan of r's day; an engagement
-// report without a visit is dropped. ent is r's day, writable for an event
-// (nil for an engagement report).
+// segEventLocked records engagement report r in its visitor's current
+// visit of the segments if it has one (a report never starts or extends a
+// visit; without one it is dropped), or custom event r as an orphan of its
+// day when its visitor has no id (the ids of its salt period exhausted, or
+// no visitor state). ent is r's day, writable for an event (nil for an
+// engagement report).
 func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *period) {
 	var vd *segDay
 	vent := ent
 	row := noVisit
+	var delta buckets.Date
 	if p != nil {
 		if id, ok := p.index[r.hash]; ok {
 			v := &p.visits[id-p.first]
-			if v.row != noVisit && v.last != 0 && r.ms <= v.last+visitGap && r.ms >= v.last-visitGap {
+			if v.row != noVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
 				if x := e.visitDayLocked(st, r, v); x != nil {
-					vent, vd, row = x, x.seg, v.row
+					vent, vd, row, delta = x, x.seg, v.row, r.date-v.day
 				}
 			}
 		}
 	}
-	h := segHit{visit: row, ms: segTime(r.ms), scroll: -1}
+	h := segHit{visit: row, ms: segTime(r.ms), scroll: -1, flags: dayFlags(delta)}
 	if r.seg.engagement {
 		if vd == nil {
 			return
 		}
 		h.kind, h.engaged, h.scroll = hkEngagement, uint32(r.seg.engagedMs), r.seg.scroll
 	} else {
-		if vd == nil {
-			vd = ent.seg
-		}
+		vent, vd, h.visit, h.flags = ent, ent.seg, noVisit, dayFlags(0)
 		h.kind = hkEvent
-		name, rest, _ := strings.Cut(r.eventRow, ":")
-		value, unit, _ := strings.Cut(rest, ":")
-		if r.seg.name != "" {
-			// The name and unit as sent (records of version 3 on).
-			name, unit = r.seg.name, r.seg.unit
-		}
+		name, value, unit := r.segEvent()
 		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
 		if !r.seg.nonInteractive {
-			h.flags = hfInteractive
-		}
-		if row != noVisit && row >= vd.offV {
-			// (A sealed visit's columns are derived from its hits.)
-			i := row - vd.offV
-			vd.vEnd[i] = max(vd.vEnd[i], h.ms)
-			if !r.seg.nonInteractive {
-				vd.vFlags[i] |= vfInteractive
-			}
+			h.flags |= hfInteractive
 		}
 	}
 	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
@@ -205,4 +257,16 @@ func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]u
 		}
 		attr[i] = e.sid(sd, cat, s)
 	}
+}
+
+// segEvent returns custom event r's name, value and unit for the segments:
+// the name and unit as sent (records of version 3 on), else those of
+// eventRow, where older records have them with ':' made a space.
+func (r *record) segEvent() (name, value, unit string) {
+	name, rest, _ := strings.Cut(r.eventRow, ":")
+	value, unit, _ = strings.Cut(rest, ":")
+	if r.seg.name != "" {
+		name, unit = r.seg.name, r.seg.unit
+	}
+	return name, value, unit
 }

@@ -219,7 +219,8 @@ func TestResultCacheGoalsReplaced(t *testing.T) {
 // TestResultCacheZoneRules: two time zones with the same offset at both
 // ends of a range (UTC and London in January and December) give the same
 // range, but London's summer hour moves a hit at 23:30 UTC to the next
-// day: the answer changes with the zone.
+// day's first hour: the answer by hour changes with the zone. (By day it
+// does not: SPEC §10.1, the hit stays on the day it was counted under.)
 func TestResultCacheZoneRules(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }})
@@ -230,7 +231,7 @@ func TestResultCacheZoneRules(t *testing.T) {
 	if _, err := e.Track(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	q := Query{Metrics: []string{"visitors"}, Dimensions: []string{"time:day"}, DateRange: DateRange{FromDay: DateOf(2025, 1, 1), ToDay: DateOf(2025, 12, 31)}}
+	q := Query{Metrics: []string{"visitors"}, Dimensions: []string{"time:hour"}, DateRange: DateRange{FromDay: DateOf(2025, 1, 1), ToDay: DateOf(2025, 12, 31)}}
 	day := func() any {
 		t.Helper()
 		res, err := o.Query(ctx, site, q)
@@ -239,15 +240,15 @@ func TestResultCacheZoneRules(t *testing.T) {
 		}
 		return res.Results[0].Dimensions[0]
 	}
-	if d := day(); d != "2025-07-01" {
-		t.Fatalf("in UTC the hit is on %v", d)
+	if d := day(); d != "2025-07-01 23:00:00" {
+		t.Fatalf("in UTC the hit is in %v", d)
 	}
 	tz := "Europe/London"
 	if _, err := o.UpdateWebsite(ctx, site, WebsiteInput{Timezone: &tz}); err != nil {
 		t.Fatal(err)
 	}
-	if d := day(); d != "2025-07-02" {
-		t.Errorf("in London the hit is on %v, want 2025-07-02", d)
+	if d := day(); d != "2025-07-02 00:00:00" {
+		t.Errorf("in London the hit is in %v, want 2025-07-02 00:00:00", d)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/webstats/webstats/buckets"
 )
 
 // segDay is the segments store of one website for one local day (SPEC
@@ -34,11 +35,12 @@ type segDay struct {
 	// Visits, by row.
 	vPeriod    []int32 // first day of the visitor's salt period
 	vVisitor   []uint32
-	vStart     []int64 // Unix ms of the first pageview
+	vFirst     []int64 // Unix ms of the first hit (pageview or event)
+	vStart     []int64 // Unix ms of the first pageview (vFirst while none)
 	vEnd       []int64 // Unix ms of the last hit (pageview or event)
 	vLastPV    []int64 // Unix ms of the last pageview (the exit page's)
 	vPageviews []uint32
-	vFlags     []uint8 // vfInteractive
+	vFlags     []uint8 // vfInteractive, vfFirstInteractive
 	vEntry     []uint32
 	vExit      []uint32
 	vEntryHost []uint32
@@ -135,12 +137,51 @@ const (
 	hkEngagement
 )
 
-const vfInteractive uint8 = 1
+// Visit flags (SPEC §10.1: a visit bounces unless an interactive hit, a
+// pageview or an interactive custom event, comes after its first hit).
+const (
+	// vfInteractive marks a visit with an interactive hit after its first.
+	vfInteractive uint8 = 1
+	// vfFirstInteractive marks a visit whose first hit is interactive (it
+	// makes the visit no bounce once an earlier hit is imported).
+	vfFirstInteractive uint8 = 2
+)
 
-// hfInteractive marks an interactive event (it makes its visit no bounce).
-const hfInteractive uint8 = 1
+// Hit flags.
+const (
+	// hfInteractive marks an interactive event (it makes its visit no
+	// bounce).
+	hfInteractive uint8 = 1
+	// hfDay marks a hit whose local day (SPEC §10.1: the day it was
+	// counted under, in the time zone then in force) is in its flags: the
+	// date of the day its rows live in plus the signed 6-bit offset of
+	// the flags' top bits (weekly and monthly salts: a visit's hits after
+	// midnight live in the day it started). Hits written before have no
+	// day: queries read it from their time (hitDay).
+	hfDay uint8 = 2
+)
 
-// noVisit is the visit of an orphan event.
+// dayFlags returns the hit flags saying a hit's local day is delta days
+// after the day its rows live in (clamped to a visit's longest span).
+func dayFlags(delta buckets.Date) uint8 {
+	delta = min(max(delta, -32), 31)
+	return hfDay | uint8(delta&63)<<2
+}
+
+// flagDay returns the day offset dayFlags put in flags, and whether it did.
+func flagDay(flags uint8) (delta buckets.Date, ok bool) {
+	if flags&hfDay == 0 {
+		return 0, false
+	}
+	delta = buckets.Date(flags >> 2)
+	if delta >= 32 {
+		delta -= 64
+	}
+	return delta, true
+}
+
+// noVisit is the visit of an orphan event (written before events had
+// visits of their own, SPEC §10.1; still read).
 const noVisit = ^uint32(0)
 
 // segOther is the value a string becomes once the day's dictionary is full.
@@ -185,6 +226,7 @@ func (d *segDay) addVisit(period int32, visitor uint32, ms int64, attr *[numVA]u
 	n := d.offV + uint32(len(d.vStart))
 	d.vPeriod = append(d.vPeriod, period)
 	d.vVisitor = append(d.vVisitor, visitor)
+	d.vFirst = append(d.vFirst, ms)
 	d.vStart = append(d.vStart, ms)
 	d.vEnd = append(d.vEnd, ms)
 	d.vLastPV = append(d.vLastPV, ms)
@@ -235,7 +277,7 @@ func (d *segDay) addHit(h *segHit) {
 
 // Memory estimates of a row, bytes.
 const (
-	segVisitBytes = 4 + 4 + 8 + 8 + 8 + 4 + 1 + 4*4 + 4 + 4*numVA
+	segVisitBytes = 4 + 4 + 8 + 8 + 8 + 8 + 4 + 1 + 4*4 + 4 + 4*numVA
 	segHitBytes   = 4 + 8 + 1 + 4*7 + 1 + 1
 )
 
@@ -363,7 +405,7 @@ func (d *segDay) clone() *segDay {
 	// (Copying them cost a 50,000-value day tens of MB at each snapshot.)
 	c.strs = d.strs[:len(d.strs):len(d.strs)]
 	c.vPeriod, c.vVisitor = slices.Clone(d.vPeriod), slices.Clone(d.vVisitor)
-	c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
+	c.vFirst, c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vFirst), slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
 	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews), slices.Clone(d.vFlags)
 	c.vEntry, c.vExit = slices.Clone(d.vEntry), slices.Clone(d.vExit)
 	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost), slices.Clone(d.vExitHost)
@@ -765,7 +807,7 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	if grouped && (d.offV != 0 || d.offH != 0) {
 		dd.bad = true
 	}
-	d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv)
+	d.vFirst, d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv), make([]int64, nv)
 	if !grouped {
 		for i := range nv {
 			ms(&d.vStart[i])
@@ -798,7 +840,7 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 		for v := range nv {
 			n := dd.uvarint()
 			if n == 0 || n > uint64(nh-k) {
-				dd.bad = true // a visit has at least its first pageview
+				dd.bad = true // a visit has at least its first hit
 				break
 			}
 			for range n {
@@ -884,7 +926,7 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 			}
 		}
 		if !d.visitsFromHits() {
-			return bad("a visit without a pageview")
+			return bad("a visit without a pageview or event")
 		}
 	} else {
 		prev = 0
@@ -899,6 +941,7 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 			d.hMs[i] += prev
 			prev = d.hMs[i]
 		}
+		d.firstFromHits()
 	}
 	if d.offV != 0 || d.offH != 0 {
 		return nil // rows of a day with sealed parts: never grouped
@@ -912,8 +955,10 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 		// counts as grouped only if the visit columns agree with the hits
 		// (a grouped encoding derives them).
 		c := *d
-		c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
+		c.vFirst, c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vFirst), slices.Clone(d.vStart), slices.Clone(d.vEnd), slices.Clone(d.vLastPV)
+		c.vFlags = slices.Clone(d.vFlags)
 		if !c.visitsFromHits() || !slices.Equal(c.vStart, d.vStart) || !slices.Equal(c.vEnd, d.vEnd) ||
+			!slices.Equal(c.vFirst, d.vFirst) || !slices.Equal(c.vFlags, d.vFlags) ||
 			!slices.Equal(c.vLastPV, d.vLastPV) || !slices.Equal(c.vPageviews, d.vPageviews) ||
 			!slices.Equal(c.vEntry, d.vEntry) || !slices.Equal(c.vExit, d.vExit) ||
 			!slices.Equal(c.vEntryHost, d.vEntryHost) || !slices.Equal(c.vExitHost, d.vExitHost) {
@@ -923,11 +968,14 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	return nil
 }
 
-// visitsFromHits sets what a grouped day's hits determine of its visits:
-// start and entry from the first pageview, last pageview and exit from the
-// last (hits are ordered by time, ties in the order they were applied, as
-// apply decides entry and exit), end from the last pageview or event,
-// pageviews. False when a visit has no pageview.
+// visitsFromHits sets what a grouped day's hits determine of its visits
+// (hits are ordered by time, ties in the order they were applied, as apply
+// decides entry and exit): first hit and end from the first and last
+// pageview or custom event, start and entry from the first pageview, last
+// pageview and exit from the last (a visit without pageviews, started by a
+// custom event, keeps its first hit's time and blank pages), pageviews, and
+// the interactivity flags (SPEC §10.1). False when a visit has no pageview
+// and no custom event.
 func (d *segDay) visitsFromHits() bool {
 	nv := d.visits()
 	d.vPageviews = make([]uint32, nv)
@@ -938,23 +986,29 @@ func (d *segDay) visitsFromHits() bool {
 		if v == noVisit {
 			break
 		}
+		kind := d.hKind[i]
+		if kind == hkEngagement {
+			continue
+		}
 		t := d.hMs[i]
-		switch d.hKind[i] {
-		case hkPageview:
-			if !seen[v] {
-				seen[v] = true
+		inter := kind == hkPageview || d.hFlags[i]&hfInteractive != 0
+		if !seen[v] {
+			seen[v] = true
+			d.vFirst[v], d.vStart[v], d.vEnd[v], d.vLastPV[v] = t, t, t, t
+			d.vFlags[v] &^= vfInteractive | vfFirstInteractive
+			if inter {
+				d.vFlags[v] |= vfFirstInteractive
+			}
+		} else if inter {
+			d.vFlags[v] |= vfInteractive
+		}
+		d.vEnd[v] = max(d.vEnd[v], t)
+		if kind == hkPageview {
+			if d.vPageviews[v] == 0 {
 				d.vStart[v], d.vEntry[v], d.vEntryHost[v] = t, d.hPage[i], d.hHost[i]
-				d.vEnd[v] = t
 			}
 			d.vPageviews[v]++
 			d.vLastPV[v], d.vExit[v], d.vExitHost[v] = t, d.hPage[i], d.hHost[i]
-			d.vEnd[v] = max(d.vEnd[v], t)
-		case hkEvent:
-			if seen[v] {
-				d.vEnd[v] = max(d.vEnd[v], t)
-			} else {
-				d.vEnd[v] = t // before the first pageview: set again below
-			}
 		}
 	}
 	for v := range seen {
@@ -962,17 +1016,32 @@ func (d *segDay) visitsFromHits() bool {
 			return false
 		}
 	}
-	// An event before the visit's first pageview (allowed within 30
-	// minutes) does not move its end below the start.
+	return true
+}
+
+// firstFromHits sets, for the visit rows of an ungrouped day's columns
+// (every hit of such a row is among its hits, after it), the first hit's
+// time and interactivity, which the encoding leaves out.
+func (d *segDay) firstFromHits() {
+	seen := make([]bool, len(d.vFirst))
+	copy(d.vFirst, d.vStart)
 	for i, v := range d.hVisit {
-		if v == noVisit {
-			break
+		if v == noVisit || v < d.offV || d.hKind[i] == hkEngagement {
+			continue
 		}
-		if d.hKind[i] == hkEvent {
-			d.vEnd[v] = max(d.vEnd[v], d.hMs[i])
+		r := v - d.offV
+		if int(r) >= len(seen) {
+			continue
+		}
+		if t := d.hMs[i]; !seen[r] || t < d.vFirst[r] {
+			seen[r] = true
+			d.vFirst[r] = t
+			d.vFlags[r] &^= vfFirstInteractive
+			if d.hKind[i] == hkPageview || d.hFlags[i]&hfInteractive != 0 {
+				d.vFlags[r] |= vfFirstInteractive
+			}
 		}
 	}
-	return true
 }
 
 // estimate recomputes the memory estimate of d.
@@ -1015,15 +1084,10 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 		return nil, err
 	}
 	w.sortByVisit()
+	// (A sealed visit's columns and flags are as they were when it was
+	// sealed: they are derived from its hits.)
 	if !w.visitsFromHits() {
-		return nil, fmt.Errorf("segments: a visit without a pageview: %w", errRecord)
-	}
-	// A sealed visit's flags are as they were when it was sealed; a later
-	// interactive event says so in its hit.
-	for i, v := range w.hVisit {
-		if v != noVisit && w.hKind[i] == hkEvent && w.hFlags[i]&hfInteractive != 0 {
-			w.vFlags[v] |= vfInteractive
-		}
+		return nil, fmt.Errorf("segments: a visit without a pageview or event: %w", errRecord)
 	}
 	w.dm = newDayMemo(w.visits())
 	w.size = w.estimate() + d.rowBytes()
@@ -1037,6 +1101,7 @@ func (w *segDay) appendRowsOf(p *segDay) error {
 	}
 	w.vPeriod = append(w.vPeriod, p.vPeriod...)
 	w.vVisitor = append(w.vVisitor, p.vVisitor...)
+	w.vFirst = append(w.vFirst, p.vFirst...)
 	w.vStart = append(w.vStart, p.vStart...)
 	w.vEnd = append(w.vEnd, p.vEnd...)
 	w.vLastPV = append(w.vLastPV, p.vLastPV...)
@@ -1089,7 +1154,7 @@ func (d *segDay) dropSealed(part *segDay) *segDay {
 		offV: d.offV + uint32(nv), offH: d.offH + uint32(nh),
 	}
 	c.vPeriod, c.vVisitor = slices.Clone(d.vPeriod[nv:]), slices.Clone(d.vVisitor[nv:])
-	c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vStart[nv:]), slices.Clone(d.vEnd[nv:]), slices.Clone(d.vLastPV[nv:])
+	c.vFirst, c.vStart, c.vEnd, c.vLastPV = slices.Clone(d.vFirst[nv:]), slices.Clone(d.vStart[nv:]), slices.Clone(d.vEnd[nv:]), slices.Clone(d.vLastPV[nv:])
 	c.vPageviews, c.vFlags = slices.Clone(d.vPageviews[nv:]), slices.Clone(d.vFlags[nv:])
 	c.vEntry, c.vExit = slices.Clone(d.vEntry[nv:]), slices.Clone(d.vExit[nv:])
 	c.vEntryHost, c.vExitHost = slices.Clone(d.vEntryHost[nv:]), slices.Clone(d.vExitHost[nv:])

@@ -35,7 +35,7 @@ func sampleSegDay() *segDay {
 	d.addHit(&segHit{visit: v, ms: ms + 1000, kind: hkEvent, name: name, value: val, unit: unit, page: page, host: host, scroll: -1, props: []uint32{k, pv}})
 	d.addHit(&segHit{visit: noVisit, ms: ms - 5000, kind: hkEvent, name: name, page: page, scroll: -1})
 	d.addHit(&segHit{visit: v, ms: ms + 9000, kind: hkEngagement, page: page, engaged: 8000, scroll: 75})
-	d.vEnd[v], d.vLastPV[v], d.vFlags[v] = ms+1000, ms+500, vfInteractive
+	d.vEnd[v], d.vLastPV[v], d.vFlags[v] = ms+1000, ms+500, vfInteractive|vfFirstInteractive
 	return d
 }
 
@@ -116,7 +116,7 @@ func FuzzSegDay(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.scanDay(d, false)
+			p.scanDay(d, 0, false)
 			rows := p.rows()
 			// The partial sort from 4 rows (n < len/2), the full one below.
 			p.sortRows(rows, max(len(rows)/3, min(len(rows), 1)))
@@ -137,6 +137,10 @@ func highRatioSegDay(n int) *segDay {
 		d.addHit(&segHit{visit: v, ms: ms, kind: hkPageview, page: page, host: host, scroll: -1})
 	}
 	d.vPageviews[v] = uint32(n)
+	d.vFlags[v] = vfFirstInteractive
+	if n > 1 {
+		d.vFlags[v] |= vfInteractive
+	}
 	d.compact()
 	return d
 }

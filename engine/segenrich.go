@@ -32,7 +32,7 @@ func enrichSeg(h *Hit, pg norm.Page, r *record, ag ua.Agent, loc geo.Location) {
 			f.scroll = int8(min(e.ScrollDepth, 100))
 		}
 	}
-	if r.event || f.engagement {
+	if f.engagement {
 		return
 	}
 	f.refURL = referrerURL(h.Referrer, r.refHost)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,9 @@ func openSegEngine(t testing.TB, s *segSite, now time.Time) (eng *segEngine, ski
 	}
 	o := e.Owner(acc.ID)
 	domain, tz, bots := s.Domain, s.Loc.String(), "0"
+	if s.OldLoc != nil {
+		tz = s.OldLoc.String()
+	}
 	if s.ExcludeBots {
 		bots = "1"
 	}
@@ -125,17 +129,41 @@ func openSegEngine(t testing.TB, s *segSite, now time.Time) (eng *segEngine, ski
 			t.Fatalf("AddGoal(%+v): %v", g, err)
 		}
 	}
-	for i := 0; i < len(s.Hits); i += 512 {
-		if _, err := e.Track(ctx, s.Hits[i:min(i+512, len(s.Hits))]...); err != nil {
+	changed := s.OldLoc == nil
+	for i := 0; i < len(s.Hits); {
+		n := min(i+512, len(s.Hits))
+		if !changed {
+			// The time zone changes (SPEC §2.3) once the hits before
+			// ZoneChange are in.
+			if k := i + sort.Search(n-i, func(k int) bool { return !s.Hits[i+k].Time.Before(s.ZoneChange) }); k == i {
+				changed = true
+				tz := s.Loc.String()
+				if _, err := o.UpdateWebsite(ctx, w.ID, engine.WebsiteInput{Timezone: &tz}); err != nil {
+					t.Fatalf("UpdateWebsite: %v", err)
+				}
+			} else {
+				n = k
+			}
+		}
+		if _, err := e.Track(ctx, s.Hits[i:n]...); err != nil {
 			t.Fatalf("Track: %v", err)
 		}
-		if i == len(s.Hits)/2/512*512 {
+		half := len(s.Hits) / 2 / 512 * 512
+		prev := i
+		i = n
+		if prev <= half && half < i {
 			// Halfway, a snapshot closes the days so far: the queries then
 			// read closed days (hits ordered by visit), days written again
 			// since (copied on write) and open ones.
 			if err := e.Snapshot(ctx); err != nil {
 				t.Fatalf("Snapshot: %v", err)
 			}
+		}
+	}
+	if !changed {
+		tz := s.Loc.String()
+		if _, err := o.UpdateWebsite(ctx, w.ID, engine.WebsiteInput{Timezone: &tz}); err != nil {
+			t.Fatalf("UpdateWebsite: %v", err)
 		}
 	}
 	return &segEngine{e: e, owner: o, id: w.ID}, ""

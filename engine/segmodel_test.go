@@ -51,18 +51,29 @@ var (
 	segReferrers = []string{"", "", "https://www.google.com/", "https://blog.example.net/post/1", "https://www.other.org/a", "https://example.com/"}
 	segLandings  = []string{"", "", "?utm_source=newsletter&utm_medium=email&utm_campaign=spring", "?utm_campaign=ad",
 		"?utm_content=c1&utm_term=t1", "?x=1"}
-	segZones   = []string{"UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe"}
+	segZones   = []string{"UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe", "America/Santiago", "America/Havana"}
 	segWindows = []string{"2021-03-24", "2021-10-28", "2021-11-03", "2021-04-01", "2021-12-27"}
-	segNames   = []string{"Signup", "Purchase", "Donate", "Download", "Play"}
+	// Zones whose clocks change at midnight, and windows around it (SPEC
+	// §10.1: a hit's day is its stored day): Santiago falls back from
+	// 24:00 to 23:00 on 2021-04-03 and skips midnight on 2021-09-05;
+	// Havana skips midnight on 2021-03-14 and repeats it on 2021-11-07.
+	segMidnightWindows = map[string][]string{
+		"America/Santiago": {"2021-04-01", "2021-04-02", "2021-09-02"},
+		"America/Havana":   {"2021-03-11", "2021-11-04", "2021-11-05"},
+	}
+	segNames = []string{"Signup", "Purchase", "Donate", "Download", "Play"}
 )
 
 // segGenSite builds a random website and hit stream from seed.
 func segGenSite(rng *rand.Rand) (*segSite, time.Time, error) {
-	loc, err := time.LoadLocation(segZones[rng.IntN(len(segZones))])
+	zone := segZones[rng.IntN(len(segZones))]
+	loc, err := time.LoadLocation(zone)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	s := &segSite{Domain: segDomain, Loc: loc, Salt: engine.SaltPeriod(rng.IntN(3)), ExcludeBots: true}
+	// A server-side integration: custom events only, no pageview.
+	eventsOnly := rng.IntN(6) == 0
 	s.Goals = []engine.Goal{
 		{EventName: "Signup", DisplayName: "Signup"},
 		{EventName: "Purchase", DisplayName: "Purchase", Currency: "USD"},
@@ -74,9 +85,22 @@ func segGenSite(rng *rand.Rand) (*segSite, time.Time, error) {
 	if rng.IntN(2) == 0 {
 		s.Goals = append(s.Goals, engine.Goal{EventName: "Donate", DisplayName: "Donate", Currency: "EUR"})
 	}
-	start, _ := time.ParseInLocation(time.DateOnly, segWindows[rng.IntN(len(segWindows))], loc)
+	windows := segWindows
+	if w := segMidnightWindows[zone]; w != nil && rng.IntN(3) > 0 {
+		windows = w
+	}
+	start, _ := time.ParseInLocation(time.DateOnly, windows[rng.IntN(len(windows))], loc)
 	days := 3 + rng.IntN(8)
 	span := time.Duration(days) * 24 * time.Hour
+	if rng.IntN(4) == 0 {
+		// The time zone changed mid-run: hits before were counted in the
+		// old one (SPEC §2.3), near midnight on another day than now.
+		old := segZones[rng.IntN(len(segZones))]
+		if s.OldLoc, err = time.LoadLocation(old); err != nil {
+			return nil, time.Time{}, err
+		}
+		s.ZoneChange = start.Add(time.Duration(rng.Int64N(int64(span)))).Truncate(time.Hour)
+	}
 	visitors := 20 + rng.IntN(50)
 	for i := range visitors {
 		base := netip.MustParseAddr(segIPs[i%len(segIPs)]).As4()
@@ -88,12 +112,15 @@ func segGenSite(rng *rand.Rand) (*segSite, time.Time, error) {
 		if rng.IntN(15) == 0 {
 			id.UserAgent = segBot
 		}
+		// A visitor of custom events only (SPEC §10.1: a visitor, and
+		// visits, of their own).
+		onlyEvents := eventsOnly || rng.IntN(10) == 0
 		t := start.Add(time.Duration(rng.Int64N(int64(span))))
 		for range 1 + rng.IntN(4) { // visits (as the generator means them)
 			host := segHosts[rng.IntN(len(segHosts))]
 			ref := segReferrers[rng.IntN(len(segReferrers))]
 			landing := segLandings[rng.IntN(len(segLandings))]
-			if rng.IntN(6) == 0 { // an event before any pageview: an orphan
+			if rng.IntN(6) == 0 { // an event before any pageview: it starts the visit
 				t = t.Add(time.Duration(1+rng.IntN(60)) * time.Second)
 				s.Hits = append(s.Hits, segGenEvent(rng, id, t, host))
 			}
@@ -115,8 +142,12 @@ func segGenSite(rng *rand.Rand) (*segSite, time.Time, error) {
 				if rng.IntN(40) == 0 {
 					h.Prefetch = true
 				}
+				if onlyEvents {
+					h.Prefetch = false
+					h.Event = &engine.Event{Name: segNames[rng.IntN(len(segNames))], NonInteractive: rng.IntN(4) == 0}
+				}
 				s.Hits = append(s.Hits, h)
-				if rng.IntN(3) == 0 { // an engagement report of this page
+				if !onlyEvents && rng.IntN(3) == 0 { // an engagement report of this page
 					eh := h
 					eh.Prefetch, eh.Props = false, nil
 					eh.Time = t.Add(time.Duration(1+rng.IntN(20)) * time.Second)

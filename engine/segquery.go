@@ -117,10 +117,11 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 }
 
 // bucketsCanAnswer reports whether the day buckets answer r exactly as
-// the segments would (SPEC §10.2: "one truth"): an aggregate of visitors,
-// visits, pageviews and events over whole local days, unfiltered, with
-// daily salts (a visit then never spans two days, so the visits the
-// buckets count on the day they started are those with hits in the range).
+// the segments would (SPEC §10.2: "one truth"): an aggregate of pageviews
+// and events over whole local days (a hit's stored day, as in the
+// buckets), unfiltered. Visitors and visits are not: the buckets count
+// them by §2.2's rule (pageviews only), the segments by Plausible's
+// (§10.1: custom events start and extend visits too).
 func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
 	if salt != SaltDay || len(r.Dimensions) > 0 || len(r.Filters) > 0 || r.Include.TimeLabels ||
 		!r.DateRange.From.IsZero() || r.DateRange.Period == "day" || r.DateRange.Period == "24h" {
@@ -128,7 +129,7 @@ func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
 	}
 	for _, m := range r.Metrics {
 		switch m {
-		case "visitors", "visits", "pageviews", "events":
+		case "pageviews", "events":
 		default:
 			return false
 		}
@@ -247,25 +248,33 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	p.intern, p.gidBits = e.interns(), gidPageBits
-	lo := p.r.FirstDay
+	lo, hi := p.r.FirstDay, p.r.LastDay
+	if !p.byDay {
+		// A sub-day range compares times: a hit in it may have been
+		// counted under a day of another time zone (SPEC §2.3: changing
+		// the zone does not move old hits), up to 26 hours away.
+		lo, hi = lo-2, hi+2
+	}
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
 		// of its salt period before the range.
-		lo = periodStart(p.r.FirstDay, e.opts.SaltPeriod)
+		lo = periodStart(lo, e.opts.SaltPeriod)
 	}
 	// Days passed under the shard lock (open days) are scanned at once;
 	// the others, which never change, on every core (scanParallel).
 	var later []*segDay
-	var spans [][2]int32 // the salt periods of the days scanned at once
-	err := e.scanSegs(ctx, s, lo, p.r.LastDay, func(sd *segDay, locked bool) {
+	var dates []buckets.Date // later's days
+	var spans [][2]int32     // the salt periods of the days scanned at once
+	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segDay, locked bool) {
 		switch {
 		case sd.hits() == 0 || p.err != nil:
 		case locked:
 			plo, phi := periodSpan(sd)
 			spans = append(spans, [2]int32{plo, phi})
-			p.scanDay(sd, false)
+			p.scanDay(sd, date, false)
 		default:
 			later = append(later, sd)
+			dates = append(dates, date)
 		}
 	})
 	if err != nil {
@@ -275,7 +284,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 		return p.err
 	}
 	p.soloDays = soloDays(later, spans)
-	return p.scanParallel(ctx, later, runtime.GOMAXPROCS(0))
+	return p.scanParallel(ctx, later, dates, runtime.GOMAXPROCS(0))
 }
 
 // soloDays returns the days of days whose visits are all of one salt
@@ -326,15 +335,16 @@ func periodSpan(sd *segDay) (lo, hi int32) {
 }
 
 // scanParallel scans days into p with up to workers goroutines, each into
-// a plan of its own, merged into p at the end. The days are only read.
-func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) error {
+// a plan of its own, merged into p at the end. The days (of dates) are
+// only read.
+func (p *plan) scanParallel(ctx context.Context, days []*segDay, dates []buckets.Date, workers int) error {
 	workers = min(workers, len(days))
 	if workers <= 1 {
 		for i, sd := range days {
 			if i%16 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if p.scanDay(sd, true); p.err != nil {
+			if p.scanDay(sd, dates[i], true); p.err != nil {
 				return p.err
 			}
 		}
@@ -367,7 +377,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, workers int) er
 				if i >= len(days) {
 					return
 				}
-				sub.scanDay(days[i], true)
+				sub.scanDay(days[i], dates[i], true)
 			}
 		})
 	}
@@ -448,7 +458,7 @@ func (p *plan) merge(sub *plan) {
 // are copied under the lock first); a closed one made whole stays resident
 // so, until evicted.
 // fn is called under the shard lock (locked) for open days without parts.
-func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(sd *segDay, locked bool)) error {
+func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segDay, locked bool)) error {
 	type sealedDay struct {
 		date   buckets.Date
 		seg    *segDay
@@ -458,13 +468,17 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		nv, nh, rowBytes int
 	}
 	var sealed []sealedDay
-	var cached []*segDay
+	type cachedDay struct {
+		date buckets.Date
+		seg  *segDay
+	}
+	var cached []cachedDay
 	var tooLarge error
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
 		switch {
 		case d.seg.parts == 0 || d.seg.tail != nil:
-			fn(d.seg, d.open)
+			fn(date, d.seg, d.open)
 		case tooLarge != nil:
 		case e.wholeLimit > 0 && int64(d.seg.parts)*int64(e.sealBytes)+int64(d.seg.rowBytes()) > e.wholeLimit:
 			est := int64(d.seg.parts)*int64(e.sealBytes) + int64(d.seg.rowBytes())
@@ -475,7 +489,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			}
 		case d.open:
 			if w := e.wholes.get(id, date, d.seg); w != nil {
-				cached = append(cached, w)
+				cached = append(cached, cachedDay{date, w})
 				return
 			}
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits(), rowBytes: d.seg.rowBytes()})
@@ -489,8 +503,8 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	if err != nil {
 		return err
 	}
-	for _, w := range cached {
-		fn(w, false)
+	for _, c := range cached {
+		fn(c.date, c.seg, false)
 	}
 	for _, sd := range sealed {
 		if err := ctx.Err(); err != nil {
@@ -516,7 +530,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		} else {
 			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
 		}
-		fn(w, false)
+		fn(sd.date, w, false)
 	}
 	if len(sealed) > 0 {
 		e.maybeEvict() // what installWhole added
@@ -552,9 +566,13 @@ func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segDay) {
 // relatedVisitors answers the visitors of r with its dimensions reduced to
 // keep (none when nil) and, when noGoals, without its top-level event:goal
 // and event:props filters: the denominators of percentage and conversion
-// rates, by the row key of the kept dimensions.
+// rates, by the row key of the kept dimensions. The filters are r's
+// effective ones (EffectiveFilters), those its dimensions imply included:
+// the denominator counts the visitors the rows could have (an event-only
+// visit has no entry hostname, SPEC §10.1).
 func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet, noGoals bool, keep []int) (map[string]int64, error) {
 	rq := *r
+	rq.Filters = r.EffectiveFilters()
 	rq.Metrics = []string{"visitors"}
 	rq.Dimensions = nil
 	for _, j := range keep {
@@ -564,8 +582,9 @@ func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery,
 	rq.Include = Include{}
 	rq.Pagination = Pagination{Limit: math.MaxInt}
 	if noGoals {
+		all := rq.Filters
 		rq.Filters = nil
-		for _, f := range r.Filters {
+		for _, f := range all {
 			if f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
 				continue
 			}
@@ -819,6 +838,16 @@ type plan struct {
 	needRev  bool
 
 	from, to int64 // Unix seconds, inclusive
+	// byDay: the range is whole local days [firstDay, lastDay], and a hit
+	// is in it by the local day it was counted under (SPEC §10.1), not by
+	// its time; only sub-day ranges compare times (inRange).
+	byDay             bool
+	firstDay, lastDay buckets.Date
+	// date is the day of the segments being scanned, nextMid the instant
+	// (Unix ms) its next day starts, for hits without a day (hitDay).
+	date      buckets.Date
+	nextMid   int64
+	dayLabels map[buckets.Date]uint32 // time label ids by day (byDay)
 
 	groups map[string]*group
 	order  []*group
@@ -934,7 +963,7 @@ type group struct {
 
 type sessAcc struct {
 	n, bounceN, bounced int64
-	duration            int64 // seconds, bounces as 0
+	duration            int64 // seconds
 	pageviews           int64
 }
 
@@ -958,6 +987,8 @@ func (o *outRow) keyOf(pos []int) string {
 func newPlan(r *ResolvedQuery, goals *goalSet) (*plan, error) {
 	p := &plan{r: r, goals: goals, page: -1, groups: make(map[string]*group), labelIDs: make(map[string]uint32), groupLimit: queryGroupLimit}
 	p.from, p.to = r.From.Unix(), r.To.Unix()
+	p.byDay = r.DateRange.From.IsZero() && r.DateRange.Period != "24h"
+	p.firstDay, p.lastDay = r.FirstDay, r.LastDay
 	for i, d := range r.Dimensions {
 		s := specOf(d)
 		p.dims = append(p.dims, s)
@@ -1550,11 +1581,6 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 	return false
 }
 
-func (p *plan) inRange(sd *segDay, i int) bool {
-	sec := floorDiv(sd.hMs[i], 1000)
-	return sec >= p.from && sec <= p.to
-}
-
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -1569,11 +1595,15 @@ func floorDiv(a, b int64) int64 {
 // scanDay adds one day's segments to the groups. frozen: sd no longer
 // changes (it is not an open day read under the shard lock), so what the
 // query finds of it may be kept on it for the next (dayMemo).
-func (p *plan) scanDay(sd *segDay, frozen bool) {
+func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	if sd.hits() == 0 {
 		return
 	}
 	p.sd = sd
+	if p.date != date || p.nextMid == 0 {
+		p.date = date
+		p.nextMid = localDayStart(date+1, p.r.Location).UnixMilli()
+	}
 	p.day++
 	p.solo = p.soloDays[sd]
 	for g := range p.goalMemo {
@@ -1847,27 +1877,6 @@ func (g *group) addTotals(t *dayTotals) {
 	g.hasRows = g.hasRows || t.rows
 }
 
-// wholeDay reports whether every hit of sd is in the range (most days of
-// a range): no per-hit time check is needed then. memo: sd's, if frozen.
-func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
-	var lo, hi int64
-	if memo != nil {
-		lo, hi = memo.span(sd)
-	} else {
-		lo, hi = hitSpan(sd)
-	}
-	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
-}
-
-// hitSpan returns the first and last hit times of sd (Unix ms).
-func hitSpan(sd *segDay) (lo, hi int64) {
-	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
-	for _, ms := range sd.hMs {
-		lo, hi = min(lo, ms), max(hi, ms)
-	}
-	return lo, hi
-}
-
 // touch marks g as having rows in the current day.
 func (p *plan) touch(g *group) {
 	if g.day != p.day {
@@ -2070,7 +2079,11 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 			}
 		}
 	case dkTime:
-		p.key[pos] = p.timeLabel(sd.hMs[i])
+		if p.byDay && p.r.TimeDimension() != "time:hour" {
+			p.key[pos] = p.dayLabel(p.hitDay(sd, i))
+		} else {
+			p.key[pos] = p.timeLabel(sd.hMs[i])
+		}
 	case dkGoal:
 		for _, g := range p.dimGoals {
 			if p.hitMatchesGoal(sd, i, g) {
@@ -2361,10 +2374,11 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 		for _, v := range sess {
 			g.sess.n++
 			pv := int64(sd.vPageviews[v])
-			bounce := pv == 1 && sd.vFlags[v]&vfInteractive == 0
-			if !bounce {
-				g.sess.duration += floorDiv(sd.vEnd[v]-sd.vStart[v], 1000)
-			}
+			// SPEC §10.1: a bounce has at most one pageview and no
+			// interactive hit after its first; the duration runs from the
+			// first hit to the last, whatever their interactivity.
+			bounce := pv <= 1 && sd.vFlags[v]&vfInteractive == 0
+			g.sess.duration += floorDiv(sd.vEnd[v]-sd.vFirst[v], 1000)
 			g.sess.pageviews += pv
 			entryOK := true
 			for _, n := range p.pageFilters {

@@ -4,7 +4,7 @@ package engine_test
 // notes/seg-semantics.md). It keeps the raw hits given to Track and answers
 // a resolved query by walking every hit: no indexes, no dictionaries, no
 // code shared with the engine beyond the public query model (Resolve,
-// TimeBucket, TimeLabels, EffectiveFilters, Echo) and the UA and geo
+// TimeBucket, DayBucket, TimeLabels, EffectiveFilters, Echo) and the UA and geo
 // helpers the engine enriches with. URL, referrer, source, visit, filter,
 // metric and ordering rules are written here from the documents.
 //
@@ -32,8 +32,12 @@ import (
 // segSite is what the reference knows: the website's settings and the raw
 // hits, in the order given to Track.
 type segSite struct {
-	Domain      string
+	Domain string
+	// Loc is the website's time zone; before ZoneChange (when set) it was
+	// OldLoc, and hits before then were counted in it (SPEC §2.3).
 	Loc         *time.Location
+	OldLoc      *time.Location
+	ZoneChange  time.Time
 	Salt        engine.SaltPeriod
 	ExcludeBots bool
 	Goals       []engine.Goal
@@ -51,9 +55,10 @@ const (
 // refHit is an enriched hit.
 type refHit struct {
 	kind     hitKind
-	ms       int64     // Unix milliseconds
-	sec      time.Time // truncated to the second, for the range test
-	name     string    // "pageview" or the event name
+	ms       int64       // Unix milliseconds
+	sec      time.Time   // truncated to the second, for the range test
+	day      engine.Date // the local day it was counted under (SPEC §10.1)
+	name     string      // "pageview" or the event name
 	path     string
 	host     string
 	props    []engine.Prop
@@ -67,17 +72,21 @@ type refHit struct {
 	goals    []string  // display names of the goals the hit converts
 }
 
-// refVisit is one visit (SPEC §2.2, seg-semantics.md).
+// refVisit is one visit of the segments (SPEC §10.1, Plausible's rule:
+// any pageview or custom event more than 30 minutes after the visitor's
+// previous one starts a visit, and so does a pageview with another
+// external referrer host than the hit that started the visit; every hit
+// extends its visit).
 type refVisit struct {
 	seq        int
 	visitor    string
 	period     engine.Date
-	refHost    string // external referrer host that started it ("" none)
-	firstMs    int64
+	refHost    string // external referrer host of the hit that started it ("" none)
+	firstMs    int64  // first hit, pageview or custom event
 	lastPVMs   int64
 	lastHitMs  int64
 	pageviews  int
-	interacted bool // an interactive custom event
+	interacted bool // an interactive hit (pageview, interactive custom event) after the first
 	entry      string
 	entryHost  string
 	exit       string
@@ -87,12 +96,14 @@ type refVisit struct {
 	city       int64
 }
 
-func (v *refVisit) bounce() bool { return v.pageviews == 1 && !v.interacted }
+// bounce: SPEC §10.1, at most one pageview and no interactive hit after
+// the first.
+func (v *refVisit) bounce() bool { return v.pageviews <= 1 && !v.interacted }
 
+// duration: SPEC §10.1, last hit − first hit, whatever their
+// interactivity (a bounce followed by a non-interactive event has the
+// event's distance).
 func (v *refVisit) duration() int64 {
-	if v.bounce() {
-		return 0
-	}
 	// Times are kept to the second, as Plausible keeps them: the
 	// duration is the difference of the whole seconds.
 	return v.lastHitMs/1000 - v.firstMs/1000
@@ -294,7 +305,8 @@ func (s *segSite) build() *refData {
 			rh.name = "pageview"
 		}
 		rh.props = keptProps(h.Props)
-		period := periodOf(engine.DateFromTime(h.Time.In(s.Loc)), s.Salt)
+		rh.day = engine.DateFromTime(h.Time.In(s.locAt(h.Time)))
+		period := periodOf(rh.day, s.Salt)
 		id := "ua:" + h.IP.String() + "|" + h.UserAgent
 		if h.Visitor != "" {
 			id = "id:" + h.Visitor
@@ -306,16 +318,24 @@ func (s *segSite) build() *refData {
 			state[rh.visitor] = st
 		}
 		v := st.cur
-		switch rh.kind {
-		case kindPageview:
+		if rh.kind == kindEngagement {
+			// ref: an engagement report joins the visitor's current visit
+			// when within 30 minutes of its last hit, never extends it,
+			// and is ignored without one.
+			if v == nil || rh.ms-v.lastHitMs > gap {
+				continue
+			}
+			rh.visit = v
+		} else {
 			rhost, _, _ := splitURL(h.Referrer)
 			rhost = strings.TrimPrefix(rhost, "www.")
 			if h.Referrer == "" || rhost == s.Domain {
 				rhost = ""
 			}
-			if v == nil || rh.ms-v.lastPVMs > gap || (rhost != "" && rhost != v.refHost) {
-				v = &refVisit{seq: len(d.visits), visitor: rh.visitor, period: period, refHost: rhost,
-					firstMs: rh.ms, entry: path, entryHost: host}
+			pageview := rh.kind == kindPageview
+			interactive := pageview || !rh.nonInter
+			if v == nil || rh.ms-v.lastHitMs > gap || (pageview && rhost != "" && rhost != v.refHost) {
+				v = &refVisit{seq: len(d.visits), visitor: rh.visitor, period: period, refHost: rhost, firstMs: rh.ms}
 				src, refURL, channel := refSource(s.Domain, query, h.Referrer)
 				loc := refGeo.Lookup(h.IP.Unmap())
 				cc, cname, _ := strings.Cut(loc.Country, ":")
@@ -334,24 +354,19 @@ func (s *segSite) build() *refData {
 				v.city = int64(loc.CityID)
 				d.visits = append(d.visits, v)
 				st.cur = v
+			} else if interactive {
+				v.interacted = true
 			}
-			v.pageviews++
-			v.lastPVMs, v.lastHitMs = rh.ms, max(v.lastHitMs, rh.ms)
-			v.exit, v.exitHost = path, host
-			rh.visit = v
-		default:
-			if v != nil && rh.ms-v.lastPVMs <= gap {
-				rh.visit = v
-				if rh.kind == kindEvent {
-					v.lastHitMs = max(v.lastHitMs, rh.ms)
-					if !rh.nonInter {
-						v.interacted = true
-					}
+			if pageview {
+				if v.pageviews == 0 {
+					v.entry, v.entryHost = path, host
 				}
+				v.pageviews++
+				v.lastPVMs = rh.ms
+				v.exit, v.exitHost = path, host
 			}
-			if rh.kind == kindEngagement && rh.visit == nil {
-				continue // ref: orphan engagement reports are ignored
-			}
+			v.lastHitMs = max(v.lastHitMs, rh.ms)
+			rh.visit = v
 		}
 		rh.goals = s.goalsOf(rh)
 		d.hits = append(d.hits, rh)
@@ -477,7 +492,13 @@ func (e *refEval) re(s string) *regexp.Regexp {
 	return x
 }
 
+// inRange: SPEC §10.1, over whole local days a hit is in the range by the
+// day it was counted under; only sub-day ranges ("24h", datetimes) compare
+// times.
 func (e *refEval) inRange(h *refHit) bool {
+	if e.r.DateRange.From.IsZero() && e.r.DateRange.Period != "24h" {
+		return h.day >= e.r.FirstDay && h.day <= e.r.LastDay
+	}
 	return !h.sec.Before(e.r.From) && !h.sec.After(e.r.To)
 }
 
@@ -635,6 +656,9 @@ func newGroup(dims []any) *refGroup {
 func (e *refEval) dimValues(dim string, h *refHit) []any {
 	switch {
 	case strings.HasPrefix(dim, "time"):
+		if e.r.DateRange.From.IsZero() && e.r.DateRange.Period != "24h" && e.r.TimeDimension() != "time:hour" {
+			return []any{e.r.DayBucket(h.day)} // SPEC §10.1: the stored day's bucket
+		}
 		return []any{e.r.TimeBucket(time.UnixMilli(h.ms))}
 	case dim == "event:goal":
 		out := make([]any, len(h.goals))
@@ -1165,6 +1189,14 @@ func compareOrder(r *engine.ResolvedQuery, a, b engine.QueryRow) int {
 	return 0
 }
 
+// locAt is the website's time zone at t.
+func (s *segSite) locAt(t time.Time) *time.Location {
+	if s.OldLoc != nil && t.Before(s.ZoneChange) {
+		return s.OldLoc
+	}
+	return s.Loc
+}
+
 // querySite is what Resolve needs of the reference's website.
 func (s *segSite) querySite(now time.Time) engine.QuerySite {
 	qs := engine.QuerySite{Domain: s.Domain, Location: s.Loc, Now: now}
@@ -1178,7 +1210,8 @@ func (s *segSite) querySite(now time.Time) engine.QuerySite {
 		}
 	}
 	if first != math.MaxInt64 {
-		qs.StatsStart = engine.DateFromTime(time.UnixMilli(first).In(s.Loc))
+		t := time.UnixMilli(first)
+		qs.StatsStart = engine.DateFromTime(t.In(s.locAt(t)))
 	}
 	return qs
 }

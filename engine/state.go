@@ -8,8 +8,8 @@ import (
 	"github.com/webstats/webstats/snapshot"
 )
 
-// visitGap is how long a visitor may stay without a pageview before the
-// next one starts a new visit.
+// visitGap is how long a visitor may stay without a pageview (without a
+// hit, in the segments) before the next one starts a new visit.
 const visitGap = 30 * 60 * 1000 // ms
 
 // siteState is the statistics state of one website. Every field is guarded
@@ -149,8 +149,8 @@ func (st *siteState) appliedLocked(seq uint64) {
 // applyLocked counts r: steps 3–5 of the pipeline (visitor id, visit, day
 // bucket). The shard lock must be held. domain is the website's domain; ent
 // is the resident entry of r's day if there is one, and p the resident
-// visitor state of r's salt period (nil for an event, which numbers no
-// visitor). It cannot fail: ingest makes what it needs resident, and pins
+// visitor state of r's salt period (nil only for an engagement report,
+// which numbers no visitor). It cannot fail: ingest makes what it needs resident, and pins
 // it, before r is logged, so the state never falls behind the log.
 func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEntry, p *period) {
 	if r.seg.engagement {
@@ -161,33 +161,45 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 	d := ent.day
 	ent.dirty = true
 	st.metaDirt = true
-	if r.event {
-		d.Events++
-		e.addLocked(d, buckets.Event, r.eventRow)
-		e.segEventLocked(st, r, ent, p)
-		return
+	var id uint32
+	var v *visit
+	if p != nil {
+		var added, ok bool
+		if id, added, ok = p.visitor(r.hash); !ok {
+			// 2^32 visitors in one salt period: the hit counts, the
+			// visitor cannot.
+			e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
+		} else {
+			if added {
+				e.setSizeLocked(p)
+			}
+			p.markDirty(id)
+			v = &p.visits[id-p.first]
+		}
 	}
-	hour := int(r.hour)
-	d.AddPageview(hour)
-	e.addLocked(d, buckets.Page, r.page)
-
-	id, added, ok := p.visitor(r.hash)
-	if !ok {
-		// 2^32 visitors in one salt period: the pageview counts, the
-		// visitor cannot.
-		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
-		return
-	}
-	if added {
-		e.setSizeLocked(p)
-	}
-	p.markDirty(id)
-	v := &p.visits[id-p.first]
 	refSite := norm.SiteHost(r.refHost)
 	external := refSite != "" && refSite != domain
 	var host uint64
 	if external {
 		host = hostKey(refSite)
+	}
+	if r.event {
+		// An event counts only under event in the day buckets, but is a
+		// hit of a visit in the segments (SPEC §10.1).
+		d.Events++
+		e.addLocked(d, buckets.Event, r.eventRow)
+		if v == nil {
+			e.segEventLocked(st, r, ent, p) // an orphan
+		} else {
+			e.segHitLocked(st, r, ent, id, v, external, host)
+		}
+		return
+	}
+	hour := int(r.hour)
+	d.AddPageview(hour)
+	e.addLocked(d, buckets.Page, r.page)
+	if v == nil {
+		return
 	}
 	newVisit := v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host)
 	if newVisit {
@@ -203,7 +215,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 			e.addLocked(d, buckets.Campaign, r.campaign)
 		}
 	}
-	e.segPageviewLocked(st, r, ent, p, id, v, newVisit, external)
+	e.segHitLocked(st, r, ent, id, v, external, host)
 	if r.ms > v.last {
 		v.last = r.ms
 	}
@@ -219,7 +231,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
-	st.rt.add(r.ms, r.hash)
+	st.rt.add(r.ms, rtKey(r.period, id))
 }
 
 // addLocked counts one more of value in dim of day d, under the limit of
@@ -310,10 +322,10 @@ type realtime struct {
 type rtSlot struct {
 	minute    int64 // Unix minute
 	pageviews uint32
-	visitors  []uint64 // visitor hashes, possibly repeated
+	visitors  []uint64 // visitor keys (rtKey), possibly repeated
 }
 
-func (rt *realtime) add(ms int64, hash uint64) {
+func (rt *realtime) add(ms int64, key uint64) {
 	m := ms / 60000
 	if m < 0 {
 		return
@@ -326,8 +338,8 @@ func (rt *realtime) add(ms int64, hash uint64) {
 		*s = rtSlot{minute: m, visitors: s.visitors[:0]}
 	}
 	s.pageviews++
-	if len(s.visitors) < 1<<16 && (len(s.visitors) == 0 || s.visitors[len(s.visitors)-1] != hash) {
-		s.visitors = append(s.visitors, hash)
+	if len(s.visitors) < 1<<16 && (len(s.visitors) == 0 || s.visitors[len(s.visitors)-1] != key) {
+		s.visitors = append(s.visitors, key)
 	}
 }
 

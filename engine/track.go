@@ -370,8 +370,9 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 		ent.used = tick
 		hits[k] = pendingHit{rec: r, day: ent}
 		p, ok := st.periods[r.period]
-		if !ok && !r.event && !r.seg.engagement {
-			// Only a pageview numbers visitors: an event or engagement
+		if !ok && !r.seg.engagement {
+			// A pageview or custom event numbers its visitor (an event may
+			// start a visit of the segments, SPEC §10.1); an engagement
 			// report of a period without state has no visit.
 			p = newPeriod(0)
 			e.residentPeriodLocked(st, r.period, p)
@@ -511,12 +512,15 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 		return cfg, DropNone, err
 	}
 	r.hash = visitorHash(salt, cfg.id, h)
-	if r.event || h.Engagement != nil {
-		// An event counts only under event in the day buckets; an
-		// engagement report nowhere there.
+	if h.Engagement != nil {
+		// An engagement report counts nowhere in the day buckets, and
+		// joins a visit of the segments only.
 		enrichSeg(h, pg, r, ag, geo.Location{})
 		return cfg, DropNone, nil
 	}
+	// An event counts only under event in the day buckets (applyLocked),
+	// but may start a visit of the segments (SPEC §10.1), which takes its
+	// source, device and location from it: it is enriched as a pageview.
 	r.page = pg.Page
 	r.campaign = pg.Campaign
 	r.refHost = norm.ReferrerHost(h.Referrer)

@@ -37,12 +37,20 @@ type period struct {
 	gone     bool     // dropped by retention: its size counts no more
 }
 
-// visit is a visitor's current visit.
+// visit is a visitor's current visits: the phpAnalytics visit of the day
+// buckets (SPEC §2.2: pageviews only) and the segments' visit (§10.1:
+// Plausible's rule, every pageview and custom event), which part ways when
+// a custom event comes more than 30 minutes after the last pageview.
 type visit struct {
 	last int64  // Unix ms of the last pageview; 0 with no pageview yet
 	host uint64 // hostKey of the (www-less) host that started it; 0: direct or internal
-	// day and row locate the visit's row in the segments store: the local
-	// day it started and its row there; row is noVisit when unknown (state
+	// sLast and sHost are last and host of the segments' visit: the Unix
+	// ms of its last pageview or custom event (0: none yet) and the
+	// external referrer host of the hit that started it.
+	sLast int64
+	sHost uint64
+	// day and row locate the segments' visit's row: the local day it
+	// started and its row there; row is noVisit when unknown (state
 	// migrated from before the segments store).
 	day buckets.Date
 	row uint32
@@ -53,7 +61,7 @@ const chunkVisitors = 256
 
 // visitorBytes estimates the memory of one visitor of a period: its hash
 // and visit in the slices, and its entry in the index map.
-const visitorBytes = 8 + 24 + 40
+const visitorBytes = 8 + 40 + 40
 
 func newPeriod(first uint32) *period {
 	return &period{index: make(map[uint64]uint32), first: first}
@@ -149,11 +157,14 @@ func (p *period) takeDirty() []chunkCopy {
 
 // chunkVersion is the version of the encoding of a chunk of visitor state.
 // (Version 1 was the whole period in one value, before chunks; version 2
-// had no segments row.)
-const chunkVersion = 3
+// had no segments row; version 3 no segments visit of its own: its last
+// hit and host were those of the phpAnalytics visit, which they default
+// to when read.)
+const chunkVersion = 4
 
 // appendBinary encodes a chunk: version, the period's first id, the count,
-// then each visitor's hash, last pageview and visit host.
+// then each visitor's hash, last pageview, visit host, segments row, and
+// the segments' visit's last hit and host.
 func (c *chunkCopy) appendBinary(b []byte) []byte {
 	b = append(b, chunkVersion)
 	b = binary.AppendUvarint(b, uint64(c.first))
@@ -164,6 +175,8 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].host)
 		b = binary.AppendVarint(b, int64(c.visits[i].day))
 		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // noVisit+1 is 0
+		b = binary.AppendVarint(b, c.visits[i].sLast)
+		b = binary.LittleEndian.AppendUint64(b, c.visits[i].sHost)
 	}
 	return b
 }
@@ -173,7 +186,7 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 func (p *period) addChunk(c uint32, b []byte) error {
 	d := decoder{b: b}
 	v := d.byte()
-	if v != 2 && v != chunkVersion {
+	if v < 2 || v > chunkVersion {
 		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
 	first, n := d.uvarint(), d.uvarint()
@@ -194,6 +207,11 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		if v >= 3 {
 			day, row = d.varint(), d.uvarint()
 		}
+		// Before version 4 the segments' visit was the phpAnalytics one.
+		sLast, sHost := last, host
+		if v >= 4 {
+			sLast, sHost = d.varint(), d.uint64()
+		}
 		if d.bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
 			return fmt.Errorf("visitor chunk %d: truncated", c)
 		}
@@ -202,7 +220,7 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: host, day: buckets.Date(day), row: uint32(row) - 1})
+		p.visits = append(p.visits, visit{last: last, host: host, sLast: sLast, sHost: sHost, day: buckets.Date(day), row: uint32(row) - 1})
 	}
 	if len(d.b) != 0 {
 		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.b))
@@ -236,7 +254,7 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: hk, row: noVisit})
+		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: noVisit})
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))

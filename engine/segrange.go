@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"math"
+	"time"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// Which hits a query's range holds (SPEC §10.1): over whole local days, the
+// hits counted under those days, whatever their times; over a sub-day range
+// (24h, datetimes), the hits whose times are in it.
+
+// inRange reports whether hit i of the current day sd is in the range: by
+// its day over whole days, by its time over a sub-day range.
+func (p *plan) inRange(sd *segDay, i int) bool {
+	if p.byDay {
+		d := p.hitDay(sd, i)
+		return d >= p.firstDay && d <= p.lastDay
+	}
+	sec := floorDiv(sd.hMs[i], 1000)
+	return sec >= p.from && sec <= p.to
+}
+
+// hitDay returns the local day hit i of the current day sd was counted
+// under (SPEC §10.1, §2.3: fixed when counted, in the time zone then in
+// force): the day its flags say. A hit written before hits kept their day
+// has the current day, unless its visit passed midnight since its first
+// hit (read in today's time zone: weekly and monthly salts).
+func (p *plan) hitDay(sd *segDay, i int) buckets.Date {
+	if d, ok := flagDay(sd.hFlags[i]); ok {
+		return p.date + d
+	}
+	v := sd.hVisit[i]
+	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) {
+		return p.date
+	}
+	loc := p.r.Location
+	d := DateFromTime(time.UnixMilli(sd.hMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.vFirst[v]).In(loc))
+	return p.date + max(d, 0)
+}
+
+// wholeDay reports whether every hit of sd is in the range (most days of
+// a range): no per-hit time check is needed then. memo: sd's, if frozen.
+func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
+	if p.byDay {
+		if p.date < p.firstDay || p.date > p.lastDay {
+			return false
+		}
+		if p.date-p.firstDay > 32 && p.lastDay-p.date > 32 {
+			return true // farther than any hit's day from its visit's
+		}
+		for i, f := range sd.hFlags {
+			if f|hfInteractive == hfDay|hfInteractive {
+				continue // on the day itself (the common case)
+			}
+			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
+				return false
+			}
+		}
+		return true
+	}
+	var lo, hi int64
+	if memo != nil {
+		lo, hi = memo.span(sd)
+	} else {
+		lo, hi = hitSpan(sd)
+	}
+	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
+}
+
+// hitSpan returns the first and last hit times of sd (Unix ms).
+func hitSpan(sd *segDay) (lo, hi int64) {
+	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
+	for _, ms := range sd.hMs {
+		lo, hi = min(lo, ms), max(hi, ms)
+	}
+	return lo, hi
+}
+
+// dayLabel returns the id of the time label of a hit counted under local
+// day d (time:day, time:week, time:month over whole days).
+func (p *plan) dayLabel(d buckets.Date) uint32 {
+	if id, ok := p.dayLabels[d]; ok {
+		return id
+	}
+	label := p.r.DayBucket(d)
+	id, ok := p.labelIDs[label]
+	if !ok {
+		id = uint32(len(p.labels))
+		p.labels = append(p.labels, label)
+		p.labelIDs[label] = id
+	}
+	if p.dayLabels == nil {
+		p.dayLabels = make(map[buckets.Date]uint32)
+	}
+	p.dayLabels[d] = id
+	return id
+}
