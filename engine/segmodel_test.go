@@ -61,7 +61,7 @@ var (
 		"America/Santiago": {"2021-04-01", "2021-04-02", "2021-09-02"},
 		"America/Havana":   {"2021-03-11", "2021-11-04", "2021-11-05"},
 	}
-	segNames = []string{"Signup", "Purchase", "Donate", "Download", "Play"}
+	segNames = []string{"Signup", "Purchase", "Donate", "Download", "Play", "Outbound Link: Click"}
 )
 
 // segGenSite builds a random website and hit stream from seed.
@@ -81,6 +81,7 @@ func segGenSite(rng *rand.Rand) (*segSite, time.Time, error) {
 		{PagePath: "/docs/*", DisplayName: "Visit /docs/*"},
 		{PagePath: "/pricing", DisplayName: "Visit /pricing"},
 		{EventName: "Play", DisplayName: "Onboarding conversion: Play"},
+		{EventName: "Outbound Link: Click", DisplayName: "Outbound Link: Click"},
 	}
 	if rng.IntN(2) == 0 {
 		s.Goals = append(s.Goals, engine.Goal{EventName: "Donate", DisplayName: "Donate", Currency: "EUR"})

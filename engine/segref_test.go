@@ -292,14 +292,15 @@ func (s *segSite) build() *refData {
 				rh.scroll = min(h.Engagement.ScrollDepth, 100)
 			}
 		case h.Event != nil:
-			name := strings.ReplaceAll(strings.TrimSpace(h.Event.Name), ":", " ")
+			// Names and units are kept exactly, ':' included (SPEC §2.4).
+			name := strings.TrimSpace(h.Event.Name)
 			if name == "" {
 				continue
 			}
 			rh.kind, rh.name = kindEvent, name
 			rh.value, rh.nonInter = keptValue(h.Event.Value), h.Event.NonInteractive
 			if len(h.Event.Unit) <= 32 {
-				rh.unit = strings.ReplaceAll(h.Event.Unit, ":", " ")
+				rh.unit = h.Event.Unit
 			}
 		default:
 			rh.name = "pageview"
