@@ -118,11 +118,8 @@ func chartUnit(dr dateRange, asked string) string {
 
 // overviewData runs the overview's queries, concurrently: the totals of the
 // range and of the one compared with, the chart's series, and each card's
-// table. Every number is Query's answer to the same question, filtered or
-// not (SPEC §10.2 "one truth"): Query answers from the day buckets what
-// they answer identically. Only continents, languages and resolutions,
-// which Query has no dimension for, come from the day buckets' statistics,
-// and only unfiltered.
+// table. Without filters the day buckets answer what they keep (totals,
+// the chart, the tables with a statistic); the segments answer the rest.
 func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs viewState) (*overviewData, error) {
 	id := v.web.ID
 	filtered := len(vs.Filters) > 0
@@ -143,8 +140,17 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 			if r.From < firstQueryDay {
 				return nil // a comparison before year 0: no data
 			}
+			if filtered {
+				var err error
+				*t, *st, err = p.segTotals(ctx, id, r.From, r.To, vs.Filters)
+				return err
+			}
 			var err error
-			*t, *st, err = p.viewTotals(ctx, id, r, vs.Filters)
+			*t, err = p.e.Unscoped().Totals(ctx, id, r.From, r.To)
+			if err != nil {
+				return err
+			}
+			*st, err = p.sessionOnly(ctx, id, r)
 			return err
 		}
 	}
@@ -253,50 +259,35 @@ func floatChange(cur, prev float64, curVisits, prevVisits uint64) change {
 	return changeOf(uint64(cur*scale+0.5), uint64(prev*scale+0.5))
 }
 
-// cardAnswer is a card's current tab answered: by Query (seg), or by the
-// day buckets (stat) for a statistic Query has no dimension for, with the
-// rows in all; or a note saying why there is no table.
+// cardAnswer is a card's current tab answered: by the day buckets (stat)
+// or by the segments (seg), with the rows in all.
 type cardAnswer struct {
 	tab   cardTab
 	stat  *engine.Page
 	seg   []engine.QueryRow
 	total int
-	note  string
 }
 
-// Notes of cards without a table.
-const (
-	noteNotKept   = "Not kept per visit, so not available with filters."
-	noteChooseKey = "Choose a property to see its values."
-	noteNoCities  = "Cities and regions need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
-	noteTooLarge  = "Not shown: a day of this range is larger than one query may read under the server's memory budget."
-)
-
-// answerCard answers the current tab of c with its first n rows through
-// Query; a statistic Query has no dimension for (continents, languages,
-// resolutions) from the day buckets when the view has no filters, else a
-// note.
+// answerCard answers the current tab of c with its first n rows: from the
+// day buckets when the view has no filters and a statistic keeps the tab,
+// else from the segments; nothing for a tab the segments cannot answer.
+// The referrers of the day buckets come with groupRowsFor(v) rows at
+// least, for the groups.
 func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewState, c card, n int) (cardAnswer, error) {
 	a := cardAnswer{tab: vs.tab(c)}
 	switch {
-	case c.Key == "props" && a.tab.segOnly():
-		a.note = noteChooseKey
-	case a.tab.segOnly() && len(vs.Filters) > 0:
-		a.note = noteNotKept
-	case a.tab.segOnly():
-		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n})
+	case a.tab.Stat != "" && len(vs.Filters) == 0:
+		sq := engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n}
+		if a.tab.Stat == "referrer" {
+			sq.PerPage = max(n, groupRowsFor(v))
+		}
+		pg, err := p.e.Unscoped().Stat(ctx, sq)
 		if err != nil {
 			return a, err
 		}
 		a.stat, a.total = &pg, pg.Total
-	case (c.Key == "city" || a.tab.Key == "regions") && !p.e.Cities():
-		a.note = noteNoCities
-	default:
+	case !a.tab.segOnly():
 		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
-		if tooLarge(err) {
-			a.note = noteTooLarge
-			return a, nil
-		}
 		if err != nil {
 			return a, err
 		}
@@ -313,7 +304,7 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		return cardView{}, err
 	}
 	cur := a.tab
-	cv := cardView{Key: c.Key, Note: a.note}
+	cv := cardView{Key: c.Key}
 	if len(c.Tabs) > 1 {
 		for _, t := range c.Tabs {
 			x := vs
@@ -330,19 +321,32 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		cv.Prop = &propForm{Action: v.base(), Value: vs.Prop, Hidden: hiddenOf(vs.values(dr), "prop")}
 	}
 	tt := topTable{table: table{Name: c.Key, Title: cur.Label, Column: cur.seg.Column, Counts: cur.seg.Counts}, Total: a.total}
-	if t, ok := tableOf(cur.Stat); ok && len(vs.Filters) == 0 {
-		// The statistic's full table (unfiltered: its page has no filters).
+	switch {
+	case a.stat != nil:
+		t, _ := tableOf(cur.Stat)
 		tt.Column, tt.Counts = t.Column, t.Counts
 		tt.Href = v.base() + "/" + t.Name
 		if rq := dr.Query().Encode(); rq != "" {
 			tt.Href += "?" + rq
 		}
-	}
-	switch {
-	case a.stat != nil:
-		rows := a.stat.Rows[:min(10, len(a.stat.Rows))]
-		tt.Rows = rowsOf(cur.Stat, rows)
-	case a.note == "":
+		rows := a.stat.Rows
+		if t.Name == "referrer" {
+			tt.Groups = groupRows(referrerGroups(rows), rows)
+		}
+		rows = rows[:min(10, len(rows))]
+		tt.Rows = rowsOf(t.Name, rows)
+		for i, r := range rows {
+			if kv := statLink(t.Name, r.Value); kv != nil {
+				tt.Rows[i].Href = addLink(vs, v.base(), dr, kv...)
+			}
+		}
+	case cur.segOnly():
+		if c.Key == "props" {
+			cv.Note = "Choose a property to see its values."
+		} else {
+			cv.Note = "Not kept per visit, so not available with filters."
+		}
+	default:
 		tt.Rows = segRows(a.seg, cur.seg, vs, v.base(), dr)
 		tt.Rate = cur.seg.Goals
 	}
@@ -379,8 +383,13 @@ func segRows(rows []engine.QueryRow, st segTable, vs viewState, base string, dr 
 	return out
 }
 
-// seriesOf returns the chart's buckets over dr in unit, through Query.
+// seriesOf returns the chart's buckets over dr in unit: from the day
+// buckets for an unfiltered view in hours of one day, days or months, else
+// from the segments.
 func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit string, fs []filter) ([]bucket, error) {
+	if len(fs) == 0 && (unit == "day" || unit == "month" || unit == "hour" && dr.Days() == 1) {
+		return p.series(ctx, id, dr, unit)
+	}
 	res, err := p.query(ctx, id, engine.Query{
 		Metrics:    []string{"visitors", "pageviews"},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
@@ -415,9 +424,7 @@ func bucketOf(unit, label string) bucket {
 	}
 	switch unit {
 	case "hour":
-		// Not Format("15:59"): its "5" is the seconds.
-		h := t.Format("15")
-		return bucket{Label: h + ":00", Title: t.Format("Mon 2 Jan 2006 ") + h + ":00–" + h + ":59"}
+		return bucket{Label: t.Format("15:00"), Title: t.Format("Mon 2 Jan 15:00–15:59")}
 	case "week":
 		return bucket{Label: t.Format("2 Jan"), Title: "Week of " + t.Format("Mon 2 Jan 2006")}
 	case "month":
@@ -545,8 +552,8 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 		return nil // the header is sent: the zip is cut short
 	}
 	for i, a := range answers {
-		if a.note != "" {
-			continue // no table: props without a key, no cities, ...
+		if a.stat == nil && a.seg == nil && a.total == 0 {
+			continue // a tab the segments cannot answer
 		}
 		name := cs[i].Key + "-" + a.tab.Key + ".csv"
 		rows = rows[:0]
