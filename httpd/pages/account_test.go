@@ -747,3 +747,31 @@ func TestFirstPasswordNewKey(t *testing.T) {
 		t.Fatalf("first password with the owner's (older) key: %d, want 303\n%s", res.status, mainText(res.body))
 	}
 }
+
+// TestLongAddressLink: the registration link of a valid address of 250
+// bytes (the form takes up to 255) opens its form: its token, the address
+// in base64 and a MAC, is longer than other path parameters may be.
+func TestLongAddressLink(t *testing.T) {
+	f := newFixture(t)
+	f.p.clientIP = testClientIP
+	f.p.registration = RegistrationOpen
+	mb := &mailbox{}
+	f.p.sendMail, f.p.publicURL = mb.send, "https://stats.example.org"
+	email := strings.Repeat("a", 250-len("@example.org")) + "@example.org"
+	if res := f.client().postForm("/register", "/register", url.Values{"email": {email}}); res.status != http.StatusOK {
+		t.Fatalf("ask: %d\n%s", res.status, mainText(res.body))
+	}
+	sent := mb.wait(t, 1)
+	if len(sent) != 1 {
+		t.Fatalf("%d mails, want 1", len(sent))
+	}
+	link := strings.TrimPrefix(find(t, `(https://stats\.example\.org/register/\S+)`, sent[0]), "https://stats.example.org")
+	c := f.client()
+	if res := c.get(link); res.status != http.StatusOK {
+		t.Fatalf("GET the link (%d bytes): %d, want 200", len(link), res.status)
+	}
+	res := c.postForm(link, link, url.Values{"name": {"Long"}, "password": {"long enough"}, "password_confirmation": {"long enough"}})
+	if res.status != http.StatusSeeOther || signedInAs(c) != email {
+		t.Fatalf("register from the link: %d %s", res.status, mainText(res.body))
+	}
+}
