@@ -234,7 +234,8 @@ func checkEmail(email string, verr *ValidationError) string {
 	switch {
 	case email == "":
 		verr.add("email", "The email field is required.")
-	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>,\"") || !utf8.ValidString(email):
+	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " <>,\"") || !utf8.ValidString(email) ||
+		strings.ContainsFunc(email, unicode.IsControl): // CR, LF, NUL (a proof MAC's separator), …
 		verr.add("email", "The email must be a valid email address.")
 	}
 	return email
