@@ -554,8 +554,9 @@ func (e *Engine) setPassword(ctx context.Context, account uint32, current, passw
 }
 
 // MsgWrongKey is the message, under "current_password", of a first
-// password set without one of the account's API keys.
-const MsgWrongKey = "Enter one of your account's API keys: it has no password yet."
+// password set without the API key the session signed in with (or an
+// older one of the account's keys).
+const MsgWrongKey = "Enter the API key you signed in with: the account has no password yet."
 
 // ownKey reports whether key is one of r's API keys, of an id at most
 // maxKey.
