@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,7 +234,8 @@ func checkEmail(email string, verr *ValidationError) string {
 	switch {
 	case email == "":
 		verr.add("email", "The email field is required.")
-	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>,\"") || !utf8.ValidString(email):
+	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " <>,\"") || !utf8.ValidString(email) ||
+		strings.ContainsFunc(email, unicode.IsControl): // CR, LF, NUL (a proof MAC's separator), …
 		verr.add("email", "The email must be a valid email address.")
 	}
 	return email
@@ -485,6 +487,25 @@ func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, e
 // API keys (MsgWrongKey). force skips that check (the CLI's set-password,
 // a reset link). Every session of the account ends.
 func (e *Engine) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
+	return e.setPassword(ctx, account, current, password, force, math.MaxUint32)
+}
+
+// SetSessionPassword is SetPassword, not forced, for the signed-in session
+// whose token is token. The first password of a key-only account asks for
+// the API key the session signed in with or an older one: a key the
+// session could have made itself (a stolen session can make keys) proves
+// nothing (SPEC §13). ErrUnauthenticated: no such session.
+func (e *Engine) SetSessionPassword(ctx context.Context, token, current, password string) (Account, error) {
+	account, key, ok := e.sessionKey(token)
+	if !ok {
+		return Account{}, ErrUnauthenticated
+	}
+	return e.setPassword(ctx, account, current, password, false, key)
+}
+
+// setPassword is SetPassword; a first password takes only a key whose id
+// is at most maxKey (ids grow with each key an account is given).
+func (e *Engine) setPassword(ctx context.Context, account uint32, current, password string, force bool, maxKey uint32) (Account, error) {
 	var verr ValidationError
 	checkNewPassword(password, &verr)
 	if err := verr.orNil(); err != nil {
@@ -496,7 +517,7 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 	if old == nil {
 		return Account{}, ErrNotFound
 	}
-	if !force && old.PasswordHash == "" && !e.ownKey(old, current) {
+	if !force && old.PasswordHash == "" && !e.ownKey(old, current, maxKey) {
 		// The first password of a key-only account (the default first
 		// admin) asks for one of its API keys: a stolen session cannot
 		// set one and turn on two-factor authentication (SPEC §13).
@@ -533,17 +554,21 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 }
 
 // MsgWrongKey is the message, under "current_password", of a first
-// password set without one of the account's API keys.
-const MsgWrongKey = "Enter one of your account's API keys: it has no password yet."
+// password set without the API key the session signed in with (or an
+// older one of the account's keys).
+const MsgWrongKey = "Enter the API key you signed in with: the account has no password yet."
 
-// ownKey reports whether key is one of r's API keys.
-func (e *Engine) ownKey(r *accountRec, key string) bool {
+// ownKey reports whether key is one of r's API keys, of an id at most
+// maxKey.
+func (e *Engine) ownKey(r *accountRec, key string, maxKey uint32) bool {
 	key = strings.TrimSpace(key)
 	if key == "" || len(key) > 256 {
 		return false
 	}
 	h := hashKey(key)
-	return slices.ContainsFunc(r.Keys, func(k APIKey) bool { return subtle.ConstantTimeCompare(k.Hash[:], h[:]) == 1 })
+	return slices.ContainsFunc(r.Keys, func(k APIKey) bool {
+		return subtle.ConstantTimeCompare(k.Hash[:], h[:]) == 1 && k.ID <= maxKey
+	})
 }
 
 // ErrConflict: the record changed while the request was being checked

@@ -890,3 +890,20 @@ func TestAddressProof(t *testing.T) {
 		t.Errorf("an expired registration link: %v", err)
 	}
 }
+
+// TestAddressControlChars: an address with a control character (NUL, the
+// separator of a proof token's MAC fields; CR or LF, a mail header's end)
+// is not an address: no link is mailed to it, no account has it.
+func TestAddressControlChars(t *testing.T) {
+	c := newClock("2026-11-27T10:00:00Z")
+	e, _ := openMem(t, c)
+	ctx := context.Background()
+	for _, email := range []string{"v@example.org\x00x", "v\x00@example.org", "v@example.org\x7f", "v@exa\u0085mple.org", "v@example.org\r\nBcc: x@evil.example"} {
+		if _, _, err := e.RegistrationToken(ctx, email, ""); err == nil || fieldErrs(t, err)[0].Field != "email" {
+			t.Errorf("RegistrationToken(%q): %v, want an email error", email, err)
+		}
+		if _, _, err := e.CreateAccount(ctx, "X", email); err == nil {
+			t.Errorf("CreateAccount(%q) took it", email)
+		}
+	}
+}

@@ -232,6 +232,24 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 	return a, nil
 }
 
+// sessionKey returns the account of the unexpired session whose token is
+// token, and the id of the API key it signed in with (0: a password).
+func (e *Engine) sessionKey(token string) (account, key uint32, ok bool) {
+	if token == "" || len(token) > maxSessionToken {
+		return 0, 0, false
+	}
+	h := hashToken(token)
+	e.rlockShared()
+	defer e.runlockShared()
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
+	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 || !e.now().Before(s.Expires) {
+		return 0, 0, false
+	}
+	return s.Account, s.Key, true
+}
+
 // EndSession ends the session whose token is token (signing out). An
 // unknown token is not an error.
 func (e *Engine) EndSession(ctx context.Context, token string) error {

@@ -429,8 +429,14 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 			err = &engine.ValidationError{Fields: []engine.FieldError{{Field: "password", Msg: "The password confirmation does not match."}}}
 			break
 		}
+		tok, _ := p.sessionToken(r)
 		var na engine.Account
-		na, err = p.e.SetPassword(ctx, a.ID, f.Get("current_password"), f.Get("password"), false)
+		na, err = p.e.SetSessionPassword(ctx, tok, f.Get("current_password"), f.Get("password"))
+		if errors.Is(err, engine.ErrUnauthenticated) {
+			// The session ended since signedIn read it.
+			http.Redirect(w, r, "/login?next=%2Faccount", http.StatusSeeOther)
+			return nil
+		}
 		if err == nil {
 			// Every session ended, this one too: it starts again.
 			return p.startSession(w, r, na, "/account?done=password")

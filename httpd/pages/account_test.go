@@ -714,3 +714,64 @@ func TestSessionPasswordGuesses(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPasswordNewKey (SPEC §13: "setting the first password of a
+// key-only account asks for the API key"): a stolen session of a key-only
+// account makes a key of its own; that key does not set the first
+// password (else the thief sets one, turns on two-factor authentication,
+// and the owner's key sign-in is refused). The key the session signed in
+// with does.
+func TestFirstPasswordNewKey(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	c.signIn(f.ownerKey)
+	res := c.postForm("/account/keys", "/account/keys", url.Values{"name": {"thief"}})
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: %d", res.status)
+	}
+	made := find(t, `id="new-key" type="text" readonly value="([^"]+)"`, res.body)
+	form := url.Values{"current_password": {made}, "password": {"thief password"}, "password_confirmation": {"thief password"}}
+	res = c.postForm("/account", "/account/password", form)
+	if res.status != http.StatusUnprocessableEntity {
+		t.Fatalf("first password with a key the session made: %d, want 422", res.status)
+	}
+	mustContain(t, "a key the session made", mainText(res.body), engine.MsgWrongKey)
+	if acc, _ := f.e.Account(context.Background(), f.owner.ID); acc.Password {
+		t.Fatal("a password was set")
+	}
+	// A key older than the session's own proves the owner.
+	d := f.client()
+	d.signIn(made)
+	form.Set("current_password", f.ownerKey)
+	if res := d.postForm("/account", "/account/password", form); res.status != http.StatusSeeOther {
+		t.Fatalf("first password with the owner's (older) key: %d, want 303\n%s", res.status, mainText(res.body))
+	}
+}
+
+// TestLongAddressLink: the registration link of a valid address of 250
+// bytes (the form takes up to 255) opens its form: its token, the address
+// in base64 and a MAC, is longer than other path parameters may be.
+func TestLongAddressLink(t *testing.T) {
+	f := newFixture(t)
+	f.p.clientIP = testClientIP
+	f.p.registration = RegistrationOpen
+	mb := &mailbox{}
+	f.p.sendMail, f.p.publicURL = mb.send, "https://stats.example.org"
+	email := strings.Repeat("a", 250-len("@example.org")) + "@example.org"
+	if res := f.client().postForm("/register", "/register", url.Values{"email": {email}}); res.status != http.StatusOK {
+		t.Fatalf("ask: %d\n%s", res.status, mainText(res.body))
+	}
+	sent := mb.wait(t, 1)
+	if len(sent) != 1 {
+		t.Fatalf("%d mails, want 1", len(sent))
+	}
+	link := strings.TrimPrefix(find(t, `(https://stats\.example\.org/register/\S+)`, sent[0]), "https://stats.example.org")
+	c := f.client()
+	if res := c.get(link); res.status != http.StatusOK {
+		t.Fatalf("GET the link (%d bytes): %d, want 200", len(link), res.status)
+	}
+	res := c.postForm(link, link, url.Values{"name": {"Long"}, "password": {"long enough"}, "password_confirmation": {"long enough"}})
+	if res.status != http.StatusSeeOther || signedInAs(c) != email {
+		t.Fatalf("register from the link: %d %s", res.status, mainText(res.body))
+	}
+}

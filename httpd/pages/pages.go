@@ -205,6 +205,10 @@ const (
 	maxQuery = 4096 // bytes of a query string
 	maxBody  = 16 << 10
 	maxParam = 255 // bytes of one parameter (search, domain, name)
+	// maxTokenParam bounds a :token parameter: a registration or
+	// email-change link carries an address of up to 255 bytes in base64
+	// (and an invitation), as engine's proof tokens (at most 1,024).
+	maxTokenParam = 1024
 )
 
 // handle adapts a page handler: it bounds the input, sets the security
@@ -236,7 +240,7 @@ func (p *Pages) handleLimit(limit int64, h handlerFunc) httprouter.Handle {
 			return
 		}
 		for _, param := range ps {
-			if len(param.Value) > maxParam {
+			if len(param.Value) > maxParam && (param.Key != "token" || len(param.Value) > maxTokenParam) {
 				p.errorPage(w, r, http.StatusNotFound, "")
 				return
 			}

@@ -429,7 +429,13 @@ func TestHostileFirstPassword(t *testing.T) {
 	base, key := srv.base(), srv.adminKey(t)
 	thief := newPageClient("198.51.100.70", nil)
 	thief.signInKey(t, base, key) // the session the thief holds
-	for _, proof := range []string{"", "not the key"} {
+	// A key the stolen session makes itself proves nothing.
+	resp, body := thief.postForm(t, base, "/account/keys", "/account/keys", url.Values{"name": {"thief"}})
+	m := regexp.MustCompile(`id="new-key" type="text" readonly value="([^"]+)"`).FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusCreated || m == nil {
+		t.Fatalf("the thief makes a key: %d\n%s", resp.StatusCode, body)
+	}
+	for _, proof := range []string{"", "not the key", m[1]} {
 		resp, _ := thief.postForm(t, base, "/account", "/account/password", url.Values{"current_password": {proof}, "password": {"thief password"}, "password_confirmation": {"thief password"}})
 		if resp.StatusCode != http.StatusUnprocessableEntity {
 			t.Errorf("first password with proof %q: %d, want 422", proof, resp.StatusCode)
