@@ -248,6 +248,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	p.intern, p.gidBits = e.interns(), gidPageBits
+	p.daily = e.opts.SaltPeriod == SaltDay
 	lo, hi := p.r.FirstDay, p.r.LastDay
 	if !p.byDay {
 		// A sub-day range compares times: a hit in it may have been
@@ -357,7 +358,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, dates []buckets
 		if err != nil {
 			return err
 		}
-		sub.shared, sub.soloDays, sub.intern, sub.gidBits = shared, p.soloDays, p.intern, p.gidBits
+		sub.shared, sub.soloDays, sub.intern, sub.gidBits, sub.daily = shared, p.soloDays, p.intern, p.gidBits, p.daily
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -847,6 +848,7 @@ type plan struct {
 	// (Unix ms) its next day starts, for hits without a day (hitDay).
 	date      buckets.Date
 	nextMid   int64
+	daily     bool                    // the engine's salt period is one day (hitDay)
 	dayLabels map[buckets.Date]uint32 // time label ids by day (byDay)
 
 	groups map[string]*group
