@@ -258,8 +258,14 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	}
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
-		// of its salt period before the range.
+		// of its salt period before the range. An earlier hit imported
+		// after its visit began joins it only within 30 minutes of its
+		// last hit: on the day before the rows' at most (a negative
+		// dayFlags), which a range ending that day must scan too.
 		lo = periodStart(lo, e.opts.SaltPeriod)
+		if p.byDay {
+			hi++
+		}
 	}
 	// Days passed under the shard lock (open days) are scanned at once;
 	// the others, which never change, on every core (scanParallel).
