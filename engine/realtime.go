@@ -68,6 +68,14 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	if errors.Is(err, ErrNotFound) {
 		return nil // deleted meanwhile
 	}
+	var qe *QueryError
+	if errors.As(err, &qe) {
+		// A day of more sealed rows than a query may make whole under the
+		// memory budget (wholeLimit): realtime keeps what replay gave it
+		// rather than keeping the engine (or a partition) from opening.
+		e.opts.Logger.Warn("realtime not rebuilt", "website", s.cfg.Load().id, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -248,6 +248,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	p.intern, p.gidBits = e.interns(), gidPageBits
+	p.daily = e.opts.SaltPeriod == SaltDay
 	lo, hi := p.r.FirstDay, p.r.LastDay
 	if !p.byDay {
 		// A sub-day range compares times: a hit in it may have been
@@ -257,8 +258,14 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 	}
 	if e.opts.SaltPeriod != SaltDay {
 		// A visit's rows live in the day it started, which may be any day
-		// of its salt period before the range.
+		// of its salt period before the range. An earlier hit imported
+		// after its visit began joins it only within 30 minutes of its
+		// last hit: on the day before the rows' at most (a negative
+		// dayFlags), which a range ending that day must scan too.
 		lo = periodStart(lo, e.opts.SaltPeriod)
+		if p.byDay {
+			hi++
+		}
 	}
 	// Days passed under the shard lock (open days) are scanned at once;
 	// the others, which never change, on every core (scanParallel).
@@ -357,7 +364,7 @@ func (p *plan) scanParallel(ctx context.Context, days []*segDay, dates []buckets
 		if err != nil {
 			return err
 		}
-		sub.shared, sub.soloDays, sub.intern, sub.gidBits = shared, p.soloDays, p.intern, p.gidBits
+		sub.shared, sub.soloDays, sub.intern, sub.gidBits, sub.daily = shared, p.soloDays, p.intern, p.gidBits, p.daily
 		subs[w] = sub
 	}
 	var next atomic.Int64
@@ -847,6 +854,7 @@ type plan struct {
 	// (Unix ms) its next day starts, for hits without a day (hitDay).
 	date      buckets.Date
 	nextMid   int64
+	daily     bool                    // the engine's salt period is one day (hitDay)
 	dayLabels map[buckets.Date]uint32 // time label ids by day (byDay)
 
 	groups map[string]*group

@@ -26,13 +26,17 @@ func (p *plan) inRange(sd *segDay, i int) bool {
 // under (SPEC §10.1, §2.3: fixed when counted, in the time zone then in
 // force): the day its flags say. A hit written before hits kept their day
 // has the current day, unless its visit passed midnight since its first
-// hit (read in today's time zone: weekly and monthly salts).
+// hit (read in today's time zone: weekly and monthly salts). Under daily
+// salts a visit's hits are all of its salt period's one day, the current
+// one (its row's period is that day): read in another time zone since, a
+// visit that crosses the new zone's midnight stays on its day.
 func (p *plan) hitDay(sd *segDay, i int) buckets.Date {
 	if d, ok := flagDay(sd.hFlags[i]); ok {
 		return p.date + d
 	}
 	v := sd.hVisit[i]
-	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) {
+	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) ||
+		p.daily && sd.vPeriod[v] == int32(p.date) {
 		return p.date
 	}
 	loc := p.r.Location

@@ -4,7 +4,7 @@ package engine_test
 // notes/seg-semantics.md). It keeps the raw hits given to Track and answers
 // a resolved query by walking every hit: no indexes, no dictionaries, no
 // code shared with the engine beyond the public query model (Resolve,
-// TimeBucket, DayBucket, TimeLabels, EffectiveFilters, Echo) and the UA and geo
+// TimeBucket, TimeLabels, EffectiveFilters, Echo) and the UA and geo
 // helpers the engine enriches with. URL, referrer, source, visit, filter,
 // metric and ordering rules are written here from the documents.
 //
@@ -652,13 +652,36 @@ func newGroup(dims []any) *refGroup {
 	return &refGroup{dims: dims, visitors: map[string]bool{}, visits: map[*refVisit]bool{}, revenue: map[string][]float64{}}
 }
 
+// refDayBucket is the time:day, time:week or time:month label of a hit
+// counted under local day d (SPEC §10.1), worked out here rather than by
+// the engine's DayBucket: the day; its week's Monday, or the range's first
+// day for the first, partial week (plausible-api.md, as TimeBucket's
+// documentation says); the first of its month.
+func refDayBucket(r *engine.ResolvedQuery, d engine.Date) string {
+	y, m, day := d.Civil()
+	switch r.TimeDimension() {
+	case "time:day":
+		return fmt.Sprintf("%04d-%02d-%02d", y, m, day)
+	case "time:week":
+		monday := d - engine.Date((int(d.Weekday())+6)%7)
+		if monday < r.FirstDay {
+			monday = r.FirstDay
+		}
+		y, m, day = monday.Civil()
+		return fmt.Sprintf("%04d-%02d-%02d", y, m, day)
+	case "time:month":
+		return fmt.Sprintf("%04d-%02d-01", y, m)
+	}
+	return ""
+}
+
 // dimValues returns the values of dim for hit h as a row shows them: one
 // value, several (event:goal) or none (a hit converting no goal).
 func (e *refEval) dimValues(dim string, h *refHit) []any {
 	switch {
 	case strings.HasPrefix(dim, "time"):
 		if e.r.DateRange.From.IsZero() && e.r.DateRange.Period != "24h" && e.r.TimeDimension() != "time:hour" {
-			return []any{e.r.DayBucket(h.day)} // SPEC §10.1: the stored day's bucket
+			return []any{refDayBucket(e.r, h.day)} // SPEC §10.1: the stored day's bucket
 		}
 		return []any{e.r.TimeBucket(time.UnixMilli(h.ms))}
 	case dim == "event:goal":

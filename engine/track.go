@@ -505,7 +505,11 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 		}
 		r.event = true
 		r.seg.name, r.seg.unit = name, norm.EventUnitExact(h.Event.Unit)
-		r.eventRow = norm.EventRow(norm.StatName(name), norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
+		// The statistic's name is EventName's of the name as sent (cut
+		// after ':' became a space and the ends were trimmed), as before
+		// names were kept exactly; "" for a name of only colons.
+		stat, _ := norm.EventName(h.Event.Name)
+		r.eventRow = norm.EventRow(stat, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
 	}
 	salt, err := e.salt(ctx, r.period)
 	if err != nil {
