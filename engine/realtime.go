@@ -48,8 +48,12 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	from := buckets.DateFromTime(now.Add(-30 * time.Minute).In(loc))
 	to := buckets.DateFromTime(now.In(loc))
 	if e.opts.SaltPeriod != SaltDay {
-		// A visit's hits live in the day it started.
-		from = max(periodStart(from, e.opts.SaltPeriod), to-31)
+		// A visit's hits live in the day it started: yesterday's rows
+		// hold the visits that passed midnight. A visit still going
+		// after more than a day of hits less than 30 minutes apart
+		// started earlier and is left out, so that Open reads two days
+		// of every website, not up to a month of each.
+		from = to - 1
 	}
 	type pv struct {
 		ms  int64

@@ -25,8 +25,14 @@ type segVisitsSite struct {
 
 func openSegVisits(t *testing.T, fs snapshot.FS, now time.Time, tz string) *segVisitsSite {
 	t.Helper()
+	return openSegVisitsSalt(t, fs, now, tz, engine.SaltDay)
+}
+
+// openSegVisitsSalt is openSegVisits under salt period salt.
+func openSegVisitsSalt(t *testing.T, fs snapshot.FS, now time.Time, tz string, salt engine.SaltPeriod) *segVisitsSite {
+	t.Helper()
 	ctx := context.Background()
-	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1})
+	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1, SaltPeriod: salt})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -237,5 +243,43 @@ func TestRealtimeAfterRestart(t *testing.T) {
 	want.Pageviews[26], want.Pageviews[27], want.Pageviews[28] = 1, 1, 2
 	if before != want || after != want {
 		t.Errorf("realtime before the restart %+v, after %+v; want %+v", before, after, want)
+	}
+}
+
+// TestRealtimeAfterRestartWeekly: under weekly salts a visit that passed
+// midnight keeps its rows in the day it started (yesterday); after a
+// restart its pageview of the last minutes still shows, beside today's.
+func TestRealtimeAfterRestartWeekly(t *testing.T) {
+	fs := snapshot.NewMemFS()
+	now := segTime("2026-03-10 00:10") // a Tuesday: Monday's week
+	s := openSegVisitsSalt(t, fs, now, "UTC", engine.SaltWeek)
+	s.track(t, segPV("2026-03-09 23:45", "bob", "/"), segPV("2026-03-10 00:07", "bob", "/b"),
+		segPV("2026-03-10 00:08", "ann", "/"))
+	before, err := s.o.Realtime(context.Background(), s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1, SaltPeriod: engine.SaltWeek})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got, err := e.Unscoped().Realtime(context.Background(), s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pageviews per minute of the last 30 (slot 29 the current minute):
+	// 23:45 is slot 4, 00:07 slot 26, 00:08 slot 27; two visitors in
+	// the last 5 minutes.
+	want := engine.Realtime{Visitors: 2}
+	want.Pageviews[4], want.Pageviews[26], want.Pageviews[27] = 1, 1, 1
+	if before != want || got != want {
+		t.Errorf("realtime before the restart %+v, after %+v; want %+v", before, got, want)
 	}
 }
