@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine"
@@ -25,6 +27,9 @@ const (
 	maxImportEvents = 10000
 	// maxImportText bounds each text field of an event, in characters.
 	maxImportText = 2048
+	// maxImportUnit is the longest revenue currency, in characters: the
+	// engine keeps no longer unit (SPEC §2.4).
+	maxImportUnit = 32
 	// maxFuture is how far in the future an event's time may be.
 	maxFuture = 24 * time.Hour
 )
@@ -317,12 +322,14 @@ func checkPlausibleFields(obj map[string]json.RawMessage, at string, h *engine.H
 	if raw, ok := obj["h"]; ok && !isNull(raw) {
 		// Hash-based routing, as the live form's "h": 1 keeps the page's
 		// fragment (SPEC §2.4).
-		switch string(bytes.TrimSpace(raw)) {
-		case "0":
-		case "1":
-			h.HashMode = true
-		default:
+		// Read as the live form reads it (hashMode): a JSON number, 1.0
+		// being 1.
+		f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+		switch {
+		case err != nil || raw[0] == '"' || (f != 0 && f != 1):
 			fe.add(at+".h", "The "+at+".h field must be 0 or 1.")
+		case f == 1:
+			h.HashMode = true
 		}
 	}
 	ev := h.Event
@@ -391,6 +398,11 @@ func checkRevenue(raw json.RawMessage, at string, fe *fieldErrors) (revenue, boo
 		len(amount) > maxImportText:
 		fe.add(at+".amount", "The "+at+".amount must be a number or a numeric string.")
 		ok = false
+	case !positiveAmount(amount):
+		// NaN, Infinity, 1e999, 0 or less: a live hit's revenue would
+		// keep no value (SPEC §2.4), so an import says so.
+		fe.add(at+".amount", "The "+at+".amount must be a finite number greater than 0.")
+		ok = false
 	}
 	cur, present, isStr := jsonString(obj["currency"])
 	switch {
@@ -400,11 +412,28 @@ func checkRevenue(raw json.RawMessage, at string, fe *fieldErrors) (revenue, boo
 	case !present || cur == "":
 		fe.add(at+".currency", "The "+at+".currency field is required.")
 		ok = false
-	case utf8.RuneCountInString(cur) > maxImportText:
-		fe.add(at+".currency", "The "+at+".currency must not be greater than "+strconv.Itoa(maxImportText)+" characters.")
+	case utf8.RuneCountInString(cur) > maxImportUnit:
+		// The engine keeps no longer unit (SPEC §2.4).
+		fe.add(at+".currency", "The "+at+".currency must not be greater than "+strconv.Itoa(maxImportUnit)+" characters.")
+		ok = false
+	case strings.IndexFunc(cur, unicode.IsControl) >= 0:
+		fe.add(at+".currency", "The "+at+".currency must not contain control characters.")
 		ok = false
 	}
 	return revenue{Amount: amount, Currency: cur}, ok
+}
+
+// positiveAmount reports whether a revenue amount, a JSON number or a
+// numeric string, is a finite number greater than 0.
+func positiveAmount(amount json.RawMessage) bool {
+	text := string(amount)
+	if amount[0] == '"' {
+		if json.Unmarshal(amount, &text) != nil {
+			return false
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	return err == nil && f > 0 && !math.IsInf(f, 0)
 }
 
 // checkCustomEvent checks the event object of an event.
