@@ -83,12 +83,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	if pageview {
 		h.kind = hkPageview
 	} else {
-		h.kind = hkEvent
-		name, value, unit := r.segEvent()
-		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
-		if !r.seg.nonInteractive {
-			h.flags |= hfInteractive
-		}
+		e.segEventFields(vd, r, &h)
 	}
 	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	h.props = e.propIDs(vd, r.seg.props)
@@ -192,12 +187,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		h.kind, h.engaged, h.scroll = hkEngagement, uint32(r.seg.engagedMs), r.seg.scroll
 	} else {
 		vent, vd, h.visit, h.flags = ent, ent.seg, noVisit, dayFlags(0)
-		h.kind = hkEvent
-		name, value, unit := r.segEvent()
-		h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
-		if !r.seg.nonInteractive {
-			h.flags |= hfInteractive
-		}
+		e.segEventFields(vd, r, &h)
 	}
 	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
 	h.props = e.propIDs(vd, r.seg.props)
@@ -269,4 +259,15 @@ func (r *record) segEvent() (name, value, unit string) {
 		name, unit = r.seg.name, r.seg.unit
 	}
 	return name, value, unit
+}
+
+// segEventFields makes h, a hit row of day vd, custom event r: its kind,
+// name, value and unit, and whether it is interactive.
+func (e *Engine) segEventFields(vd *segDay, r *record, h *segHit) {
+	h.kind = hkEvent
+	name, value, unit := r.segEvent()
+	h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
+	if !r.seg.nonInteractive {
+		h.flags |= hfInteractive
+	}
 }

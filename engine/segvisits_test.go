@@ -224,21 +224,7 @@ func TestRealtimeAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.e.Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	after, err := e.Unscoped().Realtime(context.Background(), s.id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := s.realtimeAfterRestart(t, fs, now, engine.SaltDay)
 	want := engine.Realtime{Visitors: 3}
 	want.Pageviews[26], want.Pageviews[27], want.Pageviews[28] = 1, 1, 2
 	if before != want || after != want {
@@ -259,21 +245,7 @@ func TestRealtimeAfterRestartWeekly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.e.Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1, SaltPeriod: engine.SaltWeek})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	got, err := e.Unscoped().Realtime(context.Background(), s.id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := s.realtimeAfterRestart(t, fs, now, engine.SaltWeek)
 	// Pageviews per minute of the last 30 (slot 29 the current minute):
 	// 23:45 is slot 4, 00:07 slot 26, 00:08 slot 27; two visitors in
 	// the last 5 minutes.
@@ -282,4 +254,26 @@ func TestRealtimeAfterRestartWeekly(t *testing.T) {
 	if before != want || got != want {
 		t.Errorf("realtime before the restart %+v, after %+v; want %+v", before, got, want)
 	}
+}
+
+// realtimeAfterRestart snapshots s's engine, closes it, opens the store
+// again at now under salt, and answers the website's realtime there.
+func (s *segVisitsSite) realtimeAfterRestart(t *testing.T, fs snapshot.FS, now time.Time, salt engine.SaltPeriod) engine.Realtime {
+	t.Helper()
+	if err := s.e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(&engine.Options{FS: fs, Dir: "data", Now: func() time.Time { return now }, SnapshotEvery: -1, SaltPeriod: salt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rt, err := e.Unscoped().Realtime(context.Background(), s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
