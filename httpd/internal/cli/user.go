@@ -63,13 +63,7 @@ func (c *cli) userRotateKeyCmd(fs *flag.FlagSet) func(context.Context) error {
 		if *email == "" {
 			return usagef("user rotate-key: -email is required")
 		}
-		return withEngine(*data, true, func(e *engine.Engine) error {
-			a, err := e.AccountByEmail(ctx, *email)
-			if errors.Is(err, engine.ErrNotFound) {
-				return fmt.Errorf("no account has the email %q", *email)
-			} else if err != nil {
-				return err
-			}
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
 			key, err := e.RotateKey(ctx, a.ID)
 			if err != nil {
 				return err
@@ -91,13 +85,7 @@ func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return fmt.Errorf("user set-password: read the password: %w", err)
 		}
-		return withEngine(*data, true, func(e *engine.Engine) error {
-			a, err := e.AccountByEmail(ctx, *email)
-			if errors.Is(err, engine.ErrNotFound) {
-				return fmt.Errorf("no account has the email %q", *email)
-			} else if err != nil {
-				return err
-			}
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
 			if _, err := e.SetPassword(ctx, a.ID, "", pw, true); err != nil {
 				return validationMessage(err)
 			}
@@ -115,14 +103,9 @@ func (c *cli) userSetEmailCmd(fs *flag.FlagSet) func(context.Context) error {
 		if *email == "" || *to == "" {
 			return usagef("user set-email: -email and -new are required")
 		}
-		return withEngine(*data, true, func(e *engine.Engine) error {
-			a, err := e.AccountByEmail(ctx, *email)
-			if errors.Is(err, engine.ErrNotFound) {
-				return fmt.Errorf("no account has the email %q", *email)
-			} else if err != nil {
-				return err
-			}
-			if a, err = e.SetEmail(ctx, a.ID, *to); err != nil {
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
+			a, err := e.SetEmail(ctx, a.ID, *to)
+			if err != nil {
 				return validationMessage(err)
 			}
 			fmt.Fprintf(c.stderr, "webstatsd: the email of account %d is now %s\n", a.ID, a.Email)
@@ -213,4 +196,18 @@ func validationMessage(err error) error {
 		msgs[i] = f.Msg
 	}
 	return errors.New(strings.Join(msgs, " "))
+}
+
+// withAccount runs fn on the engine of data directory dir, opened for
+// writing, with the account whose address is email.
+func withAccount(ctx context.Context, dir, email string, fn func(*engine.Engine, engine.Account) error) error {
+	return withEngine(dir, true, func(e *engine.Engine) error {
+		a, err := e.AccountByEmail(ctx, email)
+		if errors.Is(err, engine.ErrNotFound) {
+			return fmt.Errorf("no account has the email %q", email)
+		} else if err != nil {
+			return err
+		}
+		return fn(e, a)
+	})
 }
