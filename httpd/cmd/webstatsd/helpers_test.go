@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/bench"
+	"github.com/webstats/webstats/httpd/internal/bintest"
 )
 
 // hostileLong runs the hostile-input tests at the size SPEC §13 and issue
@@ -24,49 +23,19 @@ import (
 // shorter run at the same rate, for CI.
 var hostileLong = flag.Bool("hostile.long", false, "run the hostile-input tests at full size (minutes)")
 
-// The binary, built once for the package's tests (buildBinary).
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 func TestMain(m *testing.M) {
 	if plan := os.Getenv(slowAttackEnv); plan != "" {
 		os.Exit(runSlowAttack(plan))
 	}
 	flag.Parse()
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bintest.Remove()
 	os.Exit(code)
 }
 
-// buildBinary builds webstatsd once (go build reuses the test's compiled
-// packages) and returns its path; without a go tool the test is skipped.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the binary with")
-	}
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "webstatsd-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "webstatsd")
-		if out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// buildBinary builds webstatsd once and returns its path
+// (bintest.Webstatsd).
+func buildBinary(t testing.TB) string { return bintest.Webstatsd(t) }
 
 // pid returns the server's process id.
 func (s *server) pid() int { return s.cmd.Process.Pid }

@@ -15,48 +15,19 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// The binary, built once for the package's tests.
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
+	"github.com/webstats/webstats/httpd/internal/bintest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bintest.Remove()
 	os.Exit(code)
 }
 
-// buildBinary builds httpd/cmd/webstatsd once (go build reuses the test's
-// compiled packages) and returns its path.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build webstatsd with")
-	}
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "webstatsd-conformance-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "webstatsd")
-		cmd := exec.Command(goTool, "build", "-o", binPath, "github.com/webstats/webstats/httpd/cmd/webstatsd")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build webstatsd: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// buildBinary builds webstatsd once and returns its path
+// (bintest.Webstatsd).
+func buildBinary(t testing.TB) string { return bintest.Webstatsd(t) }
 
 // npmDir is the directory of package.json: the clients are installed in
 // its node_modules (a testdata directory, which the go tool ignores: a
