@@ -106,7 +106,7 @@ func (e *Engine) hashPassword(ctx context.Context, pw string) (string, error) {
 		return "", fmt.Errorf("engine: password salt: %w", err)
 	}
 	var key []byte
-	err := e.auth.gate.run(ctx, func() {
+	err := e.gate.run(ctx, func() {
 		key = argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
 	})
 	if err != nil {
@@ -134,7 +134,7 @@ func (e *Engine) checkPassword(ctx context.Context, phc, pw string) (bool, error
 		return false, nil
 	}
 	var got []byte
-	if err := e.auth.gate.run(ctx, func() { got = argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want))) }); err != nil {
+	if err := e.gate.run(ctx, func() { got = argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want))) }); err != nil {
 		return false, err
 	}
 	return subtle.ConstantTimeCompare(got, want) == 1, nil

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 func main() {
@@ -89,9 +90,9 @@ func newApp(ctx context.Context, e *engine.Engine, domain string) (*app, error) 
 
 func createWebsite(ctx context.Context, e *engine.Engine, domain string) (engine.Website, error) {
 	const email = "embed@localhost"
-	acct, err := e.AccountByEmail(ctx, email)
+	acct, err := identity.Must(e).AccountByEmail(ctx, email)
 	if errors.Is(err, engine.ErrNotFound) {
-		acct, _, err = e.CreateAccount(ctx, "embed example", email)
+		acct, _, err = identity.Must(e).CreateAccount(ctx, "embed example", email)
 	}
 	if err != nil {
 		return engine.Website{}, err

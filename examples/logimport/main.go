@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 func main() {
@@ -100,9 +101,9 @@ func findWebsite(ctx context.Context, e *engine.Engine, id uint32, domain string
 		return w, err
 	}
 	const email = "logimport@localhost"
-	acct, err := e.AccountByEmail(ctx, email)
+	acct, err := identity.Must(e).AccountByEmail(ctx, email)
 	if errors.Is(err, engine.ErrNotFound) {
-		acct, _, err = e.CreateAccount(ctx, "log import", email)
+		acct, _, err = identity.Must(e).CreateAccount(ctx, "log import", email)
 	}
 	if err != nil {
 		return engine.Website{}, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	acc, _, err := e.CreateAccount(ctx, "Me", "me@example.org")
+	acc, _, err := identity.Must(e).CreateAccount(ctx, "Me", "me@example.org")
 	if err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@
 //	ws_flash    path /                "<expiry unix>|<base64url notice>", for a minute
 //
 // Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
-// a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
+// a random token whose SHA-256 the engine keeps, for [identity.SessionLife]
 // (14 days) from sign-in. Signing out ends the session in the engine, and
 // rotating the API key ends all of the account's sessions, so a copied
 // cookie opens nothing afterwards. The password fingerprint is the first 8

@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -22,7 +23,7 @@ import (
 // account (nil: none), and whether the request may see the statistics.
 type visit struct {
 	web     engine.Website
-	account *engine.Account
+	account *identity.Account
 	owner   bool
 	allowed bool // false: show the password form
 }

@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"cmp"
@@ -20,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -53,7 +54,7 @@ const (
 )
 
 // MsgWrongPassword is the message of a wrong current password, under the
-// field "current_password" of a *ValidationError (email change, password
+// field "current_password" of a *engine.ValidationError (email change, password
 // change, two-factor changes): callers that count wrong passwords compare
 // with it.
 const MsgWrongPassword = "The password is incorrect."
@@ -167,7 +168,7 @@ type keyRef struct {
 
 // putAccountLocked stores r and makes it the account's record, updating
 // the key and email indexes. regMu must be held for writing.
-func (e *Engine) putAccountLocked(r *accountRec) error {
+func (e *Service) putAccountLocked(r *accountRec) error {
 	if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), r); err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (e *Engine) putAccountLocked(r *accountRec) error {
 }
 
 // indexAccountLocked makes r the account's record in memory.
-func (e *Engine) indexAccountLocked(r *accountRec) {
+func (e *Service) indexAccountLocked(r *accountRec) {
 	if old := e.accounts[r.ID]; old != nil {
 		for _, k := range old.Keys {
 			delete(e.keys, k.Hash)
@@ -192,16 +193,16 @@ func (e *Engine) indexAccountLocked(r *accountRec) {
 
 // modifyAccount applies fn to a copy of account id's record under regMu
 // and stores it. fn returns an error to leave the record as it was.
-func (e *Engine) modifyAccount(ctx context.Context, id uint32, fn func(r *accountRec) error) (Account, error) {
-	if !e.enter() {
-		return Account{}, ErrClosed
+func (e *Service) modifyAccount(ctx context.Context, id uint32, fn func(r *accountRec) error) (Account, error) {
+	if !e.reg.Enter() {
+		return Account{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	var a Account
 	err := e.regDo(ctx, func() error {
 		old, ok := e.accounts[id]
 		if !ok {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		r := old.clone()
 		if err := fn(r); err != nil {
@@ -220,50 +221,50 @@ func (e *Engine) modifyAccount(ctx context.Context, id uint32, fn func(r *accoun
 }
 
 // newSecret returns n random bytes in base64url.
-func (e *Engine) newSecret(n int) (string, error) {
+func (e *Service) newSecret(n int) (string, error) {
 	b := make([]byte, n)
-	if _, err := io.ReadFull(e.opts.Rand, b); err != nil {
+	if _, err := io.ReadFull(e.reg.Rand(), b); err != nil {
 		return "", fmt.Errorf("engine: random: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // checkEmail validates an email address and returns it trimmed.
-func checkEmail(email string, verr *ValidationError) string {
+func checkEmail(email string, verr *engine.ValidationError) string {
 	email = strings.TrimSpace(email)
 	switch {
 	case email == "":
-		verr.add("email", "The email field is required.")
+		verr.Add("email", "The email field is required.")
 	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " <>,\"") || !utf8.ValidString(email) ||
 		strings.ContainsFunc(email, unicode.IsControl): // CR, LF, NUL (a proof MAC's separator), …
-		verr.add("email", "The email must be a valid email address.")
+		verr.Add("email", "The email must be a valid email address.")
 	}
 	return email
 }
 
 // checkName validates an account name and returns it trimmed.
-func checkName(name string, verr *ValidationError) string {
+func checkName(name string, verr *engine.ValidationError) string {
 	name = strings.TrimSpace(name)
 	switch {
 	case utf8.RuneCountInString(name) > 255:
-		verr.add("name", "The name must not be greater than 255 characters.")
+		verr.Add("name", "The name must not be greater than 255 characters.")
 	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
-		verr.add("name", "The name must not contain control characters.")
+		verr.Add("name", "The name must not contain control characters.")
 	}
 	return name
 }
 
 // checkNewPassword validates a new account password: at least 8
 // characters, and the rules of checkPasswordInput.
-func checkNewPassword(pw string, verr *ValidationError) {
+func checkNewPassword(pw string, verr *engine.ValidationError) {
 	switch {
 	case pw == "":
-		verr.add("password", "The password field is required.")
+		verr.Add("password", "The password field is required.")
 	case utf8.RuneCountInString(pw) < 8:
-		verr.add("password", "The password must be at least 8 characters.")
+		verr.Add("password", "The password must be at least 8 characters.")
 	default:
-		if msg := checkPasswordInput(pw); msg != "" {
-			verr.add("password", msg)
+		if msg := engine.CheckPasswordInput(pw); msg != "" {
+			verr.Add("password", msg)
 		}
 	}
 }
@@ -283,12 +284,12 @@ var ErrInvite = errors.New("engine: invitation not valid")
 
 // RegisterAccount creates an account with a password (no API key: the
 // owner makes keys later). The invitation, if any, is used up.
-func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account, error) {
-	var verr ValidationError
+func (e *Service) RegisterAccount(ctx context.Context, in Registration) (Account, error) {
+	var verr engine.ValidationError
 	email := checkEmail(in.Email, &verr)
 	name := checkName(in.Name, &verr)
 	checkNewPassword(in.Password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	if in.RequireInvite && in.Invite == "" {
@@ -296,20 +297,20 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 	}
 	// The cheap checks first, so that a refused registration costs no
 	// hash; repeated under the write lock below.
-	e.regMu.RLock()
+	e.reg.RLock()
 	_, err := e.newAccountLocked(name, email, &verr)
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if err != nil {
 		return Account{}, err
 	}
-	hash, err := e.hashPassword(ctx, in.Password)
+	hash, err := e.reg.HashPassword(ctx, in.Password)
 	if err != nil {
 		return Account{}, err
 	}
-	if !e.enter() {
-		return Account{}, ErrClosed
+	if !e.reg.Enter() {
+		return Account{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	var a Account
 	err = e.regDo(ctx, func() error {
 		var inv *invite
@@ -348,13 +349,13 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 // newAccountLocked checks the email's uniqueness and the account limit and
 // returns a new record (not stored: commitNewAccountLocked). The first
 // account is an admin.
-func (e *Engine) newAccountLocked(name, email string, verr *ValidationError) (*accountRec, error) {
+func (e *Service) newAccountLocked(name, email string, verr *engine.ValidationError) (*accountRec, error) {
 	if _, taken := e.emails[strings.ToLower(email)]; taken {
-		verr.add("email", "The email has already been taken.")
+		verr.Add("email", "The email has already been taken.")
 		return nil, verr
 	}
 	if len(e.accounts) >= MaxAccounts {
-		verr.add("email", "This server has reached its limit of accounts.")
+		verr.Add("email", "This server has reached its limit of accounts.")
 		return nil, verr
 	}
 	if name == "" {
@@ -362,14 +363,14 @@ func (e *Engine) newAccountLocked(name, email string, verr *ValidationError) (*a
 	}
 	r := &accountRec{Account: Account{
 		ID: e.nextAccount + 1, Name: name, Email: email,
-		CreatedAt: e.now().UTC().Truncate(time.Microsecond),
+		CreatedAt: e.reg.Now().UTC().Truncate(time.Microsecond),
 		Admin:     len(e.accounts) == 0,
 	}}
 	return r, nil
 }
 
 // commitNewAccountLocked stores a record made by newAccountLocked.
-func (e *Engine) commitNewAccountLocked(r *accountRec) error {
+func (e *Service) commitNewAccountLocked(r *accountRec) error {
 	if err := e.putCounterLocked(counterAccount, uint64(r.ID)); err != nil {
 		return err
 	}
@@ -381,36 +382,36 @@ func (e *Engine) commitNewAccountLocked(r *accountRec) error {
 }
 
 // addKeyLocked gives r a new key named name and returns the key.
-func (e *Engine) addKeyLocked(r *accountRec, name string) (string, error) {
+func (e *Service) addKeyLocked(r *accountRec, name string) (string, error) {
 	key, err := e.newKey()
 	if err != nil {
 		return "", err
 	}
 	r.NextKey++
-	r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: name, Hash: hashKey(key), CreatedAt: e.now().UTC().Truncate(time.Second)})
+	r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: name, Hash: hashKey(key), CreatedAt: e.reg.Now().UTC().Truncate(time.Second)})
 	return key, nil
 }
 
 // CreateKey gives account a new API key called name and returns it with
 // the key, shown only here.
-func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (APIKey, string, error) {
+func (e *Service) CreateKey(ctx context.Context, account uint32, name string) (APIKey, string, error) {
 	name = strings.TrimSpace(name)
-	var verr ValidationError
+	var verr engine.ValidationError
 	switch {
 	case name == "":
-		verr.add("name", "The name field is required.")
+		verr.Add("name", "The name field is required.")
 	case utf8.RuneCountInString(name) > maxKeyName:
-		verr.add("name", "The name must not be greater than 64 characters.")
+		verr.Add("name", "The name must not be greater than 64 characters.")
 	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
-		verr.add("name", "The name must not contain control characters.")
+		verr.Add("name", "The name must not contain control characters.")
 	}
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return APIKey{}, "", err
 	}
 	var key string
 	a, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if len(r.Keys) >= MaxKeysPerAccount {
-			verr.add("name", "An account has at most 20 API keys. Revoke one first.")
+			verr.Add("name", "An account has at most 20 API keys. Revoke one first.")
 			return &verr
 		}
 		var err error
@@ -424,11 +425,11 @@ func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (AP
 }
 
 // RevokeKey deletes account's API key id: it stops working at once.
-func (e *Engine) RevokeKey(ctx context.Context, account, id uint32) error {
+func (e *Service) RevokeKey(ctx context.Context, account, id uint32) error {
 	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == id })
 		if i < 0 {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		// Sessions signed in with the key end with it: revoking is the
 		// answer to a leaked key.
@@ -450,24 +451,24 @@ const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2lnbi1pbi1kdW1teQ$YWFhYWFhYWF
 // ErrUnauthenticated (unknown email, no password set, or a wrong one),
 // ErrDisabled (the right password of a disabled account), ErrSecondFactor
 // (right, but CheckSecondFactor must pass too; the Account is returned with
-// it), or ErrBusy.
-func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, error) {
-	if len(email) > 255 || len(password) > utf8.UTFMax*MaxPasswordLength {
+// it), or engine.ErrBusy.
+func (e *Service) SignIn(ctx context.Context, email, password string) (Account, error) {
+	if len(email) > 255 || len(password) > utf8.UTFMax*engine.MaxPasswordLength {
 		return Account{}, ErrUnauthenticated
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	var r *accountRec
 	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
 		r = e.accounts[id]
 	}
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.PasswordHash == "" {
-		if _, err := e.checkPassword(ctx, dummyHash, password); err != nil {
+		if _, err := e.reg.CheckPassword(ctx, dummyHash, password); err != nil {
 			return Account{}, err
 		}
 		return Account{}, ErrUnauthenticated
 	}
-	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	ok, err := e.reg.CheckPassword(ctx, r.PasswordHash, password)
 	switch {
 	case err != nil:
 		return Account{}, err
@@ -486,7 +487,7 @@ func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, e
 // MsgWrongPassword); when none is, current must be one of the account's
 // API keys (MsgWrongKey). force skips that check (the CLI's set-password,
 // a reset link). Every session of the account ends.
-func (e *Engine) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
+func (e *Service) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
 	return e.setPassword(ctx, account, current, password, force, math.MaxUint32)
 }
 
@@ -495,7 +496,7 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 // the API key the session signed in with or an older one: a key the
 // session could have made itself (a stolen session can make keys) proves
 // nothing (SPEC §13). ErrUnauthenticated: no such session.
-func (e *Engine) SetSessionPassword(ctx context.Context, token, current, password string) (Account, error) {
+func (e *Service) SetSessionPassword(ctx context.Context, token, current, password string) (Account, error) {
 	account, key, ok := e.sessionKey(token)
 	if !ok {
 		return Account{}, ErrUnauthenticated
@@ -505,36 +506,36 @@ func (e *Engine) SetSessionPassword(ctx context.Context, token, current, passwor
 
 // setPassword is SetPassword; a first password takes only a key whose id
 // is at most maxKey (ids grow with each key an account is given).
-func (e *Engine) setPassword(ctx context.Context, account uint32, current, password string, force bool, maxKey uint32) (Account, error) {
-	var verr ValidationError
+func (e *Service) setPassword(ctx context.Context, account uint32, current, password string, force bool, maxKey uint32) (Account, error) {
+	var verr engine.ValidationError
 	checkNewPassword(password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	old := e.accounts[account]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if old == nil {
-		return Account{}, ErrNotFound
+		return Account{}, engine.ErrNotFound
 	}
 	if !force && old.PasswordHash == "" && !e.ownKey(old, current, maxKey) {
 		// The first password of a key-only account (the default first
 		// admin) asks for one of its API keys: a stolen session cannot
 		// set one and turn on two-factor authentication (SPEC §13).
-		verr.add("current_password", MsgWrongKey)
+		verr.Add("current_password", MsgWrongKey)
 		return Account{}, &verr
 	}
 	if !force && old.PasswordHash != "" {
-		ok, err := e.checkPassword(ctx, old.PasswordHash, current)
+		ok, err := e.reg.CheckPassword(ctx, old.PasswordHash, current)
 		if err != nil {
 			return Account{}, err
 		}
 		if !ok {
-			verr.add("current_password", MsgWrongPassword)
+			verr.Add("current_password", MsgWrongPassword)
 			return Account{}, &verr
 		}
 	}
-	hash, err := e.hashPassword(ctx, password)
+	hash, err := e.reg.HashPassword(ctx, password)
 	if err != nil {
 		return Account{}, err
 	}
@@ -560,7 +561,7 @@ const MsgWrongKey = "Enter the API key you signed in with: the account has no pa
 
 // ownKey reports whether key is one of r's API keys, of an id at most
 // maxKey.
-func (e *Engine) ownKey(r *accountRec, key string, maxKey uint32) bool {
+func (e *Service) ownKey(r *accountRec, key string, maxKey uint32) bool {
 	key = strings.TrimSpace(key)
 	if key == "" || len(key) > 256 {
 		return false
@@ -577,36 +578,36 @@ var ErrConflict = errors.New("engine: changed concurrently")
 
 // confirmPassword checks account's password for a change that needs it
 // (email, 2FA off). An account without a password cannot confirm.
-func (e *Engine) confirmPassword(ctx context.Context, account uint32, password string, verr *ValidationError) error {
-	e.regMu.RLock()
+func (e *Service) confirmPassword(ctx context.Context, account uint32, password string, verr *engine.ValidationError) error {
+	e.reg.RLock()
 	r := e.accounts[account]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil {
-		return ErrNotFound
+		return engine.ErrNotFound
 	}
 	if r.PasswordHash == "" {
-		verr.add("current_password", "Set a password first.")
+		verr.Add("current_password", "Set a password first.")
 		return verr
 	}
-	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	ok, err := e.reg.CheckPassword(ctx, r.PasswordHash, password)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		verr.add("current_password", MsgWrongPassword)
+		verr.Add("current_password", MsgWrongPassword)
 		return verr
 	}
 	return nil
 }
 
 // UpdateProfile sets account's name.
-func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string) (Account, error) {
-	var verr ValidationError
+func (e *Service) UpdateProfile(ctx context.Context, account uint32, name string) (Account, error) {
+	var verr engine.ValidationError
 	name = checkName(name, &verr)
 	if name == "" {
-		verr.add("name", "The name field is required.")
+		verr.Add("name", "The name field is required.")
 	}
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	return e.modifyAccount(ctx, account, func(r *accountRec) error {
@@ -618,10 +619,10 @@ func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string)
 // ChangeEmail sets account's email at once, after checking its password,
 // and spends outstanding reset links (it bumps Gen). The web app proves
 // the new address first (EmailChangeToken, ConfirmEmailChange).
-func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
-	var verr ValidationError
+func (e *Service) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
+	var verr engine.ValidationError
 	email = checkEmail(email, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
@@ -637,22 +638,22 @@ func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, passwor
 
 // CreateResetToken returns a password reset token for the account with
 // email, and the account (to address the email to). An unknown or disabled
-// account is ErrNotFound: the caller answers the same either way.
-func (e *Engine) CreateResetToken(ctx context.Context, email string) (string, Account, error) {
+// account is engine.ErrNotFound: the caller answers the same either way.
+func (e *Service) CreateResetToken(ctx context.Context, email string) (string, Account, error) {
 	key, err := e.Secret(ctx, "password-reset")
 	if err != nil {
 		return "", Account{}, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	var r *accountRec
 	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok && len(email) <= 255 {
 		r = e.accounts[id]
 	}
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.Disabled {
-		return "", Account{}, ErrNotFound
+		return "", Account{}, engine.ErrNotFound
 	}
-	exp := strconv.FormatInt(e.now().Add(ResetLife).Unix(), 10)
+	exp := strconv.FormatInt(e.reg.Now().Add(ResetLife).Unix(), 10)
 	id := strconv.FormatUint(uint64(r.ID), 10)
 	return id + "." + exp + "." + resetMAC(key, id, exp, r), r.view(), nil
 }
@@ -669,7 +670,7 @@ func resetMAC(key [32]byte, id, exp string, r *accountRec) string {
 
 // CheckResetToken returns the account a reset token is for, or ErrInvite
 // when the token is not valid (forged, used, expired).
-func (e *Engine) CheckResetToken(ctx context.Context, token string) (Account, error) {
+func (e *Service) CheckResetToken(ctx context.Context, token string) (Account, error) {
 	r, err := e.resetAccount(ctx, token)
 	if err != nil {
 		return Account{}, err
@@ -677,23 +678,23 @@ func (e *Engine) CheckResetToken(ctx context.Context, token string) (Account, er
 	return r.view(), nil
 }
 
-func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, error) {
+func (e *Service) resetAccount(ctx context.Context, token string) (*accountRec, error) {
 	parts := strings.Split(token, ".")
 	if len(token) > 128 || len(parts) != 3 {
 		return nil, ErrInvite
 	}
 	id, err1 := strconv.ParseUint(parts[0], 10, 32)
 	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || e.now().Unix() >= exp {
+	if err1 != nil || err2 != nil || e.reg.Now().Unix() >= exp {
 		return nil, ErrInvite
 	}
 	key, err := e.Secret(ctx, "password-reset")
 	if err != nil {
 		return nil, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	r := e.accounts[uint32(id)]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[2]), []byte(resetMAC(key, parts[0], parts[1], r))) {
 		return nil, ErrInvite
 	}
@@ -704,17 +705,17 @@ func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, e
 // the token, every session and every API key of the account (SPEC §13:
 // whoever held them before the reset, an attacker who registered the
 // address first included, holds nothing after it). The caller says so.
-func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Account, error) {
-	var verr ValidationError
+func (e *Service) ResetPassword(ctx context.Context, token, password string) (Account, error) {
+	var verr engine.ValidationError
 	checkNewPassword(password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	r, err := e.resetAccount(ctx, token)
 	if err != nil {
 		return Account{}, err
 	}
-	hash, err := e.hashPassword(ctx, password)
+	hash, err := e.reg.HashPassword(ctx, password)
 	if err != nil {
 		return Account{}, err
 	}
@@ -754,13 +755,13 @@ type Invite struct {
 
 // inviteLocked returns the unexpired invitation of token, or nil. regMu
 // must be held.
-func (e *Engine) inviteLocked(token string) *invite {
+func (e *Service) inviteLocked(token string) *invite {
 	if len(token) > maxSessionToken {
 		return nil
 	}
 	h := hashToken(token)
 	inv := e.invites[binary.BigEndian.Uint64(h[:8])]
-	if inv == nil || subtle.ConstantTimeCompare(inv.Hash[:], h[:]) != 1 || !e.now().Before(inv.Expires) {
+	if inv == nil || subtle.ConstantTimeCompare(inv.Hash[:], h[:]) != 1 || !e.reg.Now().Before(inv.Expires) {
 		return nil
 	}
 	// An invitation is as good as its admin is now.
@@ -771,15 +772,15 @@ func (e *Engine) inviteLocked(token string) *invite {
 }
 
 // CheckInvite reports whether token is an invitation that can be used.
-func (e *Engine) CheckInvite(ctx context.Context, token string) bool {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
+func (e *Service) CheckInvite(ctx context.Context, token string) bool {
+	e.reg.RLock()
+	defer e.reg.RUnlock()
 	return e.inviteLocked(token) != nil
 }
 
 // dropInviteLocked deletes inv. regMu must be held for writing.
-func (e *Engine) dropInviteLocked(inv *invite) error {
-	if err := e.regDelete(snapshot.KindInvite, inv.id()); err != nil {
+func (e *Service) dropInviteLocked(inv *invite) error {
+	if err := e.reg.Delete(snapshot.KindInvite, inv.id()); err != nil {
 		return fmt.Errorf("engine: delete invitation: %w", err)
 	}
 	delete(e.invites, inv.id())
@@ -787,10 +788,10 @@ func (e *Engine) dropInviteLocked(inv *invite) error {
 }
 
 // loadInvites reads the invitations and deletes the expired ones.
-func (e *Engine) loadInvites() error {
-	now := e.now()
+func (e *Service) loadInvites() error {
+	now := e.reg.Now()
 	var drop []uint64
-	err := e.store.Scan(snapshot.KindInvite, func(id uint64, v []byte) error {
+	err := e.loader.Scan(snapshot.KindInvite, func(id uint64, v []byte) error {
 		inv := new(invite)
 		if err := json.Unmarshal(v, inv); err != nil || inv.id() != id {
 			return fmt.Errorf("engine: invitation %x: %w", id, snapshot.ErrCorrupt)
@@ -806,7 +807,7 @@ func (e *Engine) loadInvites() error {
 		return err
 	}
 	for _, id := range drop {
-		if err := e.store.Delete(snapshot.KindInvite, id); err != nil {
+		if err := e.reg.DeleteNow(snapshot.KindInvite, id); err != nil {
 			return fmt.Errorf("engine: delete invitation: %w", err)
 		}
 	}
@@ -817,15 +818,15 @@ func (e *Engine) loadInvites() error {
 // every method acts for that account and checks again, under the registry
 // lock, that it is still an enabled admin. Make one per request.
 type Admin struct {
-	e     *Engine
+	e     *Service
 	actor uint32
 }
 
 // Admin returns the admin view for account actor, or ErrForbidden when it
 // is not an enabled admin.
-func (e *Engine) Admin(actor uint32) (Admin, error) {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
+func (e *Service) Admin(actor uint32) (Admin, error) {
+	e.reg.RLock()
+	defer e.reg.RUnlock()
 	r := e.accounts[actor]
 	if r == nil || !r.Admin || r.Disabled {
 		return Admin{}, ErrForbidden
@@ -895,7 +896,7 @@ func (ad Admin) stillAdminLocked() error {
 }
 
 // enabledAdminsLocked counts the enabled admins. regMu must be held.
-func (e *Engine) enabledAdminsLocked() int {
+func (e *Service) enabledAdminsLocked() int {
 	n := 0
 	for _, r := range e.accounts {
 		if r.Admin && !r.Disabled {
@@ -913,12 +914,12 @@ func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
 	if err != nil {
 		return "", Invite{}, err
 	}
-	now := e.now().UTC()
+	now := e.reg.Now().UTC()
 	inv := &invite{Hash: hashToken(token), By: ad.actor, Created: now, Expires: now.Add(InviteLife)}
-	if !e.enter() {
-		return "", Invite{}, ErrClosed
+	if !e.reg.Enter() {
+		return "", Invite{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	err = e.regDo(ctx, func() error {
 		if err := ad.stillAdminLocked(); err != nil {
 			return err
@@ -931,7 +932,7 @@ func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
 			}
 		}
 		if len(e.invites) >= MaxInvites {
-			return &ValidationError{Fields: []FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
+			return &engine.ValidationError{Fields: []engine.FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
 		}
 		if _, dup := e.invites[inv.id()]; dup {
 			return fmt.Errorf("engine: new invitation: id collision")
@@ -955,9 +956,9 @@ func (i *invite) public() Invite {
 // Invites returns the unused, unexpired invitations, newest first.
 func (ad Admin) Invites(ctx context.Context) []Invite {
 	e := ad.e
-	now := e.now()
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
+	now := e.reg.Now()
+	e.reg.RLock()
+	defer e.reg.RUnlock()
 	var out []Invite
 	for _, inv := range e.invites {
 		if now.Before(inv.Expires) {
@@ -973,19 +974,19 @@ func (ad Admin) DeleteInvite(ctx context.Context, id string) error {
 	e := ad.e
 	n, err := strconv.ParseUint(id, 16, 64)
 	if err != nil {
-		return ErrNotFound
+		return engine.ErrNotFound
 	}
-	if !e.enter() {
-		return ErrClosed
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	return e.regDo(ctx, func() error {
 		if err := ad.stillAdminLocked(); err != nil {
 			return err
 		}
 		inv := e.invites[n]
 		if inv == nil {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		return e.dropInviteLocked(inv)
 	})
