@@ -424,12 +424,49 @@ func (e *Service) CreateKey(ctx context.Context, account uint32, name string) (A
 	return a.Keys[len(a.Keys)-1], key, nil
 }
 
+// MsgRevokeProof is the message, under "key", of a revocation in a
+// key-only account without an API key the session could not have made
+// itself (RevokeSessionKey).
+const MsgRevokeProof = "Enter one of your API keys (the one you signed in with or an older one) to revoke this key: the account has no password."
+
+// RevokeSessionKey is RevokeKey for the signed-in session whose token is
+// token. In an account without a password a stolen session could make a
+// key of its own and revoke the owner's, locking the owner out (#38): a key
+// older than the session's sign-in key, or that key, is revoked only with
+// proof, an API key of the account of an id at most the session's (a key
+// the session could not have made; it may be the key revoked). Keys the
+// session could have made, and every key of an account with a password
+// (its owner signs in with it), need none. ErrUnauthenticated: no such
+// session.
+func (e *Service) RevokeSessionKey(ctx context.Context, token string, id uint32, proof string) error {
+	account, maxKey, ok := e.sessionKey(token)
+	if !ok {
+		return ErrUnauthenticated
+	}
+	return e.revokeKey(ctx, account, id, func(r *accountRec) error {
+		if r.PasswordHash != "" || id > maxKey || e.ownKey(r, proof, maxKey) {
+			return nil
+		}
+		return &engine.ValidationError{Fields: []engine.FieldError{{Field: "key", Msg: MsgRevokeProof}}}
+	})
+}
+
 // RevokeKey deletes account's API key id: it stops working at once.
 func (e *Service) RevokeKey(ctx context.Context, account, id uint32) error {
+	return e.revokeKey(ctx, account, id, nil)
+}
+
+// revokeKey is RevokeKey; check, when not nil, runs on the record first.
+func (e *Service) revokeKey(ctx context.Context, account, id uint32, check func(r *accountRec) error) error {
 	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == id })
 		if i < 0 {
 			return engine.ErrNotFound
+		}
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
 		}
 		// Sessions signed in with the key end with it: revoking is the
 		// answer to a leaked key.

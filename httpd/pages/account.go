@@ -638,6 +638,9 @@ type keysData struct {
 	Name   string
 	Errors fieldMsgs
 	Revoke map[uint32]string // CSRF token of each revoke form
+	// Proof: the account has no password, so revoking a key the session
+	// did not make asks for an API key (RevokeSessionKey).
+	Proof  bool
 	Notice string
 	Script string // the address of sites.js (the copy button)
 }
@@ -660,6 +663,7 @@ func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 func (p *Pages) renderKeys(w http.ResponseWriter, r *http.Request, a identity.Account, status int, d keysData) error {
 	d.Script = p.assetURL("sites.js")
+	d.Proof = !a.Password
 	d.Keys = slices.Clone(a.Keys)
 	slices.Reverse(d.Keys)
 	d.Revoke = make(map[uint32]string, len(d.Keys))
@@ -695,7 +699,10 @@ func (p *Pages) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	return p.renderKeys(w, r, a, http.StatusCreated, keysData{New: key})
 }
 
-// revokeKey serves POST /account/keys/:key/revoke.
+// revokeKey serves POST /account/keys/:key/revoke. In an account without a
+// password, a key the session did not make is revoked only with an API key
+// of the account (field "key"): a stolen session cannot lock the owner out
+// (#38). Wrong keys are limited like the first password's.
 func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
@@ -708,7 +715,23 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err != nil {
 		return errNotFound
 	}
-	if err := p.id.RevokeKey(r.Context(), a.ID, uint32(id)); err != nil {
+	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	if wait := takeAll(take); wait > 0 {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return p.renderKeys(w, r, a, http.StatusTooManyRequests, keysData{
+			Errors: fieldMsgs{"key": "Too many wrong tries. Wait " + retryAfter(wait) + " seconds and try again."}})
+	}
+	tok, _ := p.sessionToken(r)
+	err = p.id.RevokeSessionKey(r.Context(), tok, uint32(id), r.PostForm.Get("key"))
+	if fe := formErrors(err); fe != nil {
+		return p.renderKeys(w, r, a, http.StatusUnprocessableEntity, keysData{Errors: fe})
+	}
+	refundAll(take)
+	if errors.Is(err, identity.ErrUnauthenticated) {
+		http.Redirect(w, r, "/login?next=%2Faccount%2Fkeys", http.StatusSeeOther)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/account/keys?done=revoked", http.StatusSeeOther)

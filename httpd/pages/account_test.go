@@ -776,3 +776,41 @@ func TestLongAddressLink(t *testing.T) {
 		t.Fatalf("register from the link: %d %s", res.status, mainText(res.body))
 	}
 }
+
+// TestStolenSessionCannotRevokeOwnersKeys (#38): a stolen session of an
+// account without a password makes a key of its own, but cannot revoke
+// the key the owner signed in with without that key (SPEC §13: no one is
+// locked out by a session alone); with it, or for the session's own key,
+// the revocation goes through.
+func TestStolenSessionCannotRevokeOwnersKeys(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	thief := f.client()
+	thief.signIn(f.ownerKey) // the owner's session, its cookie stolen
+	res := thief.postForm("/account/keys", "/account/keys", url.Values{"name": {"mine"}})
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: %d", res.status)
+	}
+	mustContain(t, "keys page of a key-only account", res.body, `name="key" type="password"`)
+	acc, _ := identity.Must(f.e).Account(ctx, f.owner.ID)
+	owners, thiefs := fmt.Sprint(acc.Keys[0].ID), fmt.Sprint(acc.Keys[1].ID)
+	for _, proof := range []string{"", "ws_wrong", find(t, `id="new-key" type="text" readonly value="([^"]+)"`, res.body)} {
+		res = thief.postForm("/account/keys", "/account/keys/"+owners+"/revoke", url.Values{"key": {proof}})
+		if res.status != http.StatusUnprocessableEntity {
+			t.Errorf("revoke the owner's key with proof %.6q: %d, want 422", proof, res.status)
+		}
+		if _, err := identity.Must(f.e).Authenticate(ctx, f.ownerKey); err != nil {
+			t.Fatalf("the owner's key was revoked by a session with proof %.6q", proof)
+		}
+	}
+	mustContain(t, "refusal", mainText(res.body), "Enter one of your API keys")
+	if res = thief.postForm("/account/keys", "/account/keys/"+thiefs+"/revoke", nil); res.status != http.StatusSeeOther {
+		t.Errorf("revoke the session's own key: %d, want 303", res.status)
+	}
+	if res = thief.postForm("/account/keys", "/account/keys/"+owners+"/revoke", url.Values{"key": {f.ownerKey}}); res.status != http.StatusSeeOther {
+		t.Errorf("revoke with the key itself: %d, want 303", res.status)
+	}
+	if _, err := identity.Must(f.e).Authenticate(ctx, f.ownerKey); err == nil {
+		t.Error("the key still works after a proven revocation")
+	}
+}
