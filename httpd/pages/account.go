@@ -179,14 +179,22 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 	// The tokens are taken before the hash, so that a burst of
 	// concurrent guesses cannot all pass the check; a right password
 	// gives them back.
-	takes, wait := p.signInTakes(r.Context(), limit.ClientKey(p.clientIP(r)), email)
+	// A client that has not failed lately goes first for the hash slots
+	// and waits for one longer (engine.WithPasswordPriority): a flood of
+	// guesses from clients that fail does not answer its owner 503.
+	ck := limit.ClientKey(p.clientIP(r))
+	ctx := r.Context()
+	if !p.signInFails.Used(ck) {
+		ctx = engine.WithPasswordPriority(ctx)
+	}
+	takes, wait := p.signInTakes(r.Context(), ck, email)
 	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
 		p.renderLogin(w, r, http.StatusTooManyRequests, d)
 		return nil
 	}
-	a, err := p.id.SignIn(r.Context(), email, pw)
+	a, err := p.id.SignIn(ctx, email, pw)
 	if err == nil || errors.Is(err, identity.ErrSecondFactor) || errors.Is(err, identity.ErrDisabled) || errors.Is(err, engine.ErrBusy) {
 		refundAll(takes...)
 	}
