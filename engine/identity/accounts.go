@@ -70,13 +70,13 @@ var (
 )
 
 // Account is an account as callers see it: no secret is in it (the
-// password's and the keys' hashes, the TOTP secret stay in the engine).
+// password's and the keys' hashes, the TOTP secret stay in identity).
 type Account struct {
 	ID        uint32    `json:"id"`
 	Name      string    `json:"name"`
 	Email     string    `json:"email"`
 	CreatedAt time.Time `json:"created_at"`
-	// Admin accounts manage the others (Engine.Admin). The first account
+	// Admin accounts manage the others (Service.Admin). The first account
 	// created is an admin.
 	Admin bool `json:"admin,omitempty"`
 	// Disabled accounts cannot sign in; their keys answer 401.
