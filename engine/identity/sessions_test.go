@@ -227,3 +227,62 @@ func TestSecret(t *testing.T) {
 		t.Error("secret changed across a restart")
 	}
 }
+
+// TestRevokeSessionKey (#38): in an account without a password, a session
+// revokes a key older than (or equal to) its sign-in key only with proof, a
+// key of the account of an id at most its own; keys it could have made need
+// none; an account with a password needs none.
+func TestRevokeSessionKey(t *testing.T) {
+	ctx := context.Background()
+	e, _ := openMem(t, newClock("2026-11-21T12:00:00Z"))
+	id := identity.Must(e)
+	acc, first, err := id.CreateAccount(ctx, "Key only", "k@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, second, err := id.CreateKey(ctx, acc.ID, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := id.Authenticate(ctx, second) // the session signs in with key 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := id.CreateSession(ctx, a, identity.SessionClient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, _, err := id.CreateKey(ctx, acc.ID, "made by the session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verr *engine.ValidationError
+	for _, proof := range []string{"", "ws_nope"} {
+		if err := id.RevokeSessionKey(ctx, tok, 1, proof); !errors.As(err, &verr) || verr.Fields[0].Msg != identity.MsgRevokeProof {
+			t.Errorf("revoke key 1 with proof %q: %v, want MsgRevokeProof", proof, err)
+		}
+	}
+	if err := id.RevokeSessionKey(ctx, tok, made.ID, ""); err != nil {
+		t.Errorf("revoke the key the session made: %v", err)
+	}
+	if err := id.RevokeSessionKey(ctx, tok, 1, second); err != nil {
+		t.Errorf("revoke key 1 with key 2 as proof: %v", err)
+	}
+	if _, err := id.Authenticate(ctx, first); err == nil {
+		t.Error("key 1 works after its revocation")
+	}
+	// With a password, no proof.
+	if _, err := id.SetPassword(ctx, acc.ID, "", "a long password", true); err != nil {
+		t.Fatal(err)
+	}
+	a, err = id.Authenticate(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = id.CreateSession(ctx, a, identity.SessionClient{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.RevokeSessionKey(ctx, tok, a.ViaKey, ""); err != nil {
+		t.Errorf("revoke in an account with a password: %v", err)
+	}
+}
