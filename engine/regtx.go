@@ -80,11 +80,11 @@ func (e *Engine) regDo(ctx context.Context, fn func() error) error {
 	return e.regDoAs(ctx, regWrite, fn)
 }
 
-// regLock is the lock a change takes in one process.
-type regLock int
+// LockMode is the lock a change takes in one process (Registry.Do).
+type LockMode int
 
 const (
-	regWrite regLock = iota // regMu for writing
+	regWrite LockMode = iota // regMu for writing
 	regRead                 // regMu for reading (fn takes e.auth.mu for what it changes, or only writes the store)
 	regNone                 // none (fn takes its own)
 )
@@ -93,7 +93,7 @@ const (
 // given (sessions and reports, which had no need of regMu's write lock,
 // keep off it). In cluster mode every change is a dry run under regMu's
 // write lock.
-func (e *Engine) regDoAs(ctx context.Context, lock regLock, fn func() error) error {
+func (e *Engine) regDoAs(ctx context.Context, lock LockMode, fn func() error) error {
 	if e.opts.Cluster == nil {
 		switch lock {
 		case regWrite:

@@ -117,7 +117,7 @@ const (
 // run under the write lock, published and applied on every node, run again
 // if another node's change came first. fn writes through Put and Delete
 // and must leave its results in variables set afresh by each run.
-func (r *Registry) Do(ctx context.Context, lock regLock, fn func() error) error {
+func (r *Registry) Do(ctx context.Context, lock LockMode, fn func() error) error {
 	return r.e.regDoAs(ctx, lock, fn)
 }
 
