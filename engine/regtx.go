@@ -85,8 +85,8 @@ type LockMode int
 
 const (
 	regWrite LockMode = iota // regMu for writing
-	regRead                 // regMu for reading (fn takes e.auth.mu for what it changes, or only writes the store)
-	regNone                 // none (fn takes its own)
+	regRead                  // regMu for reading (fn guards what it changes with its own lock, or only writes the store)
+	regNone                  // none (fn takes its own)
 )
 
 // regDoAs is regDo for a change that, in one process, needs only the lock
