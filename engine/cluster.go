@@ -247,7 +247,11 @@ func (e *Engine) checkLog() error {
 	}
 	// (A cluster's registry comes from its log: accounts or websites
 	// made by a single process would exist on this node only.)
-	applied := e.store.Trim() > 0 || len(e.accounts) > 0 || len(e.sites) > 0
+	accounts, err := e.storeHas(snapshot.KindAccount)
+	if err != nil {
+		return err
+	}
+	applied := e.store.Trim() > 0 || accounts || len(e.sites) > 0
 	for _, s := range e.sites {
 		applied = applied || s.state.lastSeq > 0
 	}

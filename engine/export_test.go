@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // SetDayMemo turns the queries' memo of frozen days (dayMemo) on or off,
 // for benchmarks that measure a query on its own (off: every query
@@ -99,4 +102,16 @@ func Pins(e *Engine) int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// TestAccount is an account id for the tests: the engine knows the ids
+// that own websites, not the accounts (package identity keeps those).
+type TestAccount struct{ ID uint32 }
+
+var testAccounts atomic.Uint32
+
+// NewTestAccount returns a fresh account id, as identity's CreateAccount
+// returned an account, key and error.
+func NewTestAccount() (TestAccount, string, error) {
+	return TestAccount{ID: testAccounts.Add(1)}, "", nil
 }

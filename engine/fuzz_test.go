@@ -286,7 +286,7 @@ func FuzzTrack(f *testing.F) {
 	}
 	f.Cleanup(func() { e.Close() })
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "Fuzz", "fuzz@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -463,7 +463,7 @@ func (e *Engine) writeSnapshot() error {
 	// snapMu to delete a website's data: it runs before the lock.
 	shared := e.opts.Cluster != nil
 	flush := func() {
-		if err := e.flushUsage(); err != nil {
+		if err := e.flushRecords(); err != nil {
 			// Only last-use times: the snapshot goes on, they wait for
 			// the next.
 			e.opts.Logger.Error("write key and session uses", "err", err)

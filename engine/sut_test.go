@@ -24,7 +24,7 @@ func openSUT(o engine.Options) (*sut, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	a, _, err := s.e.CreateAccount(context.Background(), "Owner", "owner@example.org")
+	a, _, err := engine.NewTestAccount()
 	if err != nil {
 		s.e.Close()
 		return nil, err

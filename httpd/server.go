@@ -19,6 +19,7 @@ import (
 	"github.com/webstats/webstats/httpd/pages"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Options configures the HTTP layer. A nil *Options means the defaults given
@@ -115,6 +116,7 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // one with New.
 type Server struct {
 	e         *engine.Engine
+	id        *identity.Service // accounts and keys, on e's registry
 	opts      Options
 	log       *slog.Logger
 	now       func() time.Time
@@ -132,6 +134,8 @@ type Server struct {
 
 // New returns a Server over e. A nil opts means the defaults (see Options).
 // The Server does not own e: close e after the Server is no longer used.
+// Accounts and keys are e's identity.Service: open it first
+// (identity.Open) to see its errors, or New panics on them.
 func New(e *engine.Engine, opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -158,7 +162,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
+	s := &Server{e: e, id: identity.Must(e), opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
@@ -310,7 +314,7 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, c *call) error
 
 // call is what an API handler knows of its request.
 type call struct {
-	account engine.Account
+	account identity.Account
 	params  httprouter.Params
 }
 

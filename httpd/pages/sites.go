@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 //go:generate go run mkzones.go
@@ -77,7 +78,7 @@ type zone struct{ Name, Label string }
 
 // signedIn returns the signed-in account of r. Without one it redirects to
 // the sign-in page, which comes back to next, and reports false.
-func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (engine.Account, bool) {
+func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (identity.Account, bool) {
 	a, ok := p.session(r)
 	if !ok {
 		to := "/login"
@@ -91,7 +92,7 @@ func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (e
 
 // siteRequest is a request for one of the signed-in account's websites.
 type siteRequest struct {
-	acc engine.Account
+	acc identity.Account
 	own engine.Owner
 	web engine.Website
 	ps  httprouter.Params
