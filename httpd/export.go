@@ -1,0 +1,61 @@
+package httpd
+
+import (
+	"net/http"
+
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd/internal/importline"
+)
+
+// exportEvents serves GET /websites/{id}/events: every stored hit of the
+// website, or of the local days from…to (Y-m-d, each optional), as NDJSON
+// import lines (SPEC §14), streamed a day at a time. Imported into an
+// empty website they give its numbers back (README "Moving in and out").
+func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := websiteID(c)
+	if err != nil {
+		return err
+	}
+	o := s.e.Owner(c.account.ID)
+	if _, err := o.Website(r.Context(), id); err != nil {
+		return err
+	}
+	from, to := importline.MinDate, importline.MaxDate
+	var fe fieldErrors
+	for _, p := range []struct {
+		name string
+		dst  *engine.Date
+	}{{"from", &from}, {"to", &to}} {
+		if v := r.URL.Query().Get(p.name); v != "" {
+			d, err := engine.ParseDate(v)
+			if err != nil {
+				fe.add(p.name, "The "+p.name+" does not match the format Y-m-d.")
+				continue
+			}
+			*p.dst = d
+		}
+	}
+	if len(fe) == 0 && from > to {
+		fe.add("to", "The to must be a date after or equal to from.")
+	}
+	if len(fe) > 0 {
+		return fe
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="events.ndjson"`)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	if _, err := importline.Export(r.Context(), o, id, from, to, w, flush); err != nil {
+		// The status is sent: the cut stream is the error (a client
+		// sees no final newline or a short body).
+		s.log.Warn("export cut", "website", id, "err", err)
+	}
+	return nil
+}
