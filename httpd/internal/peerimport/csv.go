@@ -135,5 +135,6 @@ func (t *table) fail(err error, what string) error {
 	return fmt.Errorf("%s: %w", t.file, err)
 }
 
-// Func receives the lines of a file; nil checks only.
-type Func func(importline.Line) error
+// Func receives the import lines of a file with the line of the file
+// each was read from; nil checks only.
+type Func func(l importline.Line, line int) error

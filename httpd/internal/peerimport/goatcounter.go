@@ -48,7 +48,7 @@ func GoatCounter(file string, r io.Reader, fn Func) (n, skipped int, err error) 
 		}
 		n++
 		if fn != nil {
-			if err := fn(l); err != nil {
+			if err := fn(l, t.line); err != nil {
 				return n, skipped, err
 			}
 		}

@@ -124,7 +124,7 @@ func UmamiEvents(file string, r io.Reader, sessions map[string]UmamiSession, fn 
 		}
 		n++
 		if fn != nil {
-			if err := fn(l); err != nil {
+			if err := fn(l, t.line); err != nil {
 				return n, err
 			}
 		}
