@@ -22,10 +22,14 @@ type ExportedHit struct {
 	// Visitor is an opaque id of the visitor, stable within its salt
 	// period (§2.2) and across exports; never an IP address or user agent.
 	Visitor string
-	// Host and Path are the page's hostname and path (without query).
+	// Host and Path are the page's hostname and path. A pageview's Path
+	// is its page as the page statistic counted it, query included, where
+	// the day's bucket tells it (a path with one page that day); else the
+	// path, with Query on a visit's first hit.
 	Host, Path string
 	// Query is the landing page's campaign parameters on the first hit of
-	// a visit ("utm_campaign=x&utm_source=y"); "" on the others.
+	// a visit ("utm_campaign=x&utm_source=y") where Path has none; "" on
+	// the others.
 	Query string
 	// Referrer is the visit's referrer URL without scheme
 	// ("news.ycombinator.com/item") on its first hit; "" on the others.
@@ -87,9 +91,13 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 			return err
 		}
 		hits = hits[:0]
-		err := e.scanSegs(ctx, s, date, date, func(_ buckets.Date, sd *segDay, _ bool) {
-			hits = appendExported(hits, website, sd)
-		})
+		var hints exportHints
+		err := e.scanDays(ctx, s, date, date, false, nil, func(_ buckets.Date, d storedDay) { hints = newExportHints(d.day) })
+		if err == nil {
+			err = e.scanSegs(ctx, s, date, date, func(_ buckets.Date, sd *segDay, _ bool) {
+				hits = appendExported(hits, website, sd, hints)
+			})
+		}
 		if err != nil {
 			return err
 		}
@@ -108,8 +116,9 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 // dst; the first hit in time of each visit carries the visit's referrer
 // and landing campaign parameters. Orphan events (written before events
 // had visits) get a visitor of their own.
-func appendExported(dst []ExportedHit, website uint32, sd *segDay) []ExportedHit {
+func appendExported(dst []ExportedHit, website uint32, sd *segDay, hints exportHints) []ExportedHit {
 	firstOf := make(map[uint32]int) // visit row → index in dst of its earliest hit
+	start := len(dst)
 	for i := range sd.hMs {
 		kind := sd.hKind[i]
 		if kind == hkEngagement {
@@ -146,8 +155,14 @@ func appendExported(dst []ExportedHit, website uint32, sd *segDay) []ExportedHit
 	}
 	for v, j := range firstOf {
 		a := func(col int) string { return sd.strs[sd.vAttr[col][v]] }
-		dst[j].Referrer = a(vaReferrer)
+		dst[j].Referrer = hints.referrer(a(vaReferrer))
 		dst[j].Query = campaignQuery(a(vaUTMSource), a(vaUTMMedium), a(vaUTMCampaign), a(vaUTMContent), a(vaUTMTerm), a(vaSource), dst[j].Referrer)
+	}
+	for i := start; i < len(dst); i++ {
+		if !dst[i].Event {
+			dst[i].Path = hints.page(dst[i].Path, dst[i].Query)
+			dst[i].Query = ""
+		}
 	}
 	return dst
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webstats/webstats/engine"
@@ -29,6 +30,7 @@ type Line struct {
 	Event       *Event          `json:"event,omitempty"`
 	Interactive *bool           `json:"interactive,omitempty"`
 	Props       json.RawMessage `json:"props,omitempty"`
+	H           int             `json:"h,omitempty"` // 1: hash-based routing (SPEC §2.4)
 
 	Browser        string `json:"browser,omitempty"`
 	BrowserVersion string `json:"browser_version,omitempty"`
@@ -69,7 +71,14 @@ func FromExported(h *engine.ExportedHit) Line {
 		l.Page = "https://" + h.Host + l.Page
 	}
 	if h.Query != "" {
-		l.Page += "?" + h.Query
+		base, frag, hasFrag := strings.Cut(l.Page, "#")
+		l.Page = base + "?" + h.Query
+		if hasFrag {
+			l.Page += "#" + frag
+		}
+	}
+	if strings.Contains(h.Path, "#") {
+		l.H = 1 // hash-based routing: the fragment is the page's
 	}
 	if h.Referrer != "" {
 		l.Referrer = "https://" + h.Referrer
