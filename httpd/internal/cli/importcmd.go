@@ -115,6 +115,11 @@ func (s *source) check() error {
 	return nil
 }
 
+// count counts s.lines and s.chunks again (after a change of s.chunk).
+func (s *source) count() error {
+	return s.chunks0(func([]byte, []at) error { return nil })
+}
+
 // checkChunk checks one chunk with the import endpoint's own checks and
 // names the first bad line by its file and line.
 func checkChunk(body []byte, where []at) error {
@@ -129,7 +134,9 @@ func checkChunk(body []byte, where []at) error {
 		num, field, _ := strings.Cut(rest, ".")
 		if i, err := strconv.Atoi(num); err == nil && i < len(where) {
 			w := where[i]
-			return fmt.Errorf("%s:%d: %s: %s (nothing was imported)", w.file, w.line, field, f.Msg)
+			// The chunk's index means nothing to the user: the file's line does.
+			msg := strings.ReplaceAll(f.Msg, "events."+num+".", "")
+			return fmt.Errorf("%s:%d: %s: %s (nothing was imported)", w.file, w.line, field, msg)
 		}
 	}
 	return fmt.Errorf("%s: %s (nothing was imported)", f.Field, f.Msg)

@@ -28,24 +28,24 @@ type importState struct {
 
 func statePath(s *source) string { return s.files[0] + ".webstats-import" }
 
-// loadState returns the chunks already counted of this import (0 for a
-// new one, or one of other content, website or chunking).
-func loadState(path string, want importState) (int, error) {
+// loadState returns the state of an earlier run of this import: the
+// same content into the same website (ok false for a new one).
+func loadState(path string, want importState) (importState, bool, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return importState{}, false, nil
 	}
 	if err != nil {
-		return 0, err
+		return importState{}, false, err
 	}
 	var st importState
-	if json.Unmarshal(b, &st) != nil {
-		return 0, nil
+	if json.Unmarshal(b, &st) != nil || st.Chunk < 1 {
+		return importState{}, false, nil
 	}
-	if st.ID != want.ID || st.Website != want.Website || st.Target != want.Target || st.Chunk != want.Chunk {
-		return 0, nil
+	if st.ID != want.ID || st.Website != want.Website || st.Target != want.Target {
+		return importState{}, false, nil
 	}
-	return st.Done, nil
+	return st, true, nil
 }
 
 // saveState writes the state file atomically (a crash leaves the old or
@@ -69,9 +69,23 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 		st.Target = "data directory"
 	}
 	path := statePath(s)
-	done, err := loadState(path, st)
+	old, ok, err := loadState(path, st)
 	if err != nil {
 		return fmt.Errorf("import: state file: %w", err)
+	}
+	done := 0
+	if ok {
+		if old.Chunk != s.chunk {
+			// The chunks (and their keys) of the first run, whatever
+			// -chunk says now: another split would count again what
+			// the first run's last chunk counted.
+			fmt.Fprintf(log, "going on with the first run's %d lines a chunk\n", old.Chunk)
+			s.chunk, st.Chunk = old.Chunk, old.Chunk
+			if err := s.count(); err != nil {
+				return err
+			}
+		}
+		done = old.Done
 	}
 	if done >= s.chunks {
 		fmt.Fprintf(log, "already imported: every chunk of this content was counted (state in %s; remove it to import again)\n", path)
@@ -91,6 +105,7 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(progress) }),
 	)
 	accepted, idx := 0, 0
+	st.Done = done
 	err = s.chunks0(func(body []byte, where []at) error {
 		i := idx
 		idx++

@@ -35,8 +35,9 @@ var errLongLine = errors.New("line too long")
 
 // lineLimit fails a read once a line passes MaxLine bytes.
 type lineLimit struct {
-	r   *bufio.Reader
-	run int
+	r     *bufio.Reader
+	run   int
+	lines int // newlines read
 }
 
 func (l *lineLimit) Read(p []byte) (int, error) {
@@ -44,6 +45,7 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 	for i, c := range p[:n] {
 		if c == '\n' {
 			l.run = 0
+			l.lines++
 		} else if l.run++; l.run > MaxLine {
 			return i, errLongLine
 		}
@@ -56,6 +58,7 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 type table struct {
 	file  string
 	r     *csv.Reader
+	lim   *lineLimit
 	col   map[string]int
 	names []string
 	line  int
@@ -63,10 +66,11 @@ type table struct {
 }
 
 func newTable(file string, r io.Reader, required, optional []string) (*table, error) {
-	cr := csv.NewReader(&lineLimit{r: bufio.NewReaderSize(r, 64<<10)})
+	lim := &lineLimit{r: bufio.NewReaderSize(r, 64<<10)}
+	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	t := &table{file: file, r: cr, col: make(map[string]int)}
+	t := &table{file: file, r: cr, lim: lim, col: make(map[string]int)}
 	head, err := cr.Read()
 	if err != nil {
 		return nil, t.fail(err, "cannot read the header")
@@ -95,11 +99,11 @@ func (t *table) next() (bool, error) {
 	if err == io.EOF {
 		return false, nil
 	}
-	line, _ := t.r.FieldPos(0)
-	t.line = line
 	if err != nil {
 		return false, t.fail(err, "")
 	}
+	line, _ := t.r.FieldPos(0)
+	t.line = line
 	if len(rec) != len(t.names) {
 		return false, &Error{File: t.file, Line: line, Msg: fmt.Sprintf("%d columns, want %d as in the header (a truncated file?)", len(rec), len(t.names))}
 	}
@@ -128,7 +132,7 @@ func (t *table) fail(err error, what string) error {
 	case errors.As(err, &pe):
 		return &Error{File: t.file, Line: pe.Line, Column: pe.Column, Msg: pe.Err.Error()}
 	case errors.Is(err, errLongLine):
-		return &Error{File: t.file, Line: t.line + 1, Msg: fmt.Sprintf("a line longer than %d bytes", MaxLine)}
+		return &Error{File: t.file, Line: t.lim.lines + 1, Msg: fmt.Sprintf("a line longer than %d bytes", MaxLine)}
 	case err == io.EOF:
 		return &Error{File: t.file, Line: 1, Msg: "empty file: " + what}
 	}
