@@ -244,13 +244,18 @@ func (t *target) sendChunk(ctx context.Context, body []byte, key string) (int, e
 	}
 	path := "/api/v1/websites/" + strconv.FormatUint(uint64(t.website), 10) + "/events"
 	var last error
-	for try := 0; try < 6; try++ {
+	var wait time.Duration
+	for try := 0; try < 8; try++ {
 		if try > 0 {
+			if wait == 0 {
+				wait = time.Duration(1<<try) * 250 * time.Millisecond
+			}
 			select {
-			case <-time.After(time.Duration(1<<try) * 250 * time.Millisecond):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return 0, ctx.Err()
 			}
+			wait = 0
 		}
 		req, err := t.request(ctx, http.MethodPost, path, body)
 		if err != nil {
@@ -280,7 +285,12 @@ func (t *target) sendChunk(ctx context.Context, body []byte, key string) (int, e
 			}
 			return ok.Data.Accepted, nil
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+			// The same key again, after the server's Retry-After (at
+			// most a minute) when it gives one.
 			last = fmt.Errorf("POST %s: %s", path, resp.Status)
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+				wait = time.Duration(min(s, 60)) * time.Second
+			}
 			continue
 		}
 		return 0, fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
