@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/httpd/internal/importline"
@@ -47,11 +48,8 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	flush := func() {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
+	flush := streamFlush(w)
+	flush()
 	if _, err := importline.Export(r.Context(), o, id, from, to, w, flush); err != nil {
 		// The status is sent: the cut stream is the error (a client
 		// sees no final newline or a short body).
@@ -59,3 +57,18 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	}
 	return nil
 }
+
+// streamFlush returns the flush of a streamed answer: it sends what is
+// buffered and gives the next part another minute past the server's
+// WriteTimeout (a large export streams for longer than one).
+func streamFlush(w http.ResponseWriter) func() {
+	rc := http.NewResponseController(w)
+	return func() {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_ = rc.Flush()
+	}
+}
+
+// streamWriteTimeout is how long a streamed answer may take to send each
+// part (a day of an export).
+const streamWriteTimeout = time.Minute
