@@ -278,7 +278,7 @@ func TestImportBrokenFiles(t *testing.T) {
 			rows[7] = append([]string(nil), rows[7]...)
 			rows[7][13] = "yesterday"
 			return writeCSV(t, dir, "date.csv", rows)
-		}, `date.csv:8:`},
+		}, fmt.Sprintf(`date.csv:8:%d: column Date: not an RFC 3339 date-time: "yesterday"`, badDateColumn(good[7]))},
 		{"truncated", "goatcounter", func(dir string) string {
 			path := writeCSV(t, dir, "cut.csv", good)
 			b, _ := os.ReadFile(path)
@@ -322,4 +322,14 @@ func TestImportBrokenFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badDateColumn is the byte column (1-based) where the Date field, the
+// last, of a GoatCounter record starts in its CSV line.
+func badDateColumn(rec []string) int {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.Write(rec)
+	w.Flush()
+	return strings.LastIndexByte(b.String(), ',') + 2
 }
