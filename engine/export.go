@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"time"
@@ -50,8 +50,9 @@ type ExportedHit struct {
 }
 
 // ErrExportElsewhere reports an export asked of a cluster node that does
-// not hold the website's partition. Use errors.Is.
-var ErrExportElsewhere = errors.New("engine: export: the website is served by another node")
+// not answer for the website's partition: ask the node that does. It is
+// an ErrClusterUnavailable too. Use errors.Is.
+var ErrExportElsewhere = fmt.Errorf("engine: export: the website is served by another node: %w", ErrClusterUnavailable)
 
 // Export calls fn with every stored pageview and custom event of website
 // counted under the local days [from, to], in time order within each day

@@ -42,18 +42,31 @@ func (s *Server) exportEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if len(fe) > 0 {
 		return fe
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", `attachment; filename="events.ndjson"`)
-	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
 		return nil
 	}
+	out := &importline.StreamTo{W: w, Start: func() {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Content-Disposition", `attachment; filename="events.ndjson"`)
+		w.WriteHeader(http.StatusOK)
+	}}
 	flush := streamFlush(w)
-	flush()
-	if _, err := importline.Export(r.Context(), o, id, from, to, w, flush); err != nil {
+	_, err = importline.Export(r.Context(), o, id, from, to, out, func() {
+		if out.Started() {
+			flush()
+		}
+	})
+	switch {
+	case err != nil && !out.Started():
+		return err // nothing sent yet: an error answer (a cluster node that does not serve it: 503)
+	case err != nil:
 		// The status is sent: the cut stream is the error (a client
-		// sees no final newline or a short body).
+		// sees a short body without its last newline).
 		s.log.Warn("export cut", "website", id, "err", err)
+	default:
+		out.Begin() // an empty website: 200 and no lines
 	}
 	return nil
 }

@@ -141,6 +141,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Closed days are frozen and their hits reordered by visit when a
+	// snapshot writes them: the export reads them so.
+	if err := a.e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range sites {
 		w := a.do(request{method: "GET", path: "/api/v1/websites/" + strconv.Itoa(int(s.id)) + "/events", key: a.alice})
 		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/x-ndjson" {
@@ -160,6 +165,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("import into %s: %d %s", s.domain, w.Code, w.Body)
 			}
+		}
+		if err := b.e.Snapshot(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 		rtComparePhp(t, a, b, s.id)
 		rtCompareV2(t, a, b, s.domain)

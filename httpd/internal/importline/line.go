@@ -145,3 +145,30 @@ func Export(ctx context.Context, o engine.Owner, website uint32, from, to engine
 	}
 	return n, bw.Flush()
 }
+
+// StreamTo is an http.ResponseWriter's side of a streamed export: the
+// answer's status and headers are sent with its first byte, so that an
+// export that fails before any (a website served by another cluster
+// node) can still answer an error.
+type StreamTo struct {
+	W       io.Writer
+	Start   func() // sends the status and headers
+	started bool
+}
+
+// Write starts the answer, once, and writes p.
+func (s *StreamTo) Write(p []byte) (int, error) {
+	s.Begin()
+	return s.W.Write(p)
+}
+
+// Begin starts the answer if it has not started.
+func (s *StreamTo) Begin() {
+	if !s.started {
+		s.started = true
+		s.Start()
+	}
+}
+
+// Started reports whether the answer has started.
+func (s *StreamTo) Started() bool { return s.started }
