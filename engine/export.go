@@ -87,6 +87,7 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 	sh.mu.Unlock()
 	slices.Sort(dates)
 	var hits []ExportedHit
+	var pv lastPageviews
 	for _, date := range dates {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -103,6 +104,8 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 			return err
 		}
 		slices.SortStableFunc(hits, func(a, b ExportedHit) int { return a.Time.Compare(b.Time) })
+		pv.next()
+		hints.assignPages(hits, &pv)
 		for i := range hits {
 			if err := fn(&hits[i]); err != nil {
 				return err
@@ -119,7 +122,6 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 // had visits) get a visitor of their own.
 func appendExported(dst []ExportedHit, website uint32, sd *segDay, hints exportHints) []ExportedHit {
 	firstOf := make(map[uint32]int) // visit row → index in dst of its earliest hit
-	start := len(dst)
 	for i := range sd.hMs {
 		kind := sd.hKind[i]
 		if kind == hkEngagement {
@@ -158,12 +160,6 @@ func appendExported(dst []ExportedHit, website uint32, sd *segDay, hints exportH
 		a := func(col int) string { return sd.strs[sd.vAttr[col][v]] }
 		dst[j].Referrer = hints.referrer(a(vaReferrer))
 		dst[j].Query = campaignQuery(a(vaUTMSource), a(vaUTMMedium), a(vaUTMCampaign), a(vaUTMContent), a(vaUTMTerm), a(vaSource), dst[j].Referrer)
-	}
-	for i := start; i < len(dst); i++ {
-		if !dst[i].Event {
-			dst[i].Path = hints.page(dst[i].Path, dst[i].Query)
-			dst[i].Query = ""
-		}
 	}
 	return dst
 }

@@ -64,8 +64,12 @@ func rtSeed(id uint32, domain string, seed uint64) []engine.Hit {
 			for vi := 0; vi < visits; vi++ {
 				ref := rtReferrers[rnd.IntN(len(rtReferrers))]
 				page := "https://" + domain + rtPaths[rnd.IntN(len(rtPaths))]
-				if rnd.IntN(5) == 0 {
+				switch rnd.IntN(8) {
+				case 0, 1:
 					page = "https://" + domain + "/landing?utm_campaign=oct" + strconv.Itoa(rnd.IntN(3)) + "&utm_medium=email&utm_source=newsletter"
+				case 2:
+					// Another query, and a parameter the blog excludes.
+					page = "https://" + domain + "/landing?id=" + strconv.Itoa(rnd.IntN(3)) + "&utm_source=ads&fbclid=x" + strconv.Itoa(rnd.IntN(3))
 				}
 				base := engine.Hit{Website: id, UserAgent: ua, IP: ip, Language: lang, Resolution: "1920x1080", HashMode: true}
 				for p := 0; p < 1+rnd.IntN(4); p++ {
@@ -82,6 +86,9 @@ func rtSeed(id uint32, domain string, seed uint64) []engine.Hit {
 					hits = append(hits, h)
 					t = t.Add(time.Duration(30+rnd.IntN(600)) * time.Second)
 					page = "https://" + domain + rtPaths[rnd.IntN(len(rtPaths))]
+					if rnd.IntN(3) == 0 && !strings.Contains(page, "#") {
+						page += "?page=" + strconv.Itoa(rnd.IntN(4)) // the same path with several queries
+					}
 				}
 				switch rnd.IntN(6) {
 				case 0:
