@@ -63,10 +63,8 @@ func saveState(path string, st importState) error {
 // bar (rate and time left) on progress.
 func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) error {
 	st := importState{ID: s.id, Website: t.website, Target: t.url, Chunk: s.chunk}
-	if t.e == nil {
-		st.Target = t.url
-	} else {
-		st.Target = "data directory"
+	if t.e != nil {
+		st.Target = t.dir
 	}
 	path := statePath(s)
 	old, ok, err := loadState(path, st)

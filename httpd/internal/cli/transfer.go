@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 // a running server's API.
 type target struct {
 	e       *engine.Engine // offline
+	dir     string         // offline: the data directory, absolute
 	url     string         // the server's base URL, without a trailing /
 	key     string
 	website uint32
@@ -77,7 +79,11 @@ func (f targetFlags) with(ctx context.Context, c *cli, fn func(t *target) error)
 		if err != nil {
 			return fmt.Errorf("no website %q in %s: %w", *f.site, *f.data, err)
 		}
-		return fn(&target{e: e, website: w.ID})
+		dir, err := filepath.Abs(*f.data)
+		if err != nil {
+			dir = *f.data
+		}
+		return fn(&target{e: e, dir: dir, website: w.ID})
 	})
 }
 
