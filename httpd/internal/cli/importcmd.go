@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/httpd/internal/importline"
 	"github.com/webstats/webstats/httpd/internal/peerimport"
@@ -29,7 +30,7 @@ var PlausibleImport func(ctx context.Context, e ImportTarget, files []string, pr
 // its engine (nil against a running server, whose base URL and key follow).
 type ImportTarget struct {
 	Website  uint32
-	Engine   any // *engine.Engine offline
+	Engine   *engine.Engine // offline; nil against a running server
 	URL, Key string
 }
 
