@@ -241,20 +241,38 @@ func eachNDJSON(name string, add func([]byte, at) error) error {
 // eachUmami reads Umami's session file(s) first, then the website_event
 // file(s), telling them apart by their headers.
 func (s *source) eachUmami(add func([]byte, at) error) error {
-	var sessionFiles, eventFiles []string
+	var sessionFiles, eventFiles, dataFiles []string
 	for _, name := range s.files {
 		head, err := firstLine(name)
 		if err != nil {
 			return err
 		}
-		if strings.Contains(head, "url_path") {
+		switch {
+		case strings.Contains(head, "url_path"):
 			eventFiles = append(eventFiles, name)
-		} else {
+		case strings.Contains(head, "data_key"), strings.Contains(head, "event_key"):
+			dataFiles = append(dataFiles, name)
+		default:
 			sessionFiles = append(sessionFiles, name)
 		}
 	}
 	if len(sessionFiles) == 0 || len(eventFiles) == 0 {
-		return usagef("import: -from umami needs the session table and the website_event table, each as a CSV file with a header")
+		return usagef("import: -from umami needs the session table and the website_event table (and, for event properties, event_data), each as a CSV file with a header")
+	}
+	props := make(map[string][][2]string)
+	for _, name := range dataFiles {
+		f, err := openFile(name)
+		if err != nil {
+			return err
+		}
+		m, err := peerimport.UmamiEventData(name, f)
+		f.Close()
+		if err != nil {
+			return fileError(name, err)
+		}
+		for k, v := range m {
+			props[k] = append(props[k], v...)
+		}
 	}
 	sessions := make(map[string]peerimport.UmamiSession)
 	for _, name := range sessionFiles {
@@ -276,7 +294,7 @@ func (s *source) eachUmami(add func([]byte, at) error) error {
 		if err != nil {
 			return err
 		}
-		_, err = peerimport.UmamiEvents(name, f, sessions, encodeTo(name, add))
+		_, err = peerimport.UmamiEvents(name, f, sessions, props, encodeTo(name, add))
 		f.Close()
 		if err != nil {
 			return fileError(name, err)

@@ -246,16 +246,41 @@ func TestImportUmami(t *testing.T) {
 			}
 		}
 	}
+	// The checkout events' properties (event_data, PostgreSQL's names).
+	drows := [][]string{{"event_data_id", "website_id", "website_event_id", "data_key", "string_value", "number_value", "date_value", "data_type"}}
+	for _, r := range erows[1:] {
+		if r[11] == "2" {
+			drows = append(drows, []string{"d" + r[0], "w1", r[0], "plan", "pro", "", "", "1"}, []string{"e" + r[0], "w1", r[0], "amount", "", "19.5000", "", "2"})
+		}
+	}
 	tmp := t.TempDir()
 	ev := writeCSV(t, tmp, "website_event.csv", erows)
 	se := writeCSV(t, tmp, "session.csv", srows)
-	_, stderr, code := runCLI(t, t.Context(), nil, "import", "-data", dir, "-site", "example.com", "-from", "umami", "-quiet", ev, se)
+	da := writeCSV(t, tmp, "event_data.csv", drows)
+	_, stderr, code := runCLI(t, t.Context(), nil, "import", "-data", dir, "-site", "example.com", "-from", "umami", "-quiet", ev, da, se)
 	if code != 0 {
 		t.Fatalf("import: %d %s", code, stderr)
 	}
 	got := stats(t, dir, "pageviews", "visitors", "browser", "os", "device", "country", "city", "event", "page")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	// Every checkout carries its properties (read back by the export).
+	out, stderr, code := runCLI(t, t.Context(), nil, "export", "-data", dir, "-site", "example.com")
+	if code != 0 {
+		t.Fatalf("export: %d %s", code, stderr)
+	}
+	checkouts := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(line, `"name":"checkout"`) {
+			checkouts++
+			if !strings.Contains(line, `"plan":"pro"`) || !strings.Contains(line, `"amount":"19.5"`) {
+				t.Errorf("checkout without its properties: %s", line)
+			}
+		}
+	}
+	if int64(checkouts) != want["event"]["checkout::"] {
+		t.Errorf("%d checkouts exported, want %d", checkouts, want["event"]["checkout::"])
 	}
 }
 

@@ -68,7 +68,7 @@ func FuzzUmami(f *testing.F) {
 			return
 		}
 		var lines []importline.Line
-		_, err = peerimport.UmamiEvents("f.csv", bytes.NewReader([]byte(events)), m, func(l importline.Line, _ int) error {
+		_, err = peerimport.UmamiEvents("f.csv", bytes.NewReader([]byte(events)), m, nil, func(l importline.Line, _ int) error {
 			lines = append(lines, l)
 			return nil
 		})

@@ -1,6 +1,7 @@
 package peerimport
 
 import (
+	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ var (
 	umamiSessionRequired = []string{"session_id"}
 	umamiSessionOptional = []string{"browser", "os", "device", "screen", "language", "country", "region", "subdivision1", "city"}
 	umamiEventRequired   = []string{"session_id", "created_at", "url_path", "event_type"}
-	umamiEventOptional   = []string{"url_query", "hostname", "referrer_domain", "referrer_path", "event_name"}
+	umamiEventOptional   = []string{"event_id", "url_query", "hostname", "referrer_domain", "referrer_path", "event_name"}
 )
 
 // MaxUmamiSessions bounds the sessions an Umami import holds in memory
@@ -70,8 +71,10 @@ func UmamiSessions(file string, r io.Reader) (map[string]UmamiSession, error) {
 
 // UmamiEvents reads Umami's website_event table named file from r and
 // calls fn with the import line of each row (nil fn: checks only). A row's
-// session must be in sessions; its session id is the visitor.
-func UmamiEvents(file string, r io.Reader, sessions map[string]UmamiSession, fn Func) (int, error) {
+// session must be in sessions; its session id is the visitor. props, from
+// UmamiEventData (nil: none), gives a custom event's properties by its
+// event_id.
+func UmamiEvents(file string, r io.Reader, sessions map[string]UmamiSession, props map[string][][2]string, fn Func) (int, error) {
 	t, err := newTable(file, r, umamiEventRequired, umamiEventOptional)
 	if err != nil {
 		return 0, err
@@ -119,6 +122,7 @@ func UmamiEvents(file string, r io.Reader, sessions map[string]UmamiSession, fn 
 				return n, t.bad("event_name", "empty on a custom event (event_type 2)")
 			}
 			l.Event = &importline.Event{Name: name}
+			l.Props = propsJSON(props[t.get("event_id")])
 		default:
 			return n, t.bad("event_type", "not 1 (pageview) or 2 (custom event): "+strconv.Quote(cut(et)))
 		}
@@ -179,4 +183,77 @@ func umamiDevice(s string) string {
 		return "tablet"
 	}
 	return ""
+}
+
+// Umami's event_data table: a custom event's properties, one row each.
+// PostgreSQL and MySQL name its columns website_event_id and data_key
+// (prisma/schema.prisma, model EventData), ClickHouse event_id and
+// event_key (db/clickhouse/schema.sql); either is read.
+var umamiDataOptional = []string{"website_event_id", "event_id", "data_key", "event_key", "string_value", "number_value", "date_value"}
+
+// UmamiEventData reads Umami's event_data table named file from r: the
+// properties of each event by its id, at most MaxUmamiSessions in all.
+func UmamiEventData(file string, r io.Reader) (map[string][][2]string, error) {
+	t, err := newTable(file, r, nil, umamiDataOptional)
+	if err != nil {
+		return nil, err
+	}
+	idCol, keyCol := "website_event_id", "data_key"
+	if _, ok := t.col[idCol]; !ok {
+		idCol = "event_id"
+	}
+	if _, ok := t.col[keyCol]; !ok {
+		keyCol = "event_key"
+	}
+	for _, c := range []string{idCol, keyCol} {
+		if _, ok := t.col[c]; !ok {
+			return nil, &Error{File: file, Line: 1, Msg: "wrong header: no column website_event_id or event_id, data_key or event_key"}
+		}
+	}
+	out := make(map[string][][2]string)
+	n := 0
+	for {
+		ok, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		id, key := t.get(idCol), t.get(keyCol)
+		if id == "" || key == "" {
+			return nil, t.bad(keyCol, "an empty event id or key")
+		}
+		if n++; n > MaxUmamiSessions {
+			return nil, &Error{File: file, Line: t.line, Msg: "more than " + strconv.Itoa(MaxUmamiSessions) + " event properties: import the dump in parts"}
+		}
+		v := t.get("string_value")
+		if num := t.get("number_value"); v == "" && num != "" {
+			if strings.Contains(num, ".") {
+				num = strings.TrimRight(strings.TrimRight(num, "0"), ".")
+			}
+			v = num
+		}
+		if v == "" {
+			v = t.get("date_value")
+		}
+		out[id] = append(out[id], [2]string{key, v})
+	}
+}
+
+// propsJSON encodes properties as an import line's props object, in order.
+func propsJSON(kv [][2]string) json.RawMessage {
+	if len(kv) == 0 {
+		return nil
+	}
+	b := []byte{'{'}
+	for i, p := range kv {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(p[0])
+		v, _ := json.Marshal(p[1])
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}')
 }
