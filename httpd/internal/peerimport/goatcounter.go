@@ -11,8 +11,9 @@ import (
 )
 
 // GoatCounter's CSV export, format version 2: one row per hit under the
-// header written by GoatCounter's export (arp242/goatcounter, export.go:
-// the header line starts with the format version, "2Path"):
+// header its export writes (arp242/goatcounter, exportcsv.go:
+// ExportCSVVersion "2" prefixed to the first column, ExportCSVRow's
+// fields in order; the referrer schemes h, o, g and c are ref.go's):
 //
 //	2Path,Title,Event,UserAgent,Browser,System,Session,Bot,Referrer,Referrer scheme,Screen size,Location,FirstVisit,Date
 var goatColumns = []string{"2Path", "Title", "Event", "UserAgent", "Browser", "System", "Session", "Bot",
