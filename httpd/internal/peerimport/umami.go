@@ -11,8 +11,9 @@ import (
 )
 
 // Umami's tables, as umami-software/umami's prisma/schema.prisma names
-// their columns (models Session, @@map("session"), and WebsiteEvent,
-// @@map("website_event"); db/clickhouse/schema.sql has the same names),
+// their columns (models Session, @@map("session"), WebsiteEvent,
+// @@map("website_event"), and EventData; db/clickhouse/schema.sql has the
+// same names but subdivision1 for region, event_id and event_key),
 // exported as CSV with a header (psql's \copy … csv header, or any SQL
 // client). Only the columns below are read; others are ignored.
 var (
@@ -97,8 +98,12 @@ func UmamiEvents(file string, r io.Reader, sessions map[string]UmamiSession, pro
 		l := importline.Line{Time: importline.Time(at), Visitor: "umami:" + sid,
 			Browser: s.Browser, OS: s.OS, Device: s.Device, Screen: s.Screen, Language: s.Language,
 			Country: s.Country, City: s.City}
-		if strings.HasPrefix(s.Region, s.Country+"-") {
-			l.Region = s.Region
+		switch {
+		case s.Country == "" || s.Region == "":
+		case strings.HasPrefix(s.Region, s.Country+"-"):
+			l.Region = s.Region // "US-CA"
+		case !strings.Contains(s.Region, "-"):
+			l.Region = s.Country + "-" + s.Region // "CA" of US
 		}
 		path := t.get("url_path")
 		if !strings.HasPrefix(path, "/") {
