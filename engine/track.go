@@ -467,7 +467,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	case !cfg.ips.Empty() && cfg.ips.Contains(h.IP.Unmap()):
 		return cfg, DropExcludedIP, nil
 	}
-	ag := e.ua.Parse(h.UserAgent)
+	ag := h.Given.agent(e.ua.Parse(h.UserAgent))
 	// An import without a user agent (a visitor id instead) is not a bot:
 	// like the header heuristics, that rule is for live requests.
 	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
@@ -531,7 +531,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	r.browser, r.os, r.device = ag.Browser, ag.OS, ag.Device
 	r.resolution = norm.Resolution(h.Resolution)
 	r.language = norm.Language(h.Language)
-	loc := e.geo.Lookup(h.IP.Unmap())
+	loc := h.Given.location(func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
 	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
 	enrichSeg(h, pg, r, ag, loc)
 	return cfg, DropNone, nil

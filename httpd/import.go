@@ -306,6 +306,7 @@ func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe
 		checkCustomEvent(raw, at+".event", h, fe)
 	}
 	checkPlausibleFields(obj, at, h, fe)
+	checkGiven(obj, at, h, fe)
 }
 
 // checkPlausibleFields checks what a line may carry of the Plausible form

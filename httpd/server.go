@@ -219,6 +219,7 @@ func (s *Server) routes() {
 	s.api(http.MethodPatch, "/websites/:id", maxBody, s.updateWebsite)
 	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
+	s.api(http.MethodGet, "/websites/:id/events", maxBody, s.exportEvents) // export.go
 	// GET /stats/:id is registered by plausibleRoutes, beside the
 	// Plausible v1 statistics.
 	s.api(http.MethodGet, "/account", maxBody, s.account)

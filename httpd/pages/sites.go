@@ -71,6 +71,7 @@ func (p *Pages) registerSites(r *httprouter.Router) {
 	r.GET("/websites/:id/goals", p.handle(p.siteHandler(p.goalsPage)))
 	r.POST("/websites/:id/goals", p.handleLimit(maxGoalForm, p.siteHandler(p.addGoal)))
 	r.POST("/websites/:id/goals/:goal/delete", p.handle(p.siteHandler(p.deleteGoal)))
+	r.GET("/websites/:id/export", p.handle(p.siteHandler(p.exportDownload))) // export.go
 }
 
 // zone is a time zone of the website forms' list (zones.go).

@@ -33,7 +33,7 @@ func parseServe(args []string, env map[string]string) (Config, error) {
 	var cfg Config
 	fs := newFlagSet("serve")
 	cfg.RegisterFlags(fs)
-	if err := c.parse(fs, args); err != nil {
+	if err := c.parse(fs, args, false); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
