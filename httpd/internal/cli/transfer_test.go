@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // newSiteDir makes a data directory with one account and the website
@@ -25,7 +26,7 @@ func newSiteDir(t *testing.T) string {
 	}
 	defer e.Close()
 	domain := "example.com"
-	a, _, err := e.CreateAccount(t.Context(), "A", "a@example.com")
+	a, _, err := identity.Must(e).CreateAccount(t.Context(), "A", "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
