@@ -1,0 +1,235 @@
+package engine
+
+// The imported layer (SPEC §14): daily aggregates of a peer's export
+// (Plausible's CSV zip, package plausiblezip), kept per website per import
+// beside the segments, as Plausible keeps its imported_* tables apart from
+// its events (lib/plausible/imported/*.ex). Queries merge them in
+// (imported_query.go); they never become hits. An import is stored as
+// chunks under the website's prefix (snapshot/imports.go): chunk 0 its
+// record, then its tables' rows; it is read whole into memory the first
+// time a query of its website asks for imports.
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/webstats/webstats/plausiblezip"
+)
+
+// ErrImportCluster is the refusal of an import in cluster mode: the
+// imported layer is kept by the node's own store and not yet replicated
+// through the cluster's log, so the nodes would answer differently.
+var ErrImportCluster = errors.New("engine: imports of Plausible's export are not available in cluster mode yet (they are not replicated); import on a single-node server")
+
+// MaxImports bounds the imports of one website.
+const MaxImports = 100
+
+// importChunkRows is how many rows one stored chunk holds.
+const importChunkRows = 50_000
+
+// Import is one import of a website's imported layer.
+type Import struct {
+	ID uint32 `json:"id"`
+	// Source is where it came from: "plausible".
+	Source string `json:"source"`
+	// File is the name of the imported file, as given.
+	File string `json:"file"`
+	// From and To are the first and last day the export covers.
+	From Date `json:"from"`
+	To   Date `json:"to"`
+	// Rows counts the daily aggregates of every table.
+	Rows    int       `json:"rows"`
+	Created time.Time `json:"created_at"`
+}
+
+// importData is an import in memory: its record and its tables' rows,
+// never modified once built.
+type importData struct {
+	Import
+	tables map[string][]plausiblezip.Row
+}
+
+// importChunk is how a chunk of rows is stored.
+type importChunk struct {
+	Table string
+	Rows  []plausiblezip.Row
+}
+
+// importedLayer holds the imports of the websites loaded so far.
+type importedLayer struct {
+	mu    sync.Mutex
+	sites map[uint32][]*importData // replaced, never modified, under mu
+}
+
+// ImportPlausible stores a read Plausible export as a new import of
+// website's imported layer; file names it in Imports.
+func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausiblezip.Export, file string) (Import, error) {
+	e := o.e
+	if _, err := o.site(website); err != nil {
+		return Import{}, err
+	}
+	if e.opts.Cluster != nil {
+		return Import{}, ErrImportCluster
+	}
+	if !e.enter() {
+		return Import{}, ErrClosed
+	}
+	defer e.exit()
+	l := &e.imported
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list, err := e.importsLocked(website)
+	if err != nil {
+		return Import{}, err
+	}
+	if len(list) >= MaxImports {
+		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website has %d imports, the most it may have; delete one first.", MaxImports)}}}
+	}
+	d := &importData{Import: Import{ID: 1, Source: "plausible", File: file, From: x.From, To: x.To,
+		Created: e.now().UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
+	for _, p := range list {
+		d.ID = max(d.ID, p.ID+1)
+	}
+	for _, f := range x.Files {
+		d.tables[f.Table.Name] = f.Rows
+		d.Rows += len(f.Rows)
+	}
+	chunks, err := encodeImport(d)
+	if err != nil {
+		return Import{}, err
+	}
+	if err := e.store.PutImport(website, d.ID, chunks); err != nil {
+		return Import{}, err
+	}
+	l.sites[website] = append(slices.Clip(list), d)
+	return d.Import, nil
+}
+
+// Imports lists the imports of website, oldest first.
+func (o Owner) Imports(ctx context.Context, website uint32) ([]Import, error) {
+	list, err := o.importsOf(website)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Import, len(list))
+	for i, d := range list {
+		out[i] = d.Import
+	}
+	return out, nil
+}
+
+// DeleteImport deletes import id of website as a whole: ErrNotFound if
+// the website has none of that id.
+func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
+	e := o.e
+	if _, err := o.site(website); err != nil {
+		return err
+	}
+	if !e.enter() {
+		return ErrClosed
+	}
+	defer e.exit()
+	l := &e.imported
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list, err := e.importsLocked(website)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(list, func(d *importData) bool { return d.ID == id })
+	if i < 0 {
+		return ErrNotFound
+	}
+	if err := e.store.DeleteImport(website, id); err != nil {
+		return err
+	}
+	l.sites[website] = slices.Delete(slices.Clone(list), i, i+1)
+	return nil
+}
+
+// importsOf returns the imports of website, which the handle must own.
+func (o Owner) importsOf(website uint32) ([]*importData, error) {
+	e := o.e
+	if _, err := o.site(website); err != nil {
+		return nil, err
+	}
+	if !e.enter() {
+		return nil, ErrClosed
+	}
+	defer e.exit()
+	e.imported.mu.Lock()
+	defer e.imported.mu.Unlock()
+	return e.importsLocked(website)
+}
+
+// importsLocked returns website's imports, reading them from the store
+// the first time. e.imported.mu must be held.
+func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
+	l := &e.imported
+	if list, ok := l.sites[website]; ok {
+		return list, nil
+	}
+	var list []*importData
+	var cur *importData
+	err := e.store.ScanImports(website, func(id, n uint32, data []byte) error {
+		if n == 0 {
+			cur = &importData{tables: map[string][]plausiblezip.Row{}}
+			if err := json.Unmarshal(data, &cur.Import); err != nil {
+				return fmt.Errorf("engine: import %d of website %d: %w", id, website, err)
+			}
+			list = append(list, cur)
+			return nil
+		}
+		if cur == nil || cur.ID != id {
+			return fmt.Errorf("engine: import %d of website %d has no record", id, website)
+		}
+		var c importChunk
+		if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&c); err != nil {
+			return fmt.Errorf("engine: import %d of website %d, chunk %d: %w", id, website, n, err)
+		}
+		cur.tables[c.Table] = append(cur.tables[c.Table], c.Rows...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if l.sites == nil {
+		l.sites = map[uint32][]*importData{}
+	}
+	l.sites[website] = list
+	return list, nil
+}
+
+// encodeImport returns the chunks d is stored as.
+func encodeImport(d *importData) ([][]byte, error) {
+	rec, err := json.Marshal(d.Import)
+	if err != nil {
+		return nil, err
+	}
+	chunks := [][]byte{rec}
+	names := make([]string, 0, len(d.tables))
+	for name := range d.tables {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		rows := d.tables[name]
+		for len(rows) > 0 {
+			n := min(len(rows), importChunkRows)
+			var b bytes.Buffer
+			if err := gob.NewEncoder(&b).Encode(importChunk{Table: name, Rows: rows[:n]}); err != nil {
+				return nil, err
+			}
+			chunks = append(chunks, b.Bytes())
+			rows = rows[n:]
+		}
+	}
+	return chunks, nil
+}
