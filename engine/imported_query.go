@@ -103,8 +103,13 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 	wide := q.clone()
 	wide.Include = Include{}
 	wide.Pagination = Pagination{Limit: MaxQueryLimit}
+	// Rates are weighted by visits; views per visit is pageviews over visits.
+	rates := slices.ContainsFunc(q.Metrics, func(m string) bool {
+		return m == "bounce_rate" || m == "visit_duration" || m == "views_per_visit"
+	})
 	for _, m := range []string{"visits", "pageviews"} {
-		if !slices.Contains(wide.Metrics, m) {
+		need := rates && (m == "visits" || slices.Contains(q.Metrics, "views_per_visit"))
+		if need && !slices.Contains(wide.Metrics, m) {
 			wide.Metrics = append(wide.Metrics, m)
 		}
 	}

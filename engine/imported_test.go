@@ -1,0 +1,278 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/internal/plgen"
+	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/snapshot"
+)
+
+// importExport makes an export of days days from 2024-01-01, reads it
+// and imports it into website.
+func importExport(t *testing.T, e *engine.Engine, w engine.Website, days int) (engine.Import, *plgen.Sums) {
+	t.Helper()
+	b, sums := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 1, 1), Days: days, DailyVisitors: 300, Pages: 8, Cities: 5, Seed: 3})
+	x, err := plausiblezip.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := e.Owner(w.Account).ImportPlausible(context.Background(), w.ID, x, "export.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imp, sums
+}
+
+// v2 runs a v2 query given as JSON (site_id filled in).
+func v2(t *testing.T, e *engine.Engine, w engine.Website, body string) engine.QueryResult {
+	t.Helper()
+	q, err := engine.ParseQuery([]byte(body))
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	res, err := e.Owner(w.Account).Query(context.Background(), w.ID, q)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return res
+}
+
+func metricInt(t *testing.T, v any) int64 {
+	t.Helper()
+	n, ok := v.(int64)
+	if !ok {
+		t.Fatalf("metric %v (%T) is not an int64", v, v)
+	}
+	return n
+}
+
+const jan = `"date_range":["2024-01-01","2024-02-09"],"include":{"imports":true}`
+
+// TestImportedQueries: v2 queries with include.imports answer the export's
+// sums: totals, a daily and a monthly series, and the breakdowns Plausible
+// merges (SPEC §14; plausible-api.md meta.imports_included).
+func TestImportedQueries(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	_, want := importExport(t, e, w, 40)
+
+	res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","views_per_visit"],`+jan+`}`)
+	if res.Meta.ImportsIncluded == nil || !*res.Meta.ImportsIncluded || res.Meta.ImportsSkipReason != "" {
+		t.Fatalf("meta %+v", res.Meta)
+	}
+	m := res.Results[0].Metrics
+	tot := want.Total // visitors, visits, pageviews, bounces, duration
+	wantM := []any{int64(tot[0]), int64(tot[1]), int64(tot[2]),
+		int64(math.Round(100 * float64(tot[3]) / float64(tot[1]))),
+		int64(math.Round(float64(tot[4]) / float64(tot[1]))),
+		math.Round(100*float64(tot[2])/float64(tot[1])) / 100}
+	if fmt.Sprint(m) != fmt.Sprint(wantM) {
+		t.Fatalf("totals %v, want %v", m, wantM)
+	}
+
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors","pageviews"],"dimensions":["time:day"],`+jan+`}`)
+	if len(res.Results) != 40 {
+		t.Fatalf("%d days", len(res.Results))
+	}
+	for _, row := range res.Results {
+		d, _ := buckets.ParseDate(row.Dimensions[0].(string))
+		if got, wantV := metricInt(t, row.Metrics[0]), int64(want.Daily[d][0]); got != wantV {
+			t.Errorf("%v: %d visitors, want %d", d, got, wantV)
+		}
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["time:month"],`+jan+`}`)
+	var janV, febV uint64
+	for d, v := range want.Daily {
+		if y, mo, _ := d.Civil(); y == 2024 && mo == 1 {
+			janV += v[0]
+		} else {
+			febV += v[0]
+		}
+	}
+	if got := fmt.Sprint(res.Results); got != fmt.Sprintf("[{[2024-01-01] [%d]} {[2024-02-01] [%d]}]", janV, febV) {
+		t.Errorf("months %s, want %d, %d", got, janV, febV)
+	}
+
+	for _, c := range []struct{ dim, key string }{
+		{"visit:source", "source"}, {"visit:device", "device"}, {"visit:browser", "browser"},
+		{"visit:os", "os"}, {"visit:country", "country"}, {"event:page", "page"},
+		{"visit:entry_page", "imported_entry_pages"}, {"visit:exit_page", "imported_exit_pages"},
+		{"event:name", "name"},
+	} {
+		res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["`+c.dim+`"],`+jan+`}`)
+		got := map[string]int64{}
+		for _, row := range res.Results {
+			got[fmt.Sprint(row.Dimensions[0])] = metricInt(t, row.Metrics[0])
+		}
+		exp := map[string]int64{}
+		for v, n := range want.Visitors[c.key] {
+			switch {
+			case v == "" && c.key == "source":
+				v = "Direct / None"
+			case v == "" && c.key == "browser":
+				v = "(not set)"
+			}
+			if n > 0 {
+				exp[v] += int64(n)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(exp) {
+			t.Errorf("%s: %v, want %v", c.dim, got, exp)
+		}
+		// Ordered by visitors, descending (the default order).
+		for i := 1; i < len(res.Results); i++ {
+			if metricInt(t, res.Results[i].Metrics[0]) > metricInt(t, res.Results[i-1].Metrics[0]) {
+				t.Errorf("%s: rows out of order: %v", c.dim, res.Results)
+				break
+			}
+		}
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["events"],"dimensions":["event:name"],`+jan+`}`)
+	for _, row := range res.Results {
+		if got := metricInt(t, row.Metrics[0]); got != int64(want.Events[row.Dimensions[0].(string)]) {
+			t.Errorf("events of %v: %d, want %d", row.Dimensions[0], got, want.Events[row.Dimensions[0].(string)])
+		}
+	}
+	// Pagination applies to the merged rows.
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["event:page"],"pagination":{"limit":3,"offset":2},"include":{"imports":true,"total_rows":true},"date_range":["2024-01-01","2024-02-09"]}`)
+	if len(res.Results) != 3 || res.Meta.TotalRows == nil || *res.Meta.TotalRows != len(want.Pageviews) {
+		t.Errorf("page of pages: %d rows, total %v", len(res.Results), res.Meta.TotalRows)
+	}
+}
+
+// TestImportedSkips: Plausible's skip reasons and warnings
+// (lib/plausible/stats/query.ex, query_result.ex).
+func TestImportedSkips(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	bare := newSite(t, e, "bare.com")
+	importExport(t, e, w, 10)
+	cases := []struct {
+		site          engine.Website
+		query, reason string
+		warningPrefix string
+	}{
+		{bare, `"metrics":["visitors"],` + jan, "no_imported_data", ""},
+		{w, `"metrics":["visitors"],"date_range":["2025-01-01","2025-01-31"],"include":{"imports":true}`, "out_of_range", ""},
+		{w, `"metrics":["visitors"],"dimensions":["time:hour"],"date_range":["2024-01-02","2024-01-02"],"include":{"imports":true}`, "unsupported_interval", "Imported stats are not included because the time dimension (i.e. the interval) is too short."},
+		{w, `"metrics":["visitors"],"filters":[["is","visit:source",["Google"]]],` + jan, "unsupported_query", "Imported stats are not included in the results because query parameters are not supported. For more information, see: https://plausible.io/docs/stats-api#filtering-imported-stats"},
+		{w, `"metrics":["visitors"],"dimensions":["visit:source","visit:device"],` + jan, "unsupported_query", "Imported stats"},
+		{w, `"metrics":["scroll_depth"],"dimensions":["event:page"],` + jan, "unsupported_query", "Imported stats"},
+	}
+	for _, c := range cases {
+		res := v2(t, e, c.site, `{"site_id":"`+c.site.Domain+`",`+c.query+`}`)
+		if res.Meta.ImportsIncluded == nil || *res.Meta.ImportsIncluded || res.Meta.ImportsSkipReason != c.reason ||
+			len(res.Meta.ImportsWarning) < len(c.warningPrefix) || res.Meta.ImportsWarning[:len(c.warningPrefix)] != c.warningPrefix ||
+			(c.warningPrefix == "") != (res.Meta.ImportsWarning == "") {
+			t.Errorf("%s: meta %+v, want %s %q", c.query, res.Meta, c.reason, c.warningPrefix)
+		}
+		b, _ := json.Marshal(res)
+		if c.reason == "no_imported_data" && !bytes.Contains(b, []byte(`"meta":{"imports_included":false,"imports_skip_reason":"no_imported_data"}`)) {
+			t.Errorf("body %s", b)
+		}
+	}
+	// Without include.imports the imported layer is left out, with no meta.
+	res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"date_range":["2024-01-01","2024-02-09"]}`)
+	if res.Meta.ImportsIncluded != nil || metricInt(t, res.Results[0].Metrics[0]) != 0 {
+		t.Errorf("without imports: %+v %v", res.Meta, res.Results)
+	}
+}
+
+// TestImportedMergesLive: on days with both, live and imported figures add
+// up, as Plausible's full join of native and imported rows does
+// (imported.ex, merge_imported); visitors of a range are the sum of the
+// days' (SPEC §14).
+func TestImportedMergesLive(t *testing.T) {
+	c := newClock("2024-01-05T23:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	_, want := importExport(t, e, w, 10)
+	track(t, e,
+		pv("2024-01-05T10:00:00Z", "https://example.com/blog/post-1"),
+		pv("2024-01-05T10:01:00Z", "https://example.com/new-page"),
+		pv("2024-01-05T11:00:00Z", "https://example.com/blog/post-1", func(h *engine.Hit) { h.IP = ip("9.9.9.9") }),
+	)
+	res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors","pageviews"],"date_range":["2024-01-01","2024-01-10"],"include":{"imports":true}}`)
+	if got, wantV := fmt.Sprint(res.Results[0].Metrics), fmt.Sprint([]int64{int64(want.Total[0]) + 2, int64(want.Total[2]) + 3}); got != wantV {
+		t.Errorf("totals %s, want %s", got, wantV)
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["pageviews"],"dimensions":["event:page"],"date_range":["2024-01-01","2024-01-10"],"include":{"imports":true}}`)
+	got := map[string]int64{}
+	for _, row := range res.Results {
+		got[row.Dimensions[0].(string)] = metricInt(t, row.Metrics[0])
+	}
+	if got["/new-page"] != 1 || got["/blog/post-1"] != int64(want.Pageviews["/blog/post-1"])+2 || got["/blog/post-0"] != int64(want.Pageviews["/blog/post-0"]) {
+		t.Errorf("pages %v; imported post-1 %d", got, want.Pageviews["/blog/post-1"])
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["time:day"],"date_range":["2024-01-01","2024-01-10"],"include":{"imports":true}}`)
+	for _, row := range res.Results {
+		d, _ := buckets.ParseDate(row.Dimensions[0].(string))
+		wantV := int64(want.Daily[d][0])
+		if d == buckets.DateOf(2024, 1, 5) {
+			wantV += 2
+		}
+		if metricInt(t, row.Metrics[0]) != wantV {
+			t.Errorf("%v: %v, want %d", d, row.Metrics, wantV)
+		}
+	}
+}
+
+// TestImportedListDeleteRestart: an import is listed, survives a restart,
+// and is deleted as a whole; deleting the website removes its imports.
+func TestImportedListDeleteRestart(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	fs := snapshot.NewMemFS()
+	e, opts := openMem(t, c, func(o *engine.Options) { o.FS = fs })
+	w := newSite(t, e, "example.com")
+	imp, want := importExport(t, e, w, 12)
+	imp2, _ := importExport(t, e, w, 3)
+	if imp.ID == imp2.ID || imp.From != buckets.DateOf(2024, 1, 1) || imp.To != buckets.DateOf(2024, 1, 12) || imp.Rows != want.Rows {
+		t.Fatalf("imports %+v %+v (rows want %d)", imp, imp2, want.Rows)
+	}
+	if err := e.Owner(w.Account).DeleteImport(context.Background(), w.ID, imp2.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err := engine.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	list, err := e.Owner(w.Account).Imports(context.Background(), w.ID)
+	if err != nil || len(list) != 1 || list[0] != imp {
+		t.Fatalf("after restart: %+v %v, want [%+v]", list, err, imp)
+	}
+	res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],`+jan+`}`)
+	if metricInt(t, res.Results[0].Metrics[0]) != int64(want.Total[0]) {
+		t.Fatalf("after restart: %v, want %d", res.Results, want.Total[0])
+	}
+	if err := e.Owner(w.Account).DeleteImport(context.Background(), w.ID, imp.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Owner(w.Account).DeleteImport(context.Background(), w.ID, imp.ID); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],`+jan+`}`)
+	if res.Meta.ImportsSkipReason != "no_imported_data" || metricInt(t, res.Results[0].Metrics[0]) != 0 {
+		t.Errorf("after delete: %+v %v", res.Meta, res.Results)
+	}
+	// Another account sees nothing of it.
+	other, _, err := e.CreateAccount(context.Background(), "Other", "other@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Owner(other.ID).Imports(context.Background(), w.ID); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("other account lists: %v", err)
+	}
+}
