@@ -215,6 +215,7 @@ func (s *Server) routes() {
 	s.api(http.MethodPatch, "/websites/:id", maxBody, s.updateWebsite)
 	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
+	s.importsRoutes() // imports.go: Plausible's export zip
 	// GET /stats/:id is registered by plausibleRoutes, beside the
 	// Plausible v1 statistics.
 	s.api(http.MethodGet, "/account", maxBody, s.account)

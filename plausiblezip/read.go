@@ -19,8 +19,13 @@ import (
 const (
 	// MaxLine is the longest line of a CSV file, in bytes.
 	MaxLine = 64 << 10
-	// MaxRows is the most rows of all the files of a zip together.
-	MaxRows = 20_000_000
+	// MaxRows is the most rows of all the files of a zip together (a
+	// year of a site with 10k daily visitors is some 300,000).
+	MaxRows = 5_000_000
+	// MaxBytes is the most bytes the files of a zip may unpack to
+	// together: a small zip that unpacks to much more is refused as it
+	// is read, whatever its directory claims.
+	MaxBytes = 2 << 30
 	// MaxFiles is the most entries a zip may have.
 	MaxFiles = 64
 )
@@ -108,6 +113,7 @@ func Read(r io.ReaderAt, size int64) (*Export, error) {
 	x := &Export{}
 	seen := map[string]string{}
 	rows := 0
+	budget := int64(MaxBytes)
 	for _, zf := range zr.File {
 		if zf.FileInfo().IsDir() {
 			continue
@@ -122,7 +128,7 @@ func Read(r io.ReaderAt, size int64) (*Export, error) {
 		}
 		seen[t.Name] = zf.Name
 		f := &File{Name: zf.Name, Table: t, From: from, To: to}
-		if err := readEntry(zf, f, &rows); err != nil {
+		if err := readEntry(zf, f, &rows, &budget); err != nil {
 			return nil, err
 		}
 		if len(x.Files) == 0 || from < x.From {
@@ -174,13 +180,13 @@ func parseCompact(s string) (buckets.Date, error) {
 }
 
 // readEntry reads and validates one CSV entry into f.
-func readEntry(zf *zip.File, f *File, rows *int) error {
+func readEntry(zf *zip.File, f *File, rows *int, budget *int64) error {
 	rc, err := zf.Open()
 	if err != nil {
 		return &Error{File: f.Name, Msg: "cannot read it from the archive: " + err.Error()}
 	}
 	defer rc.Close()
-	lr := &lineLimit{r: rc}
+	lr := &lineLimit{r: rc, budget: budget}
 	cr := csv.NewReader(lr)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -214,6 +220,8 @@ func readEntry(zf *zip.File, f *File, rows *int) error {
 func readError(f *File, cr *csv.Reader, lr *lineLimit, err error, what string) error {
 	var pe *csv.ParseError
 	switch {
+	case errors.Is(err, errTooBig):
+		return &Error{File: f.Name, Line: lr.line, Msg: fmt.Sprintf("the export unpacks to more than %d bytes", int64(MaxBytes))}
 	case errors.Is(err, errLongLine):
 		return &Error{File: f.Name, Line: lr.line, Msg: fmt.Sprintf("line longer than %d bytes", MaxLine)}
 	case errors.As(err, &pe):
@@ -324,20 +332,27 @@ func clip(s string) string {
 	return s
 }
 
-// errLongLine is lineLimit's error for a line over MaxLine.
-var errLongLine = errors.New("line too long")
+// lineLimit's errors: a line over MaxLine, the zip over MaxBytes.
+var (
+	errLongLine = errors.New("line too long")
+	errTooBig   = errors.New("export too big")
+)
 
 // lineLimit passes r's bytes through, failing with errLongLine once a line
 // is longer than MaxLine, so that no line is ever held whole in memory
 // beyond that; line counts the lines started.
 type lineLimit struct {
-	r    io.Reader
-	cur  int // bytes of the current line so far
-	line int
+	r      io.Reader
+	cur    int // bytes of the current line so far
+	line   int
+	budget *int64 // bytes the zip may still unpack to
 }
 
 func (l *lineLimit) Read(b []byte) (int, error) {
 	n, err := l.r.Read(b)
+	if *l.budget -= int64(n); *l.budget < 0 {
+		return 0, errTooBig
+	}
 	rest := b[:n]
 	for len(rest) > 0 {
 		if l.cur == 0 {
