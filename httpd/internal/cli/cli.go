@@ -60,6 +60,7 @@ type cli struct {
 	stdin          io.Reader // user set-password reads the password from it
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	args           []string // the files after import's flags
 }
 
 // command is one (sub)command of webstatsd.
@@ -82,6 +83,7 @@ var commands = []command{
 	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd},
 	{"user set-email", "user set-email -data DIR -email E -new E2", "change an account's email address (no mail proves it: the operator vouches); its reset links are spent", (*cli).userSetEmailCmd},
 	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
+	{"import", "import -data DIR -site DOMAIN -from plausible FILE.zip", "import a Plausible export zip into a website's imported layer (offline, on the data directory)", (*cli).importCmd},
 	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
 }
 
@@ -193,7 +195,9 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 		}
 		return usagef("%s: %v", fs.Name(), err)
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && fs.Name() == "import" {
+		c.args = fs.Args() // import's files
+	} else if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
