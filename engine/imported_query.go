@@ -87,7 +87,7 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 		return QueryResult{}, err
 	}
 	first, last, ok := echoDays(res.Query.DateRange)
-	reason, tdim, dim := importSkip(&res.Query, list, first, last, ok)
+	reason, plan := importSkip(&res.Query, list, first, last, ok)
 	if reason != "" {
 		f := false
 		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, reason
@@ -117,7 +117,7 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 	if err != nil {
 		return QueryResult{}, err
 	}
-	m := &importMerge{q: &res.Query, wide: wide.Metrics, first: first, last: last, tdim: tdim, dim: dim, byKey: map[string]*mergedRow{}}
+	m := &importMerge{q: &res.Query, wide: wide.Metrics, first: first, last: last, importPlan: plan, byKey: map[string]*mergedRow{}}
 	for _, row := range native.Results {
 		m.addNative(row)
 	}
@@ -150,38 +150,61 @@ func echoDays(r [2]string) (first, last Date, ok bool) {
 // importSkip returns why the imports of list do not answer q (Plausible's
 // order of reasons, query.ex's get_skip_imported_reason), or the time
 // dimension and the one other dimension (nil for none) they answer by.
-func importSkip(q *QueryEcho, list []*importData, first, last Date, ok bool) (reason, tdim string, dim *importedDim) {
+func importSkip(q *QueryEcho, list []*importData, first, last Date, ok bool) (reason string, p importPlan) {
 	if len(list) == 0 {
-		return importsNoData, "", nil
+		return importsNoData, p
 	}
 	if !ok || !slices.ContainsFunc(list, func(d *importData) bool { return d.From <= last && d.To >= first }) {
-		return importsOutOfRange, "", nil
+		return importsOutOfRange, p
 	}
 	for _, d := range q.Dimensions {
 		if d == "time:hour" || d == "time:minute" {
-			return importsUnsupportedInterval, "", nil
+			return importsUnsupportedInterval, p
 		}
-	}
-	if len(q.Filters) > 0 {
-		return importsUnsupportedQuery, "", nil
 	}
 	for _, m := range q.Metrics {
 		if !slices.Contains(importedMetrics, m) {
-			return importsUnsupportedQuery, "", nil
+			return importsUnsupportedQuery, p
 		}
 	}
+	filter, tables, fok := compileImportFilter(q.Filters)
+	if !fok {
+		return importsUnsupportedQuery, p
+	}
+	p.filter = filter
 	for _, d := range q.Dimensions {
 		if strings.HasPrefix(d, "time:") {
-			tdim = d
+			p.tdim = d
 			continue
 		}
 		spec, found := importedDims[d]
-		if !found || dim != nil {
-			return importsUnsupportedQuery, "", nil
+		if !found || p.dim != nil {
+			return importsUnsupportedQuery, p
 		}
-		dim = &spec
+		p.dim = &spec
+		tables[spec.table] = true
 	}
-	return "", tdim, dim
+	// One table answers it all (base.ex, do_decide_tables).
+	switch len(tables) {
+	case 0:
+		p.table = "imported_visitors"
+	case 1:
+		for t := range tables {
+			p.table = t
+		}
+	default:
+		return importsUnsupportedQuery, p
+	}
+	return "", p
+}
+
+// importPlan is how the imported layer answers a query: by which table,
+// time dimension and other dimension, and which rows of it.
+type importPlan struct {
+	table  string
+	tdim   string
+	dim    *importedDim
+	filter *importFilter
 }
 
 // mergedRow is one row of the merge: its dimension values and the sums
@@ -202,10 +225,9 @@ type importMerge struct {
 	q           *QueryEcho
 	wide        []string // the native query's metrics
 	first, last Date
-	tdim        string
-	dim         *importedDim
-	byKey       map[string]*mergedRow
-	rows        []*mergedRow // native rows first, in their order
+	importPlan
+	byKey map[string]*mergedRow
+	rows  []*mergedRow // native rows first, in their order
 }
 
 // rowKey is the merge key of dimension values.
@@ -240,13 +262,13 @@ func (m *importMerge) addNative(row QueryRow) {
 
 // addImport adds the rows of d's table that answer m's query.
 func (m *importMerge) addImport(d *importData) {
-	table := "imported_visitors"
-	if m.dim != nil {
-		table = m.dim.table
-	}
+	table := m.table
 	for _, row := range d.tables[table] {
 		if row.Date < m.first || row.Date > m.last || row.M[plausiblezip.Visitors] == 0 && table != "imported_visitors" {
 			continue // base.ex: where visitors > 0 in breakdowns
+		}
+		if !m.filter.match(&row) {
+			continue
 		}
 		dims, ok := m.dimsOf(&row)
 		if !ok {

@@ -143,6 +143,42 @@ func TestImportedQueries(t *testing.T) {
 			t.Errorf("events of %v: %d, want %d", row.Dimensions[0], got, want.Events[row.Dimensions[0].(string)])
 		}
 	}
+	// Filters on the breakdown's own table (base.ex: one table answers).
+	sum := func(key string, keep func(string) bool) int64 {
+		var n int64
+		for v, c := range want.Visitors[key] {
+			if keep(v) {
+				n += int64(c)
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		query string
+		want  int64
+	}{
+		{`"filters":[["is","visit:source",["Google"]]]`, sum("source", func(v string) bool { return v == "Google" })},
+		{`"filters":[["is","visit:source",["Direct / None"]]]`, sum("source", func(v string) bool { return v == "" })},
+		{`"filters":[["is_not","visit:source",["Google","Bing"]]]`, sum("source", func(v string) bool { return v != "Google" && v != "Bing" })},
+		{`"filters":[["contains","visit:source",["duck"],{"case_sensitive":false}]]`, sum("source", func(v string) bool { return v == "DuckDuckGo" })},
+		{`"filters":[["matches","event:page",["^/blog/post-[12]$"]]]`, sum("page", func(v string) bool { return v == "/blog/post-1" || v == "/blog/post-2" })},
+		{`"filters":[["and",[["is","visit:country",["EE","DE"]],["is_not","visit:country",["DE"]]]]]`, sum("country", func(v string) bool { return v == "EE" })},
+	} {
+		res := v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],`+c.query+`,`+jan+`}`)
+		if got := metricInt(t, res.Results[0].Metrics[0]); got != c.want || !*res.Meta.ImportsIncluded {
+			t.Errorf("%s: %d (%+v), want %d", c.query, got, res.Meta, c.want)
+		}
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["visit:source"],"filters":[["is_not","visit:source",["Google"]]],`+jan+`}`)
+	for _, row := range res.Results {
+		if row.Dimensions[0] == "Google" {
+			t.Errorf("filtered out Google is a row: %v", res.Results)
+		}
+	}
+	if len(res.Results) != len(want.Visitors["source"])-1 {
+		t.Errorf("sources without Google: %v", res.Results)
+	}
+
 	// Pagination applies to the merged rows.
 	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["event:page"],"pagination":{"limit":3,"offset":2},"include":{"imports":true,"total_rows":true},"date_range":["2024-01-01","2024-02-09"]}`)
 	if len(res.Results) != 3 || res.Meta.TotalRows == nil || *res.Meta.TotalRows != len(want.Pageviews) {
@@ -166,7 +202,9 @@ func TestImportedSkips(t *testing.T) {
 		{bare, `"metrics":["visitors"],` + jan, "no_imported_data", ""},
 		{w, `"metrics":["visitors"],"date_range":["2025-01-01","2025-01-31"],"include":{"imports":true}`, "out_of_range", ""},
 		{w, `"metrics":["visitors"],"dimensions":["time:hour"],"date_range":["2024-01-02","2024-01-02"],"include":{"imports":true}`, "unsupported_interval", "Imported stats are not included because the time dimension (i.e. the interval) is too short."},
-		{w, `"metrics":["visitors"],"filters":[["is","visit:source",["Google"]]],` + jan, "unsupported_query", "Imported stats are not included in the results because query parameters are not supported. For more information, see: https://plausible.io/docs/stats-api#filtering-imported-stats"},
+		{w, `"metrics":["visitors"],"dimensions":["visit:device"],"filters":[["is","visit:source",["Google"]]],` + jan, "unsupported_query", "Imported stats are not included in the results because query parameters are not supported. For more information, see: https://plausible.io/docs/stats-api#filtering-imported-stats"},
+		{w, `"metrics":["visitors"],"filters":[["is","visit:channel",["Organic Search"]]],` + jan, "unsupported_query", "Imported stats"},
+		{w, `"metrics":["visitors"],"filters":[["or",[["is","visit:source",["Google"]],["is","visit:source",["Bing"]]]]],` + jan, "unsupported_query", "Imported stats"},
 		{w, `"metrics":["visitors"],"dimensions":["visit:source","visit:device"],` + jan, "unsupported_query", "Imported stats"},
 		{w, `"metrics":["scroll_depth"],"dimensions":["event:page"],` + jan, "unsupported_query", "Imported stats"},
 	}
