@@ -111,3 +111,60 @@ func TestImportsAPIRefusesBadRow(t *testing.T) {
 		t.Fatalf("list: %s", w.Body)
 	}
 }
+
+// TestImportsV1: the v1 Stats API merges the imported layer with
+// with_imported=true (totals, daily series, a breakdown) and adds
+// Plausible's "warning" when it cannot.
+func TestImportsV1(t *testing.T) {
+	f := newFixture(t, nil)
+	zip, want := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 3, 1), Days: 31, DailyVisitors: 200, Pages: 5, Cities: 4, Seed: 11})
+	if w := f.do(request{method: http.MethodPost, path: "/api/v1/websites/1/imports", key: f.alice, ctype: "application/zip", body: string(zip)}); w.Code != http.StatusCreated {
+		t.Fatalf("upload: %d %s", w.Code, w.Body)
+	}
+	get := func(path string) map[string]any {
+		t.Helper()
+		w := f.do(request{method: http.MethodGet, path: path, key: f.alice})
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+		}
+		var res map[string]any
+		json.Unmarshal(w.Body.Bytes(), &res)
+		return res
+	}
+	const march = "site_id=example.com&period=custom&date=2024-03-01,2024-03-31"
+	res := get("/api/v1/stats/aggregate?" + march + "&metrics=visitors,pageviews&with_imported=true")
+	if got, wantS := fmt.Sprint(res), fmt.Sprintf("map[results:map[pageviews:map[value:%d] visitors:map[value:%d]]]", want.Total[2], want.Total[0]); got != wantS {
+		t.Errorf("aggregate %s, want %s", got, wantS)
+	}
+	if res := get("/api/v1/stats/aggregate?" + march + "&metrics=visitors"); fmt.Sprint(res) != "map[results:map[visitors:map[value:0]]]" {
+		t.Errorf("without with_imported: %v", res)
+	}
+	res = get("/api/v1/stats/timeseries?" + march + "&interval=day&with_imported=true")
+	days := res["results"].([]any)
+	if len(days) != 31 {
+		t.Fatalf("%d days", len(days))
+	}
+	for _, d := range days {
+		m := d.(map[string]any)
+		day, _ := buckets.ParseDate(m["date"].(string))
+		if m["visitors"].(float64) != float64(want.Daily[day][0]) {
+			t.Errorf("%v: %v, want %d", day, m["visitors"], want.Daily[day][0])
+		}
+	}
+	res = get("/api/v1/stats/breakdown?" + march + "&property=visit:source&with_imported=true")
+	for _, r := range res["results"].([]any) {
+		m := r.(map[string]any)
+		src := m["source"].(string)
+		key := src
+		if src == "Direct / None" {
+			key = ""
+		}
+		if m["visitors"].(float64) != float64(want.Visitors["source"][key]) {
+			t.Errorf("source %s: %v, want %d", src, m["visitors"], want.Visitors["source"][key])
+		}
+	}
+	res = get("/api/v1/stats/aggregate?" + march + "&with_imported=true&filters=" + "visit:source%3D%3DGoogle%3Bvisit:device%3D%3DDesktop")
+	if res["warning"] != "Imported stats are not included in the results because query parameters are not supported. For more information, see: https://plausible.io/docs/stats-api#filtering-imported-stats" {
+		t.Errorf("no warning: %v", res)
+	}
+}
