@@ -87,6 +87,17 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 		return QueryResult{}, err
 	}
 	first, last, ok := echoDays(res.Query.DateRange)
+	if earliest, found := earliestImport(list); ok && found && q.DateRange.Period == "all" && earliest < first {
+		// "all" starts at the site's first day, imported days included
+		// (Plausible's Sites.stats_start_date takes the earliest import).
+		plain.DateRange = DateRange{FromDay: earliest, ToDay: last}
+		q.DateRange = plain.DateRange
+		if res, err = o.query(ctx, website, plain); err != nil {
+			return QueryResult{}, err
+		}
+		res.Query.Include.Imports = true
+		first = earliest
+	}
 	reason, plan := importSkip(&res.Query, list, first, last, ok)
 	if reason != "" {
 		f := false
@@ -135,6 +146,18 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 		res.Meta.TotalRows = &n
 	}
 	return res, nil
+}
+
+// earliestImport returns the first day of the imports of list.
+func earliestImport(list []*importData) (Date, bool) {
+	if len(list) == 0 {
+		return 0, false
+	}
+	d := list[0].From
+	for _, x := range list[1:] {
+		d = min(d, x.From)
+	}
+	return d, true
 }
 
 // echoDays returns the local days of an echoed date range.

@@ -179,6 +179,12 @@ func TestImportedQueries(t *testing.T) {
 		t.Errorf("sources without Google: %v", res.Results)
 	}
 
+	// "all" reaches back to the first imported day.
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"date_range":"all","include":{"imports":true}}`)
+	if got := metricInt(t, res.Results[0].Metrics[0]); got != int64(tot[0]) || res.Query.DateRange[0][:10] != "2024-01-01" {
+		t.Errorf("all: %d from %s, want %d from 2024-01-01", got, res.Query.DateRange[0], tot[0])
+	}
+
 	// Pagination applies to the merged rows.
 	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["event:page"],"pagination":{"limit":3,"offset":2},"include":{"imports":true,"total_rows":true},"date_range":["2024-01-01","2024-02-09"]}`)
 	if len(res.Results) != 3 || res.Meta.TotalRows == nil || *res.Meta.TotalRows != len(want.Pageviews) {
