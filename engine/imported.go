@@ -64,6 +64,7 @@ type importChunk struct {
 
 // importedLayer holds the imports of the websites loaded so far.
 type importedLayer struct {
+	write sync.Mutex // one import or deletion at a time
 	mu    sync.Mutex
 	sites map[uint32][]*importData // replaced, never modified, under mu
 }
@@ -82,10 +83,15 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 		return Import{}, ErrClosed
 	}
 	defer e.exit()
+	// Imports and deletions are one at a time (write); queries wait on
+	// mu only while the list is read or replaced, not while an import is
+	// encoded and written.
 	l := &e.imported
+	l.write.Lock()
+	defer l.write.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	list, err := e.importsLocked(website)
+	list, err := e.importsLocked(website) // cached from here on
+	l.mu.Unlock()
 	if err != nil {
 		return Import{}, err
 	}
@@ -108,7 +114,9 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if err := e.store.PutImport(website, d.ID, chunks); err != nil {
 		return Import{}, err
 	}
-	l.sites[website] = append(slices.Clip(list), d)
+	l.mu.Lock()
+	l.sites[website] = append(slices.Clip(l.sites[website]), d)
+	l.mu.Unlock()
 	return d.Import, nil
 }
 
@@ -137,6 +145,8 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 	}
 	defer e.exit()
 	l := &e.imported
+	l.write.Lock()
+	defer l.write.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	list, err := e.importsLocked(website)

@@ -110,27 +110,9 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 		}
 		return res, nil
 	}
-	// The native rows, all of them, with what the merge needs.
-	wide := q.clone()
-	wide.Include = Include{}
-	wide.Pagination = Pagination{Limit: MaxQueryLimit}
-	// Rates are weighted by visits; views per visit is pageviews over visits.
-	rates := slices.ContainsFunc(q.Metrics, func(m string) bool {
-		return m == "bounce_rate" || m == "visit_duration" || m == "views_per_visit"
-	})
-	for _, m := range []string{"visits", "pageviews"} {
-		need := rates && (m == "visits" || slices.Contains(q.Metrics, "views_per_visit"))
-		if need && !slices.Contains(wide.Metrics, m) {
-			wide.Metrics = append(wide.Metrics, m)
-		}
-	}
-	native, err := o.query(ctx, website, wide)
-	if err != nil {
+	m := &importMerge{q: &res.Query, first: first, last: last, importPlan: plan, byKey: map[string]*mergedRow{}}
+	if err := o.nativeRows(ctx, website, q, m); err != nil {
 		return QueryResult{}, err
-	}
-	m := &importMerge{q: &res.Query, wide: wide.Metrics, first: first, last: last, importPlan: plan, byKey: map[string]*mergedRow{}}
-	for _, row := range native.Results {
-		m.addNative(row)
 	}
 	for _, d := range list {
 		m.addImport(d)
@@ -146,6 +128,39 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 		res.Meta.TotalRows = &n
 	}
 	return res, nil
+}
+
+// nativeRows adds to m every native row of q (all pages), with the
+// metrics the merge needs besides q's.
+func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *importMerge) error {
+	wide := q.clone()
+	wide.Include = Include{}
+	wide.Pagination = Pagination{Limit: MaxQueryLimit}
+	// Rates are weighted by visits; views per visit is pageviews over visits.
+	rates := slices.ContainsFunc(q.Metrics, func(m string) bool {
+		return m == "bounce_rate" || m == "visit_duration" || m == "views_per_visit"
+	})
+	for _, name := range []string{"visits", "pageviews"} {
+		need := rates && (name == "visits" || slices.Contains(q.Metrics, "views_per_visit"))
+		if need && !slices.Contains(wide.Metrics, name) {
+			wide.Metrics = append(wide.Metrics, name)
+		}
+	}
+	m.wide = wide.Metrics
+	// At most MaxQueryGroups/MaxQueryLimit pages: a query groups no more.
+	for {
+		native, err := o.query(ctx, website, wide)
+		if err != nil {
+			return err
+		}
+		for _, row := range native.Results {
+			m.addNative(row)
+		}
+		if len(q.Dimensions) == 0 || len(native.Results) < MaxQueryLimit {
+			return nil
+		}
+		wide.Pagination.Offset += MaxQueryLimit
+	}
 }
 
 // earliestImport returns the first day of the imports of list.

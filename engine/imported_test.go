@@ -320,3 +320,57 @@ func TestImportedListDeleteRestart(t *testing.T) {
 		t.Errorf("other account lists: %v", err)
 	}
 }
+
+// TestImportedConcurrent: queries with include.imports run while imports
+// are added and deleted; each answer is one of the states the layer went
+// through (no import, or one whole import), never a part of one.
+func TestImportedConcurrent(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	b, want := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 1, 1), Days: 40, DailyVisitors: 300, Pages: 8, Cities: 5, Seed: 3})
+	x, err := plausiblezip.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				q, _ := engine.ParseQuery([]byte(`{"site_id":"example.com","metrics":["visitors"],` + jan + `}`))
+				res, err := e.Owner(w.Account).Query(context.Background(), w.ID, q)
+				if err == nil {
+					if v := res.Results[0].Metrics[0].(int64); v != 0 && v != int64(want.Total[0]) {
+						err = fmt.Errorf("visitors %d: neither 0 nor %d", v, want.Total[0])
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 5 {
+		imp, err := e.Owner(w.Account).ImportPlausible(context.Background(), w.ID, x, "export.zip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Owner(w.Account).DeleteImport(context.Background(), w.ID, imp.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
