@@ -151,3 +151,34 @@ func TestReadCorruptEntry(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestReadClickHouseCSV: the files as ClickHouse's CSVWithNames writes them
+// (Plausible's export streams them so: strings and dates quoted, NULL as
+// \N), and an older export's columns (csv_importer.ex before scroll depth
+// and referrers: pages with exits and time_on_page, sources without
+// referrer, utm_source and pageviews, exit pages with exits only).
+func TestReadClickHouseCSV(t *testing.T) {
+	b := zipOf(t, map[string]string{
+		"imported_pages_20240101_20240101.csv": `"date","hostname","page","visits","visitors","pageviews","scroll_depth","pageleave_visitors"` + "\n" +
+			`"2024-01-01","example.com","/a, b",3,2,5,\N,0` + "\n",
+		"imported_sources_20240101_20240101.csv": "date,source,utm_medium,utm_campaign,utm_content,utm_term,visitors,visits,visit_duration,bounces\n" +
+			"2024-01-01,Google,,,,,7,8,90,4\n",
+		"imported_exit_pages_20240101_20240101.csv": "date,exit_page,visitors,exits\n2024-01-01,/a,1,2\n",
+	})
+	x, err := read(t, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := x.Rows("imported_pages")
+	if len(p) != 1 || p[0].Dims[1] != "/a, b" || p[0].M[plausiblezip.Visitors] != 2 || p[0].M[plausiblezip.Pageviews] != 5 || p[0].M[plausiblezip.Visits] != 3 {
+		t.Errorf("pages %+v", p)
+	}
+	s := x.Rows("imported_sources")
+	if len(s) != 1 || s[0].Dims[0] != "Google" || s[0].Dims[1] != "" || s[0].M[plausiblezip.Visits] != 8 || s[0].M[plausiblezip.Bounces] != 4 || s[0].M[plausiblezip.Duration] != 90 {
+		t.Errorf("sources %+v", s)
+	}
+	e := x.Rows("imported_exit_pages")
+	if len(e) != 1 || e[0].M[plausiblezip.Visits] != 2 {
+		t.Errorf("exit pages %+v", e)
+	}
+}
