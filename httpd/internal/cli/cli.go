@@ -83,7 +83,7 @@ var commands = []command{
 	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd},
 	{"user set-email", "user set-email -data DIR -email E -new E2", "change an account's email address (no mail proves it: the operator vouches); its reset links are spent", (*cli).userSetEmailCmd},
 	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
-	{"import", "import -data DIR -site DOMAIN -from plausible FILE.zip", "import a Plausible export zip into a website's imported layer (offline, on the data directory)", (*cli).importCmd},
+	{"import", "import -data DIR | -url URL -key K  -site DOMAIN -from plausible FILE.zip", "import a Plausible export zip into a website's imported layer (offline on the data directory, or uploaded to a running server)", (*cli).importCmd},
 	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/internal/plgen"
+	"github.com/webstats/webstats/snapshot"
 )
 
 // TestImportPlausibleCmd: webstatsd import -from plausible stores the
@@ -81,5 +84,49 @@ func TestImportPlausibleCmd(t *testing.T) {
 		if code := Main(ctx, args, &stdout, &stderr); code != 2 {
 			t.Errorf("%v: exit %d", args, code)
 		}
+	}
+}
+
+// TestImportPlausibleRemote: with -url and -key the export is uploaded to a
+// running server, which answers from it; a broken zip is refused before
+// anything is sent.
+func TestImportPlausibleRemote(t *testing.T) {
+	ctx := context.Background()
+	e, err := engine.Open(&engine.Options{FS: snapshot.NewMemFS(), Dir: "data", NoSync: true, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	a, key, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := "example.com"
+	site, err := e.Owner(a.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpd.New(e, &httpd.Options{RateLimit: -1}))
+	defer srv.Close()
+	zip, want := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 5, 1), Days: 10, DailyVisitors: 100, Pages: 4, Cities: 3, Seed: 8})
+	good := filepath.Join(t.TempDir(), "export.zip")
+	bad := filepath.Join(t.TempDir(), "bad.zip")
+	os.WriteFile(good, zip, 0o600)
+	os.WriteFile(bad, zip[:100], 0o600)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"import", "-url", srv.URL, "-key", key, "-site", d, "-from", "plausible", bad}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "not a readable zip") {
+		t.Fatalf("bad: %d %s", code, &stderr)
+	}
+	if code := Main(ctx, []string{"import", "-url", srv.URL, "-key", key, "-site", "nope.example", "-from", "plausible", good}, &stdout, &stderr); code != 1 {
+		t.Fatalf("unknown site: %d %s", code, &stderr)
+	}
+	stderr.Reset()
+	if code := Main(ctx, []string{"import", "-url", srv.URL, "-key", key, "-site", d, "-from", "plausible", good}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, &stderr)
+	}
+	list, err := e.Unscoped().Imports(ctx, site.ID)
+	if err != nil || len(list) != 1 || list[0].Rows != want.Rows || list[0].File != "export.zip" {
+		t.Fatalf("imports %+v %v", list, err)
 	}
 }
