@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/plausiblezip"
 )
 
@@ -87,6 +88,9 @@ func (l *importLeaf) match(row *plausiblezip.Row) bool {
 	v := row.Dims[l.spec.dim]
 	if l.spec.city && v == "0" {
 		v = ""
+	}
+	if l.spec.country && v != "" {
+		v = geo.CountryName(v)
 	}
 	op, neg := strings.CutPrefix(l.op, "!")
 	hit := false

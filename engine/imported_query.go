@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/plausiblezip"
 )
 
@@ -43,31 +44,34 @@ type importedDim struct {
 	dim   int
 	blank string
 	city  bool // a GeoNames id: an int64 in rows, 0 is blank
+	// country: a country code shown by its name (visit:country_name).
+	country bool
 }
 
 // importedDims are the dimensions the imported layer can group by
 // (base.ex's property_to_table_mappings, less what webstats does not
 // keep: channels, names of places, hostnames).
 var importedDims = map[string]importedDim{
-	"visit:source":          {"imported_sources", 0, "Direct / None", false},
-	"visit:referrer":        {"imported_sources", 1, "Direct / None", false},
-	"visit:utm_source":      {"imported_sources", 2, "(not set)", false},
-	"visit:utm_medium":      {"imported_sources", 3, "(not set)", false},
-	"visit:utm_campaign":    {"imported_sources", 4, "(not set)", false},
-	"visit:utm_content":     {"imported_sources", 5, "(not set)", false},
-	"visit:utm_term":        {"imported_sources", 6, "(not set)", false},
-	"visit:entry_page":      {"imported_entry_pages", 0, "", false},
-	"visit:exit_page":       {"imported_exit_pages", 0, "", false},
-	"visit:country":         {"imported_locations", 0, "", false},
-	"visit:region":          {"imported_locations", 1, "", false},
-	"visit:city":            {"imported_locations", 2, "", true},
-	"visit:device":          {"imported_devices", 0, "(not set)", false},
-	"visit:browser":         {"imported_browsers", 0, "(not set)", false},
-	"visit:browser_version": {"imported_browsers", 1, "(not set)", false},
-	"visit:os":              {"imported_operating_systems", 0, "(not set)", false},
-	"visit:os_version":      {"imported_operating_systems", 1, "(not set)", false},
-	"event:page":            {"imported_pages", 1, "", false},
-	"event:name":            {"imported_custom_events", 0, "", false},
+	"visit:source":          {"imported_sources", 0, "Direct / None", false, false},
+	"visit:referrer":        {"imported_sources", 1, "Direct / None", false, false},
+	"visit:utm_source":      {"imported_sources", 2, "(not set)", false, false},
+	"visit:utm_medium":      {"imported_sources", 3, "(not set)", false, false},
+	"visit:utm_campaign":    {"imported_sources", 4, "(not set)", false, false},
+	"visit:utm_content":     {"imported_sources", 5, "(not set)", false, false},
+	"visit:utm_term":        {"imported_sources", 6, "(not set)", false, false},
+	"visit:entry_page":      {"imported_entry_pages", 0, "", false, false},
+	"visit:exit_page":       {"imported_exit_pages", 0, "", false, false},
+	"visit:country":         {"imported_locations", 0, "", false, false},
+	"visit:country_name":    {"imported_locations", 0, "", false, true},
+	"visit:region":          {"imported_locations", 1, "", false, false},
+	"visit:city":            {"imported_locations", 2, "", true, false},
+	"visit:device":          {"imported_devices", 0, "(not set)", false, false},
+	"visit:browser":         {"imported_browsers", 0, "(not set)", false, false},
+	"visit:browser_version": {"imported_browsers", 1, "(not set)", false, false},
+	"visit:os":              {"imported_operating_systems", 0, "(not set)", false, false},
+	"visit:os_version":      {"imported_operating_systems", 1, "(not set)", false, false},
+	"event:page":            {"imported_pages", 1, "", false, false},
+	"event:name":            {"imported_custom_events", 0, "", false, false},
 }
 
 // importedMetrics are the metrics the merge computes.
@@ -342,6 +346,9 @@ func (m *importMerge) dimsOf(row *plausiblezip.Row) ([]any, bool) {
 			continue
 		}
 		v := row.Dims[m.dim.dim]
+		if m.dim.country && v != "" {
+			v = geo.CountryName(v)
+		}
 		if m.dim.city {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n == 0 {

@@ -137,6 +137,26 @@ func TestImportedQueries(t *testing.T) {
 			}
 		}
 	}
+	names := map[string]string{"EE": "Estonia", "US": "United States", "DE": "Germany", "FR": "France"}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["visit:country_name"],`+jan+`}`)
+	if len(res.Results) != 4 {
+		t.Errorf("country names: %v", res.Results)
+	}
+	for _, row := range res.Results {
+		var code string
+		for c, n := range names {
+			if n == row.Dimensions[0] {
+				code = c
+			}
+		}
+		if code == "" || metricInt(t, row.Metrics[0]) != int64(want.Visitors["country"][code]) {
+			t.Errorf("country name %v: %v, want %d", row.Dimensions[0], row.Metrics, want.Visitors["country"][code])
+		}
+	}
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"filters":[["is","visit:country_name",["Estonia"]]],`+jan+`}`)
+	if metricInt(t, res.Results[0].Metrics[0]) != int64(want.Visitors["country"]["EE"]) {
+		t.Errorf("Estonia: %v, want %d", res.Results, want.Visitors["country"]["EE"])
+	}
 	res = v2(t, e, w, `{"site_id":"example.com","metrics":["events"],"dimensions":["event:name"],`+jan+`}`)
 	for _, row := range res.Results {
 		if got := metricInt(t, row.Metrics[0]); got != int64(want.Events[row.Dimensions[0].(string)]) {
