@@ -103,6 +103,21 @@ func TestImportedQueries(t *testing.T) {
 		t.Errorf("months %s, want %d, %d", got, janV, febV)
 	}
 
+	// Weeks: 2024-01-01 is a Monday, so weeks start every 7 days from it.
+	res = v2(t, e, w, `{"site_id":"example.com","metrics":["visitors"],"dimensions":["time:week"],`+jan+`}`)
+	weeks := map[string]int64{}
+	for d, v := range want.Daily {
+		start := buckets.DateOf(2024, 1, 1) + (d-buckets.DateOf(2024, 1, 1))/7*7
+		weeks[start.String()] += int64(v[0])
+	}
+	gotWeeks := map[string]int64{}
+	for _, row := range res.Results {
+		gotWeeks[row.Dimensions[0].(string)] = metricInt(t, row.Metrics[0])
+	}
+	if len(res.Results) != 6 || fmt.Sprint(gotWeeks) != fmt.Sprint(weeks) {
+		t.Errorf("weeks %v, want %v", gotWeeks, weeks)
+	}
+
 	for _, c := range []struct{ dim, key string }{
 		{"visit:source", "source"}, {"visit:device", "device"}, {"visit:browser", "browser"},
 		{"visit:os", "os"}, {"visit:country", "country"}, {"event:page", "page"},

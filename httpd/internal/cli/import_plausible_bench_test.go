@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkImportPlausibleYear: Plausible's export of a year of a site with
-// 10k daily visitors (300 pages, 300 places a day: some 320,000 daily rows)
+// 10k daily visitors (300 pages, 300 places a day: some 300,000 daily rows)
 // imported offline into a data directory on disk, as webstatsd import does
 // it: read, validated, stored durably (issue 40: under 10 s). Each
 // iteration imports it once; the import is deleted between iterations.
