@@ -217,6 +217,14 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 	return list, nil
 }
 
+// dropImports forgets the imports of a deleted website (its keys are
+// gone with the website's).
+func (e *Engine) dropImports(website uint32) {
+	e.imported.mu.Lock()
+	delete(e.imported.sites, website)
+	e.imported.mu.Unlock()
+}
+
 // encodeImport returns the chunks d is stored as.
 func encodeImport(d *importData) ([][]byte, error) {
 	rec, err := json.Marshal(d.Import)

@@ -346,6 +346,13 @@ func TestImportedListDeleteRestart(t *testing.T) {
 	if res.Meta.ImportsSkipReason != "no_imported_data" || metricInt(t, res.Results[0].Metrics[0]) != 0 {
 		t.Errorf("after delete: %+v %v", res.Meta, res.Results)
 	}
+	// Deleting the website removes its imports from the store.
+	del := newSite(t, e, "deleted.example")
+	delImp, _ := importExport(t, e, del, 3)
+	if err := e.Owner(del.Account).DeleteWebsite(context.Background(), del.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	// Another account sees nothing of it.
 	other, _, err := e.CreateAccount(context.Background(), "Other", "other@example.org")
 	if err != nil {
@@ -353,6 +360,19 @@ func TestImportedListDeleteRestart(t *testing.T) {
 	}
 	if _, err := e.Owner(other.ID).Imports(context.Background(), w.ID); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("other account lists: %v", err)
+	}
+	e.Close()
+	st, err := snapshot.Open(&snapshot.Options{FS: opts.FS, Dir: opts.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n := 0
+	if err := st.ScanImports(del.ID, func(id, chunk uint32, data []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("import %d of a deleted website: %d chunks left, %v", delImp.ID, n, err)
+	}
+	if err := st.ScanImports(w.ID, func(id, chunk uint32, data []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("deleted import: %d chunks left, %v", n, err)
 	}
 }
 

@@ -565,6 +565,7 @@ func (e *Engine) dropSiteData(s *site) error {
 	if err := e.store.DeleteWebsite(id); err != nil {
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}
+	e.dropImports(id) // imported.go: the store's went with the website's keys
 	// Again: a query in flight may have made a table since, with values of
 	// the website. (One that makes it after this keeps them until the
 	// table is replaced, as the caches above may keep a day of it.)
