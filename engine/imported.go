@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
 // ErrImportCluster is the refusal of an import in cluster mode: the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/internal/plgen"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
 // BenchmarkImportedQuery: v2 queries with include.imports over a year of

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/engine/internal/geo"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
 // importLeaf is one filter leaf on an imported table's dimension.

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine/internal/geo"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
 // The skip reasons and warnings Plausible answers in meta

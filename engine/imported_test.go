@@ -11,8 +11,8 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/internal/plgen"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 	"github.com/webstats/webstats/snapshot"
 )
 

@@ -16,7 +16,7 @@ import (
 	"strconv"
 
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
 // maxPlausibleZip bounds an uploaded export zip (a year of a site with

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/webstats/webstats/buckets"
-	"github.com/webstats/webstats/internal/plgen"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
 // TestImportsAPI: an export zip uploaded over HTTP is listed, answers v2

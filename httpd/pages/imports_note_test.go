@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/internal/plgen"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
 // TestOverviewImportsNote: the overview says when its range holds imported

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
 // importCmd is webstatsd import.

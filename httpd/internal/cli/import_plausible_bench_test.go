@@ -9,7 +9,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
-	"github.com/webstats/webstats/internal/plgen"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
 // BenchmarkImportPlausibleYear: Plausible's export of a year of a site with

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/webstats/webstats/buckets"
-	"github.com/webstats/webstats/internal/plgen"
-	"github.com/webstats/webstats/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
 func read(t *testing.T, b []byte) (*plausiblezip.Export, error) {
