@@ -89,6 +89,12 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	l := &e.imported
 	l.write.Lock()
 	defer l.write.Unlock()
+	// Again under write: a deletion of the website (dropSiteData takes
+	// write too) either ran before, or waits until this import is stored
+	// and then deletes its keys with the website's.
+	if _, err := o.site(website); err != nil {
+		return Import{}, err
+	}
 	l.mu.Lock()
 	list, err := e.importsLocked(website) // cached from here on
 	l.mu.Unlock()
@@ -147,6 +153,9 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 	l := &e.imported
 	l.write.Lock()
 	defer l.write.Unlock()
+	if _, err := o.site(website); err != nil {
+		return err // deleted meanwhile (see ImportPlausible)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	list, err := e.importsLocked(website)

@@ -429,3 +429,48 @@ func TestImportedConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestImportedWebsiteDeletedDuringImport: a website deleted while one of
+// its imports is being stored keeps no chunk of it in the store (the
+// import either lands before the deletion, which then removes it, or
+// fails with ErrNotFound).
+func TestImportedWebsiteDeletedDuringImport(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	fs := snapshot.NewMemFS()
+	e, opts := openMem(t, c, func(o *engine.Options) { o.FS = fs })
+	b, _ := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 1, 1), Days: 200, DailyVisitors: 300, Pages: 8, Cities: 5, Seed: 3})
+	x, err := plausiblezip.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sites []engine.Website
+	for i := range 4 {
+		w := newSite(t, e, fmt.Sprintf("s%d.example", i))
+		sites = append(sites, w)
+		started, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			close(started)
+			_, err := e.Owner(w.Account).ImportPlausible(context.Background(), w.ID, x, "export.zip")
+			done <- err
+		}()
+		<-started
+		if err := e.Owner(w.Account).DeleteWebsite(context.Background(), w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil && !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("import: %v", err)
+		}
+	}
+	e.Close()
+	st, err := snapshot.Open(&snapshot.Options{FS: opts.FS, Dir: opts.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, w := range sites {
+		n := 0
+		if err := st.ScanImports(w.ID, func(id, chunk uint32, data []byte) error { n++; return nil }); err != nil || n != 0 {
+			t.Errorf("website %d, deleted during its import: %d chunks left, %v", w.ID, n, err)
+		}
+	}
+}

@@ -560,6 +560,10 @@ func (e *Engine) dropSiteData(s *site) error {
 	e.wholes.drop(id)
 	e.results.drop(id)
 	e.forgetValues()
+	// No import of the website may be stored after its keys are deleted:
+	// ImportPlausible checks the website again under imported.write.
+	e.imported.write.Lock()
+	defer e.imported.write.Unlock()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
 	if err := e.store.DeleteWebsite(id); err != nil {
