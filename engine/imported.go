@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/webstats/webstats/engine/plausiblezip"
 )
@@ -54,6 +55,7 @@ type Import struct {
 type importData struct {
 	Import
 	tables map[string][]plausiblezip.Row
+	bytes  int64 // importBytes of its rows
 }
 
 // importChunk is how a chunk of rows is stored.
@@ -62,11 +64,87 @@ type importChunk struct {
 	Rows  []plausiblezip.Row
 }
 
-// importedLayer holds the imports of the websites loaded so far.
+// MaxImportRows bounds the rows of all the imports of one website
+// together: what one query with include.imports holds in memory.
+const MaxImportRows = plausiblezip.MaxRows
+
+// importedCacheBytes is the most the imports loaded for queries hold, by
+// importBytes, without Options.MemoryBudget; with one, an eighth of it
+// (at least 16 MiB). The website a query just loaded is kept whatever its
+// size (MaxImportRows bounds it); the least recently used others are
+// dropped and read again from the store when asked for.
+var importedCacheBytes int64 = 256 << 20
+
+// importedLimit is the bound of the loaded imports for a memory budget.
+func importedLimit(budget int64) int64 {
+	if budget > 0 {
+		return max(budget/8, 16<<20)
+	}
+	return importedCacheBytes
+}
+
+// importedLayer holds the imports of the websites loaded lately.
 type importedLayer struct {
 	write sync.Mutex // one import or deletion at a time
 	mu    sync.Mutex
 	sites map[uint32][]*importData // replaced, never modified, under mu
+	// Under mu: the bytes of each loaded website's imports and their
+	// sum, and when each was last used (a tick of the layer).
+	bytes map[uint32]int64
+	used  map[uint32]uint64
+	total int64
+	tick  uint64
+}
+
+// setLocked caches list as website's imports and evicts the least
+// recently used other websites' until the layer is within limit.
+func (l *importedLayer) setLocked(website uint32, list []*importData, limit int64) {
+	if l.sites == nil {
+		l.sites, l.bytes, l.used = map[uint32][]*importData{}, map[uint32]int64{}, map[uint32]uint64{}
+	}
+	l.dropLocked(website)
+	n := int64(0)
+	for _, d := range list {
+		n += d.bytes
+	}
+	l.sites[website], l.bytes[website] = list, n
+	l.total += n
+	l.touchLocked(website)
+	for l.total > limit && len(l.sites) > 1 {
+		oldest, at := website, l.tick
+		for id, t := range l.used {
+			if id != website && t < at {
+				oldest, at = id, t
+			}
+		}
+		l.dropLocked(oldest)
+	}
+}
+
+func (l *importedLayer) touchLocked(website uint32) {
+	l.tick++
+	l.used[website] = l.tick
+}
+
+// dropLocked forgets website's loaded imports.
+func (l *importedLayer) dropLocked(website uint32) {
+	l.total -= l.bytes[website]
+	delete(l.sites, website)
+	delete(l.bytes, website)
+	delete(l.used, website)
+}
+
+// importBytes estimates the memory rows hold: each row, its slice of
+// values and their bytes (read from the store, values are not shared).
+func importBytes(rows []plausiblezip.Row) int64 {
+	n := int64(0)
+	for i := range rows {
+		n += int64(unsafe.Sizeof(rows[i])) + int64(len(rows[i].Dims))*int64(unsafe.Sizeof(""))
+		for _, v := range rows[i].Dims {
+			n += int64(len(v))
+		}
+	}
+	return n
 }
 
 // ImportPlausible stores a read Plausible export as a new import of
@@ -104,6 +182,16 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if len(list) >= MaxImports {
 		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website has %d imports, the most it may have; delete one first.", MaxImports)}}}
 	}
+	rows := 0
+	for _, p := range list {
+		rows += p.Rows
+	}
+	for _, f := range x.Files {
+		rows += len(f.Rows)
+	}
+	if rows > MaxImportRows {
+		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website's imports would hold %d rows, more than %d; delete an import first.", rows, MaxImportRows)}}}
+	}
 	d := &importData{Import: Import{ID: 1, Source: "plausible", File: file, From: x.From, To: x.To,
 		Created: e.now().UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
 	for _, p := range list {
@@ -112,6 +200,7 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	for _, f := range x.Files {
 		d.tables[f.Table.Name] = f.Rows
 		d.Rows += len(f.Rows)
+		d.bytes += importBytes(f.Rows)
 	}
 	chunks, err := encodeImport(d)
 	if err != nil {
@@ -121,7 +210,11 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 		return Import{}, err
 	}
 	l.mu.Lock()
-	l.sites[website] = append(slices.Clip(l.sites[website]), d)
+	// If the website's list was evicted meanwhile, the next query reads
+	// it again, this import with it.
+	if cur, ok := l.sites[website]; ok {
+		l.setLocked(website, append(slices.Clip(cur), d), importedLimit(e.opts.MemoryBudget))
+	}
 	l.mu.Unlock()
 	return d.Import, nil
 }
@@ -169,7 +262,7 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 	if err := e.store.DeleteImport(website, id); err != nil {
 		return err
 	}
-	l.sites[website] = slices.Delete(slices.Clone(list), i, i+1)
+	l.setLocked(website, slices.Delete(slices.Clone(list), i, i+1), importedLimit(e.opts.MemoryBudget))
 	return nil
 }
 
@@ -193,6 +286,7 @@ func (o Owner) importsOf(website uint32) ([]*importData, error) {
 func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 	l := &e.imported
 	if list, ok := l.sites[website]; ok {
+		l.touchLocked(website)
 		return list, nil
 	}
 	var list []*importData
@@ -214,15 +308,13 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 			return fmt.Errorf("engine: import %d of website %d, chunk %d: %w", id, website, n, err)
 		}
 		cur.tables[c.Table] = append(cur.tables[c.Table], c.Rows...)
+		cur.bytes += importBytes(c.Rows)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if l.sites == nil {
-		l.sites = map[uint32][]*importData{}
-	}
-	l.sites[website] = list
+	l.setLocked(website, list, importedLimit(e.opts.MemoryBudget))
 	return list, nil
 }
 
@@ -230,7 +322,7 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 // gone with the website's).
 func (e *Engine) dropImports(website uint32) {
 	e.imported.mu.Lock()
-	delete(e.imported.sites, website)
+	e.imported.dropLocked(website)
 	e.imported.mu.Unlock()
 }
 

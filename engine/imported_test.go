@@ -474,3 +474,41 @@ func TestImportedWebsiteDeletedDuringImport(t *testing.T) {
 		}
 	}
 }
+
+// TestImportedResidentBounded: the imports loaded for queries stay within
+// their bound (here: one website's, the one used last), and a website
+// whose imports were dropped from memory reads them again whole.
+func TestImportedResidentBounded(t *testing.T) {
+	defer engine.SetImportedCacheBytes(engine.SetImportedCacheBytes(1))
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	var sites []engine.Website
+	var sums []*plgen.Sums
+	var imps []engine.Import
+	for i := range 3 {
+		w := newSite(t, e, fmt.Sprintf("s%d.example", i))
+		imp, s := importExport(t, e, w, 10+i)
+		sites, sums, imps = append(sites, w), append(sums, s), append(imps, imp)
+	}
+	for round := range 2 {
+		for i, w := range sites {
+			q := `{"site_id":"` + w.Domain + `","metrics":["visitors"],` + jan + `}`
+			res := v2(t, e, w, q)
+			if got := metricInt(t, res.Results[0].Metrics[0]); got != int64(sums[i].Total[0]) {
+				t.Errorf("round %d, %s: %d visitors, want %d", round, w.Domain, got, sums[i].Total[0])
+			}
+			if n, rows := engine.ImportedResident(e); n != 1 || rows != imps[i].Rows {
+				t.Errorf("round %d, after %s: %d websites' imports loaded, %d rows; want 1, %d", round, w.Domain, n, rows, imps[i].Rows)
+			}
+		}
+	}
+	// A second import of a website loaded meanwhile is counted with it.
+	imp, s := importExport(t, e, sites[2], 5)
+	res := v2(t, e, sites[2], `{"site_id":"`+sites[2].Domain+`","metrics":["visitors"],`+jan+`}`)
+	if got := metricInt(t, res.Results[0].Metrics[0]); got != int64(sums[2].Total[0]+s.Total[0]) {
+		t.Errorf("two imports: %d visitors, want %d", got, sums[2].Total[0]+s.Total[0])
+	}
+	if n, rows := engine.ImportedResident(e); n != 1 || rows != imps[2].Rows+imp.Rows {
+		t.Errorf("two imports: %d websites, %d rows loaded", n, rows)
+	}
+}
