@@ -124,3 +124,7 @@ func ImportedResident(e *Engine) (sites, rows int) {
 	}
 	return sites, rows
 }
+
+// QueryRuns counts the queries run on the segments (not answered by the
+// day buckets or the result cache), in every engine.
+func QueryRuns() int64 { return queryRuns.Load() }

@@ -139,7 +139,9 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *importMerge) error {
 	wide := q.clone()
 	wide.Include = Include{}
-	wide.Pagination = Pagination{Limit: MaxQueryLimit}
+	// Every row in one query (MaxQueryGroups bounds them): a query per
+	// page would group every row again for each page.
+	wide.Pagination, wide.allRows = Pagination{}, true
 	// Rates are weighted by visits; views per visit is pageviews over visits.
 	rates := slices.ContainsFunc(q.Metrics, func(m string) bool {
 		return m == "bounce_rate" || m == "visit_duration" || m == "views_per_visit"
@@ -151,20 +153,14 @@ func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *impor
 		}
 	}
 	m.wide = wide.Metrics
-	// At most MaxQueryGroups/MaxQueryLimit pages: a query groups no more.
-	for {
-		native, err := o.query(ctx, website, wide)
-		if err != nil {
-			return err
-		}
-		for _, row := range native.Results {
-			m.addNative(row)
-		}
-		if len(q.Dimensions) == 0 || len(native.Results) < MaxQueryLimit {
-			return nil
-		}
-		wide.Pagination.Offset += MaxQueryLimit
+	native, err := o.query(ctx, website, wide)
+	if err != nil {
+		return err
 	}
+	for _, row := range native.Results {
+		m.addNative(row)
+	}
+	return nil
 }
 
 // earliestImport returns the first day of the imports of list.

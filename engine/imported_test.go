@@ -512,3 +512,31 @@ func TestImportedResidentBounded(t *testing.T) {
 		t.Errorf("two imports: %d websites, %d rows loaded", n, rows)
 	}
 }
+
+// TestImportedBreakdownOneNativeScan: a breakdown with include.imports
+// over more native groups than a page (MaxQueryLimit) reads the native
+// rows in one query, not a query per page of them (each of which
+// groups every row again: quadratic in the groups).
+func TestImportedBreakdownOneNativeScan(t *testing.T) {
+	c := newClock("2026-11-21T12:00:00Z")
+	e, _ := openMem(t, c)
+	w := newSite(t, e, "example.com")
+	importExport(t, e, w, 3)
+	n := engine.MaxQueryLimit*2 + 5
+	hits := make([]engine.Hit, n)
+	for i := range hits {
+		hits[i] = pv("2026-11-21T10:00:00Z", fmt.Sprintf("https://example.com/p%d", i))
+	}
+	track(t, e, hits...)
+	q := `{"site_id":"example.com","metrics":["visitors"],"dimensions":["event:page"],"date_range":["2024-01-01","2026-11-21"],"include":{"imports":true,"total_rows":true}}`
+	before := engine.QueryRuns()
+	res := v2(t, e, w, q)
+	scans := engine.QueryRuns() - before
+	if res.Meta.TotalRows == nil || *res.Meta.TotalRows < n || !*res.Meta.ImportsIncluded {
+		t.Fatalf("meta %+v", res.Meta)
+	}
+	// One for the page asked (its echo and meta), one for every native row.
+	if scans > 2 {
+		t.Errorf("%d queries of the native rows, want 2", scans)
+	}
+}
