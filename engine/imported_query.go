@@ -141,7 +141,7 @@ func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *impor
 	wide.Include = Include{}
 	// Every row in one query (MaxQueryGroups bounds them): a query per
 	// page would group every row again for each page.
-	wide.Pagination, wide.allRows = Pagination{}, true
+	wide.Pagination = Pagination{}
 	// Rates are weighted by visits; views per visit is pageviews over visits.
 	rates := slices.ContainsFunc(q.Metrics, func(m string) bool {
 		return m == "bounce_rate" || m == "visit_duration" || m == "views_per_visit"
@@ -153,7 +153,7 @@ func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *impor
 		}
 	}
 	m.wide = wide.Metrics
-	native, err := o.query(ctx, website, wide)
+	native, err := o.query(context.WithValue(ctx, allRowsKey{}, true), website, wide)
 	if err != nil {
 		return err
 	}
@@ -162,6 +162,10 @@ func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *impor
 	}
 	return nil
 }
+
+// allRowsKey marks the context of a query answering every row, whatever
+// its pagination (Owner.query; set only by nativeRows).
+type allRowsKey struct{}
 
 // earliestImport returns the first day of the imports of list.
 func earliestImport(list []*importData) (Date, bool) {

@@ -87,9 +87,6 @@ type Query struct {
 	Include Include
 	// Pagination pages the rows; a zero Limit means MaxQueryLimit.
 	Pagination Pagination
-	// allRows answers every row, whatever Pagination says (the merge of
-	// imports, imported_query.go; never set from a request).
-	allRows bool
 }
 
 // DateRange is a query's range: a shorthand Period, or an explicit range of

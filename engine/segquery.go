@@ -99,7 +99,7 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	if err != nil {
 		return QueryResult{}, err
 	}
-	if q.allRows {
+	if ctx.Value(allRowsKey{}) != nil {
 		r.Pagination = Pagination{Limit: math.MaxInt} // its own cache key (the echo)
 	}
 	if bucketsCanAnswer(&r, e.opts.SaltPeriod) {
