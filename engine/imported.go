@@ -12,6 +12,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,9 @@ type importedLayer struct {
 	used  map[uint32]uint64
 	total int64
 	tick  uint64
+	// last is the last import id given of each loaded website (the
+	// store's record of it, or the largest id loaded).
+	last map[uint32]uint32
 }
 
 // setLocked caches list as website's imports and evicts the least
@@ -101,8 +105,14 @@ type importedLayer struct {
 func (l *importedLayer) setLocked(website uint32, list []*importData, limit int64) {
 	if l.sites == nil {
 		l.sites, l.bytes, l.used = map[uint32][]*importData{}, map[uint32]int64{}, map[uint32]uint64{}
+		l.last = map[uint32]uint32{}
 	}
+	last := l.last[website]
 	l.dropLocked(website)
+	for _, d := range list {
+		last = max(last, d.ID)
+	}
+	l.last[website] = last
 	n := int64(0)
 	for _, d := range list {
 		n += d.bytes
@@ -132,6 +142,7 @@ func (l *importedLayer) dropLocked(website uint32) {
 	delete(l.sites, website)
 	delete(l.bytes, website)
 	delete(l.used, website)
+	delete(l.last, website)
 }
 
 // importBytes estimates the memory rows hold: each row, its slice of
@@ -175,6 +186,7 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	}
 	l.mu.Lock()
 	list, err := e.importsLocked(website) // cached from here on
+	last := l.last[website]               // read under mu: an eviction drops it
 	l.mu.Unlock()
 	if err != nil {
 		return Import{}, err
@@ -194,9 +206,7 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	}
 	d := &importData{Import: Import{ID: 1, Source: "plausible", File: file, From: x.From, To: x.To,
 		Created: e.now().UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
-	for _, p := range list {
-		d.ID = max(d.ID, p.ID+1)
-	}
+	d.ID = last + 1 // never a deleted import's
 	for _, f := range x.Files {
 		d.tables[f.Table.Name] = f.Rows
 		d.Rows += len(f.Rows)
@@ -291,7 +301,14 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 	}
 	var list []*importData
 	var cur *importData
+	last := uint32(0)
 	err := e.store.ScanImports(website, func(id, n uint32, data []byte) error {
+		if id == 0 { // the last id given (snapshot.PutImport)
+			if len(data) == 4 {
+				last = binary.BigEndian.Uint32(data)
+			}
+			return nil
+		}
 		if n == 0 {
 			cur = &importData{tables: map[string][]plausiblezip.Row{}}
 			if err := json.Unmarshal(data, &cur.Import); err != nil {
@@ -315,6 +332,7 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 		return nil, err
 	}
 	l.setLocked(website, list, importedLimit(e.opts.MemoryBudget))
+	l.last[website] = max(l.last[website], last)
 	return list, nil
 }
 

@@ -11,6 +11,8 @@ import (
 //
 //	0x04 website(4) 0x05 import(4) chunk(4)
 //
+// (import ids start at 1; chunk 0 of "import 0" holds the last id given,
+// 4 bytes big-endian, so that a deleted import's id is not given again)
 // so that the website's DeleteWebsite, View.Website and ReplaceWebsite
 // carry them with the rest of the website, and DeleteImport is one
 // DeleteRange. Added without a format version change: older stores simply
@@ -40,7 +42,8 @@ func parseImportKey(key []byte) (id, n uint32, err error) {
 
 // PutImport stores import id of website as chunks (chunk n is chunks[n]),
 // replacing whatever the import held, in one durable batch: a reader sees
-// all of it or none.
+// all of it or none. It records id as the last id given (ScanImports
+// passes it as import 0).
 func (s *Store) PutImport(website, id uint32, chunks [][]byte) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -57,6 +60,9 @@ func (s *Store) PutImport(website, id uint32, chunks [][]byte) error {
 		if err := b.Set(importKey(website, id, uint32(n)), c, nil); err != nil {
 			return wrap(op, err)
 		}
+	}
+	if err := b.Set(importKey(website, 0, 0), binary.BigEndian.AppendUint32(nil, id), nil); err != nil {
+		return wrap(op, err)
 	}
 	return wrap(op, s.commit(b))
 }
