@@ -40,6 +40,15 @@ func (s *Server) uploadImport(w http.ResponseWriter, r *http.Request, c *call) e
 	if _, err := o.Website(r.Context(), id); err != nil {
 		return err
 	}
+	// One upload at a time (the others wait, holding nothing but their
+	// connection): a zip of maxPlausibleZip and its rows, up to
+	// plausiblezip.MaxRows, are in memory while it is read and stored.
+	select {
+	case s.plUploads <- struct{}{}:
+		defer func() { <-s.plUploads }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
 	name := r.URL.Query().Get("file")
 	var body []byte
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {

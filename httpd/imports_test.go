@@ -1,11 +1,15 @@
 package httpd
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/plausiblezip/plgen"
@@ -166,5 +170,38 @@ func TestImportsV1(t *testing.T) {
 	res = get("/api/v1/stats/aggregate?" + march + "&with_imported=true&filters=" + "visit:source%3D%3DGoogle%3Bvisit:device%3D%3DDesktop")
 	if res["warning"] != "Imported stats are not included in the results because query parameters are not supported. For more information, see: https://plausible.io/docs/stats-api#filtering-imported-stats" {
 		t.Errorf("no warning: %v", res)
+	}
+}
+
+// TestImportsUploadsOneAtATime: an upload waits while another is read
+// and stored (each holds its zip and rows in memory), then succeeds.
+func TestImportsUploadsOneAtATime(t *testing.T) {
+	f := newFixture(t, nil)
+	zip, _ := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 3, 1), Days: 5, DailyVisitors: 50, Pages: 3, Cities: 2, Seed: 1})
+	post := func(body io.Reader) chan int {
+		done := make(chan int, 1)
+		go func() {
+			r := httptest.NewRequest(http.MethodPost, "/api/v1/websites/1/imports", body)
+			r.Header.Set("Authorization", "Bearer "+f.alice)
+			r.Header.Set("Content-Type", "application/zip")
+			w := httptest.NewRecorder()
+			f.s.ServeHTTP(w, r)
+			done <- w.Code
+		}()
+		return done
+	}
+	pr, pw := io.Pipe()
+	first := post(pr)
+	pw.Write(zip[:10]) // the first upload is being read
+	second := post(bytes.NewReader(zip))
+	select {
+	case code := <-second:
+		t.Fatalf("second upload answered %d while the first was being read", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	pw.Write(zip[10:])
+	pw.Close()
+	if a, b := <-first, <-second; a != http.StatusCreated || b != http.StatusCreated {
+		t.Fatalf("uploads: %d, %d", a, b)
 	}
 }

@@ -114,11 +114,14 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // Server is the webstats HTTP handler. It is safe for concurrent use. Create
 // one with New.
 type Server struct {
-	e         *engine.Engine
-	opts      Options
-	log       *slog.Logger
-	now       func() time.Time
-	router    *httprouter.Router
+	e      *engine.Engine
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	router *httprouter.Router
+	// plUploads holds the one export upload read, parsed and stored at a
+	// time (imports.go): each may hold its zip and rows in memory.
+	plUploads chan struct{}
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
@@ -158,7 +161,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
+	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
