@@ -85,6 +85,10 @@ type Engine struct {
 	counters counters
 	cluster  clusterCounters // cluster mode's (Options.Cluster)
 
+	// imported is the imported layer of the websites read so far
+	// (imported.go).
+	imported importedLayer
+
 	// sealBytes is the size of an open day's segment rows at which a
 	// snapshot seals them into the store (SPEC §13), and at which an apply
 	// asks for an early snapshot on kick (see loop).

@@ -115,3 +115,31 @@ var testAccounts atomic.Uint32
 func NewTestAccount() (TestAccount, string, error) {
 	return TestAccount{ID: testAccounts.Add(1)}, "", nil
 }
+
+// SetImportedCacheBytes sets the bound of the imports loaded for queries
+// without a MemoryBudget (imported.go) and returns the previous one.
+func SetImportedCacheBytes(n int64) int64 {
+	old := importedCacheBytes
+	importedCacheBytes = n
+	return old
+}
+
+// ImportedResident returns the websites whose imports are loaded and the
+// rows they hold, counted from the loaded lists themselves.
+func ImportedResident(e *Engine) (sites, rows int) {
+	e.imported.mu.Lock()
+	defer e.imported.mu.Unlock()
+	for _, list := range e.imported.sites {
+		sites++
+		for _, d := range list {
+			for _, t := range d.tables {
+				rows += len(t)
+			}
+		}
+	}
+	return sites, rows
+}
+
+// QueryRuns counts the queries run on the segments (not answered by the
+// day buckets or the result cache), in every engine.
+func QueryRuns() int64 { return queryRuns.Load() }

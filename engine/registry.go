@@ -409,11 +409,16 @@ func (e *Engine) dropSiteData(s *site) error {
 	e.wholes.drop(id)
 	e.results.drop(id)
 	e.forgetValues()
+	// No import of the website may be stored after its keys are deleted:
+	// ImportPlausible checks the website again under imported.write.
+	e.imported.write.Lock()
+	defer e.imported.write.Unlock()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
 	if err := e.store.DeleteWebsite(id); err != nil {
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}
+	e.dropImports(id) // imported.go: the store's went with the website's keys
 	// Again: a query in flight may have made a table since, with values of
 	// the website. (One that makes it after this keeps them until the
 	// table is replaced, as the caches above may keep a day of it.)

@@ -115,12 +115,15 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // Server is the webstats HTTP handler. It is safe for concurrent use. Create
 // one with New.
 type Server struct {
-	e         *engine.Engine
-	id        *identity.Service // accounts and keys, on e's registry
-	opts      Options
-	log       *slog.Logger
-	now       func() time.Time
-	router    *httprouter.Router
+	e      *engine.Engine
+	id     *identity.Service // accounts and keys, on e's registry
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	router *httprouter.Router
+	// plUploads holds the one export upload read, parsed and stored at a
+	// time (imports.go): each may hold its zip and rows in memory.
+	plUploads chan struct{}
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
@@ -162,7 +165,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, id: identity.Must(e), opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
+	s := &Server{e: e, id: identity.Must(e), opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
@@ -220,6 +223,7 @@ func (s *Server) routes() {
 	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
 	s.api(http.MethodGet, "/websites/:id/events", maxBody, s.exportEvents) // export.go
+	s.importsRoutes()                                                      // imports.go: Plausible's export zip
 	// GET /stats/:id is registered by plausibleRoutes, beside the
 	// Plausible v1 statistics.
 	s.api(http.MethodGet, "/account", maxBody, s.account)

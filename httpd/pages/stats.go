@@ -277,6 +277,7 @@ func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return err
 	}
+	d.ImportsNote = p.importsNote(r.Context(), v.web.ID, dr) // imports_note.go
 	p.renderView(w, r, http.StatusOK, "overview.html", &view{Title: v.web.Domain, Account: v.account, Body: d})
 	return nil
 }

@@ -60,6 +60,7 @@ type cli struct {
 	stdin          io.Reader // user set-password reads the password from it
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	args           []string // the files after import's flags
 }
 
 // command is one (sub)command of webstatsd.

@@ -15,24 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/httpd/internal/importline"
 	"github.com/webstats/webstats/httpd/internal/peerimport"
 )
-
-// PlausibleImport, when set, imports Plausible's export zips (SPEC §14:
-// an imported layer of daily aggregates, built beside this command). Until
-// it is, -from plausible says so.
-var PlausibleImport func(ctx context.Context, e ImportTarget, files []string, progress io.Writer) error
-
-// ImportTarget is what PlausibleImport is given: the website and, offline,
-// its engine (nil against a running server, whose base URL and key follow).
-type ImportTarget struct {
-	Website  uint32
-	Engine   *engine.Engine // offline; nil against a running server
-	URL, Key string
-}
 
 // defaultChunk is how many lines one request of an import carries.
 const defaultChunk = 5000
@@ -59,11 +45,8 @@ func (c *cli) importCmd(fs *flag.FlagSet) func(context.Context) error {
 		var src *source
 		switch *format {
 		case "plausible":
-			if PlausibleImport == nil {
-				return errors.New("import: -from plausible is not yet available in this build (Plausible's zip import lands with the imported layer, issue #40)")
-			}
 			return tf.with(ctx, c, func(t *target) error {
-				return PlausibleImport(ctx, ImportTarget{Website: t.website, Engine: t.e, URL: t.url, Key: t.key}, files, c.stderr)
+				return importPlausibleFiles(ctx, t, *tf.site, files, c.stderr)
 			})
 		case "goatcounter", "umami", "ndjson":
 			src = &source{format: *format, files: files, chunk: *chunk}
