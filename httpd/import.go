@@ -71,7 +71,7 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		res, err = s.e.Track(r.Context(), hits...)
 	}
 	if kf := (*engine.KeysFullError)(nil); errors.As(err, &kf) {
-		tooMany(w, r, time.Until(kf.RetryAt))
+		tooMany(w, r, kf.RetryAt.Sub(s.now()))
 		return nil
 	}
 	if err != nil {
