@@ -224,4 +224,3 @@ func TestImportIdempotencyKeyConcurrent(t *testing.T) {
 		t.Errorf("%d views, want 500", got)
 	}
 }
-
