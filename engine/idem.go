@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -99,6 +100,9 @@ type idemMark struct {
 	ms      int64
 	res     idemResult
 	seq     uint64
+	// nonce tells this call's mark from another's with the same key, time
+	// and result (calls on two nodes at once): awaitKey's Repeated.
+	nonce uint64
 }
 
 // idemTag is the first byte of a mark's log entry: records start with
@@ -110,6 +114,7 @@ func (m *idemMark) appendBinary(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(m.website))
 	b = append(b, m.key[:]...)
 	b = binary.AppendVarint(b, m.ms)
+	b = binary.LittleEndian.AppendUint64(b, m.nonce)
 	b = binary.AppendUvarint(b, uint64(m.res.accepted))
 	b = binary.AppendUvarint(b, uint64(len(m.res.dropped)))
 	for _, n := range m.res.dropped {
@@ -131,6 +136,7 @@ func (m *idemMark) decode(b []byte) error {
 	copy(m.key[:], d.b)
 	d.b = d.b[len(m.key):]
 	m.ms = d.varint()
+	m.nonce = d.uint64()
 	m.res = idemResult{}
 	acc, n := d.uvarint(), d.uvarint()
 	if d.bad || acc > 1<<32-1 || n > 64 {
@@ -157,6 +163,9 @@ func (m *idemMark) decode(b []byte) error {
 type idemEntry struct {
 	ms  int64
 	res idemResult
+	// nonce is the mark's while the process that applied it runs (not
+	// saved: 0 once read from a snapshot).
+	nonce uint64
 }
 
 // idemTable is a website's keys younger than KeyTTL, at most about
@@ -223,7 +232,7 @@ func (t *idemTable) add(m *idemMark, hardMax int) {
 			}
 		}
 	}
-	t.m[m.key] = idemEntry{ms: m.ms, res: m.res}
+	t.m[m.key] = idemEntry{ms: m.ms, res: m.res, nonce: m.nonce}
 	t.order = append(t.order, idemOrder{m.key, m.ms})
 }
 
@@ -317,7 +326,7 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 	if s == nil {
 		return e.Track(ctx, hits...) // dropped as unknown
 	}
-	m := &idemMark{website: website, key: digestKey(key)}
+	m := &idemMark{website: website, key: digestKey(key), nonce: rand.Uint64() | 1}
 	res, done, err := e.claimKey(ctx, s.state, m)
 	if done || err != nil {
 		return res, err
@@ -400,7 +409,7 @@ func (e *Engine) awaitKey(ctx context.Context, st *siteState, m *idemMark, res T
 		sh.mu.Unlock()
 		if ok {
 			out := ent.res.track()
-			out.Repeated = ent.ms != m.ms || ent.res != m.res
+			out.Repeated = ent.nonce != m.nonce
 			if !out.Repeated {
 				out.Reasons = res.Reasons
 			}
