@@ -327,13 +327,13 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 		return e.Track(ctx, hits...) // dropped as unknown
 	}
 	m := &idemMark{website: website, key: digestKey(key), nonce: rand.Uint64() | 1}
-	res, done, err := e.claimKey(ctx, s.state, m)
-	if done || err != nil {
+	f, res, err := e.claimKey(ctx, s.state, m)
+	if f == nil {
 		return res, err
 	}
-	defer e.releaseKey(s.state, m.key)
+	defer e.releaseKey(s.state, m.key, f)
 	res, err = e.track(ctx, m, hits)
-	if err == nil && e.opts.Cluster != nil && m.res.accepted > 0 {
+	if err == nil && e.opts.Cluster != nil && m.res.accepted > 0 && e.applies(website) {
 		// Published, not yet applied here: the answer is that of the
 		// first call with the key, which the log decides.
 		return e.awaitKey(ctx, s.state, m, res), nil
@@ -341,10 +341,11 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 	return res, err
 }
 
-// claimKey finds m's key in st's table (done: its result), or waits for a
-// call of this process with the same key, or takes the key for this call
-// (an idemFlight, which releaseKey ends). It sets m.ms.
-func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (TrackResult, bool, error) {
+// claimKey finds m's key in st's table (and returns its result), or waits
+// for a call of this process with the same key, or takes the key for this
+// call: it returns the call's idemFlight, which releaseKey ends. It sets
+// m.ms.
+func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (*idemFlight, TrackResult, error) {
 	sh := e.shardOf(st.id)
 	for {
 		now := e.now()
@@ -352,7 +353,7 @@ func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (Trac
 		sh.mu.Lock()
 		if ent, ok := st.keys.lookup(m.key, m.ms); ok {
 			sh.mu.Unlock()
-			return ent.res.track(), true, nil
+			return nil, ent.res.track(), nil
 		}
 		if f := st.flights[m.key]; f != nil {
 			sh.mu.Unlock()
@@ -360,7 +361,7 @@ func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (Trac
 			case <-f.done:
 				continue
 			case <-ctx.Done():
-				return TrackResult{}, true, ctx.Err()
+				return nil, TrackResult{}, ctx.Err()
 			}
 		}
 		if n, oldest := st.keys.live(m.ms); n+len(st.flights) >= e.opts.MaxImportKeys {
@@ -369,31 +370,33 @@ func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (Trac
 			if oldest != 0 {
 				at = time.UnixMilli(oldest).Add(KeyTTL)
 			}
-			return TrackResult{}, true, &KeysFullError{RetryAt: at}
+			return nil, TrackResult{}, &KeysFullError{RetryAt: at}
 		}
 		if st.flights == nil {
 			st.flights = make(map[idemKey]*idemFlight)
 		}
-		st.flights[m.key] = &idemFlight{done: make(chan struct{})}
+		f := &idemFlight{done: make(chan struct{})}
+		st.flights[m.key] = f
 		sh.mu.Unlock()
-		return TrackResult{}, false, nil
+		return f, TrackResult{}, nil
 	}
 }
 
-// releaseKey ends this call's flight of key: its repeats look again.
-func (e *Engine) releaseKey(st *siteState, key idemKey) {
+// releaseKey ends this call's flight f of key: its repeats look again.
+// (The website's state may have been reset meanwhile, a partition moving:
+// f is closed whatever the map holds.)
+func (e *Engine) releaseKey(st *siteState, key idemKey, f *idemFlight) {
 	sh := e.shardOf(st.id)
 	sh.mu.Lock()
-	f := st.flights[key]
-	delete(st.flights, key)
-	sh.mu.Unlock()
-	if f != nil {
-		close(f.done)
+	if st.flights[key] == f {
+		delete(st.flights, key)
 	}
+	sh.mu.Unlock()
+	close(f.done)
 }
 
-// awaitKey waits, in cluster mode, until this node has applied the first
-// message with m's key (this call's or an earlier one's, published by
+// awaitKey waits, in cluster mode, on a node that applies the website,
+// until it has applied the first message with m's key (this call's or an earlier one's, published by
 // another node), and returns that call's result; res, this call's own,
 // when it takes longer than ctx or 10 s (its message counts only if it
 // was the first).
