@@ -74,10 +74,15 @@ type idemResult struct {
 	dropped  [numDropReasons]uint32
 }
 
-func resultOf(r *TrackResult) idemResult {
-	out := idemResult{accepted: uint32(r.Accepted)}
-	for i, n := range r.Dropped {
-		out.dropped[i] = uint32(n)
+// resultOfReasons is the counts of a call whose hits have reasons.
+func resultOfReasons(reasons []DropReason) idemResult {
+	var out idemResult
+	for _, r := range reasons {
+		if r == DropNone {
+			out.accepted++
+		} else if r < numDropReasons {
+			out.dropped[r]++
+		}
 	}
 	return out
 }
@@ -103,6 +108,23 @@ type idemMark struct {
 	// nonce tells this call's mark from another's with the same key, time
 	// and result (calls on two nodes at once): awaitKey's Repeated.
 	nonce uint64
+}
+
+// of returns m if it is website's (nil otherwise, and for a nil m).
+func (m *idemMark) of(website uint32) *idemMark {
+	if m == nil || m.website != website {
+		return nil
+	}
+	return m
+}
+
+// replayMark applies a mark read from the log at seq by replay, unless
+// its website is gone or has applied it.
+func (e *Engine) replayMark(seq uint64, m *idemMark) {
+	if s := e.sites[m.website]; s != nil && seq > s.state.lastSeq {
+		m.seq = seq
+		e.applyMarkLocked(s.state, m)
+	}
 }
 
 // idemTag is the first byte of a mark's log entry: records start with

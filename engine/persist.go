@@ -147,6 +147,24 @@ type replayRecs struct {
 	marks []*idemMark
 }
 
+// add decodes the log entry seq (a record, or an idempotency key's mark)
+// into b.
+func (b *replayRecs) add(seq uint64, data []byte, in *interner) error {
+	i := len(b.seqs)
+	var err error
+	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
+		b.marks[i] = new(idemMark)
+		err = b.marks[i].decode(data)
+	} else {
+		err = b.recs[i].decodeWith(data, in)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: log entry %d: %w", seq, err)
+	}
+	b.seqs = append(b.seqs, seq)
+	return nil
+}
+
 // replay applies the log's records after sequence after that their website
 // has not seen, in order, and returns how many it applied and the highest
 // sequence it read. Reading and decoding (Pebble's iterator, the strings)
@@ -181,10 +199,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 					break // read on, to hand every batch back
 				}
 				if m := b.marks[i]; m != nil {
-					if s := e.sites[m.website]; s != nil && seq > s.state.lastSeq {
-						m.seq = seq
-						e.applyMarkLocked(s.state, m)
-					}
+					e.replayMark(seq, m)
 					continue
 				}
 				r := &b.recs[i]
@@ -213,17 +228,10 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 			return errReplayStopped
 		}
 		last = max(last, seq)
-		cur.marks[len(cur.seqs)] = nil
-		if len(data) > 0 && data[0] == idemTag {
-			m := new(idemMark)
-			if err := m.decode(data); err != nil {
-				return fmt.Errorf("engine: log entry %d: %w", seq, err)
-			}
-			cur.marks[len(cur.seqs)] = m
-		} else if err := cur.recs[len(cur.seqs)].decodeWith(data, &in); err != nil {
-			return fmt.Errorf("engine: log entry %d: %w", seq, err)
+		if err := cur.add(seq, data, &in); err != nil {
+			return err
 		}
-		if cur.seqs = append(cur.seqs, seq); len(cur.seqs) == replayBatch {
+		if len(cur.seqs) == replayBatch {
 			full <- cur
 			cur = <-free
 		}

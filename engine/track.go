@@ -67,23 +67,12 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 	if mark != nil {
 		// What the call answers if its batch is counted: its drops are
 		// decided, the rest is accepted.
-		var r TrackResult
-		for _, reason := range res.Reasons {
-			if reason == DropNone {
-				r.Accepted++
-			} else {
-				r.Dropped[reason]++
-			}
-		}
-		mark.res = resultOf(&r)
+		mark.res = resultOfReasons(res.Reasons)
 	}
 	var err error
 	for gi, website := range groups {
 		var ok bool
-		m := mark
-		if m != nil && m.website != website {
-			m = nil
-		}
+		m := mark.of(website)
 		if e.opts.Cluster != nil {
 			ok, err = e.publish(ctx, website, recs, idx[website], m)
 		} else {
