@@ -363,6 +363,30 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 	return res, err
 }
 
+// KeyResult returns the result of the call that used key on website in
+// the last KeyTTL (Repeated set), if this node knows one: a repeat is
+// answered without reading its hits. A call under way with the key is not
+// waited for (TrackOnce does).
+func (e *Engine) KeyResult(website uint32, key string) (TrackResult, bool) {
+	if !ValidKey(key) {
+		return TrackResult{}, false
+	}
+	e.regMu.RLock()
+	s := e.sites[website]
+	e.regMu.RUnlock()
+	if s == nil {
+		return TrackResult{}, false
+	}
+	sh := e.shardOf(website)
+	sh.mu.Lock()
+	ent, ok := s.state.keys.lookup(digestKey(key), e.now().UnixMilli())
+	sh.mu.Unlock()
+	if !ok {
+		return TrackResult{}, false
+	}
+	return ent.res.track(), true
+}
+
 // claimKey finds m's key in st's table (and returns its result), or waits
 // for a call of this process with the same key, or takes the key for this
 // call: it returns the call's idemFlight, which releaseKey ends. It sets

@@ -87,6 +87,12 @@ func TestImportIdempotencyKey(t *testing.T) {
 	// The repeat answers the first's counts whatever it carries, and
 	// counts nothing.
 	wantImport(t, "repeat with other events", send("batch-1", 1, 5, "/b"), 3, true)
+	// Even a body that would not be valid: the key is looked at first.
+	bad := keyedImport("batch-1", 1, 1, "/a")
+	bad.key, bad.body = f.alice, `{"time":"yesterday"}`
+	if got := wantImport(t, "repeat with an invalid body", f.do(bad), 3, true); got != first {
+		t.Errorf("the repeat with an invalid body answered %s, the first %s", got, first)
+	}
 	if a, b := f.views(1, "/a"), f.views(1, "/b"); a != 3 || b != 0 {
 		t.Errorf("after repeats: /a %d, /b %d; want 3 and 0", a, b)
 	}

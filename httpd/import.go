@@ -55,6 +55,13 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
+	if res, ok := s.e.KeyResult(id, key); ok {
+		// A repeat (keyed): the first import's answer, whatever this
+		// body holds.
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
+		return nil
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return err
