@@ -306,11 +306,17 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 
 // Site meta record: version, last sequence, then the dates with data as
 // delta-coded varints; version 2 adds the idempotency keys (idemTable),
-// which are applied with the same records as lastSeq.
+// which are applied with the same records as lastSeq. A website without
+// keys is written as version 1, which older versions read.
 const metaVersion = 2
 
 func (st *siteState) appendMeta(b []byte) []byte {
-	b = append(b, metaVersion)
+	keyed := len(st.keys.order) > 0
+	if keyed {
+		b = append(b, metaVersion)
+	} else {
+		b = append(b, 1)
+	}
 	b = binary.AppendUvarint(b, st.lastSeq)
 	dates := make([]buckets.Date, 0, len(st.dates))
 	for d := range st.dates {
@@ -322,6 +328,9 @@ func (st *siteState) appendMeta(b []byte) []byte {
 	for _, d := range dates {
 		b = binary.AppendVarint(b, int64(d)-prev)
 		prev = int64(d)
+	}
+	if !keyed {
+		return b
 	}
 	return st.keys.appendBinary(b)
 }
