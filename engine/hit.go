@@ -110,4 +110,7 @@ type TrackResult struct {
 	// Reasons holds one entry per hit, in the order given: DropNone for a
 	// counted hit.
 	Reasons []DropReason
+	// Repeated reports a TrackOnce whose key an earlier call used: the
+	// counts are that call's, this one counted nothing (Reasons nil).
+	Repeated bool
 }

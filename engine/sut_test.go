@@ -63,6 +63,10 @@ func (s *sut) track(hits []engine.Hit) ([]engine.DropReason, error) {
 	return res.Reasons, err
 }
 
+func (s *sut) trackOnce(hits []engine.Hit, key string) (engine.TrackResult, error) {
+	return s.e.TrackOnce(context.Background(), key, hits...)
+}
+
 func (s *sut) stat(q modelQuery) (statPage, error) {
 	sortBy := "count"
 	if q.byValue {
