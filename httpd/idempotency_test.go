@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -166,7 +167,7 @@ func TestImportIdempotencyKeyLimit(t *testing.T) {
 	}
 	defer e.Close()
 	s := New(e, &Options{RateLimit: -1, Now: c.Now})
-	a, key, err := e.CreateAccount(context.Background(), "A", "a@example.com")
+	a, key, err := identity.Must(e).CreateAccount(context.Background(), "A", "a@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
