@@ -184,6 +184,12 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(h.Listener(ln)) }()
 	log.Info("webstatsd listening", "addr", ln.Addr().String(), "data", cfg.Data)
+	// The start-up's pages of the binary leave the resident set (issue #41).
+	if n, err := releaseBinaryPages(); err != nil {
+		log.Debug("could not release the binary's start-up pages", "err", err)
+	} else {
+		log.Debug("released the binary's start-up pages", "bytes", n)
+	}
 
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(ctx)
