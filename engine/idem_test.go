@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -220,5 +221,70 @@ func TestTrackOnceLimit(t *testing.T) {
 	}
 	if got := pageviews(t, e, a); got != 4 {
 		t.Errorf("%d pageviews, want 4", got)
+	}
+}
+
+// TestTrackOnceKeysInBudget: the keys a website holds are memory the
+// budget counts (Metrics.KeyBytes): past Options.MemoryBudget they make
+// room by evicting closed days, they go with their website, and a restart
+// counts them again from the snapshot.
+func TestTrackOnceKeysInBudget(t *testing.T) {
+	c := newClock("2026-11-02T12:00:00Z")
+	const budget = 128 << 10
+	e, o := openMem(t, c, func(o *engine.Options) { o.MemoryBudget = budget })
+	a := newSite(t, e, "a.example").ID
+	b := newSite(t, e, "b.example").ID
+	// Closed days, resident after the snapshot, well under the budget.
+	var hist []engine.Hit
+	for d := range 10 {
+		for i := range 5 {
+			hist = append(hist, engine.Hit{Website: a, Time: at("2026-10-20T10:00:00Z").Add(time.Duration(d)*24*time.Hour + time.Duration(i)*time.Minute),
+				URL: "/h" + string(rune('a'+i)), Visitor: "h" + string(rune('a'+d)), UserAgent: chromeWin})
+		}
+	}
+	track(t, e, hist...)
+	for range 10 {
+		pageviews(t, e, a) // loads nothing new: the days are resident
+	}
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := e.Metrics()
+	if m.KeyBytes != 0 || m.Evicted != 0 || m.ResidentBytes == 0 || m.ResidentBytes+m.StateBytes > budget/2 {
+		t.Fatalf("before the keys: %+v; want no keys, nothing evicted, some resident days under half the budget", m)
+	}
+	// Each key is at least its 16-byte digest and its 8-byte time; enough
+	// of them to pass the budget.
+	n := budget / 24
+	for i := range n {
+		trackOnce(t, e, fmt.Sprintf("k%d", i), engine.Hit{Website: b, Time: at("2026-11-02T11:00:00Z"), URL: "/p", Visitor: "v", UserAgent: chromeWin})
+	}
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = e.Metrics()
+	if m.KeyBytes < int64(n*24) {
+		t.Errorf("%d keys counted as %d bytes, want at least %d", n, m.KeyBytes, n*24)
+	}
+	if m.Evicted == 0 {
+		t.Errorf("keys of %d bytes past a budget of %d: nothing evicted (%+v)", m.KeyBytes, budget, m)
+	}
+	held := m.KeyBytes
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := engine.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e2.Close() }()
+	if got := e2.Metrics().KeyBytes; got != held {
+		t.Errorf("after a restart: %d key bytes, want %d", got, held)
+	}
+	if err := e2.Owner(1).DeleteWebsite(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.Metrics().KeyBytes; got != 0 {
+		t.Errorf("website deleted: %d key bytes left", got)
 	}
 }
