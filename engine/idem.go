@@ -376,9 +376,10 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 
 // KeyResult returns the result of the call that used key on website in
 // the last KeyTTL (Repeated set), if this node knows one: a repeat is
-// answered without reading its hits. A call under way with the key is not
-// waited for (TrackOnce does).
-func (e *Engine) KeyResult(website uint32, key string) (TrackResult, bool) {
+// answered without reading its hits. A call of this process under way
+// with the key is waited for (until ctx is done: then false), so that
+// its repeats wait before their hits are read, not holding them.
+func (e *Engine) KeyResult(ctx context.Context, website uint32, key string) (TrackResult, bool) {
 	if !ValidKey(key) {
 		return TrackResult{}, false
 	}
@@ -389,13 +390,24 @@ func (e *Engine) KeyResult(website uint32, key string) (TrackResult, bool) {
 		return TrackResult{}, false
 	}
 	sh := e.shardOf(website)
-	sh.mu.Lock()
-	ent, ok := s.state.keys.lookup(digestKey(key), e.now().UnixMilli())
-	sh.mu.Unlock()
-	if !ok {
-		return TrackResult{}, false
+	k := digestKey(key)
+	for {
+		sh.mu.Lock()
+		ent, ok := s.state.keys.lookup(k, e.now().UnixMilli())
+		f := s.state.flights[k]
+		sh.mu.Unlock()
+		switch {
+		case ok:
+			return ent.res.track(), true
+		case f == nil:
+			return TrackResult{}, false
+		}
+		select {
+		case <-f.done: // counted, or failed: look again
+		case <-ctx.Done():
+			return TrackResult{}, false
+		}
 	}
-	return ent.res.track(), true
 }
 
 // claimKey finds m's key in st's table (and returns its result), or waits

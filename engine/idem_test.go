@@ -288,3 +288,120 @@ func TestTrackOnceKeysInBudget(t *testing.T) {
 		t.Errorf("website deleted: %d key bytes left", got)
 	}
 }
+
+// gateFS holds every sync of a file it created while closed is set, and
+// says on blocked that one is held: a call whose batch is in the log and
+// not yet durable stays in flight.
+type gateFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	closed  chan struct{} // nil: open
+	blocked chan struct{}
+}
+
+func (g *gateFS) hold() {
+	g.mu.Lock()
+	g.closed, g.blocked = make(chan struct{}), make(chan struct{}, 1)
+	g.mu.Unlock()
+}
+
+func (g *gateFS) open() {
+	g.mu.Lock()
+	if g.closed != nil {
+		close(g.closed)
+		g.closed = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *gateFS) wait() {
+	g.mu.Lock()
+	c, b := g.closed, g.blocked
+	g.mu.Unlock()
+	if c != nil {
+		select {
+		case b <- struct{}{}:
+		default:
+		}
+		<-c
+	}
+}
+
+func (g *gateFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.Create(name, cat)
+	return gateFile{f, g}, err
+}
+
+func (g *gateFS) ReuseForWrite(old, new string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.ReuseForWrite(old, new, cat)
+	return gateFile{f, g}, err
+}
+
+type gateFile struct {
+	vfs.File
+	g *gateFS
+}
+
+func (f gateFile) Sync() error     { f.g.wait(); return f.File.Sync() }
+func (f gateFile) SyncData() error { f.g.wait(); return f.File.SyncData() }
+func (f gateFile) SyncTo(n int64) (bool, error) {
+	f.g.wait()
+	return f.File.SyncTo(n)
+}
+
+// TestKeyResultWaitsForFlight: a repeat sent while the first call is
+// being counted (its batch in the log, not yet durable) gets the first
+// call's result from KeyResult, which waits for it: the HTTP handler asks
+// before reading the repeat's body, so waiting repeats do not hold theirs.
+func TestKeyResultWaitsForFlight(t *testing.T) {
+	c := newClock("2026-11-02T12:00:00Z")
+	g := &gateFS{FS: vfs.NewMem()}
+	e, _ := openMem(t, c, func(o *engine.Options) { o.FS = g })
+	defer g.open()
+	a := newSite(t, e, "a.example").ID
+	g.hold()
+	first := make(chan engine.TrackResult, 1)
+	go func() {
+		res, _ := e.TrackOnce(context.Background(), "k", imported(a, 3)...)
+		first <- res
+	}()
+	<-g.blocked // the first call is in flight
+	type answer struct {
+		res engine.TrackResult
+		ok  bool
+	}
+	repeat := make(chan answer, 1)
+	go func() {
+		res, ok := e.KeyResult(context.Background(), a, "k")
+		repeat <- answer{res, ok}
+	}()
+	select {
+	case ans := <-repeat:
+		t.Fatalf("KeyResult answered %+v while the first call was in flight", ans)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.open()
+	wantResult(t, "first", <-first, 3, false)
+	ans := <-repeat
+	if !ans.ok {
+		t.Fatal("KeyResult after the first call: no result")
+	}
+	wantResult(t, "repeat", ans.res, 3, true)
+	// A cancelled wait answers nothing (the handler then reads the body).
+	g.hold()
+	go func() {
+		res, _ := e.TrackOnce(context.Background(), "k2", imported(a, 1)...)
+		first <- res
+	}()
+	<-g.blocked
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if res, ok := e.KeyResult(ctx, a, "k2"); ok {
+		t.Errorf("KeyResult past its context: %+v", res)
+	}
+	g.open()
+	<-first
+	if got := pageviews(t, e, a); got != 4 {
+		t.Errorf("%d pageviews, want 4", got)
+	}
+}
