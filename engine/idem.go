@@ -258,6 +258,15 @@ func (t *idemTable) add(m *idemMark, hardMax int) {
 	t.order = append(t.order, idemOrder{m.key, m.ms})
 }
 
+// idemKeyBytes is what a key of a table takes in memory, its map entry
+// and its place in order with their slack (about 142 bytes measured at
+// 10,000 keys): the bytes counted in Metrics.KeyBytes and, with
+// Options.MemoryBudget, in the budget.
+const idemKeyBytes = 160
+
+// bytes is the memory the table's keys take (idemKeyBytes each).
+func (t *idemTable) bytes() int64 { return int64(len(t.order)) * idemKeyBytes }
+
 // appendBinary appends the table: its count, then each key in order.
 func (t *idemTable) appendBinary(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.order)))
@@ -312,7 +321,9 @@ type idemFlight struct{ done chan struct{} }
 
 // applyMarkLocked records m, applied with the batch it ends, in st's table.
 func (e *Engine) applyMarkLocked(st *siteState, m *idemMark) {
+	before := st.keys.bytes()
 	st.keys.add(m, 2*e.opts.MaxImportKeys)
+	e.counters.keys.Add(st.keys.bytes() - before)
 	st.appliedLocked(m.seq)
 }
 
@@ -365,9 +376,10 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 
 // KeyResult returns the result of the call that used key on website in
 // the last KeyTTL (Repeated set), if this node knows one: a repeat is
-// answered without reading its hits. A call under way with the key is not
-// waited for (TrackOnce does).
-func (e *Engine) KeyResult(website uint32, key string) (TrackResult, bool) {
+// answered without reading its hits. A call of this process under way
+// with the key is waited for (until ctx is done: then false), so that
+// its repeats wait before their hits are read, not holding them.
+func (e *Engine) KeyResult(ctx context.Context, website uint32, key string) (TrackResult, bool) {
 	if !ValidKey(key) {
 		return TrackResult{}, false
 	}
@@ -378,13 +390,24 @@ func (e *Engine) KeyResult(website uint32, key string) (TrackResult, bool) {
 		return TrackResult{}, false
 	}
 	sh := e.shardOf(website)
-	sh.mu.Lock()
-	ent, ok := s.state.keys.lookup(digestKey(key), e.now().UnixMilli())
-	sh.mu.Unlock()
-	if !ok {
-		return TrackResult{}, false
+	k := digestKey(key)
+	for {
+		sh.mu.Lock()
+		ent, ok := s.state.keys.lookup(k, e.now().UnixMilli())
+		f := s.state.flights[k]
+		sh.mu.Unlock()
+		switch {
+		case ok:
+			return ent.res.track(), true
+		case f == nil:
+			return TrackResult{}, false
+		}
+		select {
+		case <-f.done: // counted, or failed: look again
+		case <-ctx.Done():
+			return TrackResult{}, false
+		}
 	}
-	return ent.res.track(), true
 }
 
 // claimKey finds m's key in st's table (and returns its result), or waits

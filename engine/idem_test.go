@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,188 @@ func TestTrackOnceLimit(t *testing.T) {
 	if res := trackOnce(t, e, "k4", imported(a, 1)...); res.Repeated {
 		t.Errorf("k4 once k1 expired: repeated")
 	}
+	if got := pageviews(t, e, a); got != 4 {
+		t.Errorf("%d pageviews, want 4", got)
+	}
+}
+
+// TestTrackOnceKeysInBudget: the keys a website holds are memory the
+// budget counts (Metrics.KeyBytes): past Options.MemoryBudget they make
+// room by evicting closed days, they go with their website, and a restart
+// counts them again from the snapshot.
+func TestTrackOnceKeysInBudget(t *testing.T) {
+	c := newClock("2026-11-02T12:00:00Z")
+	const budget = 128 << 10
+	e, o := openMem(t, c, func(o *engine.Options) { o.MemoryBudget = budget })
+	a := newSite(t, e, "a.example").ID
+	b := newSite(t, e, "b.example").ID
+	// Closed days, resident after the snapshot, well under the budget.
+	var hist []engine.Hit
+	for d := range 10 {
+		for i := range 5 {
+			hist = append(hist, engine.Hit{Website: a, Time: at("2026-10-20T10:00:00Z").Add(time.Duration(d)*24*time.Hour + time.Duration(i)*time.Minute),
+				URL: "/h" + string(rune('a'+i)), Visitor: "h" + string(rune('a'+d)), UserAgent: chromeWin})
+		}
+	}
+	track(t, e, hist...)
+	for range 10 {
+		pageviews(t, e, a) // loads nothing new: the days are resident
+	}
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := e.Metrics()
+	if m.KeyBytes != 0 || m.Evicted != 0 || m.ResidentBytes == 0 || m.ResidentBytes+m.StateBytes > budget/2 {
+		t.Fatalf("before the keys: %+v; want no keys, nothing evicted, some resident days under half the budget", m)
+	}
+	// Each key is at least its 16-byte digest and its 8-byte time; enough
+	// of them to pass the budget.
+	n := budget / 24
+	for i := range n {
+		trackOnce(t, e, fmt.Sprintf("k%d", i), engine.Hit{Website: b, Time: at("2026-11-02T11:00:00Z"), URL: "/p", Visitor: "v", UserAgent: chromeWin})
+	}
+	if err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = e.Metrics()
+	if m.KeyBytes < int64(n*24) {
+		t.Errorf("%d keys counted as %d bytes, want at least %d", n, m.KeyBytes, n*24)
+	}
+	if m.Evicted == 0 {
+		t.Errorf("keys of %d bytes past a budget of %d: nothing evicted (%+v)", m.KeyBytes, budget, m)
+	}
+	held := m.KeyBytes
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := engine.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e2.Close() }()
+	if got := e2.Metrics().KeyBytes; got != held {
+		t.Errorf("after a restart: %d key bytes, want %d", got, held)
+	}
+	if err := e2.Owner(1).DeleteWebsite(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := e2.Metrics().KeyBytes; got != 0 {
+		t.Errorf("website deleted: %d key bytes left", got)
+	}
+}
+
+// gateFS holds every sync of a file it created while closed is set, and
+// says on blocked that one is held: a call whose batch is in the log and
+// not yet durable stays in flight.
+type gateFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	closed  chan struct{} // nil: open
+	blocked chan struct{}
+}
+
+func (g *gateFS) hold() {
+	g.mu.Lock()
+	g.closed, g.blocked = make(chan struct{}), make(chan struct{}, 1)
+	g.mu.Unlock()
+}
+
+func (g *gateFS) open() {
+	g.mu.Lock()
+	if g.closed != nil {
+		close(g.closed)
+		g.closed = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *gateFS) wait() {
+	g.mu.Lock()
+	c, b := g.closed, g.blocked
+	g.mu.Unlock()
+	if c != nil {
+		select {
+		case b <- struct{}{}:
+		default:
+		}
+		<-c
+	}
+}
+
+func (g *gateFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.Create(name, cat)
+	return gateFile{f, g}, err
+}
+
+func (g *gateFS) ReuseForWrite(old, new string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.ReuseForWrite(old, new, cat)
+	return gateFile{f, g}, err
+}
+
+type gateFile struct {
+	vfs.File
+	g *gateFS
+}
+
+func (f gateFile) Sync() error     { f.g.wait(); return f.File.Sync() }
+func (f gateFile) SyncData() error { f.g.wait(); return f.File.SyncData() }
+func (f gateFile) SyncTo(n int64) (bool, error) {
+	f.g.wait()
+	return f.File.SyncTo(n)
+}
+
+// TestKeyResultWaitsForFlight: a repeat sent while the first call is
+// being counted (its batch in the log, not yet durable) gets the first
+// call's result from KeyResult, which waits for it: the HTTP handler asks
+// before reading the repeat's body, so waiting repeats do not hold theirs.
+func TestKeyResultWaitsForFlight(t *testing.T) {
+	c := newClock("2026-11-02T12:00:00Z")
+	g := &gateFS{FS: vfs.NewMem()}
+	e, _ := openMem(t, c, func(o *engine.Options) { o.FS = g })
+	defer g.open()
+	a := newSite(t, e, "a.example").ID
+	g.hold()
+	first := make(chan engine.TrackResult, 1)
+	go func() {
+		res, _ := e.TrackOnce(context.Background(), "k", imported(a, 3)...)
+		first <- res
+	}()
+	<-g.blocked // the first call is in flight
+	type answer struct {
+		res engine.TrackResult
+		ok  bool
+	}
+	repeat := make(chan answer, 1)
+	go func() {
+		res, ok := e.KeyResult(context.Background(), a, "k")
+		repeat <- answer{res, ok}
+	}()
+	select {
+	case ans := <-repeat:
+		t.Fatalf("KeyResult answered %+v while the first call was in flight", ans)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.open()
+	wantResult(t, "first", <-first, 3, false)
+	ans := <-repeat
+	if !ans.ok {
+		t.Fatal("KeyResult after the first call: no result")
+	}
+	wantResult(t, "repeat", ans.res, 3, true)
+	// A cancelled wait answers nothing (the handler then reads the body).
+	g.hold()
+	go func() {
+		res, _ := e.TrackOnce(context.Background(), "k2", imported(a, 1)...)
+		first <- res
+	}()
+	<-g.blocked
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if res, ok := e.KeyResult(ctx, a, "k2"); ok {
+		t.Errorf("KeyResult past its context: %+v", res)
+	}
+	g.open()
+	<-first
 	if got := pageviews(t, e, a); got != 4 {
 		t.Errorf("%d pageviews, want 4", got)
 	}

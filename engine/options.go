@@ -82,7 +82,9 @@ type Options struct {
 	// sixteenth of the budget (at most 8 MiB, the default without one).
 	// A budget also sizes the store's block cache and memtables, a
 	// sixteenth each, and the table of the values queries group by (a
-	// sixteenth, 1 to 16 MiB, outside the budget). Default 0: no cap.
+	// sixteenth, 1 to 16 MiB, outside the budget). The idempotency keys
+	// of imports (Metrics.KeyBytes) count in the budget but are never
+	// evicted: days and visitor state make room for them. Default 0: no cap.
 	MemoryBudget int64
 	// MaxValues bounds the distinct values a day keeps per dimension (pages,
 	// referrers, ...): further new values count as "(other)" (SPEC §13),

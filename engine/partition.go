@@ -908,7 +908,7 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 	defer sh.mu.Unlock()
 	e.resetSiteLocked(st)
 	st.stored = stored
-	if err := st.decodeMeta(meta); err != nil {
+	if err := e.decodeMetaLocked(st, meta); err != nil {
 		return fmt.Errorf("engine: website %d state: %w", id, err)
 	}
 	return nil

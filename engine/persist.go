@@ -37,7 +37,7 @@ func (e *Engine) load() error {
 			return nil // deleted; its keys are being removed
 		}
 		st := s.state
-		if err := st.decodeMeta(data); err != nil {
+		if err := e.decodeMetaLocked(st, data); err != nil {
 			return fmt.Errorf("engine: website %d state: %w", website, err)
 		}
 		if e.opts.Retention > 0 {
@@ -333,6 +333,14 @@ func (st *siteState) appendMeta(b []byte) []byte {
 		return b
 	}
 	return st.keys.appendBinary(b)
+}
+
+// decodeMetaLocked is st.decodeMeta, with the keys' bytes counted.
+func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
+	before := st.keys.bytes()
+	err := st.decodeMeta(b)
+	e.counters.keys.Add(st.keys.bytes() - before)
+	return err
 }
 
 func (st *siteState) decodeMeta(b []byte) error {
@@ -879,9 +887,16 @@ const (
 	candRollup
 )
 
+// budgetBytes is what Options.MemoryBudget bounds: the resident closed
+// days, the visitor state, and the idempotency keys (which are never
+// evicted: they make room by the others' eviction).
+func (e *Engine) budgetBytes() int64 {
+	return e.counters.resident.Load() + e.counters.state.Load() + e.counters.keys.Load()
+}
+
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
 func (e *Engine) maybeEvict() {
-	if b := e.opts.MemoryBudget; b > 0 && e.counters.resident.Load()+e.counters.state.Load() > b && e.snapMu.TryLock() {
+	if b := e.opts.MemoryBudget; b > 0 && e.budgetBytes() > b && e.snapMu.TryLock() {
 		e.evictLocked(e.now())
 		e.snapMu.Unlock()
 	}
@@ -910,7 +925,7 @@ func (e *Engine) evictLocked(now time.Time) {
 		sites = append(sites, s)
 	}
 	e.regMu.RUnlock()
-	over := func() bool { return budget > 0 && e.counters.resident.Load()+e.counters.state.Load() > budget }
+	over := func() bool { return budget > 0 && e.budgetBytes() > budget }
 	for _, s := range sites {
 		sh := e.shardOf(s.state.id)
 		sh.mu.Lock()
@@ -952,7 +967,7 @@ func (e *Engine) evictLocked(now time.Time) {
 	low := budget - budget/10
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	for _, c := range cands {
-		if e.counters.resident.Load()+e.counters.state.Load() <= low {
+		if e.budgetBytes() <= low {
 			return
 		}
 		sh := e.shardOf(c.s.state.id)
@@ -989,6 +1004,7 @@ type Metrics struct {
 	Dropped       map[DropReason]uint64 // hits dropped since Open, by reason
 	ResidentBytes int64                 // bytes of resident closed days
 	StateBytes    int64                 // bytes of resident visitor state
+	KeyBytes      int64                 // bytes of the idempotency keys (TrackOnce), counted in MemoryBudget
 	Evicted       uint64                // days and visitor state evicted since Open
 	Overflow      uint64                // values counted as "(other)" (Options.MaxValues) since Open
 	Snapshots     uint64                // snapshots written since Open
@@ -1021,6 +1037,7 @@ func (e *Engine) Metrics() Metrics {
 		Dropped:       make(map[DropReason]uint64),
 		ResidentBytes: e.counters.resident.Load(),
 		StateBytes:    e.counters.state.Load(),
+		KeyBytes:      e.counters.keys.Load(),
 		Evicted:       e.counters.evicted.Load(),
 		Overflow:      e.counters.overflow.Load(),
 		Snapshots:     e.counters.snapshots.Load(),

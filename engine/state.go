@@ -129,6 +129,8 @@ func (e *Engine) releaseLocked(st *siteState) {
 	for _, p := range st.periods {
 		e.counters.state.Add(-int64(p.size))
 	}
+	e.counters.keys.Add(-st.keys.bytes())
+	st.keys = idemTable{}
 	st.pending = nil
 	st.stored = make(map[buckets.Date]struct{})
 	st.days = make(map[buckets.Date]*dayEntry)
@@ -357,6 +359,7 @@ type counters struct {
 	dropped    [numDropReasons]atomic.Uint64
 	resident   atomic.Int64  // bytes of frozen resident days
 	state      atomic.Int64  // bytes of resident visitor state (periods)
+	keys       atomic.Int64  // bytes of the idempotency keys (idemTable.bytes)
 	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
 	tick       atomic.Int64  // LRU clock
 	snapshots  atomic.Uint64

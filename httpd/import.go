@@ -55,9 +55,10 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	if res, ok := s.e.KeyResult(id, key); ok {
+	if res, ok := s.e.KeyResult(r.Context(), id, key); ok {
 		// A repeat (keyed): the first import's answer, whatever this
-		// body holds.
+		// body holds. One sent while the first is being counted waits
+		// here, before its body (up to 10 MiB) is read.
 		w.Header().Set("Idempotent-Replayed", "true")
 		writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
 		return nil
