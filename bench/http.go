@@ -202,7 +202,10 @@ func startServer(e *engine.Engine) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := httpd.New(e, &httpd.Options{RateLimit: -1, TrustProxy: true})
+	h, err := httpd.New(e, &httpd.Options{RateLimit: -1, TrustProxy: true})
+	if err != nil {
+		return nil, err
+	}
 	s := &server{url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	s.serve(ln)
 	return s, nil

@@ -33,7 +33,10 @@ func BenchmarkPlausibleQuery(b *testing.B) {
 	if !ok {
 		b.Fatal("no medium site")
 	}
-	srv := httpd.New(f.e, &httpd.Options{RateLimit: -1, NoPages: true})
+	srv, err := httpd.New(f.e, &httpd.Options{RateLimit: -1, NoPages: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	last := f.last.Format("2006-01-02")
 	first := f.last.AddDate(0, 0, -29).Format("2006-01-02")
 	filters := `"filters":[["is_not","visit:source",["Direct / None"]],["contains","event:page",["/"]]]`
@@ -113,7 +116,10 @@ func BenchmarkOverviewPage(b *testing.B) {
 	if _, err := f.e.Unscoped().UpdateWebsite(ctx, s.ID, engine.WebsiteInput{Privacy: &public}); err != nil {
 		b.Fatal(err)
 	}
-	srv := httpd.New(f.e, &httpd.Options{RateLimit: -1})
+	srv, err := httpd.New(f.e, &httpd.Options{RateLimit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	last := f.last.Format("2006-01-02")
 	for _, tc := range []struct {
 		name, query string

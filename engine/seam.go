@@ -97,11 +97,17 @@ func (l *Loader) Scan(kind snapshot.Kind, fn func(id uint64, v []byte) error) er
 
 // Put stores a record directly (a migration, in one process).
 func (l *Loader) Put(kind snapshot.Kind, id uint64, v []byte) error {
+	if !attachedRecord(kind, id) {
+		return notAttached(kind, id)
+	}
 	return l.e.store.Put(kind, id, v)
 }
 
 // Delete deletes a record directly.
 func (l *Loader) Delete(kind snapshot.Kind, id uint64) error {
+	if !attachedRecord(kind, id) {
+		return notAttached(kind, id)
+	}
 	return l.e.store.Delete(kind, id)
 }
 
@@ -121,14 +127,44 @@ func (r *Registry) Do(ctx context.Context, lock LockMode, fn func() error) error
 	return r.e.regDoAs(ctx, lock, fn)
 }
 
-// Put stores a record; only inside Do.
+// Put stores a record; only inside Do. Only the attached package's
+// records (attachedRecord) can be written through the seam: a website, its
+// goals, the website counter or statistics are the engine's
+// (ErrNotAttachedRecord).
 func (r *Registry) Put(kind snapshot.Kind, id uint64, v []byte) error {
+	if !attachedRecord(kind, id) {
+		return notAttached(kind, id)
+	}
 	return r.e.regPut(kind, id, v)
 }
 
 // Delete deletes a record; only inside Do.
 func (r *Registry) Delete(kind snapshot.Kind, id uint64) error {
+	if !attachedRecord(kind, id) {
+		return notAttached(kind, id)
+	}
 	return r.e.regDelete(kind, id)
+}
+
+// ErrNotAttachedRecord: a write through the Registry of a record that is
+// not the attached package's.
+var ErrNotAttachedRecord = errors.New("engine: not a record of the package attached to the registry")
+
+func notAttached(kind snapshot.Kind, id uint64) error {
+	return fmt.Errorf("%w: %s %d", ErrNotAttachedRecord, kind, id)
+}
+
+// attachedRecord reports whether a record is one the attached package
+// stores through the Registry: the kinds a registry transaction carries for
+// it (decodeOps), the engine's own records aside.
+func attachedRecord(kind snapshot.Kind, id uint64) bool {
+	switch kind {
+	case snapshot.KindCounter:
+		return id != counterWebsite
+	case snapshot.KindAccount, snapshot.KindInvite, snapshot.KindSession, snapshot.KindReport, snapshot.KindSecret:
+		return true
+	}
+	return false
 }
 
 // TxBytes is the size of the records the dry run in progress wrote so far
@@ -152,12 +188,20 @@ func (r *Registry) Get(kind snapshot.Kind, id uint64) ([]byte, error) {
 // PutMany stores records directly, in one batch: for what is not shared
 // between nodes (last uses, in one process).
 func (r *Registry) PutMany(kind snapshot.Kind, ids []uint64, vs [][]byte) error {
+	for _, id := range ids {
+		if !attachedRecord(kind, id) {
+			return notAttached(kind, id)
+		}
+	}
 	return r.e.store.PutMany(kind, ids, vs)
 }
 
 // DeleteNow deletes a record directly (an expired session, in one
 // process).
 func (r *Registry) DeleteNow(kind snapshot.Kind, id uint64) error {
+	if !attachedRecord(kind, id) {
+		return notAttached(kind, id)
+	}
 	return r.e.store.Delete(kind, id)
 }
 

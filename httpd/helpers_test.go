@@ -81,7 +81,9 @@ func newFixture(t testing.TB, opts *Options) *fixture {
 	if o.Now == nil {
 		o.Now = f.clock.Now
 	}
-	f.s = New(e, &o)
+	if f.s, err = New(e, &o); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	a, key, err := identity.Must(e).CreateAccount(ctx, "Alice", "alice@example.com")
 	if err != nil {

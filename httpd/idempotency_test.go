@@ -166,7 +166,10 @@ func TestImportIdempotencyKeyLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s := New(e, &Options{RateLimit: -1, Now: c.Now})
+	s, err := New(e, &Options{RateLimit: -1, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, key, err := identity.Must(e).CreateAccount(context.Background(), "A", "a@example.com")
 	if err != nil {
 		t.Fatal(err)

@@ -137,9 +137,10 @@ type Server struct {
 
 // New returns a Server over e. A nil opts means the defaults (see Options).
 // The Server does not own e: close e after the Server is no longer used.
-// Accounts and keys are e's identity.Service: open it first
-// (identity.Open) to see its errors, or New panics on them.
-func New(e *engine.Engine, opts *Options) *Server {
+// Accounts and keys are e's identity.Service, opened here (identity.Open)
+// when it is not yet: New fails only when it cannot be opened (its
+// records cannot be read, or e is closed).
+func New(e *engine.Engine, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -165,7 +166,11 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, id: identity.Must(e), opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
+	id, err := identity.Open(e)
+	if err != nil {
+		return nil, fmt.Errorf("httpd: %w", err)
+	}
+	s := &Server{e: e, id: id, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
@@ -192,7 +197,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	s.router = r
 	s.routes()
 	s.conns = s.newConnLimiter()
-	return s
+	return s, nil
 }
 
 // CheckPublicURL returns an error when u is not an absolute http or https

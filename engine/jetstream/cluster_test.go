@@ -601,7 +601,11 @@ func TestClusterHealthz(t *testing.T) {
 		}
 	}
 	waitApplied(t, []*node{n})
-	srv := httptest.NewServer(httpd.New(n.e, nil))
+	h, err := httpd.New(n.e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	get := func(path string) string {
 		resp, err := http.Get(srv.URL + path)

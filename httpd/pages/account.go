@@ -229,7 +229,20 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 // client as a failure does. It returns the tokens to give back on a right
 // password, or the wait of a 429.
 func (p *Pages) signInTakes(ctx context.Context, ck, email string) ([]limitKey, time.Duration) {
-	acct := accountKey(email)
+	return p.failureTakes(ctx, ck, accountKey(email))
+}
+
+// sessionTakes takes the failure tokens of a password (or API key) check
+// by a signed-in session of account a, as signInTakes does for a sign-in:
+// a stolen session that fails from many addresses empties the account's
+// bucket, which then delays the owner's right password from an address
+// that has not failed, never refuses it (SPEC §13).
+func (p *Pages) sessionTakes(r *http.Request, a identity.Account) ([]limitKey, time.Duration) {
+	return p.failureTakes(r.Context(), limit.ClientKey(p.clientIP(r)), accountIDKey(a.ID))
+}
+
+// failureTakes is signInTakes for the account limiter key acct.
+func (p *Pages) failureTakes(ctx context.Context, ck, acct string) ([]limitKey, time.Duration) {
 	pair := limitKey{p.pairFails, ck + "|" + acct}
 	failed := pair.l.Used(pair.key)
 	var taken []limitKey
@@ -414,9 +427,10 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	// A signed-in session checking the password (or, for the first
 	// password, an API key) is limited like a sign-in: a stolen session
 	// cannot guess it.
-	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	var takes []limitKey
 	if form == "password" {
-		if wait := takeAll(take); wait > 0 {
+		var wait time.Duration
+		if takes, wait = p.sessionTakes(r, a); wait > 0 {
 			w.Header().Set("Retry-After", retryAfter(wait))
 			return p.renderAccount(w, r, a, http.StatusTooManyRequests, accountData{Form: form,
 				Errors: fieldMsgs{"current_password": "Too many wrong tries. Wait " + retryAfter(wait) + " seconds and try again."}})
@@ -427,7 +441,7 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	// wrong.
 	defer func() {
 		if form == "password" && !wrongPassword(err) {
-			refundAll(take)
+			refundAll(takes...)
 		}
 	}()
 	switch form {
@@ -579,15 +593,15 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return nil
 	}
 	secret := r.PostForm.Get("secret")
-	take := limitKey{p.accountFails, accountIDKey(a.ID)}
-	if wait := takeAll(take); wait > 0 {
+	takes, wait := p.sessionTakes(r, a)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{Secret: secret, QR: p.setupQR(a, secret),
 			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
 	}
 	codes, err := p.id.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"), r.PostForm.Get("current_password"))
 	if !wrongPassword(err) {
-		refundAll(take)
+		refundAll(takes...)
 	}
 	if fe := formErrors(err); fe != nil {
 		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, twoFactorData{On: a.TwoFactor, RecoveryCodes: a.RecoveryCodes, Secret: secret, QR: p.setupQR(a, secret), Errors: fe})
@@ -619,15 +633,15 @@ func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httproute
 	if !ok {
 		return nil
 	}
-	take := limitKey{p.accountFails, accountIDKey(a.ID)}
-	if wait := takeAll(take); wait > 0 {
+	takes, wait := p.sessionTakes(r, a)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes,
 			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
 	}
 	_, err := p.id.DisableTOTP(r.Context(), a.ID, r.PostForm.Get("current_password"))
 	if !wrongPassword(err) {
-		refundAll(take)
+		refundAll(takes...)
 	}
 	if fe := formErrors(err); fe != nil {
 		return p.renderTwoFactor(w, r, a, http.StatusUnprocessableEntity, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes, Errors: fe})
@@ -723,8 +737,8 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err != nil {
 		return errNotFound
 	}
-	take := limitKey{p.accountFails, accountIDKey(a.ID)}
-	if wait := takeAll(take); wait > 0 {
+	takes, wait := p.sessionTakes(r, a)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return p.renderKeys(w, r, a, http.StatusTooManyRequests, keysData{
 			Errors: fieldMsgs{"key": "Too many wrong tries. Wait " + retryAfter(wait) + " seconds and try again."}})
@@ -734,7 +748,7 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if fe := formErrors(err); fe != nil {
 		return p.renderKeys(w, r, a, http.StatusUnprocessableEntity, keysData{Errors: fe})
 	}
-	refundAll(take)
+	refundAll(takes...)
 	if errors.Is(err, identity.ErrUnauthenticated) {
 		http.Redirect(w, r, "/login?next=%2Faccount%2Fkeys", http.StatusSeeOther)
 		return nil

@@ -705,12 +705,13 @@ func TestSessionPasswordGuesses(t *testing.T) {
 	c := f.client()
 	c.setPassword(f.ownerKey, "correct horse")
 	tok := c.csrfFor("/account", "/account/password")
-	for i := range signInFailuresPerAccount + 1 {
+	// (One client: its client-and-account bucket is the first to refuse.)
+	for i := range signInFailuresPerPair + 1 {
 		res := c.post("/account/password", url.Values{"csrf": {tok}, "password": {"new password"}, "password_confirmation": {"new password"}, "current_password": {"guess"}})
-		if i < signInFailuresPerAccount && res.status != http.StatusUnprocessableEntity {
+		if i < signInFailuresPerPair && res.status != http.StatusUnprocessableEntity {
 			t.Fatalf("guess %d: %d", i, res.status)
 		}
-		if i == signInFailuresPerAccount && res.status != http.StatusTooManyRequests {
+		if i == signInFailuresPerPair && res.status != http.StatusTooManyRequests {
 			t.Errorf("past the limit: %d, want 429", res.status)
 		}
 	}
@@ -812,5 +813,35 @@ func TestStolenSessionCannotRevokeOwnersKeys(t *testing.T) {
 	}
 	if _, err := identity.Must(f.e).Authenticate(ctx, f.ownerKey); err == nil {
 		t.Error("the key still works after a proven revocation")
+	}
+}
+
+// TestStolenSessionCannotBlockOwnersChecks (SPEC §13: "an account-wide
+// limit only delays, never refuses, a client that has not failed"): a
+// stolen session failing the current password from many addresses does not
+// make the owner's right password, from an address that has not failed, a
+// 429 (the password form; the two-factor, email and key-revocation forms
+// take the same tokens).
+func TestStolenSessionCannotBlockOwnersChecks(t *testing.T) {
+	f := newFixture(t)
+	f.p.clientIP = testClientIP
+	owner := f.client()
+	owner.setPassword(f.ownerKey, "correct horse")
+	thief := f.client()
+	thief.signIn(f.ownerKey) // a session of the account the owner does not hold
+	tok := thief.csrfFor("/account", "/account/password")
+	for i := range signInFailuresPerAccount + 1 {
+		res := thief.postFrom(fmt.Sprintf("198.51.100.%d", i+1), "/account/password", url.Values{"csrf": {tok},
+			"password": {"thief password"}, "password_confirmation": {"thief password"}, "current_password": {"guess"}})
+		if res.status != http.StatusUnprocessableEntity && res.status != http.StatusTooManyRequests {
+			t.Fatalf("guess %d: %d", i, res.status)
+		}
+	}
+	// The owner, from an address that has not failed, is delayed at most.
+	tok = owner.csrfFor("/account", "/account/password")
+	res := owner.postFrom("203.0.113.200", "/account/password", url.Values{"csrf": {tok},
+		"password": {"new password"}, "password_confirmation": {"new password"}, "current_password": {"correct horse"}})
+	if res.status != http.StatusSeeOther {
+		t.Errorf("the owner's right password past the account's limit: %d, want 303 (delayed, not refused)\n%s", res.status, mainText(res.body))
 	}
 }

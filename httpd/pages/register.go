@@ -351,15 +351,15 @@ func (p *Pages) emailChange(w http.ResponseWriter, r *http.Request, a identity.A
 	if !p.canMail() {
 		return fail(http.StatusServiceUnavailable, "email", "This server sends no email, so a new address cannot be proven here. Ask its administrator to change it (webstatsd user set-email).")
 	}
-	take := limitKey{p.accountFails, accountIDKey(a.ID)}
-	if wait := takeAll(take); wait > 0 {
+	takes, wait := p.sessionTakes(r, a)
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return fail(http.StatusTooManyRequests, "current_password", "Too many wrong passwords. Wait "+retryAfter(wait)+" seconds and try again.")
 	}
 	email := strings.TrimSpace(f.Get("email"))
 	tok, err := p.id.EmailChangeToken(r.Context(), a.ID, email, f.Get("current_password"))
 	if !wrongPassword(err) {
-		refundAll(take)
+		refundAll(takes...)
 	}
 	if fe := formErrors(err); fe != nil {
 		return p.renderAccount(w, r, a, http.StatusUnprocessableEntity, accountData{Errors: fe, Form: "email", Email: email})

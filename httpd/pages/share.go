@@ -46,7 +46,11 @@ func shareAuth(key [32]byte, id uint32) string {
 // /share/<domain>?auth=<it>. It reads the pages' cookie key from e, as New
 // does.
 func ShareAuth(ctx context.Context, e *engine.Engine, id uint32) (string, error) {
-	key, err := identity.Must(e).Secret(ctx, "pages-cookie")
+	ids, err := identity.Open(e)
+	if err != nil {
+		return "", err
+	}
+	key, err := ids.Secret(ctx, "pages-cookie")
 	if err != nil {
 		return "", err
 	}

@@ -107,7 +107,11 @@ func TestImportPlausibleRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpd.New(e, &httpd.Options{RateLimit: -1}))
+	h, err := httpd.New(e, &httpd.Options{RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	zip, want := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 5, 1), Days: 10, DailyVisitors: 100, Pages: 4, Cities: 3, Seed: 8})
 	good := filepath.Join(t.TempDir(), "export.zip")

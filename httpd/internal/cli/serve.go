@@ -160,7 +160,7 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 	if rateLimit == 0 {
 		rateLimit = -1 // httpd's "off"; its 0 means the default
 	}
-	h := httpd.New(e, &httpd.Options{
+	h, err := httpd.New(e, &httpd.Options{
 		RateLimit:  rateLimit,
 		TrustProxy: cfg.TrustProxy, TrustedProxies: proxies,
 		Logger: log.With("component", "http"),
@@ -172,6 +172,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 		Registration:  cfg.Registration,
 		SendMail:      report.Mailer(cfg.Mail.options(report.Weekly, log).SMTP, cfg.Mail.PublicURL),
 	})
+	if err != nil {
+		return errors.Join(err, ln.Close(), e.Close())
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
