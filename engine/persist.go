@@ -837,9 +837,16 @@ const (
 	candRollup
 )
 
+// budgetUsed is what MemoryBudget counts: resident closed days and
+// rollups, resident visitor state, and the realtime slots (which are
+// capped, not evicted: realtime.go).
+func (e *Engine) budgetUsed() int64 {
+	return e.counters.resident.Load() + e.counters.state.Load() + e.counters.realtime.Load()
+}
+
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
 func (e *Engine) maybeEvict() {
-	if b := e.opts.MemoryBudget; b > 0 && e.counters.resident.Load()+e.counters.state.Load() > b && e.snapMu.TryLock() {
+	if b := e.opts.MemoryBudget; b > 0 && e.budgetUsed() > b && e.snapMu.TryLock() {
 		e.evictLocked(e.now())
 		e.snapMu.Unlock()
 	}
@@ -868,7 +875,7 @@ func (e *Engine) evictLocked(now time.Time) {
 		sites = append(sites, s)
 	}
 	e.regMu.RUnlock()
-	over := func() bool { return budget > 0 && e.counters.resident.Load()+e.counters.state.Load() > budget }
+	over := func() bool { return budget > 0 && e.budgetUsed() > budget }
 	for _, s := range sites {
 		sh := e.shardOf(s.state.id)
 		sh.mu.Lock()
@@ -910,7 +917,7 @@ func (e *Engine) evictLocked(now time.Time) {
 	low := budget - budget/10
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
 	for _, c := range cands {
-		if e.counters.resident.Load()+e.counters.state.Load() <= low {
+		if e.budgetUsed() <= low {
 			return
 		}
 		sh := e.shardOf(c.s.state.id)
@@ -947,6 +954,7 @@ type Metrics struct {
 	Dropped       map[DropReason]uint64 // hits dropped since Open, by reason
 	ResidentBytes int64                 // bytes of resident closed days
 	StateBytes    int64                 // bytes of resident visitor state
+	RealtimeBytes int64                 // bytes of the realtime visitor slots (in MemoryBudget)
 	Evicted       uint64                // days and visitor state evicted since Open
 	Overflow      uint64                // values counted as "(other)" (Options.MaxValues) since Open
 	Snapshots     uint64                // snapshots written since Open
@@ -979,6 +987,7 @@ func (e *Engine) Metrics() Metrics {
 		Dropped:       make(map[DropReason]uint64),
 		ResidentBytes: e.counters.resident.Load(),
 		StateBytes:    e.counters.state.Load(),
+		RealtimeBytes: e.counters.realtime.Load(),
 		Evicted:       e.counters.evicted.Load(),
 		Overflow:      e.counters.overflow.Load(),
 		Snapshots:     e.counters.snapshots.Load(),
