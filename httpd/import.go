@@ -51,7 +51,12 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(r.Body)
+	release, err := acquireImport(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	body, err := readImportBody(r, maxImportBody)
 	if err != nil {
 		return err
 	}
