@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Issue #17 at the HTTP level: the same hits, imported through
@@ -297,7 +298,7 @@ func runImport(t *testing.T, st *importStream, c importConfig) importRun {
 		srv.close()
 		e.Close()
 	}()
-	acct, key, err := e.CreateAccount(ctx, "det", "det@localhost")
+	acct, key, err := identity.Must(e).CreateAccount(ctx, "det", "det@localhost")
 	if err != nil {
 		t.Fatal(err)
 	}

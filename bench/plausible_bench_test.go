@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd"
 )
 
@@ -69,7 +70,7 @@ func BenchmarkPlausibleQuery(b *testing.B) {
 		b.Run("site=medium/days=30/"+tc.name+"/direct", func(b *testing.B) {
 			ctx := context.Background()
 			body := `{"site_id":"` + s.Site.Domain + `","date_range":["` + first + `","` + last + `"],` + filters + `,` + tc.body + `}`
-			a, err := f.e.Authenticate(ctx, f.key)
+			a, err := identity.Must(f.e).Authenticate(ctx, f.key)
 			if err != nil {
 				b.Fatal(err)
 			}

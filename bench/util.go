@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // siteBySize returns the Site of a size name.
@@ -62,8 +63,8 @@ const benchEmail = "bench@localhost"
 
 // setup creates the bench account and a public website per domain on e,
 // and returns the account, its API key and the website ids by domain.
-func setup(ctx context.Context, e *engine.Engine, domains ...string) (engine.Account, string, map[string]uint32, error) {
-	a, key, err := e.CreateAccount(ctx, "bench", benchEmail)
+func setup(ctx context.Context, e *engine.Engine, domains ...string) (identity.Account, string, map[string]uint32, error) {
+	a, key, err := identity.Must(e).CreateAccount(ctx, "bench", benchEmail)
 	if err != nil {
 		return a, "", nil, fmt.Errorf("create account: %w", err)
 	}

@@ -56,7 +56,7 @@ func benchOpen(b *testing.B, o engine.Options, now time.Time) *engine.Engine {
 // benchSites creates an account and a website per domain.
 func benchSites(b *testing.B, e *engine.Engine, domains ...string) []uint32 {
 	b.Helper()
-	acc, _, err := e.CreateAccount(benchCtx, "Bench", "bench@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		b.Fatal(err)
 	}

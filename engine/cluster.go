@@ -64,9 +64,14 @@ type Cluster interface {
 // uncompressed length (uvarint); publish compresses what is larger than
 // zstdAbove. A message is never larger than maxMessageRecords
 // uncompressed (an import of 10 MiB is about 3 MiB of records).
+//
+// Kind msgKeyed holds the idempotency key of a TrackOnce (idemMark, after
+// its length) before the message of its records: the key and the batch are
+// applied together, on every node.
 const (
 	msgPlain          = 'p'
 	msgZstd           = 'z'
+	msgKeyed          = 'k'
 	zstdAbove         = 16 << 10
 	maxMessageRecords = 64 << 20
 )
@@ -75,7 +80,7 @@ const (
 // the follower (follow) applies them, here as on every other node. They go
 // as one message, so that a call is counted whole or not at all, on every
 // node: more than the log takes in one message is ErrTooLarge.
-func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int) (ok bool, err error) {
+func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int, mark *idemMark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -94,6 +99,11 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 		msg = binary.AppendUvarint([]byte{msgZstd}, uint64(len(body)-1))
 		msg = zstdEncoder().EncodeAll(body[1:], msg)
 	}
+	if mark != nil {
+		mb := mark.appendBinary(nil)
+		keyed := binary.AppendUvarint([]byte{msgKeyed}, uint64(len(mb)))
+		msg = append(append(keyed, mb...), msg...)
+	}
 	if len(body) > maxMessageRecords || len(msg) > e.opts.Cluster.MaxMessage() {
 		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
 	}
@@ -107,9 +117,31 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	return true, nil
 }
 
-// decodeMessage splits a message of publish into records.
-func decodeMessage(msg []byte, recs []record) ([]record, error) {
+// decodeMessage splits a message of publish into records and its
+// idempotency key (nil: none).
+func decodeMessage(msg []byte, recs []record) ([]record, *idemMark, error) {
 	recs = recs[:0]
+	var mark *idemMark
+	if len(msg) > 0 && msg[0] == msgKeyed {
+		n, k := binary.Uvarint(msg[1:])
+		if k <= 0 || n > uint64(len(msg)-1-k) {
+			return recs, nil, fmt.Errorf("engine: cluster message key: %w", errRecord)
+		}
+		mark = new(idemMark)
+		if err := mark.decode(msg[1+k : 1+k+int(n)]); err != nil {
+			return recs, nil, err
+		}
+		msg = msg[1+k+int(n):]
+	}
+	recs, err := decodeRecords(msg, recs)
+	if err == nil && mark != nil && mark.website != recs[0].website {
+		err = fmt.Errorf("engine: cluster message key of another website: %w", errRecord)
+	}
+	return recs, mark, err
+}
+
+// decodeRecords splits the records of a message (after its key).
+func decodeRecords(msg []byte, recs []record) ([]record, error) {
 	if len(msg) == 0 {
 		return recs, fmt.Errorf("engine: empty cluster message: %w", errRecord)
 	}
@@ -247,7 +279,11 @@ func (e *Engine) checkLog() error {
 	}
 	// (A cluster's registry comes from its log: accounts or websites
 	// made by a single process would exist on this node only.)
-	applied := e.store.Trim() > 0 || len(e.accounts) > 0 || len(e.sites) > 0
+	accounts, err := e.storeHas(snapshot.KindAccount)
+	if err != nil {
+		return err
+	}
+	applied := e.store.Trim() > 0 || accounts || len(e.sites) > 0
 	for _, s := range e.sites {
 		applied = applied || s.state.lastSeq > 0
 	}
@@ -303,14 +339,15 @@ func (e *Engine) follow() {
 				return e.applyRegistry(seq, rm)
 			}
 			var err error
-			if recs, err = decodeMessage(m.Data, recs); err != nil {
+			var mark *idemMark
+			if recs, mark, err = decodeMessage(m.Data, recs); err != nil {
 				// Skipping it would make this node differ from those
 				// that can read it (a newer version's record during an
 				// upgrade): the follower stops here and retries, and
 				// the lag shows.
 				return fmt.Errorf("message %d: %w", seq, err)
 			}
-			return e.applyShared(seq, recs)
+			return e.applyShared(seq, recs, mark)
 		}
 		var err error
 		if e.opts.Partitions != nil {
@@ -347,8 +384,10 @@ func (e *Engine) follow() {
 // website's), as ingest does with its own durable records: pinned, queued,
 // applied, all under one hold of the shard lock. A message its website has
 // already applied (saved state newer than the snapshot's trim point) is
-// skipped.
-func (e *Engine) applyShared(seq uint64, recs []record) error {
+// skipped, and so is one whose idempotency key the website's table holds
+// (an earlier message's, younger than KeyTTL at mark's time): every node
+// decides it alike, in log order.
+func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
 	website := recs[0].website
 	for i := range recs {
 		if recs[i].website != website {
@@ -372,6 +411,13 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 		e.seq.Store(seq)
 		return nil
 	}
+	if mark != nil {
+		if _, ok := st.keys.lookup(mark.key, mark.ms); ok {
+			st.appliedLocked(seq)
+			e.seq.Store(seq)
+			return nil
+		}
+	}
 	idx := make([]int, len(recs))
 	for i := range idx {
 		idx[i] = i
@@ -386,6 +432,10 @@ func (e *Engine) applyShared(seq uint64, recs []record) error {
 	}
 	for i := range hits {
 		hits[i].seq = seq
+	}
+	if mark != nil {
+		mark.seq = seq
+		hits[len(hits)-1].mark = mark
 	}
 	st.pending = append(st.pending, hits...)
 	e.seq.Store(seq)

@@ -42,7 +42,7 @@ func newCorruptStore(t testing.TB) *corruptStore {
 	t.Cleanup(func() { e.Close() })
 	c.live = e
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,21 +4,26 @@ open an Engine, register websites, Track hits, and query statistics.
 
 # The API at a glance
 
-  - Lifecycle, on *Engine: Open, Close, Snapshot, Backup, Metrics.
+  - Lifecycle, on *Engine: Open, Close, Snapshot, Backup, Metrics,
+    StoreUsage; ClusterMetrics in cluster mode (Options.Cluster: the
+    engine/jetstream log and registry).
   - Tracking, on *Engine: Track counts hits of any website (a hit names its
     website by URL host, Domain or Website id).
   - Websites and statistics, on an Owner: Engine.Owner(account) sees only
     that account's websites; Engine.Unscoped sees them all and is for the
     server's own use (command line, report scheduler, public pages that check
     a website's privacy themselves). Websites, Website, WebsiteByDomain,
-    CreateWebsite, UpdateWebsite, DeleteWebsite, Stat, Totals, Realtime and
-    Today all go through one; another account's website is ErrNotFound,
-    exactly like a missing one.
-  - Accounts and API keys, on *Engine: CreateAccount, Account, Accounts,
-    AccountByEmail, Authenticate, RotateKey.
-  - Server bookkeeping, on *Engine, used by httpd: Secret (cookie keys),
-    CheckPassword (a website's statistics password), LastReport and
-    SetLastReport, ClaimReport and ReleaseReport (periodic e-mail reports).
+    CreateWebsite, UpdateWebsite, DeleteWebsite, goals, Stat, Totals, Query
+    (the Plausible Stats API's query: ParseQuery), Realtime and Today all go
+    through one; another account's website is ErrNotFound, exactly like a
+    missing one. The engine knows an account by its id only.
+  - A website's statistics password, on *Engine: CheckPassword.
+  - The registry seam, Engine.Registry: named records changed in
+    transactions (create-only and compare-and-set are a check and a write
+    in one Do), replicated in cluster mode, that one other package stores
+    its records through (Registry.Attach). Accounts, API keys, sessions,
+    two-factor authentication, invitations, reset and proof links, report
+    bookkeeping and cookie secrets are package engine/identity's, on it.
 
 Days are Dates (an alias of buckets.Date: ParseDate, DateOf, DateFromTime).
 Errors are the sentinels below (use errors.Is) or a *ValidationError whose

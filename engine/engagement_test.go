@@ -33,7 +33,7 @@ func TestEngagementReplayedOnce(t *testing.T) {
 			clock := func() time.Time { return now }
 			e, site := hardEngine(t, fs, Options{Now: clock})
 			other := "other.example"
-			acc, _, err := e.CreateAccount(ctx, "Other", "other@example.org")
+			acc, _, err := NewTestAccount()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,18 +29,17 @@ type Engine struct {
 	// under the shard lock of the hit's website, as the hit is applied.
 	seq atomic.Uint64
 
-	// regMu guards the registry: accounts, keys, emails, invites, sites,
-	// domains and the id counters. Account records and a site's web and cfg
-	// are replaced, never modified, under it.
+	// regMu guards the registry: sites, domains, the website counter and
+	// the attached package's records (seam.go). A site's web and cfg are
+	// replaced, never modified, under it.
 	regMu       sync.RWMutex
-	accounts    map[uint32]*accountRec
-	keys        map[[32]byte]keyRef // API key hash → its account and key
-	emails      map[string]uint32   // lower-cased email → account id
-	invites     map[uint64]*invite  // by the first 8 bytes of the token's hash
 	sites       map[uint32]*site
 	domains     map[string]uint32 // normalised domain → website id
-	nextAccount uint32            // last account id assigned
 	nextWebsite uint32            // last website id assigned
+	records     Records           // the package attached (Registry.Attach), or nil
+	// applyMu is held while a registry transaction applies (cluster
+	// mode) and while a package attaches.
+	applyMu sync.Mutex
 	// Cluster mode (regtx.go): the dry run in progress, whose writes are
 	// collected; the log position of the last registry transaction
 	// applied; the transactions this node waits for.
@@ -49,8 +48,7 @@ type Engine struct {
 	regWaiting regWaiters
 	regTxSem   chan struct{} // one change at a time on this node (regDo)
 
-	auth  authState // password hash gate and sessions (sessions.go)
-	usage usage     // last uses of keys and sessions, written at snapshots (usage.go)
+	gate hashGate // password hashes running at once (password.go)
 
 	// shards guard the statistics state of websites (site.state): a website
 	// lives in shard id % len(shards).
@@ -86,6 +84,10 @@ type Engine struct {
 
 	counters counters
 	cluster  clusterCounters // cluster mode's (Options.Cluster)
+
+	// imported is the imported layer of the websites read so far
+	// (imported.go).
+	imported importedLayer
 
 	// sealBytes is the size of an open day's segment rows at which a
 	// snapshot seals them into the store (SPEC §13), and at which an apply
@@ -209,10 +211,6 @@ func Open(opts *Options) (*Engine, error) {
 	e := &Engine{
 		opts:     o,
 		now:      o.Now,
-		accounts: make(map[uint32]*accountRec),
-		keys:     make(map[[32]byte]keyRef),
-		emails:   make(map[string]uint32),
-		invites:  make(map[uint64]*invite),
 		sites:    make(map[uint32]*site),
 		domains:  make(map[string]uint32),
 		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
@@ -354,7 +352,7 @@ func (e *Engine) Close() error {
 		// the follower still runs (a registry transaction waits for it to
 		// apply): the final snapshot comes after it has stopped. With
 		// the log down this waits regWait and they are lost.
-		if err := e.flushUsage(); err != nil {
+		if err := e.flushRecords(); err != nil {
 			e.opts.Logger.Error("write key and session uses", "err", err)
 		}
 	}

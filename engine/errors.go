@@ -13,8 +13,6 @@ var (
 	ErrNotFound = errors.New("engine: not found")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("engine: closed")
-	// ErrUnauthenticated: no account has this API key.
-	ErrUnauthenticated = errors.New("engine: unknown API key")
 	// ErrLocked: another process (a running webstatsd) has the data
 	// directory open.
 	ErrLocked = snapshot.ErrLocked

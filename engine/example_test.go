@@ -21,7 +21,7 @@ func Example() {
 	}
 	defer e.Close()
 
-	acc, _, _ := e.CreateAccount(ctx, "Me", "me@example.org")
+	acc, _, _ := engine.NewTestAccount()
 	me := e.Owner(acc.ID)
 	domain := "example.com"
 	site, err := me.CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
@@ -59,7 +59,7 @@ func ExampleOwner_Query() {
 		panic(err)
 	}
 	defer e.Close()
-	acc, _, _ := e.CreateAccount(ctx, "Me", "me@example.org")
+	acc, _, _ := engine.NewTestAccount()
 	me := e.Owner(acc.ID)
 	domain := "example.com"
 	site, _ := me.CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})

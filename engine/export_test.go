@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // SetDayMemo turns the queries' memo of frozen days (dayMemo) on or off,
 // for benchmarks that measure a query on its own (off: every query
@@ -100,3 +103,43 @@ func Pins(e *Engine) int {
 	}
 	return n
 }
+
+// TestAccount is an account id for the tests: the engine knows the ids
+// that own websites, not the accounts (package identity keeps those).
+type TestAccount struct{ ID uint32 }
+
+var testAccounts atomic.Uint32
+
+// NewTestAccount returns a fresh account id, as identity's CreateAccount
+// returned an account, key and error.
+func NewTestAccount() (TestAccount, string, error) {
+	return TestAccount{ID: testAccounts.Add(1)}, "", nil
+}
+
+// SetImportedCacheBytes sets the bound of the imports loaded for queries
+// without a MemoryBudget (imported.go) and returns the previous one.
+func SetImportedCacheBytes(n int64) int64 {
+	old := importedCacheBytes
+	importedCacheBytes = n
+	return old
+}
+
+// ImportedResident returns the websites whose imports are loaded and the
+// rows they hold, counted from the loaded lists themselves.
+func ImportedResident(e *Engine) (sites, rows int) {
+	e.imported.mu.Lock()
+	defer e.imported.mu.Unlock()
+	for _, list := range e.imported.sites {
+		sites++
+		for _, d := range list {
+			for _, t := range d.tables {
+				rows += len(t)
+			}
+		}
+	}
+	return sites, rows
+}
+
+// QueryRuns counts the queries run on the segments (not answered by the
+// day buckets or the result cache), in every engine.
+func QueryRuns() int64 { return queryRuns.Load() }

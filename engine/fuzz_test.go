@@ -103,6 +103,22 @@ func fuzzRecord(website uint32, date, back int64, flags byte, ms int64, strs ...
 	return b
 }
 
+// fuzzMark is an idempotency key's log entry (engine/idem.go): tag,
+// website, key digest, time, nonce, accepted and n dropped counts.
+func fuzzMark(website uint32, ms int64, accepted uint64, n int) []byte {
+	b := []byte{0xf0}
+	b = binary.AppendUvarint(b, uint64(website))
+	b = append(b, make([]byte, 16)...)
+	b = binary.AppendVarint(b, ms)
+	b = binary.LittleEndian.AppendUint64(b, 7)
+	b = binary.AppendUvarint(b, accepted)
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range n {
+		b = binary.AppendUvarint(b, uint64(i))
+	}
+	return b
+}
+
 // FuzzLogRecord appends the input as a log entry after the fixture's log
 // tail, then opens the engine, which replays it.
 func FuzzLogRecord(f *testing.F) {
@@ -130,6 +146,10 @@ func FuzzLogRecord(f *testing.F) {
 		fuzzRecord(c.site+1, d, 0, 1, ms, "/unknown-site"),
 		fuzzRecord(0, d, 0, 1, ms),
 		fuzzRecord(1<<32-1, d, 0, 1, ms),
+		fuzzMark(c.site, ms, 3, 6),
+		fuzzMark(c.site, ms, 1<<32-1, 7),
+		fuzzMark(c.site+1, ms, 1, 6),
+		fuzzMark(c.site, -ms, 0, 65),
 	} {
 		f.Add(seed)
 	}
@@ -261,6 +281,10 @@ func FuzzSiteMeta(f *testing.F) {
 		meta(3, d, 5),                  // a date without a bucket
 		meta(3, 1<<31-1, -(1<<32 - 1)), // the extremes
 		meta(3, d, -1<<40),
+		// Version 2: idempotency keys after the dates.
+		append(append([]byte{2}, meta(3, d, 1)[1:]...), 1),
+		append(append(append([]byte{2}, meta(3, d, 1)[1:]...), 1), make([]byte, 16+1+7)...),
+		append(append([]byte{2}, meta(3)[1:]...), 0xff, 0xff, 0xff, 0xff, 0x0f),
 	} {
 		f.Add(seed)
 	}
@@ -286,7 +310,7 @@ func FuzzTrack(f *testing.F) {
 	}
 	f.Cleanup(func() { e.Close() })
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "Fuzz", "fuzz@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestGoals(t *testing.T) {
 		}
 	}
 	// Another account sees nothing of them.
-	other, _, err := s.e.CreateAccount(ctx, "Other", "other@example.org")
+	other, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func hardEngine(t *testing.T, fs vfs.FS, o Options) (*Engine, uint32) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}

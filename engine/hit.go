@@ -26,6 +26,9 @@ type Hit struct {
 	// Visitor, when not empty, replaces IP and user agent in the visitor hash
 	// (the import API's stable visitor id).
 	Visitor string
+	// Given, when not nil, gives the hit's device, browser, OS and location
+	// directly (imports of peers' and webstats' own exports).
+	Given *Given
 
 	// Website, when not zero, counts the hit under this website whatever the
 	// URL's host (imports). Otherwise the website is found by Domain, or by the
@@ -107,4 +110,7 @@ type TrackResult struct {
 	// Reasons holds one entry per hit, in the order given: DropNone for a
 	// counted hit.
 	Reasons []DropReason
+	// Repeated reports a TrackOnce whose key an earlier call used: the
+	// counts are that call's, this one counted nothing (Reasons nil).
+	Repeated bool
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -91,10 +92,15 @@ type (
 		advance time.Duration
 		hits    []engine.Hit
 	}
-	// opImport imports hits with explicit times into slot's website id.
+	// opImport imports hits with explicit times into slot's website id;
+	// with a key, through TrackOnce (SPEC §3.4 "Retries"). The generator
+	// repeats earlier imports, keyed or not, as a client retries one whose
+	// answer it lost (often after a crash): without a key the repeat
+	// counts again, with one it counts nothing for seven days.
 	opImport struct {
 		slot int
 		hits []engine.Hit
+		key  string
 	}
 	opSnapshot struct{}
 	opQuery    struct {
@@ -132,6 +138,9 @@ func (o opUpdate) String() string { return fmt.Sprintf("update %s%v", domainOf(o
 func (o opDelete) String() string { return fmt.Sprintf("delete %s", domainOf(o.slot)) }
 func (o opLive) String() string   { return fmt.Sprintf("live +%v %d hits", o.advance, len(o.hits)) }
 func (o opImport) String() string {
+	if o.key != "" {
+		return fmt.Sprintf("import %s %d hits key=%s", domainOf(o.slot), len(o.hits), o.key)
+	}
 	return fmt.Sprintf("import %s %d hits", domainOf(o.slot), len(o.hits))
 }
 func (opSnapshot) String() string { return "snapshot" }
@@ -218,6 +227,8 @@ type generator struct {
 	now   time.Time
 	alive [metaSlots]bool
 	bases []time.Time // earlier import times, to come back to
+	done  []opImport  // earlier imports, to retry
+	keys  int         // keys given so far
 }
 
 func generate(seed uint64, n int) (metaConfig, []fmt.Stringer) {
@@ -258,8 +269,10 @@ func (g *generator) op() fmt.Stringer {
 	switch r := g.rng.IntN(100); {
 	case r < 32:
 		return g.live()
-	case r < 52:
+	case r < 46:
 		return g.imports()
+	case r < 52:
+		return g.retry()
 	case r < 68:
 		return opQuery{q: g.query()}.withSlot(g.slot())
 	case r < 76:
@@ -416,6 +429,7 @@ func (g *generator) imports() opImport {
 	default:
 		n = 100 + g.rng.IntN(101)
 	}
+	op := opImport{slot: slot}
 	// base is where the batch starts; span how far it runs.
 	var base time.Time
 	span := time.Duration(1+g.rng.IntN(180)) * time.Minute
@@ -434,10 +448,13 @@ func (g *generator) imports() opImport {
 		base = g.now
 	}
 	g.bases = append(g.bases, base)
+	if g.rng.IntN(2) == 0 {
+		g.keys++
+		op.key = fmt.Sprintf("key-%d", g.keys)
+	}
 	visitors := 1 + g.rng.IntN(40)
 	explicit := g.rng.IntN(3) > 0
 	order := g.rng.IntN(3) // 0 in order, 1 reversed, 2 shuffled
-	op := opImport{slot: slot}
 	for i := range n {
 		h := g.hit(slot)
 		if g.rng.IntN(2) == 0 {
@@ -467,7 +484,21 @@ func (g *generator) imports() opImport {
 	case 2:
 		g.rng.Shuffle(len(op.hits), func(i, j int) { op.hits[i], op.hits[j] = op.hits[j], op.hits[i] })
 	}
+	g.done = append(g.done, op)
 	return op
+}
+
+// retry repeats an earlier import (mostly a recent one), as sent: the
+// same hits and key.
+func (g *generator) retry() opImport {
+	if len(g.done) == 0 {
+		return g.imports()
+	}
+	i := len(g.done) - 1 - g.rng.IntN(min(len(g.done), 3))
+	if g.rng.IntN(4) == 0 {
+		i = g.rng.IntN(len(g.done))
+	}
+	return g.done[i]
 }
 
 // dateRange picks a range of days around the last ten weeks.
@@ -524,7 +555,7 @@ func runOps(cfg metaConfig, ops []fmt.Stringer) (err error) {
 	}
 	defer shadow.close()
 	ids := map[int]uint32{} // slot → the id of its latest website
-	r := &metaRunner{s: s, m: m, ids: ids, shadow: shadow}
+	r := &metaRunner{s: s, m: m, ids: ids, shadow: shadow, keys: map[uint32]map[string]keyedImport{}}
 	for i, op := range ops {
 		if lv, ok := op.(opLive); ok {
 			now = now.Add(lv.advance)
@@ -544,6 +575,16 @@ type metaRunner struct {
 	m      *model
 	ids    map[int]uint32
 	shadow *sut
+	// keys holds, by website id and key, the keyed imports that counted:
+	// when and with what answer.
+	keys map[uint32]map[string]keyedImport
+}
+
+// keyedImport is the model of an idempotency key (SPEC §3.4 "Retries").
+type keyedImport struct {
+	at       time.Time
+	accepted int
+	dropped  map[engine.DropReason]int
 }
 
 // mirror applies op to the shadow after the engine under test ran it, and
@@ -574,6 +615,10 @@ func (r *metaRunner) mirror(op fmt.Stringer, now time.Time) error {
 		_, err := sh.track(o.hits)
 		return err
 	case opImport:
+		if o.key != "" {
+			_, err := sh.trackOnce(r.ofSlot(o.slot, o.hits), o.key)
+			return err
+		}
 		_, err := sh.track(r.ofSlot(o.slot, o.hits))
 		return err
 	case opConcurrent:
@@ -677,6 +722,9 @@ func (r *metaRunner) run(op fmt.Stringer, now time.Time) error {
 	case opLive:
 		return r.track(o.hits, now)
 	case opImport:
+		if o.key != "" {
+			return r.trackOnce(r.ofSlot(o.slot, o.hits), o.key, now)
+		}
 		return r.track(r.ofSlot(o.slot, o.hits), now)
 	case opSnapshot:
 		if err := s.snapshot(); err != nil {
@@ -747,6 +795,56 @@ func (r *metaRunner) track(hits []engine.Hit, now time.Time) error {
 		return fmt.Errorf("drop reasons mismatch (-want +got):\n%s", diff)
 	}
 	return nil
+}
+
+// trackOnce imports hits of one website with key. The model counts them
+// unless the website counted an import with this key in the last seven
+// days (by the engine's clock): then the answer must be that import's,
+// marked repeated, and nothing is counted. An import that counted
+// nothing (every hit dropped) keeps no key.
+func (r *metaRunner) trackOnce(hits []engine.Hit, key string, now time.Time) error {
+	got, err := r.s.trackOnce(hits, key)
+	if err != nil {
+		return fmt.Errorf("track once: %w", err)
+	}
+	id := hits[0].Website
+	if k, ok := r.keys[id][key]; ok && r.m.live(id) && now.Sub(k.at) < 7*24*time.Hour {
+		if !got.Repeated || got.Accepted != k.accepted || !maps.Equal(dropCounts(got.Dropped[:]), k.dropped) {
+			return fmt.Errorf("repeat of key %s (first %v): got repeated=%v accepted=%d dropped=%v, want the first answer: accepted=%d dropped=%v",
+				key, k.at, got.Repeated, got.Accepted, got.Dropped, k.accepted, k.dropped)
+		}
+		return nil
+	}
+	want := r.m.track(now, hits)
+	if diff := diffIfNot(want, got.Reasons); diff != "" || got.Repeated {
+		return fmt.Errorf("keyed import (repeated=%v): drop reasons mismatch (-want +got):\n%s", got.Repeated, diff)
+	}
+	k := keyedImport{at: now, dropped: map[engine.DropReason]int{}}
+	for _, reason := range want {
+		if reason == engine.DropNone {
+			k.accepted++
+		} else {
+			k.dropped[reason]++
+		}
+	}
+	if k.accepted > 0 && r.m.live(id) {
+		if r.keys[id] == nil {
+			r.keys[id] = map[string]keyedImport{}
+		}
+		r.keys[id][key] = k
+	}
+	return nil
+}
+
+// dropCounts is a TrackResult's Dropped without its zeros.
+func dropCounts(d []int) map[engine.DropReason]int {
+	m := map[engine.DropReason]int{}
+	for i, n := range d {
+		if n > 0 {
+			m[engine.DropReason(i)] = n
+		}
+	}
+	return m
 }
 
 func (r *metaRunner) concurrent(o opConcurrent, now time.Time) error {

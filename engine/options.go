@@ -98,6 +98,11 @@ type Options struct {
 	// benchmarks measure queries so).
 	QueryCache int
 
+	// MaxImportKeys bounds the idempotency keys a website holds (TrackOnce):
+	// past it, a call with a new key is refused (*KeysFullError) until the
+	// oldest is KeyTTL old. Default DefaultMaxImportKeys.
+	MaxImportKeys int
+
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Rand is the source of salts and API keys. Default crypto/rand.Reader.
@@ -142,6 +147,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Partitions != nil && c.Cluster == nil {
 		return c, errors.New("engine: partitions without a cluster")
+	}
+	if c.MaxImportKeys <= 0 {
+		c.MaxImportKeys = DefaultMaxImportKeys
 	}
 	if c.MaxValues == 0 {
 		c.MaxValues = DefaultMaxValues

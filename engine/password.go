@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -46,37 +47,108 @@ const (
 // server answers 503 with Retry-After). Use errors.Is.
 var ErrBusy = errors.New("engine: too many password checks at once")
 
-// hashGate bounds the password hashes that run at once.
+// PasswordHashPriorityWait is how long a hash of a context marked with
+// WithPasswordPriority waits for its turn before ErrBusy: 5 s.
+const PasswordHashPriorityWait = 5 * time.Second
+
+type priorityKey struct{}
+
+// WithPasswordPriority marks the password checks and hashes made with ctx
+// as a client's that has not failed recently (#38): while the hash slots
+// are all taken (a flood of guesses), such a check takes the next free slot
+// before any unmarked one and waits up to PasswordHashPriorityWait instead
+// of PasswordHashWait, so that an owner typing the right password is
+// answered rather than refused with ErrBusy. The caller decides whom to
+// mark; marking every request gives no priority to anyone.
+func WithPasswordPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, priorityKey{}, true)
+}
+
+func hasPriority(ctx context.Context) bool {
+	v, _ := ctx.Value(priorityKey{}).(bool)
+	return v
+}
+
+// hashGate bounds the password hashes that run at once; a waiter of a
+// prioritised context goes before the others.
 type hashGate struct {
-	slots chan struct{} // one token per running hash; cap MaxPasswordHashes
-	wait  time.Duration // PasswordHashWait; shorter in tests
-	held  func()        // tests: called with a slot held, before hashing
-	busy  atomic.Int64  // hashes refused with ErrBusy
+	mu      sync.Mutex
+	running int           // hashes running; at most MaxPasswordHashes
+	first   int           // prioritised waiters
+	free    chan struct{} // closed (and replaced) when a slot may be free
+	wait    time.Duration // PasswordHashWait; shorter in tests
+	prio    time.Duration // PasswordHashPriorityWait; shorter in tests
+	held    func()        // tests: called with a slot held, before hashing
+	busy    atomic.Int64  // hashes refused with ErrBusy
 }
 
 func (g *hashGate) init() {
-	g.slots = make(chan struct{}, MaxPasswordHashes)
+	g.free = make(chan struct{})
 	g.wait = PasswordHashWait
+	g.prio = PasswordHashPriorityWait
 }
 
-// run calls fn once a slot is free, waiting at most g.wait or until ctx is
-// done.
+// wakeLocked wakes every waiter to look again. g.mu is held.
+func (g *hashGate) wakeLocked() {
+	close(g.free)
+	g.free = make(chan struct{})
+}
+
+// run calls fn once a slot is free, waiting at most g.wait (g.prio for a
+// prioritised ctx) or until ctx is done.
 func (g *hashGate) run(ctx context.Context, fn func()) error {
-	select {
-	case g.slots <- struct{}{}:
-	default:
-		t := time.NewTimer(g.wait)
-		defer t.Stop()
-		select {
-		case g.slots <- struct{}{}:
-		case <-t.C:
-			g.busy.Add(1)
-			return ErrBusy
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	first, wait := hasPriority(ctx), g.wait
+	if first {
+		wait = g.prio
 	}
-	defer func() { <-g.slots }()
+	var timeout <-chan time.Time
+	queued := false // counted in g.first
+	for {
+		g.mu.Lock()
+		if g.running < MaxPasswordHashes && (first || g.first == 0) {
+			g.running++
+			if queued {
+				g.first--
+			}
+			g.mu.Unlock()
+			break
+		}
+		if first && !queued {
+			g.first++
+			queued = true
+		}
+		free := g.free
+		g.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		var err error
+		select {
+		case <-free:
+			continue
+		case <-timeout:
+			g.busy.Add(1)
+			err = ErrBusy
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if queued {
+			g.mu.Lock()
+			if g.first--; g.first == 0 {
+				g.wakeLocked() // the others may go now
+			}
+			g.mu.Unlock()
+		}
+		return err
+	}
+	defer func() {
+		g.mu.Lock()
+		g.running--
+		g.wakeLocked()
+		g.mu.Unlock()
+	}()
 	if g.held != nil {
 		g.held()
 	}
@@ -106,7 +178,7 @@ func (e *Engine) hashPassword(ctx context.Context, pw string) (string, error) {
 		return "", fmt.Errorf("engine: password salt: %w", err)
 	}
 	var key []byte
-	err := e.auth.gate.run(ctx, func() {
+	err := e.gate.run(ctx, func() {
 		key = argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
 	})
 	if err != nil {
@@ -134,7 +206,7 @@ func (e *Engine) checkPassword(ctx context.Context, phc, pw string) (bool, error
 		return false, nil
 	}
 	var got []byte
-	if err := e.auth.gate.run(ctx, func() { got = argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want))) }); err != nil {
+	if err := e.gate.run(ctx, func() { got = argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want))) }); err != nil {
 		return false, err
 	}
 	return subtle.ConstantTimeCompare(got, want) == 1, nil

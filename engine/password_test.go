@@ -19,7 +19,7 @@ func openGated(t *testing.T, pw string) (*Engine, uint32, uint32) {
 	}
 	t.Cleanup(func() { e.Close() })
 	ctx := context.Background()
-	a, _, err := e.CreateAccount(ctx, "A", "a@example.org")
+	a, _, err := NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 	e, account, site := openGated(t, "first")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	e.auth.gate.held = func() {
+	e.gate.held = func() {
 		once.Do(func() { close(entered) })
 		<-release
 	}
@@ -69,7 +69,7 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	e.auth.gate.held = nil
+	e.gate.held = nil
 	if ok, err := e.CheckPassword(context.Background(), site, "second"); !ok || err != nil {
 		t.Errorf("CheckPassword(new) = %v, %v", ok, err)
 	}
@@ -80,9 +80,9 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 // the gate opens again.
 func TestPasswordHashesBounded(t *testing.T) {
 	e, _, site := openGated(t, "right")
-	e.auth.gate.wait = 50 * time.Millisecond
+	e.gate.wait = 50 * time.Millisecond
 	entered, release := make(chan struct{}, MaxPasswordHashes), make(chan struct{})
-	e.auth.gate.held = func() {
+	e.gate.held = func() {
 		entered <- struct{}{}
 		<-release
 	}
@@ -108,17 +108,79 @@ func TestPasswordHashesBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	e.auth.gate.wait = time.Hour
+	e.gate.wait = time.Hour
 	if _, err := e.CheckPassword(ctx, site, "right"); !errors.Is(err, context.Canceled) {
 		t.Errorf("CheckPassword with a canceled context: %v", err)
 	}
 	close(release)
 	wg.Wait()
-	e.auth.gate.held = nil
+	e.gate.held = nil
 	if ok, err := e.CheckPassword(context.Background(), site, "wrong"); ok || err != nil {
 		t.Errorf("CheckPassword(wrong) after the flood = %v, %v", ok, err)
 	}
-	if got := e.auth.gate.busy.Load(); got != 2 {
+	if got := e.gate.busy.Load(); got != 2 {
 		t.Errorf("busy count %d, want 2", got)
 	}
+}
+
+// TestPasswordPriority (#38): while a flood of guesses holds every hash
+// slot, a check marked WithPasswordPriority (a client that has not failed)
+// waits longer than an unmarked one, which fails with ErrBusy, and takes the
+// next free slot before an unmarked check that queued earlier.
+func TestPasswordPriority(t *testing.T) {
+	e, _, site := openGated(t, "right")
+	e.gate.wait, e.gate.prio = 100*time.Millisecond, 10*time.Second
+	var holders sync.WaitGroup
+	entered, release := make(chan struct{}, MaxPasswordHashes), make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	e.gate.held = func() {
+		mu.Lock()
+		n++
+		block := n <= MaxPasswordHashes // the flood's checks hold the slots
+		mu.Unlock()
+		if block {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	for range MaxPasswordHashes {
+		holders.Add(1)
+		go func() {
+			defer holders.Done()
+			e.CheckPassword(context.Background(), site, "guess")
+		}()
+	}
+	for range MaxPasswordHashes {
+		<-entered
+	}
+	// An unmarked check gives up after its wait.
+	if _, err := e.CheckPassword(context.Background(), site, "right"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("unmarked check with the slots held: %v, want ErrBusy", err)
+	}
+	done := make(chan string, 2)
+	e.gate.wait = 10 * time.Second
+	go func() {
+		ok, err := e.CheckPassword(context.Background(), site, "right")
+		if !ok || err != nil {
+			t.Errorf("unmarked check: %v, %v", ok, err)
+		}
+		done <- "unmarked"
+	}()
+	time.Sleep(50 * time.Millisecond) // the unmarked check queues first
+	go func() {
+		ok, err := e.CheckPassword(WithPasswordPriority(context.Background()), site, "right")
+		if !ok || err != nil {
+			t.Errorf("marked check: %v, %v", ok, err)
+		}
+		done <- "marked"
+	}()
+	time.Sleep(200 * time.Millisecond) // longer than the old unmarked wait
+	release <- struct{}{}              // one slot frees
+	if first := <-done; first != "marked" {
+		t.Errorf("the freed slot went to the %s check, want the marked one", first)
+	}
+	close(release)
+	holders.Wait()
+	<-done
 }

@@ -138,10 +138,31 @@ const replayBatch = 256
 // errReplayStopped stops reading the log when applying failed.
 var errReplayStopped = errors.New("engine: replay stopped")
 
-// replayRecs is a batch of decoded log records and their sequences.
+// replayRecs is a batch of decoded log records and their sequences;
+// marks[i], when not nil, is the idempotency key logged at seqs[i] in
+// place of a record.
 type replayRecs struct {
-	seqs []uint64
-	recs []record
+	seqs  []uint64
+	recs  []record
+	marks []*idemMark
+}
+
+// add decodes the log entry seq (a record, or an idempotency key's mark)
+// into b.
+func (b *replayRecs) add(seq uint64, data []byte, in *interner) error {
+	i := len(b.seqs)
+	var err error
+	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
+		b.marks[i] = new(idemMark)
+		err = b.marks[i].decode(data)
+	} else {
+		err = b.recs[i].decodeWith(data, in)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: log entry %d: %w", seq, err)
+	}
+	b.seqs = append(b.seqs, seq)
+	return nil
 }
 
 // replay applies the log's records after sequence after that their website
@@ -154,7 +175,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 	full := make(chan *replayRecs, 4)
 	free := make(chan *replayRecs, 4)
 	for range cap(free) {
-		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch)}
+		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idemMark, replayBatch)}
 	}
 	var applyErr error
 	var failed atomic.Bool // applyErr is set: reading may stop
@@ -176,6 +197,10 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 			for i, seq := range b.seqs {
 				if applyErr != nil {
 					break // read on, to hand every batch back
+				}
+				if m := b.marks[i]; m != nil {
+					e.replayMark(seq, m)
+					continue
 				}
 				r := &b.recs[i]
 				s := e.sites[r.website]
@@ -203,10 +228,10 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 			return errReplayStopped
 		}
 		last = max(last, seq)
-		if err := cur.recs[len(cur.seqs)].decodeWith(data, &in); err != nil {
-			return fmt.Errorf("engine: log entry %d: %w", seq, err)
+		if err := cur.add(seq, data, &in); err != nil {
+			return err
 		}
-		if cur.seqs = append(cur.seqs, seq); len(cur.seqs) == replayBatch {
+		if len(cur.seqs) == replayBatch {
 			full <- cur
 			cur = <-free
 		}
@@ -280,11 +305,18 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 }
 
 // Site meta record: version, last sequence, then the dates with data as
-// delta-coded varints.
-const metaVersion = 1
+// delta-coded varints; version 2 adds the idempotency keys (idemTable),
+// which are applied with the same records as lastSeq. A website without
+// keys is written as version 1, which older versions read.
+const metaVersion = 2
 
 func (st *siteState) appendMeta(b []byte) []byte {
-	b = append(b, metaVersion)
+	keyed := len(st.keys.order) > 0
+	if keyed {
+		b = append(b, metaVersion)
+	} else {
+		b = append(b, 1)
+	}
 	b = binary.AppendUvarint(b, st.lastSeq)
 	dates := make([]buckets.Date, 0, len(st.dates))
 	for d := range st.dates {
@@ -297,12 +329,16 @@ func (st *siteState) appendMeta(b []byte) []byte {
 		b = binary.AppendVarint(b, int64(d)-prev)
 		prev = int64(d)
 	}
-	return b
+	if !keyed {
+		return b
+	}
+	return st.keys.appendBinary(b)
 }
 
 func (st *siteState) decodeMeta(b []byte) error {
 	d := decoder{b: b}
-	if v := d.byte(); v != metaVersion {
+	v := d.byte()
+	if v < 1 || v > metaVersion {
 		return fmt.Errorf("unknown version %d: %w", v, snapshot.ErrCorrupt)
 	}
 	st.lastSeq = d.uvarint()
@@ -317,6 +353,12 @@ func (st *siteState) decodeMeta(b []byte) error {
 			return fmt.Errorf("bad dates: %w", snapshot.ErrCorrupt)
 		}
 		st.dates[buckets.Date(prev)] = struct{}{}
+	}
+	st.keys = idemTable{}
+	if v >= 2 {
+		if err := st.keys.decode(&d); err != nil {
+			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
+		}
 	}
 	if len(d.b) != 0 {
 		return fmt.Errorf("trailing bytes: %w", snapshot.ErrCorrupt)
@@ -463,7 +505,7 @@ func (e *Engine) writeSnapshot() error {
 	// snapMu to delete a website's data: it runs before the lock.
 	shared := e.opts.Cluster != nil
 	flush := func() {
-		if err := e.flushUsage(); err != nil {
+		if err := e.flushRecords(); err != nil {
 			// Only last-use times: the snapshot goes on, they wait for
 			// the next.
 			e.opts.Logger.Error("write key and session uses", "err", err)

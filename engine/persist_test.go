@@ -212,58 +212,6 @@ func TestEvictionUnderBudget(t *testing.T) {
 	}
 }
 
-func TestLastReport(t *testing.T) {
-	c := newClock("2026-11-21T12:00:00Z")
-	e, opts := openMem(t, c)
-	w := newSite(t, e, "example.com")
-	ctx := context.Background()
-	if _, ok, err := e.LastReport(ctx, w.ID, engine.ReportWeekly); ok || err != nil {
-		t.Fatalf("LastReport of a new website = %v, %v", ok, err)
-	}
-	if err := e.SetLastReport(ctx, w.ID, engine.ReportWeekly, date("2026-11-16")); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	e, err := engine.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	got, ok, err := e.LastReport(ctx, w.ID, engine.ReportWeekly)
-	if !ok || err != nil || got != date("2026-11-16") {
-		t.Errorf("LastReport after reopen = %v, %v, %v", got, ok, err)
-	}
-	if _, ok, _ := e.LastReport(ctx, w.ID, engine.ReportMonthly); ok {
-		t.Error("monthly report recorded")
-	}
-	if err := e.SetLastReport(ctx, 999, engine.ReportWeekly, 1); !errors.Is(err, engine.ErrNotFound) {
-		t.Errorf("unknown website: %v", err)
-	}
-}
-
-func TestSecret(t *testing.T) {
-	c := newClock("2026-11-21T12:00:00Z")
-	e, opts := openMem(t, c)
-	ctx := context.Background()
-	a, err := e.Secret(ctx, "cookies")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := e.Secret(ctx, "other")
-	if a == b || a == [32]byte{} {
-		t.Errorf("secrets %x %x", a, b)
-	}
-	e.Close()
-	e, err = engine.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if again, _ := e.Secret(ctx, "cookies"); again != a {
-		t.Error("secret changed across a restart")
-	}
-}
-
 // TestMonthRollups: a range over whole closed months reads their rollups;
 // an import into a closed month afterwards is counted, and the rollup is
 // rebuilt, across snapshots and a restart.

@@ -3,14 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,157 +50,9 @@ type WebsiteInput struct {
 	Timezone      *string
 }
 
-// counter record ids (snapshot.KindCounter).
-const (
-	counterAccount = 1
-	counterWebsite = 2
-)
-
-// The API key format: a prefix and 32 random bytes in base64url.
-const keyPrefix = "ws_"
-
-func hashKey(key string) [32]byte { return sha256.Sum256([]byte(key)) }
-
-func (e *Engine) newKey() (string, error) {
-	var b [32]byte
-	if _, err := io.ReadFull(e.opts.Rand, b[:]); err != nil {
-		return "", fmt.Errorf("engine: new API key: %w", err)
-	}
-	return keyPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-// CreateAccount creates an account with a first API key ("default") and
-// returns it with the key, which is shown only here: only its hash is
-// stored. Email must be unique. The first account is an admin.
-func (e *Engine) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
-	return e.createAccount(ctx, name, email, nil)
-}
-
-// createAccount is CreateAccount; check, when not nil, runs under the
-// registry lock first (an admin's rights).
-func (e *Engine) createAccount(ctx context.Context, name, email string, check func() error) (Account, string, error) {
-	var verr ValidationError
-	email = checkEmail(email, &verr)
-	name = checkName(name, &verr)
-	if err := verr.orNil(); err != nil {
-		return Account{}, "", err
-	}
-	if !e.enter() {
-		return Account{}, "", ErrClosed
-	}
-	defer e.exit()
-	var a Account
-	var key string
-	err := e.regDo(ctx, func() error {
-		if check != nil {
-			if err := check(); err != nil {
-				return err
-			}
-		}
-		verr := verr
-		r, err := e.newAccountLocked(name, email, &verr)
-		if err != nil {
-			return err
-		}
-		if key, err = e.addKeyLocked(r, "default"); err != nil {
-			return err
-		}
-		if err := e.commitNewAccountLocked(r); err != nil {
-			return err
-		}
-		a = r.view()
-		return nil
-	})
-	if err != nil {
-		return Account{}, "", err
-	}
-	return a, key, nil
-}
-
-// Accounts returns every account, by id.
-func (e *Engine) Accounts(ctx context.Context) []Account {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	out := make([]Account, 0, len(e.accounts))
-	for _, r := range e.accounts {
-		out = append(out, e.accountView(r))
-	}
-	slices.SortFunc(out, func(a, b Account) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
-
-// AccountByEmail finds an account by its email (case-insensitive).
-func (e *Engine) AccountByEmail(ctx context.Context, email string) (Account, error) {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
-		return e.accountView(e.accounts[id]), nil
-	}
-	return Account{}, ErrNotFound
-}
-
-// Account returns the account with id.
-func (e *Engine) Account(ctx context.Context, id uint32) (Account, error) {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	r, ok := e.accounts[id]
-	if !ok {
-		return Account{}, ErrNotFound
-	}
-	return e.accountView(r), nil
-}
-
-// RotateKey replaces every API key of the account with one new key
-// ("default"), returned here only: the old keys stop working at once, and
-// every session of the account ends. It is the command line's answer to a
-// leaked key; the web app revokes keys one by one.
-func (e *Engine) RotateKey(ctx context.Context, account uint32) (string, error) {
-	var key string
-	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
-		// End the sessions before the new key is stored: a crash between
-		// the two leaves the account signed out with its old keys, never
-		// signed in with sessions the rotation should have ended.
-		if err := e.endSessionsLocked(account); err != nil {
-			return err
-		}
-		r.Keys = nil
-		r.Gen++
-		var err error
-		key, err = e.addKeyLocked(r, "default")
-		return err
-	})
-	return key, err
-}
-
-// Authenticate returns the account whose API key is key, or
-// ErrUnauthenticated (also for a disabled account). Keys are found by
-// their hashes and compared in constant time. The key's LastUsed is
-// brought up to date (in memory; written at the next snapshot) when it is
-// KeyUseResolution old.
-func (e *Engine) Authenticate(ctx context.Context, key string) (Account, error) {
-	h := hashKey(key)
-	e.regMu.RLock()
-	ref, ok := e.keys[h]
-	var r *accountRec
-	if ok {
-		r = e.accounts[ref.account]
-	}
-	if r == nil || r.Disabled {
-		e.regMu.RUnlock()
-		return Account{}, ErrUnauthenticated
-	}
-	i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == ref.key })
-	if i < 0 || subtle.ConstantTimeCompare(r.Keys[i].Hash[:], h[:]) != 1 {
-		e.regMu.RUnlock()
-		return Account{}, ErrUnauthenticated
-	}
-	stored := r.Keys[i].LastUsed
-	a := r.view()
-	a.ViaKey = ref.key
-	e.regMu.RUnlock()
-	e.usage.touchKey(ref, stored, e.now().UTC().Truncate(time.Second))
-	return a, nil
-}
+// counterWebsite is the id of the website counter record
+// (snapshot.KindCounter); counter 1 is the attached package's (accounts).
+const counterWebsite = 2
 
 // NormalizeDomain returns domain as a website record stores it (SPEC
 // §3.2: lower-cased, without http(s)://, a leading www. or a trailing /, an
@@ -370,7 +217,9 @@ func (e *Engine) checkNewWebsite(account uint32, domain string, verr *Validation
 
 // checkNewWebsiteLocked is checkNewWebsite with regMu held.
 func (e *Engine) checkNewWebsiteLocked(account uint32, domain string, verr *ValidationError) error {
-	if _, ok := e.accounts[account]; !ok {
+	// Account 0 is no account's. Whether another id is an account's is
+	// the attached package's to say (without one, any id owns websites).
+	if account == 0 || e.records != nil && !e.records.HasAccount(account) {
 		return ErrNotFound
 	}
 	if domain != "" {
@@ -560,17 +409,25 @@ func (e *Engine) dropSiteData(s *site) error {
 	e.wholes.drop(id)
 	e.results.drop(id)
 	e.forgetValues()
+	// No import of the website may be stored after its keys are deleted:
+	// ImportPlausible checks the website again under imported.write.
+	e.imported.write.Lock()
+	defer e.imported.write.Unlock()
 	e.snapMu.Lock() // no snapshot may write this website's keys back
 	defer e.snapMu.Unlock()
 	if err := e.store.DeleteWebsite(id); err != nil {
 		return fmt.Errorf("engine: delete website %d: %w", id, err)
 	}
+	e.dropImports(id) // imported.go: the store's went with the website's keys
 	// Again: a query in flight may have made a table since, with values of
 	// the website. (One that makes it after this keeps them until the
 	// table is replaced, as the caches above may keep a day of it.)
 	e.forgetValues()
-	for _, k := range []ReportKind{ReportWeekly, ReportMonthly} {
-		if err := e.store.Delete(snapshot.KindReport, reportID(id, k)); err != nil {
+	// The records kept per website by the attached package (report
+	// claims: snapshot.KindReport, id website<<8 | kind, kinds 1 and 2)
+	// go with it.
+	for k := range uint64(2) {
+		if err := e.store.Delete(snapshot.KindReport, uint64(id)<<8|(k+1)); err != nil {
 			return fmt.Errorf("engine: delete website %d: %w", id, err)
 		}
 	}
@@ -608,66 +465,22 @@ func (e *Engine) putCounterLocked(which uint64, v uint64) error {
 	return e.regPut(snapshot.KindCounter, which, strconv.AppendUint(nil, v, 10))
 }
 
-// loadRegistry reads accounts, websites, counters and sessions from the
-// store.
+// loadRegistry reads websites, their goals and the website counter from
+// the store (the attached package loads its records at Registry.Attach).
 func (e *Engine) loadRegistry() error {
-	e.auth.init()
-	e.usage.init()
+	e.gate.init()
 	err := e.store.Scan(snapshot.KindCounter, func(id uint64, v []byte) error {
+		if id != counterWebsite {
+			return nil
+		}
 		n, err := strconv.ParseUint(string(v), 10, 32)
 		if err != nil {
 			return fmt.Errorf("engine: counter %d: %w: %w", id, snapshot.ErrCorrupt, err)
 		}
-		switch id {
-		case counterAccount:
-			e.nextAccount = uint32(n)
-		case counterWebsite:
-			e.nextWebsite = uint32(n)
-		}
+		e.nextWebsite = uint32(n)
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	var migrate []*accountRec
-	err = e.store.Scan(snapshot.KindAccount, func(id uint64, v []byte) error {
-		r := new(accountRec)
-		if err := json.Unmarshal(v, r); err != nil || uint64(r.ID) != id {
-			return fmt.Errorf("engine: account %d: %w", id, snapshot.ErrCorrupt)
-		}
-		if r.LegacyKeyHash != ([32]byte{}) {
-			// Format 1 kept one key per account: it becomes "default".
-			r.NextKey++
-			r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: "default", Hash: r.LegacyKeyHash, CreatedAt: r.CreatedAt})
-			r.LegacyKeyHash = [32]byte{}
-			migrate = append(migrate, r)
-		}
-		e.indexAccountLocked(r)
-		e.nextAccount = max(e.nextAccount, r.ID)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if e.opts.Cluster == nil && e.enabledAdminsLocked() == 0 {
-		// (Not in cluster mode: a node's own write would make its
-		// registry differ from the others'.)
-		// Stores from before admins: the first enabled account becomes
-		// one (and a store whose admins are all disabled gets one back).
-		ids := slices.Sorted(maps.Keys(e.accounts))
-		if i := slices.IndexFunc(ids, func(id uint32) bool { return !e.accounts[id].Disabled }); i >= 0 {
-			r := e.accounts[ids[i]].clone()
-			r.Admin = true
-			e.indexAccountLocked(r)
-			migrate = append(migrate, r)
-		}
-	}
-	for _, r := range migrate {
-		if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), e.accounts[r.ID]); err != nil {
-			return err
-		}
-	}
-	if err := e.loadInvites(); err != nil {
 		return err
 	}
 	err = e.store.Scan(snapshot.KindWebsite, func(id uint64, v []byte) error {
@@ -685,8 +498,5 @@ func (e *Engine) loadRegistry() error {
 	if err != nil {
 		return err
 	}
-	if err := e.loadGoals(); err != nil {
-		return err
-	}
-	return e.loadSessions()
+	return e.loadGoals()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -56,7 +55,7 @@ func TestWebsiteInputValidation(t *testing.T) {
 	c := newClock("2026-11-21T12:00:00Z")
 	e, _ := openMem(t, c)
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "A", "a@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,169 +117,4 @@ func newSiteFor(t *testing.T, e *engine.Engine, account uint32, domain, privacy,
 		t.Fatal(err)
 	}
 	return w
-}
-
-// TestSession checks the life of sign-in sessions: sign-out, key rotation,
-// expiry, the per-account bound and a restart (real Pebble on disk).
-func TestSession(t *testing.T) {
-	ctx := context.Background()
-	c := newClock("2026-11-21T12:00:00Z")
-	dir := t.TempDir()
-	open := func() *engine.Engine {
-		t.Helper()
-		e, err := engine.Open(&engine.Options{Dir: dir, Now: c.Now, SnapshotEvery: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	e := open()
-	defer func() { e.Close() }()
-	alice, _, err := e.CreateAccount(ctx, "Alice", "alice@example.org")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, _, err := e.CreateAccount(ctx, "Bob", "bob@example.org")
-	if err != nil {
-		t.Fatal(err)
-	}
-	create := func(a engine.Account) string {
-		t.Helper()
-		tok, err := e.CreateSession(ctx, a, engine.SessionClient{})
-		if err != nil {
-			t.Fatalf("CreateSession: %v", err)
-		}
-		return tok
-	}
-	// who returns the account id of tok's session, or 0.
-	who := func(tok string) uint32 {
-		t.Helper()
-		a, err := e.SessionAccount(ctx, tok)
-		if errors.Is(err, engine.ErrUnauthenticated) {
-			return 0
-		}
-		if err != nil {
-			t.Fatalf("SessionAccount: %v", err)
-		}
-		return a.ID
-	}
-
-	t.Run("sign out", func(t *testing.T) {
-		a1, a2 := create(alice), create(alice)
-		if who(a1) != alice.ID || who(a2) != alice.ID {
-			t.Fatal("a new session does not open its account")
-		}
-		if err := e.EndSession(ctx, a1); err != nil {
-			t.Fatal(err)
-		}
-		if who(a1) != 0 {
-			t.Error("a session still opens its account after sign-out")
-		}
-		if who(a2) != alice.ID {
-			t.Error("signing out one session ended another")
-		}
-		if err := e.EndSession(ctx, a1); err != nil {
-			t.Errorf("ending an ended session: %v", err)
-		}
-		for _, bad := range []string{"", "x", a2 + "x", strings.Repeat("A", 43), strings.Repeat("A", 1<<16)} {
-			if who(bad) != 0 {
-				t.Errorf("token %.20q opens an account", bad)
-			}
-		}
-	})
-
-	t.Run("rotate key", func(t *testing.T) {
-		a1, a2, b1 := create(alice), create(alice), create(bob)
-		if _, err := e.RotateKey(ctx, alice.ID); err != nil {
-			t.Fatal(err)
-		}
-		if who(a1) != 0 || who(a2) != 0 {
-			t.Error("a session survived the key rotation")
-		}
-		if who(b1) != bob.ID {
-			t.Error("another account's session ended with the rotation")
-		}
-		// A sign-in that authenticated with the old key cannot start a
-		// session after the rotation.
-		if _, err := e.CreateSession(ctx, alice, engine.SessionClient{}); !errors.Is(err, engine.ErrUnauthenticated) {
-			t.Errorf("CreateSession with the rotated key: %v, want ErrUnauthenticated", err)
-		}
-		var err error
-		if alice, err = e.Account(ctx, alice.ID); err != nil {
-			t.Fatal(err)
-		}
-	})
-
-	t.Run("end sessions", func(t *testing.T) {
-		a1, b1 := create(alice), create(bob)
-		if err := e.EndSessions(ctx, alice.ID); err != nil {
-			t.Fatal(err)
-		}
-		if who(a1) != 0 || who(b1) != bob.ID {
-			t.Errorf("after EndSessions(alice): alice %d, bob %d", who(a1), who(b1))
-		}
-	})
-
-	t.Run("expiry", func(t *testing.T) {
-		tok := create(alice)
-		c.Add(engine.SessionLife - time.Second)
-		if who(tok) != alice.ID {
-			t.Error("expired before SessionLife")
-		}
-		c.Add(time.Second)
-		if who(tok) != 0 {
-			t.Error("still open after SessionLife")
-		}
-	})
-
-	t.Run("bounded per account", func(t *testing.T) {
-		first := create(bob)
-		var toks []string
-		for range engine.MaxSessionsPerAccount {
-			toks = append(toks, create(bob))
-		}
-		if who(first) != 0 {
-			t.Errorf("the oldest session survived %d newer ones", engine.MaxSessionsPerAccount)
-		}
-		for i, tok := range toks {
-			if who(tok) != bob.ID {
-				t.Fatalf("session %d of the newest %d ended", i, engine.MaxSessionsPerAccount)
-			}
-		}
-	})
-
-	t.Run("restart", func(t *testing.T) {
-		keep, ended := create(alice), create(alice)
-		short := create(bob)
-		if err := e.EndSession(ctx, ended); err != nil {
-			t.Fatal(err)
-		}
-		c.Add(time.Hour)
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		e = open()
-		if who(keep) != alice.ID {
-			t.Error("a session did not survive a restart")
-		}
-		if who(ended) != 0 {
-			t.Error("an ended session came back after a restart")
-		}
-		if who(short) != bob.ID {
-			t.Error("bob's session did not survive a restart")
-		}
-		// Expired sessions are dropped on open.
-		c.Add(engine.SessionLife)
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		e = open()
-		if who(keep) != 0 || who(short) != 0 {
-			t.Error("an expired session survived a restart")
-		}
-	})
-
-	if _, err := e.CreateSession(ctx, engine.Account{ID: 99}, engine.SessionClient{}); !errors.Is(err, engine.ErrUnauthenticated) {
-		t.Errorf("CreateSession for an unknown account: %v, want ErrUnauthenticated", err)
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -81,20 +80,20 @@ func (e *Engine) regDo(ctx context.Context, fn func() error) error {
 	return e.regDoAs(ctx, regWrite, fn)
 }
 
-// regLock is the lock a change takes in one process.
-type regLock int
+// LockMode is the lock a change takes in one process (Registry.Do).
+type LockMode int
 
 const (
-	regWrite regLock = iota // regMu for writing
-	regRead                 // regMu for reading (fn takes e.auth.mu for what it changes, or only writes the store)
-	regNone                 // none (fn takes its own)
+	regWrite LockMode = iota // regMu for writing
+	regRead                  // regMu for reading (fn guards what it changes with its own lock, or only writes the store)
+	regNone                  // none (fn takes its own)
 )
 
 // regDoAs is regDo for a change that, in one process, needs only the lock
 // given (sessions and reports, which had no need of regMu's write lock,
 // keep off it). In cluster mode every change is a dry run under regMu's
 // write lock.
-func (e *Engine) regDoAs(ctx context.Context, lock regLock, fn func() error) error {
+func (e *Engine) regDoAs(ctx context.Context, lock LockMode, fn func() error) error {
 	if e.opts.Cluster == nil {
 		switch lock {
 		case regWrite:
@@ -192,30 +191,26 @@ func (e *Engine) regDelete(kind snapshot.Kind, id uint64) error {
 
 // saveLocked records, at a dry run's first write of a record, how to put
 // back what memory holds for it. The changes write a record before they
-// change memory, so this is memory as it was. regMu is held for writing,
-// and e.auth.mu too for a session.
+// change memory, so this is memory as it was. regMu is held for writing
+// (and, for the attached package's records, what that package holds).
 func (e *Engine) saveLocked(tx *regTx, kind snapshot.Kind, id uint64, value []byte) {
 	k := regKey{kind, id}
 	if tx.seen[k] {
 		return
 	}
 	tx.seen[k] = true
+	if !engineRecord(kind, id) {
+		if e.records != nil {
+			if undo := e.records.Save(kind, id, value); undo != nil {
+				tx.undo = append(tx.undo, undo)
+			}
+		}
+		return
+	}
 	switch kind {
 	case snapshot.KindCounter:
-		a, w := e.nextAccount, e.nextWebsite
-		tx.undo = append(tx.undo, func() { e.nextAccount, e.nextWebsite = a, w })
-	case snapshot.KindAccount:
-		old := e.accounts[uint32(id)]
-		tx.undo = append(tx.undo, func() { e.setAccountLocked(uint32(id), old) })
-	case snapshot.KindInvite:
-		old := e.invites[id]
-		tx.undo = append(tx.undo, func() {
-			if old == nil {
-				delete(e.invites, id)
-			} else {
-				e.invites[id] = old
-			}
-		})
+		w := e.nextWebsite
+		tx.undo = append(tx.undo, func() { e.nextWebsite = w })
 	case snapshot.KindWebsite:
 		s := e.sites[uint32(id)]
 		var web *Website
@@ -240,57 +235,14 @@ func (e *Engine) saveLocked(tx *regTx, kind snapshot.Kind, id uint64, value []by
 			old := s.goals
 			tx.undo = append(tx.undo, func() { s.goals = old })
 		}
-	case snapshot.KindSession:
-		old := e.auth.sessions[id]
-		var account uint32
-		if old != nil {
-			account = old.Account
-		} else if value != nil {
-			var s session
-			if json.Unmarshal(value, &s) == nil {
-				account = s.Account
-			}
-		}
-		list, had := e.auth.byAccount[account]
-		list = slices.Clone(list)
-		tx.undo = append(tx.undo, func() {
-			if old == nil {
-				delete(e.auth.sessions, id)
-			} else {
-				e.auth.sessions[id] = old
-			}
-			if had {
-				e.auth.byAccount[account] = list
-			} else {
-				delete(e.auth.byAccount, account)
-			}
-		})
 	}
 }
 
 // undoLocked puts memory back as it was before tx's dry run, latest change
 // first. regMu is held for writing.
 func (e *Engine) undoLocked(tx *regTx) {
-	e.auth.mu.Lock()
-	defer e.auth.mu.Unlock()
 	for i := len(tx.undo) - 1; i >= 0; i-- {
 		tx.undo[i]()
-	}
-}
-
-// setAccountLocked makes r account id's record, or removes the account
-// when r is nil, with its key and email indexes.
-func (e *Engine) setAccountLocked(id uint32, r *accountRec) {
-	if r != nil {
-		e.indexAccountLocked(r)
-		return
-	}
-	if old := e.accounts[id]; old != nil {
-		for _, k := range old.Keys {
-			delete(e.keys, k.Hash)
-		}
-		delete(e.emails, strings.ToLower(old.Email))
-		delete(e.accounts, id)
 	}
 }
 
@@ -442,6 +394,10 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 	// Only the follower changes regSeq (under regMu, for the dry runs
 	// that read it), so it reads it without the lock, and writes the
 	// store before taking it: tracking and queries wait for no fsync.
+	// applyMu keeps Registry.Attach out, which loads what was stored
+	// before and installs through the package what applies after.
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
 	if seq <= e.regSeq {
 		e.seq.Store(seq)
 		return nil
@@ -460,13 +416,11 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 			return fmt.Errorf("engine: apply registry transaction %d: %w", seq, err)
 		}
 		e.regMu.Lock()
-		e.auth.mu.Lock()
 		for _, fn := range apply {
 			if s := fn(); s != nil {
 				dropped = append(dropped, s)
 			}
 		}
-		e.auth.mu.Unlock()
 		e.regSeq = seq
 		e.regMu.Unlock()
 	}
@@ -492,7 +446,7 @@ func (e *Engine) applyRegistry(seq uint64, m regMessage) error {
 }
 
 // decodeOps reads a transaction's records into what installs each in
-// memory (with regMu and e.auth.mu held); an install returns the site it
+// memory (with regMu held); an install returns the site it
 // removed, whose data is dropped after the locks.
 func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 	out := make([]func() *site, 0, len(ops))
@@ -502,6 +456,27 @@ func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 			return fmt.Errorf("engine: registry transaction: %s %d: %w: %w", o.Kind, id, snapshot.ErrCorrupt, err)
 		}
 		var fn func() *site
+		if !engineRecord(o.Kind, id) {
+			switch o.Kind {
+			case snapshot.KindCounter, snapshot.KindAccount, snapshot.KindInvite, snapshot.KindSession, snapshot.KindReport, snapshot.KindSecret:
+			default:
+				return nil, bad(errors.New("unknown kind"))
+			}
+			fn = func() *site { return nil } // only in the store
+			if e.records != nil {
+				var v []byte
+				if !o.Delete {
+					v = o.Value
+				}
+				install, err := e.records.Decode(o.Kind, id, v)
+				if err != nil {
+					return nil, bad(err)
+				}
+				fn = func() *site { install(); return nil }
+			}
+			out = append(out, fn)
+			continue
+		}
 		switch o.Kind {
 		case snapshot.KindCounter:
 			var n uint64
@@ -511,40 +486,7 @@ func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 					return nil, bad(err)
 				}
 			}
-			fn = func() *site {
-				switch id {
-				case counterAccount:
-					e.nextAccount = uint32(n)
-				case counterWebsite:
-					e.nextWebsite = uint32(n)
-				}
-				return nil
-			}
-		case snapshot.KindAccount:
-			var r *accountRec
-			if !o.Delete {
-				r = new(accountRec)
-				if err := json.Unmarshal(o.Value, r); err != nil || uint64(r.ID) != id {
-					return nil, bad(err)
-				}
-			}
-			fn = func() *site { e.setAccountLocked(uint32(id), r); return nil }
-		case snapshot.KindInvite:
-			var inv *invite
-			if !o.Delete {
-				inv = new(invite)
-				if err := json.Unmarshal(o.Value, inv); err != nil || inv.id() != id {
-					return nil, bad(err)
-				}
-			}
-			fn = func() *site {
-				if inv == nil {
-					delete(e.invites, id)
-				} else {
-					e.invites[id] = inv
-				}
-				return nil
-			}
+			fn = func() *site { e.nextWebsite = uint32(n); return nil }
 		case snapshot.KindWebsite:
 			var w *Website
 			if !o.Delete {
@@ -589,30 +531,6 @@ func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 				}
 				return nil
 			}
-		case snapshot.KindSession:
-			var ns *session
-			if !o.Delete {
-				ns = new(session)
-				if err := json.Unmarshal(o.Value, ns); err != nil || ns.id() != id {
-					return nil, bad(err)
-				}
-			}
-			fn = func() *site {
-				old := e.auth.sessions[id]
-				switch {
-				case old != nil && ns != nil:
-					e.replaceSessionLocked(old, ns)
-				case old != nil:
-					e.forgetSessionLocked(old)
-				case ns != nil:
-					e.auth.sessions[id] = ns
-					e.auth.byAccount[ns.Account] = append(e.auth.byAccount[ns.Account], ns)
-				}
-				return nil
-			}
-		case snapshot.KindReport, snapshot.KindSecret:
-			// Only in the store.
-			fn = func() *site { return nil }
 		default:
 			return nil, bad(errors.New("unknown kind"))
 		}

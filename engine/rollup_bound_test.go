@@ -47,7 +47,7 @@ func TestDeleteDuringPinRead(t *testing.T) {
 	e, _ := hardEngine(t, vfs.NewMem(), Options{MemoryBudget: 1, SaltPeriod: SaltDay, Now: func() time.Time { return now }})
 	defer e.Close()
 	ctx := context.Background()
-	acc, _, _ := e.CreateAccount(ctx, "x", "x@example.org")
+	acc, _, _ := NewTestAccount()
 	o := e.Owner(acc.ID)
 	// delete the initial site
 	for id := range e.sites {

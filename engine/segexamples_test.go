@@ -105,7 +105,7 @@ func openSegEngine(t testing.TB, s *segSite, now time.Time) (eng *segEngine, ski
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}

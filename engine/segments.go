@@ -75,6 +75,7 @@ type QueryRow struct {
 type QueryMeta struct {
 	ImportsIncluded   *bool                    `json:"imports_included,omitempty"`
 	ImportsSkipReason string                   `json:"imports_skip_reason,omitempty"`
+	ImportsWarning    string                   `json:"imports_warning,omitempty"`
 	MetricWarnings    map[string]MetricWarning `json:"metric_warnings,omitempty"`
 	TimeLabels        []string                 `json:"time_labels,omitempty"`
 	TotalRows         *int                     `json:"total_rows,omitempty"`
@@ -137,6 +138,9 @@ func floatJSON(f float64) string {
 // and first day), then answered exactly from the segments store, or from the
 // day buckets when they can answer it.
 func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
+	if q.Include.Imports {
+		return o.queryWithImports(ctx, website, q) // imported_query.go
+	}
 	return o.query(ctx, website, q)
 }
 

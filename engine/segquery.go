@@ -39,6 +39,9 @@ const maxGoalMemo = 16 << 20
 // "MaxQueryGroups") instead of growing without bound.
 const MaxQueryGroups = 1_000_000
 
+// queryRuns counts the queries run on the segments (for tests).
+var queryRuns atomic.Int64
+
 // queryGroupLimit is MaxQueryGroups, lowered by tests, never while a query
 // runs: each plan reads it when made (newPlan, groupLimit), a scan's
 // workers' plans when the scan starts them.
@@ -95,6 +98,9 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 	r, err := q.Resolve(site)
 	if err != nil {
 		return QueryResult{}, err
+	}
+	if ctx.Value(allRowsKey{}) != nil {
+		r.Pagination = Pagination{Limit: math.MaxInt} // its own cache key (the echo)
 	}
 	if bucketsCanAnswer(&r, e.opts.SaltPeriod) {
 		return o.totalsQuery(ctx, website, &r)
@@ -172,6 +178,7 @@ func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery
 
 // runQuery answers a resolved query.
 func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet) (QueryResult, error) {
+	queryRuns.Add(1)
 	p, err := newPlan(r, goals)
 	if err != nil {
 		return QueryResult{}, err

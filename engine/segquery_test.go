@@ -29,7 +29,7 @@ func newSegFixture(t *testing.T, now time.Time) *segFixture {
 	}
 	t.Cleanup(func() { e.Close() })
 	ctx := context.Background()
-	acc, _, err := e.CreateAccount(ctx, "Me", "me@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ const soloUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KH
 
 // soloSite opens an in-memory engine with salt periods salt (and mod),
 // and makes an account with the website example.com in UTC.
-func soloSite(t *testing.T, c *clock, salt engine.SaltPeriod, mod ...func(*engine.Options)) (*engine.Engine, *engine.Options, engine.Account, engine.Website) {
+func soloSite(t *testing.T, c *clock, salt engine.SaltPeriod, mod ...func(*engine.Options)) (*engine.Engine, *engine.Options, engine.TestAccount, engine.Website) {
 	t.Helper()
 	e, o := openMem(t, c, append([]func(*engine.Options){func(o *engine.Options) { o.SaltPeriod = salt }}, mod...)...)
 	ctx := context.Background()
-	a, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	a, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestQueryMemoConcurrent(t *testing.T) {
 
 // resultsOf returns a function that answers a query body (JSON) on
 // website w with its results in JSON.
-func resultsOf(e *engine.Engine, a engine.Account, w engine.Website) func(body string) (string, error) {
+func resultsOf(e *engine.Engine, a engine.TestAccount, w engine.Website) func(body string) (string, error) {
 	return func(body string) (string, error) {
 		q, err := engine.ParseQuery([]byte(body))
 		if err != nil {

@@ -37,7 +37,7 @@ func openSegVisitsSalt(t *testing.T, fs snapshot.FS, now time.Time, tz string, s
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}

@@ -55,7 +55,12 @@ type siteState struct {
 	rollGen uint64
 
 	lastSeq  uint64 // last log sequence applied (set by appliedLocked)
-	metaDirt bool   // lastSeq or dates changed since the last snapshot
+	metaDirt bool   // lastSeq, dates or keys changed since the last snapshot
+
+	// keys holds the idempotency keys of the website's imports (idem.go),
+	// saved with lastSeq; flights the keyed calls under way here.
+	keys    idemTable
+	flights map[idemKey]*idemFlight
 
 	rt realtime
 }
@@ -97,6 +102,9 @@ type pendingHit struct {
 	// vday is the day of the visit the hit may continue, when another
 	// than its own (weekly and monthly salts).
 	vday *dayEntry
+	// mark, on the last hit of a keyed batch (TrackOnce), is its key,
+	// recorded when the hit is applied.
+	mark *idemMark
 }
 
 func newSiteState(id uint32) *siteState {

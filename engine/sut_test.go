@@ -24,7 +24,7 @@ func openSUT(o engine.Options) (*sut, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	a, _, err := s.e.CreateAccount(context.Background(), "Owner", "owner@example.org")
+	a, _, err := engine.NewTestAccount()
 	if err != nil {
 		s.e.Close()
 		return nil, err
@@ -61,6 +61,10 @@ func (s *sut) deleteSite(id uint32) error {
 func (s *sut) track(hits []engine.Hit) ([]engine.DropReason, error) {
 	res, err := s.e.Track(context.Background(), hits...)
 	return res.Reasons, err
+}
+
+func (s *sut) trackOnce(hits []engine.Hit, key string) (engine.TrackResult, error) {
+	return s.e.TrackOnce(context.Background(), key, hits...)
 }
 
 func (s *sut) stat(q modelQuery) (statPage, error) {

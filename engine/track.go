@@ -31,6 +31,12 @@ import (
 // of websites before it are (Track is atomic per website; imports are for
 // one website).
 func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
+	return e.track(ctx, nil, hits)
+}
+
+// track is Track; with a mark (TrackOnce: hits of mark's website only),
+// the mark, with the call's result, is logged after the website's batch.
+func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackResult, error) {
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -58,13 +64,19 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 			idx[w] = append(idx[w], i)
 		}
 	}
+	if mark != nil {
+		// What the call answers if its batch is counted: its drops are
+		// decided, the rest is accepted.
+		mark.res = resultOfReasons(res.Reasons)
+	}
 	var err error
 	for gi, website := range groups {
 		var ok bool
+		m := mark.of(website)
 		if e.opts.Cluster != nil {
-			ok, err = e.publish(ctx, website, recs, idx[website])
+			ok, err = e.publish(ctx, website, recs, idx[website], m)
 		} else {
-			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, sc, idx[website])
+			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, sc, idx[website], m)
 		}
 		if err != nil {
 			// This website and the later ones are not counted.
@@ -198,7 +210,7 @@ const dropFailed = numDropReasons
 // record before a durable one is durable). Applying cannot fail: the days
 // and visitor state the records need are read from the store and pinned
 // resident before they are logged.
-func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int) (ok bool, err error) {
+func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int, mark *idemMark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -217,7 +229,7 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 	// Most records encode to less than recordBytes (the benchmark's
 	// stream averages 162); longer ones grow buf by append.
 	var buf []byte
-	entries := slices.Grow(sc.entries[:0], len(hits))
+	entries := slices.Grow(sc.entries[:0], len(hits)+1)
 	if len(hits) <= trackScratchMax {
 		buf = slices.Grow(sc.buf[:0], recordBytes*len(hits))
 		for i := range hits {
@@ -229,6 +241,14 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		sc.buf, sc.entries = buf, entries
 	} else {
 		entries = encodeLarge(e, hits, entries)
+	}
+	if mark != nil {
+		// The key goes last, in the same atomic batch: applied with the
+		// batch's last record (drainLocked), and never trimmed from the
+		// log before the records it answers for.
+		mark.seq = e.seq.Add(1)
+		entries = append(entries, snapshot.LogEntry{Seq: mark.seq, Data: mark.appendBinary(nil)})
+		hits[len(hits)-1].mark = mark
 	}
 	var pend *snapshot.Pending
 	if p := e.logFailed.Load(); p != nil {
@@ -243,6 +263,9 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 	}
 	st.pending = append(st.pending, hits...)
 	last := hits[len(hits)-1].seq
+	if mark != nil {
+		last = mark.seq
+	}
 	sh.mu.Unlock()
 
 	if err := pend.Wait(); err != nil {
@@ -457,6 +480,9 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 		if !st.deleted {
 			e.applyLocked(st, h.rec, domain, h.day, h.per)
 			st.appliedLocked(h.seq)
+			if h.mark != nil {
+				e.applyMarkLocked(st, h.mark)
+			}
 		}
 		h.day.pins--
 		if h.per != nil {
@@ -494,7 +520,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	case !cfg.ips.Empty() && cfg.ips.Contains(h.IP.Unmap()):
 		return cfg, DropExcludedIP, nil
 	}
-	ag := e.ua.Parse(h.UserAgent)
+	ag := h.Given.agent(e.ua.Parse(h.UserAgent))
 	// An import without a user agent (a visitor id instead) is not a bot:
 	// like the header heuristics, that rule is for live requests.
 	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
@@ -558,7 +584,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	r.browser, r.os, r.device = ag.Browser, ag.OS, ag.Device
 	r.resolution = norm.Resolution(h.Resolution)
 	r.language = norm.Language(h.Language)
-	loc := e.geo.Lookup(h.IP.Unmap())
+	loc := h.Given.location(func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
 	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
 	enrichSeg(h, pg, r, ag, loc)
 	return cfg, DropNone, nil

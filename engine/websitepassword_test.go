@@ -21,7 +21,7 @@ func TestRemoveWebsitePassword(t *testing.T) {
 		in.Privacy, in.Password = str("2"), str("open sesame")
 	})
 	own := e.Owner(web.Account)
-	stranger, _, err := e.CreateAccount(ctx, "Stranger", "stranger@example.org")
+	stranger, _, err := engine.NewTestAccount()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -21,15 +21,15 @@ const authFailuresPerMinute = 20
 // authenticate checks the request's API key and the account's rate limit.
 // On failure it writes the 401 or 429 answer and returns false. It sets the
 // X-RateLimit headers when rate limiting is on.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Account, bool) {
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (identity.Account, bool) {
 	a, res, wait := s.checkKey(w, r)
 	switch res {
 	case keyMissing, keyWrong:
 		writeError(w, r, errUnauthenticated)
-		return engine.Account{}, false
+		return identity.Account{}, false
 	case keyLimited:
 		tooMany(w, r, wait)
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	return a, true
 }
@@ -48,21 +48,21 @@ const (
 // both APIs (each writes its own error answers). It sets the X-RateLimit
 // headers when rate limiting is on and the key is right; for keyLimited, wait
 // is how long until the next request may pass.
-func (s *Server) checkKey(w http.ResponseWriter, r *http.Request) (engine.Account, keyCheck, time.Duration) {
+func (s *Server) checkKey(w http.ResponseWriter, r *http.Request) (identity.Account, keyCheck, time.Duration) {
 	key := bearer(r.Header.Get("Authorization"))
 	if key == "" {
-		return engine.Account{}, keyMissing, 0
+		return identity.Account{}, keyMissing, 0
 	}
 	// A right key always authenticates: keys are 256-bit, so the failure
 	// limit only quiets guessing and may refuse only wrong keys (SPEC §13).
-	a, err := s.e.Authenticate(r.Context(), key)
+	a, err := s.id.Authenticate(r.Context(), key)
 	if err != nil {
 		ipKey := limiterKey(s.clientIP(r))
 		if wait, blocked := s.authLimit.Blocked(ipKey); blocked {
-			return engine.Account{}, keyLimited, wait
+			return identity.Account{}, keyLimited, wait
 		}
 		s.authLimit.Take(ipKey)
-		return engine.Account{}, keyWrong, 0
+		return identity.Account{}, keyWrong, 0
 	}
 	if s.keyLimit != nil {
 		ok, remaining, wait := s.keyLimit.Take(strconv.FormatUint(uint64(a.ID), 10))
@@ -70,7 +70,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request) (engine.Accoun
 		h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.RateLimit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		if !ok {
-			return engine.Account{}, keyLimited, wait
+			return identity.Account{}, keyLimited, wait
 		}
 	}
 	return a, keyOK, 0

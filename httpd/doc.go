@@ -62,7 +62,7 @@
 //
 // # Authentication and rate limits
 //
-// Keys are checked with [engine.Engine.Authenticate]. Failed authentications
+// Keys are checked with [github.com/webstats/webstats/engine/identity.Service.Authenticate]. Failed authentications
 // are limited per client IP (an IPv6 client counts per /64): 20 per minute;
 // beyond that every request of that address with a wrong key answers 429
 // until the budget refills. A right key is never refused by this limit (keys

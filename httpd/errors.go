@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // httpError is an error answered with a fixed status code and message.
@@ -120,7 +121,7 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return errTooLarge.code, errTooLarge.msg, false
 	case errors.Is(err, engine.ErrNotFound):
 		return errNotFound.code, errNotFound.msg, false
-	case errors.Is(err, engine.ErrUnauthenticated):
+	case errors.Is(err, identity.ErrUnauthenticated):
 		return errUnauthenticated.code, errUnauthenticated.msg, false
 	case errors.As(err, &jerr):
 		return errBadJSON.code, errBadJSON.msg, false

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -82,12 +83,12 @@ func newFixture(t testing.TB, opts *Options) *fixture {
 	}
 	f.s = New(e, &o)
 	ctx := context.Background()
-	a, key, err := e.CreateAccount(ctx, "Alice", "alice@example.com")
+	a, key, err := identity.Must(e).CreateAccount(ctx, "Alice", "alice@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.alice, f.aliceID = key, a.ID
-	b, key, err := e.CreateAccount(ctx, "Bob", "bob@example.com")
+	b, key, err := identity.Must(e).CreateAccount(ctx, "Bob", "bob@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

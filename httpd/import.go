@@ -51,6 +51,17 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
+	key, keyed, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	if res, ok := s.e.KeyResult(id, key); ok {
+		// A repeat (keyed): the first import's answer, whatever this
+		// body holds.
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
+		return nil
+	}
 	release, err := acquireImport(r.Context())
 	if err != nil {
 		return err
@@ -65,12 +76,39 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
-	res, err := s.e.Track(r.Context(), hits...)
+	var res engine.TrackResult
+	if keyed {
+		res, err = s.e.TrackOnce(r.Context(), key, hits...)
+	} else {
+		res, err = s.e.Track(r.Context(), hits...)
+	}
+	if kf := (*engine.KeysFullError)(nil); errors.As(err, &kf) {
+		tooMany(w, r, kf.RetryAt.Sub(s.now()))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	if res.Repeated {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
 	return nil
+}
+
+// idempotencyKey returns the request's Idempotency-Key (SPEC §3.4
+// "Retries"): keyed is false without the header; one that is empty, sent
+// twice, longer than 128 or not printable ASCII is a 422 under its name.
+func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
+	vals, ok := r.Header["Idempotency-Key"]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vals) != 1 || !engine.ValidKey(vals[0]) {
+		return "", false, fieldErrors{{Field: "Idempotency-Key",
+			Msg: "The Idempotency-Key header must be 1 to " + strconv.Itoa(engine.MaxKeyLen) + " printable ASCII characters."}}
+	}
+	return vals[0], true, nil
 }
 
 // importBody is the answer of an import.
@@ -311,6 +349,7 @@ func checkEvent(raw json.RawMessage, at string, now time.Time, h *engine.Hit, fe
 		checkCustomEvent(raw, at+".event", h, fe)
 	}
 	checkPlausibleFields(obj, at, h, fe)
+	checkGiven(obj, at, h, fe)
 }
 
 // checkPlausibleFields checks what a line may carry of the Plausible form

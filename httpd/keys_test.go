@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"github.com/webstats/webstats/engine/identity"
 	"net/http"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 func TestEveryKeyAuthenticates(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	info, second, err := f.e.CreateKey(ctx, f.aliceID, "CI")
+	info, second, err := identity.Must(f.e).CreateKey(ctx, f.aliceID, "CI")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +28,13 @@ func TestEveryKeyAuthenticates(t *testing.T) {
 			t.Errorf("%s key: v1 %d, v2 %d; want 200, 200", name, v1, v2)
 		}
 	}
-	if err := f.e.RevokeKey(ctx, f.aliceID, info.ID); err != nil {
+	if err := identity.Must(f.e).RevokeKey(ctx, f.aliceID, info.ID); err != nil {
 		t.Fatal(err)
 	}
 	if v1, v2 := call(second); v1 != http.StatusUnauthorized || v2 != http.StatusUnauthorized {
 		t.Errorf("revoked key: v1 %d, v2 %d; want 401, 401", v1, v2)
 	}
-	ad, err := f.e.Admin(f.aliceID)
+	ad, err := identity.Must(f.e).Admin(f.aliceID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // plausibleRoutes registers the Plausible-compatible routes. The v1 stats
@@ -72,21 +73,21 @@ func (s *Server) plausible(h apiHandler) httprouter.Handle {
 
 // plausibleAuth checks the API key and the rate limit as authenticate does,
 // answering failures with Plausible's messages (plausible-api.md §5).
-func (s *Server) plausibleAuth(w http.ResponseWriter, r *http.Request) (engine.Account, bool) {
+func (s *Server) plausibleAuth(w http.ResponseWriter, r *http.Request) (identity.Account, bool) {
 	a, res, wait := s.checkKey(w, r)
 	switch res {
 	case keyMissing:
 		writePlausibleError(w, r, errPlausibleMissingKey)
-		return engine.Account{}, false
+		return identity.Account{}, false
 	case keyWrong:
 		writePlausibleError(w, r, errPlausibleInvalid)
-		return engine.Account{}, false
+		return identity.Account{}, false
 	case keyLimited:
 		secs := max(1, int(math.Ceil(wait.Seconds())))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		writePlausibleError(w, r, &plausibleError{http.StatusTooManyRequests, s.tooManyMessage()})
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	return a, true
 }

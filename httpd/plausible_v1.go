@@ -405,6 +405,8 @@ func (v *v1Request) query(from, to engine.Date, metrics, dims []string) engine.Q
 	return engine.Query{
 		SiteID: v.web.Domain, Metrics: metrics, Dimensions: dims, Filters: v.filters,
 		DateRange: engine.DateRange{FromDay: from, ToDay: to},
+		// with_imported=true merges the imported layer (imports_v1.go).
+		Include: engine.Include{Imports: v.q.get("with_imported") == "true"},
 	}
 }
 
@@ -447,7 +449,7 @@ func (s *Server) v1Aggregate(w http.ResponseWriter, r *http.Request, c *call) er
 		results[i] = jsonField{m, o}
 	}
 	results.sort()
-	writeJSON(w, http.StatusOK, jsonObject{{"results", results}})
+	writeJSON(w, http.StatusOK, v1WithWarning(jsonObject{{"results", results}}, &cur, false))
 	return nil
 }
 
@@ -576,6 +578,7 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 	q.Include.TimeLabels = true
 	byLabel := make(map[string][]any)
 	var labels []string
+	var meta engine.QueryResult // the first page's, for its imports warning
 	// Every bucket has at most one row: page until all are read (at most
 	// MaxTimeLabels/MaxQueryLimit pages).
 	for {
@@ -585,6 +588,7 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 		}
 		if labels == nil {
 			labels = res.Meta.TimeLabels
+			meta = res
 		}
 		for _, row := range res.Results {
 			if l, ok := row.Dimensions[0].(string); ok {
@@ -621,7 +625,7 @@ func (s *Server) v1Timeseries(w http.ResponseWriter, r *http.Request, c *call) e
 		o.sort()
 		results[i] = o
 	}
-	writeJSON(w, http.StatusOK, jsonObject{{"results", results}})
+	writeJSON(w, http.StatusOK, v1WithWarning(jsonObject{{"results", results}}, &meta, true))
 	return nil
 }
 
@@ -790,7 +794,7 @@ func (s *Server) v1Breakdown(w http.ResponseWriter, r *http.Request, c *call) er
 		o.sort()
 		results[i] = o
 	}
-	writeJSON(w, http.StatusOK, jsonObject{{"results", results}})
+	writeJSON(w, http.StatusOK, v1WithWarning(jsonObject{{"results", results}}, &res, false))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/webstats/webstats/httpd/pages"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Options configures the HTTP layer. A nil *Options means the defaults given
@@ -114,11 +115,15 @@ var apiPrefixes = []string{"/public/api/v1", "/api/v1"}
 // Server is the webstats HTTP handler. It is safe for concurrent use. Create
 // one with New.
 type Server struct {
-	e         *engine.Engine
-	opts      Options
-	log       *slog.Logger
-	now       func() time.Time
-	router    *httprouter.Router
+	e      *engine.Engine
+	id     *identity.Service // accounts and keys, on e's registry
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	router *httprouter.Router
+	// plUploads holds the one export upload read, parsed and stored at a
+	// time (imports.go): each may hold its zip and rows in memory.
+	plUploads chan struct{}
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
@@ -132,6 +137,8 @@ type Server struct {
 
 // New returns a Server over e. A nil opts means the defaults (see Options).
 // The Server does not own e: close e after the Server is no longer used.
+// Accounts and keys are e's identity.Service: open it first
+// (identity.Open) to see its errors, or New panics on them.
 func New(e *engine.Engine, opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -158,7 +165,7 @@ func New(e *engine.Engine, opts *Options) *Server {
 	if o.MaxConnsPerIP == 0 {
 		o.MaxConnsPerIP = defaultMaxConnsPerIP
 	}
-	s := &Server{e: e, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies}
+	s := &Server{e: e, id: identity.Must(e), opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
@@ -215,6 +222,8 @@ func (s *Server) routes() {
 	s.api(http.MethodPatch, "/websites/:id", maxBody, s.updateWebsite)
 	s.api(http.MethodDelete, "/websites/:id", maxBody, s.deleteWebsite)
 	s.api(http.MethodPost, "/websites/:id/events", maxImportBody, s.importEvents)
+	s.api(http.MethodGet, "/websites/:id/events", maxBody, s.exportEvents) // export.go
+	s.importsRoutes()                                                      // imports.go: Plausible's export zip
 	// GET /stats/:id is registered by plausibleRoutes, beside the
 	// Plausible v1 statistics.
 	s.api(http.MethodGet, "/account", maxBody, s.account)
@@ -310,7 +319,7 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, c *call) error
 
 // call is what an API handler knows of its request.
 type call struct {
-	account engine.Account
+	account identity.Account
 	params  httprouter.Params
 }
 
@@ -407,7 +416,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isAPIPath(r.URL.Path) {
 		h := sw.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-Request-Id")
+		h.Set("Access-Control-Expose-Headers", "Idempotent-Replayed, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-Request-Id")
 		if r.Method == http.MethodOptions {
 			st.route = "preflight"
 			preflight(sw, r)
@@ -429,7 +438,7 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Requested-With, X-Request-Id")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, X-Requested-With, X-Request-Id")
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)
 }

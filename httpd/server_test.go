@@ -52,7 +52,7 @@ func TestHeaders(t *testing.T) {
 			want: map[string]string{
 				"Access-Control-Allow-Origin":  "*",
 				"Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
-				"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Requested-With, X-Request-Id",
+				"Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key, X-Requested-With, X-Request-Id",
 				"Access-Control-Max-Age":       "86400",
 			},
 		},

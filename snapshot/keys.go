@@ -22,6 +22,8 @@ package snapshot
 //	0x04 website(4) 0x03 period(4^)    visitor state       value: opaque
 //	0x04 website(4) 0x04 period(4^) chunk(4)
 //	                                   period-state chunk  value: opaque
+//	0x04 website(4) 0x05 import(4) chunk(4)
+//	                                   imported layer chunk value: opaque (imports.go)
 //	0x05 website(4)                    site record         value: opaque
 //
 // (4^ is a big-endian int32 with its sign bit flipped.)

@@ -22,6 +22,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/engine/jetstream"
 	"github.com/webstats/webstats/httpd"
 )
@@ -248,7 +249,7 @@ func (n *node) close(t testing.TB) {
 // others, and on a single engine, where the ids come out the same.
 func addSites(t testing.TB, e *engine.Engine, domains ...string) []uint32 {
 	t.Helper()
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := identity.Must(e).CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}

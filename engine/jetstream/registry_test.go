@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/engine/jetstream"
 )
 
@@ -24,21 +25,21 @@ var registryOps = flag.Int("cluster.registry-ops", 60, "registry changes each no
 // keys and sessions, every website with its goals, the invitations and a
 // server secret.
 type registryView struct {
-	Accounts []engine.Account
+	Accounts []identity.Account
 	Websites []engine.Website
 	Reports  map[uint32]engine.Date // the last weekly report sent, by website
 	Goals    map[uint32][]engine.Goal
-	Sessions map[uint32][]engine.Session
-	Invites  []engine.Invite
+	Sessions map[uint32][]identity.Session
+	Invites  []identity.Invite
 	Secret   [32]byte
 }
 
 func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
 	t.Helper()
-	v := registryView{Goals: map[uint32][]engine.Goal{}, Sessions: map[uint32][]engine.Session{}, Reports: map[uint32]engine.Date{}}
-	v.Accounts = e.Accounts(ctx)
+	v := registryView{Goals: map[uint32][]engine.Goal{}, Sessions: map[uint32][]identity.Session{}, Reports: map[uint32]engine.Date{}}
+	v.Accounts = identity.Must(e).Accounts(ctx)
 	for _, a := range v.Accounts {
-		v.Sessions[a.ID] = e.Sessions(ctx, a.ID)
+		v.Sessions[a.ID] = identity.Must(e).Sessions(ctx, a.ID)
 	}
 	for id := uint32(1); id <= maxWebsite; id++ {
 		w, err := e.Unscoped().Website(ctx, id)
@@ -52,18 +53,18 @@ func viewOf(t *testing.T, e *engine.Engine, maxWebsite uint32) registryView {
 		if v.Goals[id], err = e.Unscoped().Goals(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if d, ok, err := e.LastReport(ctx, id, engine.ReportWeekly); err != nil {
+		if d, ok, err := identity.Must(e).LastReport(ctx, id, identity.ReportWeekly); err != nil {
 			t.Fatal(err)
 		} else if ok {
 			v.Reports[id] = d
 		}
 	}
 	var err error
-	if v.Secret, err = e.Secret(ctx, "cookies"); err != nil {
+	if v.Secret, err = identity.Must(e).Secret(ctx, "cookies"); err != nil {
 		t.Fatal(err)
 	}
 	if len(v.Accounts) > 0 {
-		ad, err := e.Admin(v.Accounts[0].ID)
+		ad, err := identity.Must(e).Admin(v.Accounts[0].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func TestClusterRegistryRace(t *testing.T) {
 		defer n.close(t)
 		nodes = append(nodes, n)
 	}
-	owner, _, err := nodes[0].e.CreateAccount(ctx, "Owner", "owner@example.org")
+	owner, _, err := identity.Must(nodes[0].e).CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestClusterRegistryRace(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				_, werr[i] = n.e.Owner(owner.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &domain})
-				_, _, aerr[i] = n.e.CreateAccount(ctx, "", email)
+				_, _, aerr[i] = identity.Must(n.e).CreateAccount(ctx, "", email)
 			})
 		}
 		close(start)
@@ -185,7 +186,7 @@ func TestClusterRegistry(t *testing.T) {
 			n.close(t)
 		}
 	}()
-	admin, _, err := nodes[0].e.CreateAccount(ctx, "Admin", "admin@example.org")
+	admin, _, err := identity.Must(nodes[0].e).CreateAccount(ctx, "Admin", "admin@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestClusterRegistry(t *testing.T) {
 		}
 		for i, n := range nodes {
 			for key, ref := range l.keys {
-				a, err := n.e.Authenticate(ctx, key)
+				a, err := identity.Must(n.e).Authenticate(ctx, key)
 				if works := err == nil && a.ID == ref[0] && a.ViaKey == ref[1]; works != listed[ref] {
 					t.Errorf("%s: node %d: key %v works %v, listed %v (%v)", when, i, ref, works, listed[ref], err)
 				}
@@ -277,7 +278,7 @@ func TestClusterRegistry(t *testing.T) {
 			}
 			for k := range 12 {
 				email := fmt.Sprintf("u%d@example.org", k)
-				a, err := n.e.AccountByEmail(ctx, email)
+				a, err := identity.Must(n.e).AccountByEmail(ctx, email)
 				if want, ok := emails[email]; ok != (err == nil) || a.ID != want {
 					t.Errorf("%s: node %d: %s finds account %d (%v), want %d", when, i, email, a.ID, err, want)
 				}
@@ -318,30 +319,30 @@ func (l *ledger) note(fn func()) {
 // engine gives in one process too (a taken name, a website or key another
 // node deleted) are part of the game; any other error is returned.
 func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledger) error {
-	accounts := e.Accounts(ctx)
+	accounts := identity.Must(e).Accounts(ctx)
 	acc := accounts[rng.IntN(len(accounts))]
 	own := e.Owner(acc.ID).Websites(ctx, engine.WebsiteQuery{PerPage: 100}).Websites
 	var err error
 	switch op := rng.IntN(10); {
 	case op == 0:
-		_, _, err = e.CreateAccount(ctx, "", fmt.Sprintf("u%d@example.org", rng.IntN(12)))
+		_, _, err = identity.Must(e).CreateAccount(ctx, "", fmt.Sprintf("u%d@example.org", rng.IntN(12)))
 	case op == 1 && rng.IntN(8) == 0:
 		var key string
-		if key, err = e.RotateKey(ctx, acc.ID); err == nil {
+		if key, err = identity.Must(e).RotateKey(ctx, acc.ID); err == nil {
 			// (Its id, by the key itself: another node may have
 			// added or revoked keys since.)
-			if a, aerr := e.Authenticate(ctx, key); aerr == nil {
+			if a, aerr := identity.Must(e).Authenticate(ctx, key); aerr == nil {
 				l.note(func() { l.keys[key] = [2]uint32{acc.ID, a.ViaKey} })
 			}
 		}
 	case op == 1:
-		var ak engine.APIKey
+		var ak identity.APIKey
 		var key string
-		if ak, key, err = e.CreateKey(ctx, acc.ID, fmt.Sprint("key", k)); err == nil {
+		if ak, key, err = identity.Must(e).CreateKey(ctx, acc.ID, fmt.Sprint("key", k)); err == nil {
 			l.note(func() { l.keys[key] = [2]uint32{acc.ID, ak.ID} })
 		}
 	case op == 2 && len(acc.Keys) > 1:
-		err = e.RevokeKey(ctx, acc.ID, acc.Keys[rng.IntN(len(acc.Keys))].ID)
+		err = identity.Must(e).RevokeKey(ctx, acc.ID, acc.Keys[rng.IntN(len(acc.Keys))].ID)
 	case op <= 4:
 		d := fmt.Sprintf("s%d.example", rng.IntN(25))
 		var w engine.Website
@@ -368,26 +369,26 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 			err = gerr
 		}
 	case op == 7:
-		a, aerr := e.Account(ctx, acc.ID)
+		a, aerr := identity.Must(e).Account(ctx, acc.ID)
 		if aerr != nil {
 			return aerr
 		}
 		var token string
-		token, err = e.CreateSession(ctx, a, engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
+		token, err = identity.Must(e).CreateSession(ctx, a, identity.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", IP: netip.MustParseAddr("192.0.2.7")})
 		if err == nil {
 			// A use of the session, written by the next snapshot.
-			_, _ = e.SessionAccount(ctx, token)
+			_, _ = identity.Must(e).SessionAccount(ctx, token)
 		}
 	case op == 8 && rng.IntN(6) == 0:
-		err = e.EndSessions(ctx, acc.ID)
+		err = identity.Must(e).EndSessions(ctx, acc.ID)
 	case op == 8 && len(own) > 0 && rng.IntN(5) == 0:
-		err = e.SetLastReport(ctx, own[rng.IntN(len(own))].ID, engine.ReportWeekly, engine.Date(20_000+k))
+		err = identity.Must(e).SetLastReport(ctx, own[rng.IntN(len(own))].ID, identity.ReportWeekly, engine.Date(20_000+k))
 	case op == 8:
-		if s := e.Sessions(ctx, acc.ID); len(s) > 0 {
-			err = e.EndSessionID(ctx, acc.ID, s[rng.IntN(len(s))].ID)
+		if s := identity.Must(e).Sessions(ctx, acc.ID); len(s) > 0 {
+			err = identity.Must(e).EndSessionID(ctx, acc.ID, s[rng.IntN(len(s))].ID)
 		}
 	default:
-		ad, aerr := e.Admin(admin)
+		ad, aerr := identity.Must(e).Admin(admin)
 		if aerr != nil {
 			return aerr
 		}
@@ -399,7 +400,7 @@ func registryStep(e *engine.Engine, admin uint32, rng *rand.Rand, k int, l *ledg
 	}
 	var verr *engine.ValidationError
 	switch {
-	case err == nil, errors.As(err, &verr), errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrUnauthenticated):
+	case err == nil, errors.As(err, &verr), errors.Is(err, engine.ErrNotFound), errors.Is(err, identity.ErrUnauthenticated):
 		return nil
 	}
 	return err
@@ -436,7 +437,7 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	admin, key1, err := e.CreateAccount(ctx, "Admin", "admin@example.org")
+	admin, key1, err := identity.Must(e).CreateAccount(ctx, "Admin", "admin@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,19 +450,19 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, key2, err := e.CreateKey(ctx, admin.ID, "second")
+	k2, key2, err := identity.Must(e).CreateKey(ctx, admin.ID, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Account(ctx, admin.ID)
+	a, err := identity.Must(e).Account(ctx, admin.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ua := engine.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
-	if _, err := e.CreateSession(ctx, a, ua); err != nil {
+	ua := identity.SessionClient{UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"}
+	if _, err := identity.Must(e).CreateSession(ctx, a, ua); err != nil {
 		t.Fatal(err)
 	}
-	ad, err := e.Admin(admin.ID)
+	ad, err := identity.Must(e).Admin(admin.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,11 +478,11 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 	c.stop(0)
 	tz, newDomain, newEmail := "Europe/Berlin", "new.example", "new@example.org"
 	changes := map[string]func() error{
-		"CreateAccount": func() error { _, _, err := e.CreateAccount(ctx, "", newEmail); return err },
-		"CreateKey":     func() error { _, _, err := e.CreateKey(ctx, admin.ID, "third"); return err },
-		"RevokeKey":     func() error { return e.RevokeKey(ctx, admin.ID, k2.ID) },
-		"RotateKey":     func() error { _, err := e.RotateKey(ctx, admin.ID); return err },
-		"UpdateProfile": func() error { _, err := e.UpdateProfile(ctx, admin.ID, "Renamed"); return err },
+		"CreateAccount": func() error { _, _, err := identity.Must(e).CreateAccount(ctx, "", newEmail); return err },
+		"CreateKey":     func() error { _, _, err := identity.Must(e).CreateKey(ctx, admin.ID, "third"); return err },
+		"RevokeKey":     func() error { return identity.Must(e).RevokeKey(ctx, admin.ID, k2.ID) },
+		"RotateKey":     func() error { _, err := identity.Must(e).RotateKey(ctx, admin.ID); return err },
+		"UpdateProfile": func() error { _, err := identity.Must(e).UpdateProfile(ctx, admin.ID, "Renamed"); return err },
 		"CreateWebsite": func() error {
 			_, err := e.Owner(admin.ID).CreateWebsite(ctx, engine.WebsiteInput{Domain: &newDomain})
 			return err
@@ -496,11 +497,11 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 			return err
 		},
 		"DeleteGoal":    func() error { return e.Owner(admin.ID).DeleteGoal(ctx, w.ID, goal.ID) },
-		"CreateSession": func() error { _, err := e.CreateSession(ctx, a, ua); return err },
-		"EndSessions":   func() error { return e.EndSessions(ctx, admin.ID) },
+		"CreateSession": func() error { _, err := identity.Must(e).CreateSession(ctx, a, ua); return err },
+		"EndSessions":   func() error { return identity.Must(e).EndSessions(ctx, admin.ID) },
 		"CreateInvite":  func() error { _, _, err := ad.CreateInvite(ctx); return err },
 		"DeleteInvite":  func() error { return ad.DeleteInvite(ctx, before.Invites[0].ID) },
-		"SetLastReport": func() error { return e.SetLastReport(ctx, w.ID, engine.ReportWeekly, 20_000) },
+		"SetLastReport": func() error { return identity.Must(e).SetLastReport(ctx, w.ID, identity.ReportWeekly, 20_000) },
 	}
 	for name, change := range changes {
 		if err := change(); !errors.Is(err, engine.ErrClusterUnavailable) {
@@ -510,13 +511,13 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 	if diff := cmp.Diff(before, viewOf(t, e, 10)); diff != "" {
 		t.Fatalf("failed changes changed the registry (-before +after):\n%s", diff)
 	}
-	if _, err := e.AccountByEmail(ctx, newEmail); !errors.Is(err, engine.ErrNotFound) {
+	if _, err := identity.Must(e).AccountByEmail(ctx, newEmail); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("the failed account's email finds %v", err)
 	}
 	if _, err := e.Unscoped().WebsiteByDomain(ctx, newDomain); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("the failed website's domain finds %v", err)
 	}
-	if _, _, err := e.LastReport(ctx, w.ID, engine.ReportWeekly); err != nil {
+	if _, _, err := identity.Must(e).LastReport(ctx, w.ID, identity.ReportWeekly); err != nil {
 		t.Error(err)
 	}
 
@@ -543,14 +544,14 @@ func TestClusterRegistryUnavailable(t *testing.T) {
 	}
 	// (After the views: a key's use shows in its account's view.)
 	for _, key := range []string{key1, key2} {
-		if _, err := e.Authenticate(ctx, key); err != nil {
+		if _, err := identity.Must(e).Authenticate(ctx, key); err != nil {
 			t.Errorf("a key stopped working: %v", err)
 		}
 	}
 	// The same changes now succeed: no dry run left a name taken.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, _, err := e.CreateAccount(ctx, "", newEmail)
+		_, _, err := identity.Must(e).CreateAccount(ctx, "", newEmail)
 		if err == nil {
 			break
 		}

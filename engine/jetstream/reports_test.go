@@ -6,6 +6,7 @@ import (
 
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // TestClusterReportClaim: three nodes claim the same report at once (as
@@ -36,7 +37,7 @@ func TestClusterReportClaim(t *testing.T) {
 		for i, n := range nodes {
 			wg.Go(func() {
 				<-start
-				won[i], _, _, errs[i] = n.e.ClaimReport(ctx, site, engine.ReportWeekly, due)
+				won[i], _, _, errs[i] = identity.Must(n.e).ClaimReport(ctx, site, identity.ReportWeekly, due)
 			})
 		}
 		close(start)
@@ -55,7 +56,7 @@ func TestClusterReportClaim(t *testing.T) {
 		}
 		waitApplied(t, nodes)
 		for i, n := range nodes {
-			got, ok, err := n.e.LastReport(ctx, site, engine.ReportWeekly)
+			got, ok, err := identity.Must(n.e).LastReport(ctx, site, identity.ReportWeekly)
 			if err != nil || !ok || got != due {
 				t.Fatalf("round %d: node %d records %v (%v, %v), want %v", r, i, got, ok, err, due)
 			}
@@ -64,26 +65,26 @@ func TestClusterReportClaim(t *testing.T) {
 	// A delivery that failed: released, the next claim (another node's) wins.
 	last := first + engine.Date(7*(rounds-1))
 	due := last + 7
-	ok, prev, hadPrev, err := nodes[0].e.ClaimReport(ctx, site, engine.ReportWeekly, due)
+	ok, prev, hadPrev, err := identity.Must(nodes[0].e).ClaimReport(ctx, site, identity.ReportWeekly, due)
 	if err != nil || !ok || !hadPrev || prev != last {
 		t.Fatalf("claim: %v, prev %v (%v), %v", ok, prev, hadPrev, err)
 	}
-	if err := nodes[0].e.ReleaseReport(ctx, site, engine.ReportWeekly, due, prev, hadPrev); err != nil {
+	if err := identity.Must(nodes[0].e).ReleaseReport(ctx, site, identity.ReportWeekly, due, prev, hadPrev); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, nodes)
-	if got, _, _ := nodes[2].e.LastReport(ctx, site, engine.ReportWeekly); got != last {
+	if got, _, _ := identity.Must(nodes[2].e).LastReport(ctx, site, identity.ReportWeekly); got != last {
 		t.Fatalf("after the release node 2 records %v, want %v", got, last)
 	}
-	if ok, _, _, err := nodes[1].e.ClaimReport(ctx, site, engine.ReportWeekly, due); err != nil || !ok {
+	if ok, _, _, err := identity.Must(nodes[1].e).ClaimReport(ctx, site, identity.ReportWeekly, due); err != nil || !ok {
 		t.Fatalf("the claim after a release: %v, %v", ok, err)
 	}
 	// A stale release (its period claimed again since) changes nothing.
-	if err := nodes[0].e.ReleaseReport(ctx, site, engine.ReportWeekly, due-7, prev, hadPrev); err != nil {
+	if err := identity.Must(nodes[0].e).ReleaseReport(ctx, site, identity.ReportWeekly, due-7, prev, hadPrev); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, nodes)
-	if got, _, _ := nodes[0].e.LastReport(ctx, site, engine.ReportWeekly); got != due {
+	if got, _, _ := identity.Must(nodes[0].e).LastReport(ctx, site, identity.ReportWeekly); got != due {
 		t.Fatalf("after a stale release node 0 records %v, want %v", got, due)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // TestClusterUsageAtClose: an API key used on a node that then closes
@@ -18,17 +19,17 @@ func TestClusterUsageAtClose(t *testing.T) {
 	a := openNodeOn(t, nc.urls(0), "", 1, clk, opts())
 	b := openNodeOn(t, nc.urls(0), "", 1, clk, opts())
 	defer b.close(t)
-	acc, key, err := a.e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, key, err := identity.Must(a.e).CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.set(bench.DefaultStart.Add(time.Hour))
-	if _, err := a.e.Authenticate(ctx, key); err != nil {
+	if _, err := identity.Must(a.e).Authenticate(ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	a.close(t)
 	waitApplied(t, []*node{b})
-	got, err := b.e.Account(ctx, acc.ID)
+	got, err := identity.Must(b.e).Account(ctx, acc.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/pquerna/otp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -106,8 +107,8 @@ func backTo(r *http.Request) string {
 
 // startSession creates a session for a, sets its cookie and a new CSRF
 // cookie, and redirects to next.
-func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, a engine.Account, next string) error {
-	tok, err := p.e.CreateSession(r.Context(), a, engine.SessionClient{UserAgent: r.UserAgent(), IP: p.clientIP(r)})
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, a identity.Account, next string) error {
+	tok, err := p.id.CreateSession(r.Context(), a, identity.SessionClient{UserAgent: r.UserAgent(), IP: p.clientIP(r)})
 	if err != nil {
 		return err
 	}
@@ -178,30 +179,38 @@ func (p *Pages) loginPassword(w http.ResponseWriter, r *http.Request, next strin
 	// The tokens are taken before the hash, so that a burst of
 	// concurrent guesses cannot all pass the check; a right password
 	// gives them back.
-	takes, wait := p.signInTakes(r.Context(), limit.ClientKey(p.clientIP(r)), email)
+	// A client that has not failed lately goes first for the hash slots
+	// and waits for one longer (engine.WithPasswordPriority): a flood of
+	// guesses from clients that fail does not answer its owner 503.
+	ck := limit.ClientKey(p.clientIP(r))
+	ctx := r.Context()
+	if !p.signInFails.Used(ck) {
+		ctx = engine.WithPasswordPriority(ctx)
+	}
+	takes, wait := p.signInTakes(r.Context(), ck, email)
 	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfter(wait))
 		d.Error = "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."
 		p.renderLogin(w, r, http.StatusTooManyRequests, d)
 		return nil
 	}
-	a, err := p.e.SignIn(r.Context(), email, pw)
-	if err == nil || errors.Is(err, engine.ErrSecondFactor) || errors.Is(err, engine.ErrDisabled) || errors.Is(err, engine.ErrBusy) {
+	a, err := p.id.SignIn(ctx, email, pw)
+	if err == nil || errors.Is(err, identity.ErrSecondFactor) || errors.Is(err, identity.ErrDisabled) || errors.Is(err, engine.ErrBusy) {
 		refundAll(takes...)
 	}
 	switch {
 	case err == nil:
 		return p.startSession(w, r, a, next)
-	case errors.Is(err, engine.ErrSecondFactor):
+	case errors.Is(err, identity.ErrSecondFactor):
 		exp := strconv.FormatInt(p.now().Add(pendingLife).Unix(), 10)
 		p.setCookie(w, pendingCookie, p.sign(purposePending, strconv.FormatUint(uint64(a.ID), 10), strconv.FormatUint(a.Gen, 10), exp), "/", pendingLife)
 		http.Redirect(w, r, "/login/code?next="+url.QueryEscape(next), http.StatusSeeOther)
 		return nil
-	case errors.Is(err, engine.ErrDisabled):
+	case errors.Is(err, identity.ErrDisabled):
 		d.Error = "This account is disabled. Ask an administrator of this server."
 		p.renderLogin(w, r, http.StatusForbidden, d)
 		return nil
-	case errors.Is(err, engine.ErrUnauthenticated):
+	case errors.Is(err, identity.ErrUnauthenticated):
 		sleep(r.Context(), p.delay)
 		d.Error = "The email address or the password is not right."
 		p.renderLogin(w, r, http.StatusUnauthorized, d)
@@ -247,23 +256,23 @@ func (p *Pages) signInTakes(ctx context.Context, ck, email string) ([]limitKey, 
 }
 
 // pending returns the account of r's pending sign-in cookie.
-func (p *Pages) pending(r *http.Request) (engine.Account, bool) {
+func (p *Pages) pending(r *http.Request) (identity.Account, bool) {
 	c, err := r.Cookie(pendingCookie)
 	if err != nil {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	f, ok := p.verify(purposePending, c.Value, 3)
 	if !ok || !p.unexpired(f[2]) {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	id, err1 := strconv.ParseUint(f[0], 10, 32)
 	gen, err2 := strconv.ParseUint(f[1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
-	a, err := p.e.Account(r.Context(), uint32(id))
+	a, err := p.id.Account(r.Context(), uint32(id))
 	if err != nil || a.Gen != gen || a.Disabled {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	return a, true
 }
@@ -304,13 +313,13 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		w.Header().Set("Retry-After", retryAfter(wait))
 		return render(http.StatusTooManyRequests, "Too many wrong codes. Wait "+retryAfter(wait)+" seconds and try again.")
 	}
-	a, err := p.e.CheckSecondFactor(r.Context(), a, r.PostForm.Get("code"))
+	a, err := p.id.CheckSecondFactor(r.Context(), a, r.PostForm.Get("code"))
 	switch {
-	case errors.Is(err, engine.ErrCodeWait):
+	case errors.Is(err, identity.ErrCodeWait):
 		refundAll(take)
 		w.Header().Set("Retry-After", "60")
 		return render(http.StatusTooManyRequests, "Too many wrong codes for this account. Wait a few minutes, then try again (a recovery code too).")
-	case errors.Is(err, engine.ErrUnauthenticated):
+	case errors.Is(err, identity.ErrUnauthenticated):
 		sleep(r.Context(), p.delay)
 		return render(http.StatusUnauthorized, "This code is not right, or was used already. Enter the current code of your app, or a recovery code.")
 	case err != nil:
@@ -322,7 +331,7 @@ func (p *Pages) code(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 
 // accountData is the data of account.html.
 type accountData struct {
-	Account  engine.Account
+	Account  identity.Account
 	Notice   string
 	Errors   fieldMsgs
 	Form     string // the form the errors belong to
@@ -333,7 +342,7 @@ type accountData struct {
 }
 
 type sessionRow struct {
-	engine.Session
+	identity.Session
 	Current bool
 }
 
@@ -362,7 +371,7 @@ func (p *Pages) accountPage(w http.ResponseWriter, r *http.Request, _ httprouter
 	return p.renderAccount(w, r, a, http.StatusOK, accountData{Notice: notices[r.URL.Query().Get("done")]})
 }
 
-func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d accountData) error {
+func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, a identity.Account, status int, d accountData) error {
 	ctx := r.Context()
 	d.Account = a
 	if d.Email == "" {
@@ -370,9 +379,9 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, a engine.A
 	}
 	cur := ""
 	if tok, ok := p.sessionToken(r); ok {
-		cur = engine.SessionID(tok)
+		cur = identity.SessionID(tok)
 	}
-	for _, s := range p.e.Sessions(ctx, a.ID) {
+	for _, s := range p.id.Sessions(ctx, a.ID) {
 		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == cur})
 	}
 	list := p.e.Owner(a.ID).Websites(ctx, engine.WebsiteQuery{SortBy: "domain", PerPage: maxReportSites})
@@ -423,16 +432,16 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	}()
 	switch form {
 	case "profile":
-		_, err = p.e.UpdateProfile(ctx, a.ID, f.Get("name"))
+		_, err = p.id.UpdateProfile(ctx, a.ID, f.Get("name"))
 	case "password":
 		if f.Get("password") != f.Get("password_confirmation") {
 			err = &engine.ValidationError{Fields: []engine.FieldError{{Field: "password", Msg: "The password confirmation does not match."}}}
 			break
 		}
 		tok, _ := p.sessionToken(r)
-		var na engine.Account
-		na, err = p.e.SetSessionPassword(ctx, tok, f.Get("current_password"), f.Get("password"))
-		if errors.Is(err, engine.ErrUnauthenticated) {
+		var na identity.Account
+		na, err = p.id.SetSessionPassword(ctx, tok, f.Get("current_password"), f.Get("password"))
+		if errors.Is(err, identity.ErrUnauthenticated) {
 			// The session ended since signedIn read it.
 			http.Redirect(w, r, "/login?next=%2Faccount", http.StatusSeeOther)
 			return nil
@@ -473,7 +482,7 @@ func (p *Pages) accountPost(w http.ResponseWriter, r *http.Request, _ httprouter
 func wrongPassword(err error) bool {
 	var ve *engine.ValidationError
 	return errors.As(err, &ve) && slices.ContainsFunc(ve.Fields, func(f engine.FieldError) bool {
-		return f.Field == "current_password" && (f.Msg == engine.MsgWrongPassword || f.Msg == engine.MsgWrongKey)
+		return f.Field == "current_password" && (f.Msg == identity.MsgWrongPassword || f.Msg == identity.MsgWrongKey)
 	})
 }
 
@@ -488,14 +497,14 @@ func (p *Pages) endSessions(w http.ResponseWriter, r *http.Request, _ httprouter
 		return nil
 	}
 	if r.URL.Path == "/account/sessions/end-all" {
-		if err := p.e.EndSessions(r.Context(), a.ID); err != nil {
+		if err := p.id.EndSessions(r.Context(), a.ID); err != nil {
 			return err
 		}
 		p.setCookie(w, sessionCookie, "", "/", -1)
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return nil
 	}
-	if err := p.e.EndSessionID(r.Context(), a.ID, r.PostForm.Get("id")); err != nil {
+	if err := p.id.EndSessionID(r.Context(), a.ID, r.PostForm.Get("id")); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/account?done=session", http.StatusSeeOther)
@@ -523,7 +532,7 @@ func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	d := twoFactorData{On: a.TwoFactor, RecoveryCodes: a.RecoveryCodes}
 	if !a.TwoFactor {
-		secret, url, err := p.e.NewTOTPKey(r.Context(), a.ID)
+		secret, url, err := p.id.NewTOTPKey(r.Context(), a.ID)
 		if err != nil {
 			return err
 		}
@@ -532,7 +541,7 @@ func (p *Pages) twoFactorPage(w http.ResponseWriter, r *http.Request, _ httprout
 	return p.renderTwoFactor(w, r, a, http.StatusOK, d)
 }
 
-func (p *Pages) renderTwoFactor(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d twoFactorData) error {
+func (p *Pages) renderTwoFactor(w http.ResponseWriter, r *http.Request, a identity.Account, status int, d twoFactorData) error {
 	d.DisableCSRF = p.csrfToken(w, r, "/account/2fa/disable")
 	d.Password = a.Password
 	// The page shows a secret or recovery codes: the browser keeps no copy.
@@ -576,7 +585,7 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{Secret: secret, QR: p.setupQR(a, secret),
 			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
 	}
-	codes, err := p.e.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"), r.PostForm.Get("current_password"))
+	codes, err := p.id.EnableTOTP(r.Context(), a.ID, secret, r.PostForm.Get("code"), r.PostForm.Get("current_password"))
 	if !wrongPassword(err) {
 		refundAll(take)
 	}
@@ -586,7 +595,7 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err != nil {
 		return err
 	}
-	a, err = p.e.Account(r.Context(), a.ID)
+	a, err = p.id.Account(r.Context(), a.ID)
 	if err != nil {
 		return err
 	}
@@ -594,7 +603,7 @@ func (p *Pages) twoFactor(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 // setupQR is the QR code of a setup secret sent back with a form.
-func (p *Pages) setupQR(a engine.Account, secret string) template.URL {
+func (p *Pages) setupQR(a identity.Account, secret string) template.URL {
 	if len(secret) > 128 {
 		return ""
 	}
@@ -616,7 +625,7 @@ func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httproute
 		return p.renderTwoFactor(w, r, a, http.StatusTooManyRequests, twoFactorData{On: true, RecoveryCodes: a.RecoveryCodes,
 			Errors: fieldMsgs{"current_password": "Too many wrong passwords. Wait " + retryAfter(wait) + " seconds and try again."}})
 	}
-	_, err := p.e.DisableTOTP(r.Context(), a.ID, r.PostForm.Get("current_password"))
+	_, err := p.id.DisableTOTP(r.Context(), a.ID, r.PostForm.Get("current_password"))
 	if !wrongPassword(err) {
 		refundAll(take)
 	}
@@ -632,11 +641,14 @@ func (p *Pages) twoFactorOff(w http.ResponseWriter, r *http.Request, _ httproute
 
 // keysData is the data of keys.html.
 type keysData struct {
-	Keys   []engine.APIKey
+	Keys   []identity.APIKey
 	New    string // a key just created, shown once
 	Name   string
 	Errors fieldMsgs
 	Revoke map[uint32]string // CSRF token of each revoke form
+	// Proof: the account has no password, so revoking a key the session
+	// did not make asks for an API key (RevokeSessionKey).
+	Proof  bool
 	Notice string
 	Script string // the address of sites.js (the copy button)
 }
@@ -657,8 +669,9 @@ func (p *Pages) keysPage(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	return p.renderKeys(w, r, a, http.StatusOK, d)
 }
 
-func (p *Pages) renderKeys(w http.ResponseWriter, r *http.Request, a engine.Account, status int, d keysData) error {
+func (p *Pages) renderKeys(w http.ResponseWriter, r *http.Request, a identity.Account, status int, d keysData) error {
 	d.Script = p.assetURL("sites.js")
+	d.Proof = !a.Password
 	d.Keys = slices.Clone(a.Keys)
 	slices.Reverse(d.Keys)
 	d.Revoke = make(map[uint32]string, len(d.Keys))
@@ -681,20 +694,23 @@ func (p *Pages) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return nil
 	}
 	name := r.PostForm.Get("name")
-	_, key, err := p.e.CreateKey(r.Context(), a.ID, name)
+	_, key, err := p.id.CreateKey(r.Context(), a.ID, name)
 	if fe := formErrors(err); fe != nil {
 		return p.renderKeys(w, r, a, http.StatusUnprocessableEntity, keysData{Name: name, Errors: fe})
 	}
 	if err != nil {
 		return err
 	}
-	if a, err = p.e.Account(r.Context(), a.ID); err != nil {
+	if a, err = p.id.Account(r.Context(), a.ID); err != nil {
 		return err
 	}
 	return p.renderKeys(w, r, a, http.StatusCreated, keysData{New: key})
 }
 
-// revokeKey serves POST /account/keys/:key/revoke.
+// revokeKey serves POST /account/keys/:key/revoke. In an account without a
+// password, a key the session did not make is revoked only with an API key
+// of the account (field "key"): a stolen session cannot lock the owner out
+// (#38). Wrong keys are limited like the first password's.
 func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	if err := p.checkPost(r); err != nil {
 		return err
@@ -707,7 +723,23 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err != nil {
 		return errNotFound
 	}
-	if err := p.e.RevokeKey(r.Context(), a.ID, uint32(id)); err != nil {
+	take := limitKey{p.accountFails, accountIDKey(a.ID)}
+	if wait := takeAll(take); wait > 0 {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return p.renderKeys(w, r, a, http.StatusTooManyRequests, keysData{
+			Errors: fieldMsgs{"key": "Too many wrong tries. Wait " + retryAfter(wait) + " seconds and try again."}})
+	}
+	tok, _ := p.sessionToken(r)
+	err = p.id.RevokeSessionKey(r.Context(), tok, uint32(id), r.PostForm.Get("key"))
+	if fe := formErrors(err); fe != nil {
+		return p.renderKeys(w, r, a, http.StatusUnprocessableEntity, keysData{Errors: fe})
+	}
+	refundAll(take)
+	if errors.Is(err, identity.ErrUnauthenticated) {
+		http.Redirect(w, r, "/login?next=%2Faccount%2Fkeys", http.StatusSeeOther)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/account/keys?done=revoked", http.StatusSeeOther)
@@ -717,8 +749,8 @@ func (p *Pages) revokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.
 // adminData is the data of admin.html.
 type adminData struct {
 	Self      uint32
-	Accounts  []engine.Account
-	Invites   []engine.Invite
+	Accounts  []identity.Account
+	Invites   []identity.Invite
 	NewKey    string // of an account just created
 	NewInvite string // link of an invitation just created
 	NewEmail  string
@@ -736,12 +768,12 @@ type adminData struct {
 
 // admin returns the admin view of r's account, or errNotFound: the admin
 // pages do not exist for others.
-func (p *Pages) admin(w http.ResponseWriter, r *http.Request) (engine.Account, engine.Admin, bool) {
+func (p *Pages) admin(w http.ResponseWriter, r *http.Request) (identity.Account, identity.Admin, bool) {
 	a, ok := p.signedIn(w, r, backTo(r))
 	if !ok {
-		return a, engine.Admin{}, false
+		return a, identity.Admin{}, false
 	}
-	ad, err := p.e.Admin(a.ID)
+	ad, err := p.id.Admin(a.ID)
 	if err != nil {
 		p.fail(w, r, errNotFound)
 		return a, ad, false
@@ -758,7 +790,7 @@ func (p *Pages) adminPage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	return p.renderAdmin(w, r, a, ad, http.StatusOK, adminData{})
 }
 
-func (p *Pages) renderAdmin(w http.ResponseWriter, r *http.Request, a engine.Account, ad engine.Admin, status int, d adminData) error {
+func (p *Pages) renderAdmin(w http.ResponseWriter, r *http.Request, a identity.Account, ad identity.Admin, status int, d adminData) error {
 	ctx := r.Context()
 	d.Self, d.Mode, d.Script = a.ID, p.registration, p.assetURL("sites.js")
 	all := ad.Accounts(ctx)
@@ -855,7 +887,7 @@ func (p *Pages) adminAccount(w http.ResponseWriter, r *http.Request, ps httprout
 	default:
 		return errNotFound
 	}
-	if errors.Is(err, engine.ErrForbidden) {
+	if errors.Is(err, identity.ErrForbidden) {
 		return &httpError{http.StatusForbidden, "You cannot disable your own account or take back your own admin rights: another admin must."}
 	}
 	if err != nil {

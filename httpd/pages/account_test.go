@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // rfcTOTP computes an RFC 6238 code (SHA-1, 6 digits, 30 s steps).
@@ -273,19 +274,19 @@ func TestKeyForms(t *testing.T) {
 	if res.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("Cache-Control %q, want no-store", res.header.Get("Cache-Control"))
 	}
-	if a, err := f.e.Authenticate(context.Background(), key); err != nil || a.ID != f.owner.ID {
+	if a, err := identity.Must(f.e).Authenticate(context.Background(), key); err != nil || a.ID != f.owner.ID {
 		t.Fatalf("new key: %v", err)
 	}
 	page := c.get("/account/keys")
 	if strings.Contains(page.body, key) {
 		t.Error("the key is shown again")
 	}
-	acc, _ := f.e.Account(context.Background(), f.owner.ID)
+	acc, _ := identity.Must(f.e).Account(context.Background(), f.owner.ID)
 	id := fmt.Sprint(acc.Keys[1].ID)
 	// Another account cannot revoke it.
 	o := f.client()
 	o.signIn(f.otherKey)
-	other, _ := f.e.Account(context.Background(), f.other.ID)
+	other, _ := identity.Must(f.e).Account(context.Background(), f.other.ID)
 	res = o.post("/account/keys/"+id+"/revoke", url.Values{"csrf": {o.csrfFor("/account/keys", fmt.Sprintf("/account/keys/%d/revoke", other.Keys[0].ID))}})
 	if res.status != http.StatusForbidden {
 		t.Errorf("revoke with another form's token: %d, want 403", res.status)
@@ -294,14 +295,14 @@ func TestKeyForms(t *testing.T) {
 	if res.status != http.StatusNotFound {
 		t.Errorf("revoke another account's key: %d, want 404", res.status)
 	}
-	if _, err := f.e.Authenticate(context.Background(), key); err != nil {
+	if _, err := identity.Must(f.e).Authenticate(context.Background(), key); err != nil {
 		t.Fatal("another account revoked the key")
 	}
 	res = c.postForm("/account/keys", "/account/keys/"+id+"/revoke", nil)
 	if res.status != http.StatusSeeOther {
 		t.Fatalf("revoke: %d", res.status)
 	}
-	if _, err := f.e.Authenticate(context.Background(), key); err == nil {
+	if _, err := identity.Must(f.e).Authenticate(context.Background(), key); err == nil {
 		t.Error("revoked key works")
 	}
 }
@@ -348,7 +349,7 @@ func TestSessionForms(t *testing.T) {
 		{"/account/email", url.Values{"email": {"new@example.org"}, "current_password": {"x"}}, http.StatusUnprocessableEntity, "Set a password first."},
 		{"/account/password", url.Values{"password": {"abc"}, "password_confirmation": {"abc"}}, http.StatusUnprocessableEntity, "The password must be at least 8 characters."},
 		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgX"}}, http.StatusUnprocessableEntity, "The password confirmation does not match."},
-		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}}, http.StatusUnprocessableEntity, engine.MsgWrongKey},
+		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}}, http.StatusUnprocessableEntity, identity.MsgWrongKey},
 		{"/account/password", url.Values{"password": {"abcdefgh"}, "password_confirmation": {"abcdefgh"}, "current_password": {f.ownerKey}}, http.StatusSeeOther, ""},
 		{"/account/email", url.Values{"email": {"other@example.org"}, "current_password": {"abcdefgh"}}, http.StatusUnprocessableEntity, "The email has already been taken."},
 		{"/account/email", url.Values{"email": {"new@example.org"}, "current_password": {"wrong"}}, http.StatusUnprocessableEntity, "The password is incorrect."},
@@ -369,7 +370,7 @@ func TestSessionForms(t *testing.T) {
 		}
 	}
 	// The new address takes effect once its link is opened.
-	if acc, _ := f.e.Account(context.Background(), f.owner.ID); acc.Email != "owner@example.org" {
+	if acc, _ := identity.Must(f.e).Account(context.Background(), f.owner.ID); acc.Email != "owner@example.org" {
 		t.Errorf("the email changed before its link was opened: %q", acc.Email)
 	}
 	sent := mb.wait(t, 1)
@@ -383,7 +384,7 @@ func TestSessionForms(t *testing.T) {
 	if res := a.get(link); res.status != http.StatusGone {
 		t.Errorf("a used email link: %d, want 410", res.status)
 	}
-	acc, _ := f.e.Account(context.Background(), f.owner.ID)
+	acc, _ := identity.Must(f.e).Account(context.Background(), f.owner.ID)
 	if acc.Name != "Olivia O." || acc.Email != "new@example.org" {
 		t.Errorf("account %q %q", acc.Name, acc.Email)
 	}
@@ -589,7 +590,7 @@ func TestPasswordReset(t *testing.T) {
 		t.Fatalf("second mail: %d sent", len(sent))
 	}
 	path = strings.TrimPrefix(find(t, `(https://stats\.example\.org/reset/\S+)`, sent[2]), "https://stats.example.org")
-	f.clock.Add(engine.ResetLife)
+	f.clock.Add(identity.ResetLife)
 	if res := c.get(path); res.status != http.StatusGone {
 		t.Errorf("expired link: %d, want 410", res.status)
 	}
@@ -631,7 +632,7 @@ func TestAdminForms(t *testing.T) {
 		t.Fatalf("create: %d", res.status)
 	}
 	key := find(t, `id="new-key" type="text" readonly value="([^"]+)"`, res.body)
-	if _, err := f.e.Authenticate(context.Background(), key); err != nil {
+	if _, err := identity.Must(f.e).Authenticate(context.Background(), key); err != nil {
 		t.Fatalf("new account's key: %v", err)
 	}
 	action := fmt.Sprintf("/admin/accounts/%d/disable", f.other.ID)
@@ -644,7 +645,7 @@ func TestAdminForms(t *testing.T) {
 	if signedInAs(o) != "" {
 		t.Error("a disabled account's session goes on")
 	}
-	if _, err := f.e.Authenticate(context.Background(), f.otherKey); err == nil {
+	if _, err := identity.Must(f.e).Authenticate(context.Background(), f.otherKey); err == nil {
 		t.Error("a disabled account's key works")
 	}
 	if res := o.post("/login", url.Values{"csrf": {o.csrfFor("/login", "/login")}, "key": {f.otherKey}}); res.status != http.StatusUnauthorized {
@@ -735,8 +736,8 @@ func TestFirstPasswordNewKey(t *testing.T) {
 	if res.status != http.StatusUnprocessableEntity {
 		t.Fatalf("first password with a key the session made: %d, want 422", res.status)
 	}
-	mustContain(t, "a key the session made", mainText(res.body), engine.MsgWrongKey)
-	if acc, _ := f.e.Account(context.Background(), f.owner.ID); acc.Password {
+	mustContain(t, "a key the session made", mainText(res.body), identity.MsgWrongKey)
+	if acc, _ := identity.Must(f.e).Account(context.Background(), f.owner.ID); acc.Password {
 		t.Fatal("a password was set")
 	}
 	// A key older than the session's own proves the owner.
@@ -773,5 +774,43 @@ func TestLongAddressLink(t *testing.T) {
 	res := c.postForm(link, link, url.Values{"name": {"Long"}, "password": {"long enough"}, "password_confirmation": {"long enough"}})
 	if res.status != http.StatusSeeOther || signedInAs(c) != email {
 		t.Fatalf("register from the link: %d %s", res.status, mainText(res.body))
+	}
+}
+
+// TestStolenSessionCannotRevokeOwnersKeys (#38): a stolen session of an
+// account without a password makes a key of its own, but cannot revoke
+// the key the owner signed in with without that key (SPEC §13: no one is
+// locked out by a session alone); with it, or for the session's own key,
+// the revocation goes through.
+func TestStolenSessionCannotRevokeOwnersKeys(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	thief := f.client()
+	thief.signIn(f.ownerKey) // the owner's session, its cookie stolen
+	res := thief.postForm("/account/keys", "/account/keys", url.Values{"name": {"mine"}})
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: %d", res.status)
+	}
+	mustContain(t, "keys page of a key-only account", res.body, `name="key" type="password"`)
+	acc, _ := identity.Must(f.e).Account(ctx, f.owner.ID)
+	owners, thiefs := fmt.Sprint(acc.Keys[0].ID), fmt.Sprint(acc.Keys[1].ID)
+	for _, proof := range []string{"", "ws_wrong", find(t, `id="new-key" type="text" readonly value="([^"]+)"`, res.body)} {
+		res = thief.postForm("/account/keys", "/account/keys/"+owners+"/revoke", url.Values{"key": {proof}})
+		if res.status != http.StatusUnprocessableEntity {
+			t.Errorf("revoke the owner's key with proof %.6q: %d, want 422", proof, res.status)
+		}
+		if _, err := identity.Must(f.e).Authenticate(ctx, f.ownerKey); err != nil {
+			t.Fatalf("the owner's key was revoked by a session with proof %.6q", proof)
+		}
+	}
+	mustContain(t, "refusal", mainText(res.body), "Enter one of your API keys")
+	if res = thief.postForm("/account/keys", "/account/keys/"+thiefs+"/revoke", nil); res.status != http.StatusSeeOther {
+		t.Errorf("revoke the session's own key: %d, want 303", res.status)
+	}
+	if res = thief.postForm("/account/keys", "/account/keys/"+owners+"/revoke", url.Values{"key": {f.ownerKey}}); res.status != http.StatusSeeOther {
+		t.Errorf("revoke with the key itself: %d, want 303", res.status)
+	}
+	if _, err := identity.Must(f.e).Authenticate(ctx, f.ownerKey); err == nil {
+		t.Error("the key still works after a proven revocation")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -25,7 +26,7 @@ const (
 	sessionCookie   = "ws_session"
 	passwordCookie  = "ws_pw"
 	csrfCookie      = "ws_csrf"
-	sessionLife     = engine.SessionLife
+	sessionLife     = identity.SessionLife
 	passwordLife    = 30 * 24 * time.Hour
 	csrfLife        = 30 * 24 * time.Hour
 	maxCookieLength = 512
@@ -130,14 +131,14 @@ func (p *Pages) setCookie(w http.ResponseWriter, name, value, path string, life 
 // session returns the signed-in account of r: the signed cookie holds a
 // session token that the engine knows (engine.SessionAccount), so signing
 // out and rotating the key end it.
-func (p *Pages) session(r *http.Request) (engine.Account, bool) {
+func (p *Pages) session(r *http.Request) (identity.Account, bool) {
 	tok, ok := p.sessionToken(r)
 	if !ok {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
-	a, err := p.e.SessionAccount(r.Context(), tok)
+	a, err := p.id.SessionAccount(r.Context(), tok)
 	if err != nil {
-		return engine.Account{}, false
+		return identity.Account{}, false
 	}
 	return a, true
 }
@@ -285,10 +286,10 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		return p.loginPassword(w, r, next)
 	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
-	var a engine.Account
-	err := engine.ErrUnauthenticated
+	var a identity.Account
+	err := identity.ErrUnauthenticated
 	if key != "" && len(key) <= 256 {
-		a, err = p.e.Authenticate(r.Context(), key)
+		a, err = p.id.Authenticate(r.Context(), key)
 	}
 	if err != nil {
 		msg := "This API key is not valid. Copy the key of your account exactly and try again."
@@ -325,7 +326,7 @@ func (p *Pages) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		return err
 	}
 	if tok, ok := p.sessionToken(r); ok {
-		if err := p.e.EndSession(r.Context(), tok); err != nil {
+		if err := p.id.EndSession(r.Context(), tok); err != nil {
 			return err
 		}
 	}

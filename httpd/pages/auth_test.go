@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // testClientIP reads the client address of a test request from the
@@ -142,7 +143,7 @@ func TestSignOutEndsSession(t *testing.T) {
 	}
 	// Ending every session of the account (as rotate-key does).
 	c.signIn(f.ownerKey)
-	if err := f.e.EndSessions(context.Background(), f.owner.ID); err != nil {
+	if err := identity.Must(f.e).EndSessions(context.Background(), f.owner.ID); err != nil {
 		t.Fatal(err)
 	}
 	if res := c.get("/stats/private.example"); res.status != http.StatusNotFound {

@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // benchPerDay is the pageviews per day of the benchmark's website. The
@@ -43,7 +44,7 @@ func BenchmarkOverview(b *testing.B) {
 			}
 			defer e.Close()
 			ctx := context.Background()
-			acc, _, err := e.CreateAccount(ctx, "Bench", "bench@example.org")
+			acc, _, err := identity.Must(e).CreateAccount(ctx, "Bench", "bench@example.org")
 			if err != nil {
 				b.Fatal(err)
 			}

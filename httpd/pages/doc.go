@@ -88,7 +88,7 @@
 //
 // Every cookie is HttpOnly, SameSite=Lax, and Secure when Options.Secure is
 // set. Signed values are base64url(payload) "." base64url(mac), where mac is
-// HMAC-SHA256 with the server secret "pages-cookie" ([engine.Engine.Secret])
+// HMAC-SHA256 with the server secret "pages-cookie" ([github.com/webstats/webstats/engine/identity.Service.Secret])
 // over the cookie's purpose and the payload, so a value signed for one purpose
 // is worthless for another:
 //
@@ -99,8 +99,8 @@
 //	                                  password checked, the code not yet (5 minutes)
 //	ws_flash    path /                "<expiry unix>|<base64url notice>", for a minute
 //
-// Sessions are server-side ([engine.Engine.CreateSession]): the cookie holds
-// a random token whose SHA-256 the engine keeps, for [engine.SessionLife]
+// Sessions are server-side ([github.com/webstats/webstats/engine/identity.Service.CreateSession]): the cookie holds
+// a random token whose SHA-256 the engine keeps, for [github.com/webstats/webstats/engine/identity.SessionLife]
 // (14 days) from sign-in. Signing out ends the session in the engine, and
 // rotating the API key ends all of the account's sessions, so a copied
 // cookie opens nothing afterwards. The password fingerprint is the first 8

@@ -19,6 +19,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // testNow is the fixed time of the tests: a Saturday, noon UTC.
@@ -51,7 +52,7 @@ type fixture struct {
 	srv   *httptest.Server
 	clock *clock
 
-	owner, other       engine.Account
+	owner, other       identity.Account
 	ownerKey, otherKey string
 	// Websites of owner: public (0), private (1), secret (2, password
 	// "open sesame"); of other: otherSecret (2, password "other pass").
@@ -73,11 +74,11 @@ func newFixture(t testing.TB) *fixture {
 	t.Cleanup(func() { e.Close() })
 	f := &fixture{t: t, e: e, clock: c}
 	ctx := context.Background()
-	f.owner, f.ownerKey, err = e.CreateAccount(ctx, "Olivia Owner", "owner@example.org")
+	f.owner, f.ownerKey, err = identity.Must(e).CreateAccount(ctx, "Olivia Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.other, f.otherKey, err = e.CreateAccount(ctx, "Oscar Other", "other@example.org")
+	f.other, f.otherKey, err = identity.Must(e).CreateAccount(ctx, "Oscar Other", "other@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,9 @@ type overviewData struct {
 	Session  []sessionTotal
 	// SessionNote says why Session is empty.
 	SessionNote string
+	// ImportsNote says that imported history in the range is left out
+	// (imports_note.go); "" when there is none.
+	ImportsNote string
 	Chart       *chart
 	Intervals   []link
 	Compares    []link

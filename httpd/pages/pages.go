@@ -22,6 +22,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -76,6 +77,7 @@ type Options struct {
 // one with New and mount it with Register.
 type Pages struct {
 	e      *engine.Engine
+	id     *identity.Service // accounts, sessions, secrets on e's registry
 	log    *slog.Logger
 	now    func() time.Time
 	secure bool
@@ -117,7 +119,8 @@ type Pages struct {
 }
 
 // New returns the pages over e. It reads the cookie-signing key with
-// e.Secret(ctx, "pages-cookie") (created on first use). A nil opts means the
+// e's identity.Service (identity.Open), Secret "pages-cookie" (created on
+// first use). A nil opts means the
 // defaults. The Pages do not own e.
 func New(e *engine.Engine, opts *Options) (*Pages, error) {
 	var o Options
@@ -136,7 +139,11 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 	case o.WrongPasswordDelay < 0:
 		o.WrongPasswordDelay = 0
 	}
-	key, err := e.Secret(context.Background(), "pages-cookie")
+	id, err := identity.Open(e)
+	if err != nil {
+		return nil, err
+	}
+	key, err := id.Secret(context.Background(), "pages-cookie")
 	if err != nil {
 		return nil, fmt.Errorf("pages: %w", err)
 	}
@@ -151,7 +158,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		return nil, fmt.Errorf("pages: registration %q: want closed, invite or open", o.Registration)
 	}
 	p := &Pages{
-		e: e, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
+		e: e, id: id, log: o.Logger, now: o.Now, secure: o.Secure, delay: o.WrongPasswordDelay, key: key,
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
 		base:        o.BaseURL,
@@ -310,7 +317,7 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, engine.ErrBusy):
 		w.Header().Set("Retry-After", retryAfter(busyRetry))
 		p.errorPage(w, r, http.StatusServiceUnavailable, "Too many passwords are being checked right now. Try again in a few seconds.")
-	case errors.Is(err, engine.ErrConflict):
+	case errors.Is(err, identity.ErrConflict):
 		p.errorPage(w, r, http.StatusConflict, "Your account was changed by another request at the same time. Go back, reload the page and try again.")
 	case errors.Is(err, engine.ErrClosed):
 		p.errorPage(w, r, http.StatusServiceUnavailable, "The server is shutting down. Try again in a moment.")
@@ -354,7 +361,7 @@ type view struct {
 	Title   string
 	CSS, JS string
 	Script  bool // load the realtime script
-	Account *engine.Account
+	Account *identity.Account
 	CSRF    string // the token of the sign-out form
 	// Form is the action of the page's own POST form, if any, and FormCSRF
 	// its token (each form has its own: see csrfToken).

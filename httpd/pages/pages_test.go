@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // xssPage is a tracked page path that must show as text.
@@ -180,7 +181,7 @@ func TestLogin(t *testing.T) {
 	}
 	// Rotating the API key signs every session out.
 	c.signIn(f.ownerKey)
-	if _, err := f.e.RotateKey(context.Background(), f.owner.ID); err != nil {
+	if _, err := identity.Must(f.e).RotateKey(context.Background(), f.owner.ID); err != nil {
 		t.Fatal(err)
 	}
 	if res := c.get("/"); res.status != http.StatusSeeOther {

@@ -10,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -40,7 +41,7 @@ func (p *Pages) registerAllowed(r *http.Request, invite string) bool {
 		// one registers (the binary refuses to start so).
 		return p.canMail()
 	case RegistrationInvite:
-		return invite != "" && p.e.CheckInvite(r.Context(), invite)
+		return invite != "" && p.id.CheckInvite(r.Context(), invite)
 	}
 	return false // closed: accounts come from admins and the CLI
 }
@@ -101,7 +102,7 @@ func (p *Pages) register(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // registerMail mails the address of d a link to the second step, or, when
 // it has an account, a notice saying so: the answer is the same.
 func (p *Pages) registerMail(w http.ResponseWriter, r *http.Request, d registerData) error {
-	tok, taken, err := p.e.RegistrationToken(r.Context(), d.Email, d.Invite)
+	tok, taken, err := p.id.RegistrationToken(r.Context(), d.Email, d.Invite)
 	if fe := formErrors(err); fe != nil {
 		d.Errors = fe
 		p.renderRegister(w, r, http.StatusUnprocessableEntity, d)
@@ -127,8 +128,8 @@ func (p *Pages) registerMail(w http.ResponseWriter, r *http.Request, d registerD
 // registerToken returns the proven address and invitation of the link of
 // r, or an error page.
 func (p *Pages) registerToken(r *http.Request, tok string) (email, invite string, err error) {
-	email, invite, err = p.e.CheckRegistrationToken(r.Context(), tok)
-	if errors.Is(err, engine.ErrInvite) {
+	email, invite, err = p.id.CheckRegistrationToken(r.Context(), tok)
+	if errors.Is(err, identity.ErrInvite) {
 		return "", "", errRegisterLink
 	}
 	if err == nil && !p.registerAllowed(r, invite) {
@@ -173,7 +174,7 @@ func (p *Pages) createAccount(w http.ResponseWriter, r *http.Request, d register
 		p.renderRegister(w, r, http.StatusUnprocessableEntity, d)
 		return nil
 	}
-	a, err := p.e.RegisterAccount(r.Context(), engine.Registration{
+	a, err := p.id.RegisterAccount(r.Context(), identity.Registration{
 		Name: d.Name, Email: d.Email, Password: pw,
 		Invite: d.Invite, RequireInvite: p.registration != RegistrationOpen,
 	})
@@ -182,7 +183,7 @@ func (p *Pages) createAccount(w http.ResponseWriter, r *http.Request, d register
 		p.renderRegister(w, r, http.StatusUnprocessableEntity, d)
 		return nil
 	}
-	if errors.Is(err, engine.ErrInvite) {
+	if errors.Is(err, identity.ErrInvite) {
 		return errInvitation
 	}
 	if err != nil {
@@ -235,7 +236,7 @@ func (p *Pages) reset(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		return render(http.StatusTooManyRequests)
 	}
 	d.Sent = true
-	tok, a, err := p.e.CreateResetToken(r.Context(), d.Email)
+	tok, a, err := p.id.CreateResetToken(r.Context(), d.Email)
 	if errors.Is(err, engine.ErrNotFound) {
 		return render(http.StatusOK)
 	}
@@ -283,8 +284,8 @@ func (p *Pages) mailAsync(to, subject, text string) {
 // resetPasswordForm serves GET /reset/:token.
 func (p *Pages) resetPasswordForm(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	tok := ps.ByName("token")
-	if _, err := p.e.CheckResetToken(r.Context(), tok); err != nil {
-		if errors.Is(err, engine.ErrInvite) {
+	if _, err := p.id.CheckResetToken(r.Context(), tok); err != nil {
+		if errors.Is(err, identity.ErrInvite) {
 			return errResetLink
 		}
 		return err
@@ -311,13 +312,13 @@ func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprou
 		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
 		return nil
 	}
-	a, err := p.e.ResetPassword(r.Context(), tok, r.PostForm.Get("password"))
+	a, err := p.id.ResetPassword(r.Context(), tok, r.PostForm.Get("password"))
 	if fe := formErrors(err); fe != nil {
 		d.Errors = fe
 		p.renderView(w, r, http.StatusUnprocessableEntity, "reset_password.html", &view{Title: "Choose a new password", Form: r.URL.Path, Body: d})
 		return nil
 	}
-	if errors.Is(err, engine.ErrInvite) {
+	if errors.Is(err, identity.ErrInvite) {
 		return errResetLink
 	}
 	if err != nil {
@@ -338,7 +339,7 @@ func (p *Pages) resetPassword(w http.ResponseWriter, r *http.Request, ps httprou
 // account), then the password, then a link to the new address, which
 // changes when the link is opened. Without mail, the form changes
 // nothing: an administrator or the CLI does.
-func (p *Pages) emailChange(w http.ResponseWriter, r *http.Request, a engine.Account) error {
+func (p *Pages) emailChange(w http.ResponseWriter, r *http.Request, a identity.Account) error {
 	f := r.PostForm
 	fail := func(status int, field, msg string) error {
 		return p.renderAccount(w, r, a, status, accountData{Form: "email", Email: f.Get("email"), Errors: fieldMsgs{field: msg}})
@@ -356,7 +357,7 @@ func (p *Pages) emailChange(w http.ResponseWriter, r *http.Request, a engine.Acc
 		return fail(http.StatusTooManyRequests, "current_password", "Too many wrong passwords. Wait "+retryAfter(wait)+" seconds and try again.")
 	}
 	email := strings.TrimSpace(f.Get("email"))
-	tok, err := p.e.EmailChangeToken(r.Context(), a.ID, email, f.Get("current_password"))
+	tok, err := p.id.EmailChangeToken(r.Context(), a.ID, email, f.Get("current_password"))
 	if !wrongPassword(err) {
 		refundAll(take)
 	}
@@ -383,8 +384,8 @@ var errEmailLink = &httpError{http.StatusGone, "This link is not valid: it was u
 // emailLinkForm serves GET /account/email/:token: a button confirms (a
 // GET changes nothing, so that a mail scanner opening links does not).
 func (p *Pages) emailLinkForm(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	_, email, err := p.e.CheckEmailChange(r.Context(), ps.ByName("token"))
-	if errors.Is(err, engine.ErrInvite) {
+	_, email, err := p.id.CheckEmailChange(r.Context(), ps.ByName("token"))
+	if errors.Is(err, identity.ErrInvite) {
 		return errEmailLink
 	}
 	if err != nil {
@@ -399,11 +400,11 @@ func (p *Pages) emailLink(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if err := p.checkPost(r); err != nil {
 		return err
 	}
-	_, err := p.e.ConfirmEmailChange(r.Context(), ps.ByName("token"))
+	_, err := p.id.ConfirmEmailChange(r.Context(), ps.ByName("token"))
 	if fe := formErrors(err); fe != nil {
 		return &httpError{http.StatusConflict, fe["email"]}
 	}
-	if errors.Is(err, engine.ErrInvite) {
+	if errors.Is(err, identity.ErrInvite) {
 		return errEmailLink
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Shared links (the Plausible Sites API's PUT /api/v1/sites/shared-links):
@@ -45,7 +46,7 @@ func shareAuth(key [32]byte, id uint32) string {
 // /share/<domain>?auth=<it>. It reads the pages' cookie key from e, as New
 // does.
 func ShareAuth(ctx context.Context, e *engine.Engine, id uint32) (string, error) {
-	key, err := e.Secret(ctx, "pages-cookie")
+	key, err := identity.Must(e).Secret(ctx, "pages-cookie")
 	if err != nil {
 		return "", err
 	}

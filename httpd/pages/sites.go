@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 //go:generate go run mkzones.go
@@ -70,6 +71,7 @@ func (p *Pages) registerSites(r *httprouter.Router) {
 	r.GET("/websites/:id/goals", p.handle(p.siteHandler(p.goalsPage)))
 	r.POST("/websites/:id/goals", p.handleLimit(maxGoalForm, p.siteHandler(p.addGoal)))
 	r.POST("/websites/:id/goals/:goal/delete", p.handle(p.siteHandler(p.deleteGoal)))
+	r.GET("/websites/:id/export", p.handle(p.siteHandler(p.exportDownload))) // export.go
 }
 
 // zone is a time zone of the website forms' list (zones.go).
@@ -77,7 +79,7 @@ type zone struct{ Name, Label string }
 
 // signedIn returns the signed-in account of r. Without one it redirects to
 // the sign-in page, which comes back to next, and reports false.
-func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (engine.Account, bool) {
+func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (identity.Account, bool) {
 	a, ok := p.session(r)
 	if !ok {
 		to := "/login"
@@ -91,7 +93,7 @@ func (p *Pages) signedIn(w http.ResponseWriter, r *http.Request, next string) (e
 
 // siteRequest is a request for one of the signed-in account's websites.
 type siteRequest struct {
-	acc engine.Account
+	acc identity.Account
 	own engine.Owner
 	web engine.Website
 	ps  httprouter.Params

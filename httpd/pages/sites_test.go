@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // fieldErrorRE finds the messages shown beside fields (and the goals
@@ -1007,7 +1008,7 @@ func TestSitesList(t *testing.T) {
 	}
 
 	// A new account sees the way to its first website.
-	fresh, key, err := f.e.CreateAccount(ctx, "New", "new@example.org")
+	fresh, key, err := identity.Must(f.e).CreateAccount(ctx, "New", "new@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/limit"
 )
 
@@ -22,7 +23,7 @@ import (
 // account (nil: none), and whether the request may see the statistics.
 type visit struct {
 	web     engine.Website
-	account *engine.Account
+	account *identity.Account
 	owner   bool
 	allowed bool // false: show the password form
 }
@@ -127,6 +128,12 @@ func (p *Pages) unlock(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	// hashing (argon2id is what the limits protect); a right password, or a
 	// check that did not run, gives them back.
 	ipKey, siteKey := limit.ClientKey(p.clientIP(r)), strconv.FormatUint(uint64(v.web.ID), 10)
+	// A client that has not failed lately goes first for the hash slots
+	// (engine.WithPasswordPriority).
+	ctx := r.Context()
+	if !p.pwIPFails.Used(ipKey) {
+		ctx = engine.WithPasswordPriority(ctx)
+	}
 	ok, _, wait := p.pwIPFails.Take(ipKey)
 	if ok {
 		if ok, _, wait = p.pwSiteFails.Take(siteKey); !ok {
@@ -139,7 +146,7 @@ func (p *Pages) unlock(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 			"Too many wrong passwords. Wait "+retryAfter(wait)+" seconds and try again.")
 		return nil
 	}
-	right, err := p.e.CheckPassword(r.Context(), v.web.ID, pw)
+	right, err := p.e.CheckPassword(ctx, v.web.ID, pw)
 	if err != nil || right {
 		p.pwIPFails.Refund(ipKey)
 		p.pwSiteFails.Refund(siteKey)
@@ -270,6 +277,7 @@ func (p *Pages) renderOverview(w http.ResponseWriter, r *http.Request, v *visit)
 	if err != nil {
 		return err
 	}
+	d.ImportsNote = p.importsNote(r.Context(), v.web.ID, dr) // imports_note.go
 	p.renderView(w, r, http.StatusOK, "overview.html", &view{Title: v.web.Domain, Account: v.account, Body: d})
 	return nil
 }

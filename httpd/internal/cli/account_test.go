@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd/internal/report"
 )
 
@@ -51,7 +52,7 @@ func TestUserSetPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := e.SignIn(ctx, "a@example.org", "long enough"); err != nil {
+	if _, err := identity.Must(e).SignIn(ctx, "a@example.org", "long enough"); err != nil {
 		t.Errorf("sign in with the password set: %v", err)
 	}
 }
@@ -77,7 +78,7 @@ func TestUserSetEmail(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if a, err := e.AccountByEmail(ctx, "new@example.org"); err != nil || a.ID != 1 {
+	if a, err := identity.Must(e).AccountByEmail(ctx, "new@example.org"); err != nil || a.ID != 1 {
 		t.Errorf("the new address: %+v %v", a, err)
 	}
 }

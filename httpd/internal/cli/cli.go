@@ -60,6 +60,7 @@ type cli struct {
 	stdin          io.Reader // user set-password reads the password from it
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	args           []string // the files after import's flags
 }
 
 // command is one (sub)command of webstatsd.
@@ -71,18 +72,22 @@ type command struct {
 	// run once they are parsed. The action's error is printed by Main;
 	// a *usageError makes the exit code 2.
 	setup func(c *cli, fs *flag.FlagSet) func(ctx context.Context) error
+	// args: the command takes arguments after its flags (import's files).
+	args bool
 }
 
 // commands lists every command, in the order of the usage text.
 var commands = []command{
-	{"serve", "[serve] [flags]", "run the server (the default command)", (*cli).serveCmd},
-	{"user add", "user add -data DIR -email E [-name N]", "create an account and print its API key, alone on stdout", (*cli).userAddCmd},
-	{"user list", "user list -data DIR", "list the accounts: id, email, name, created", (*cli).userListCmd},
-	{"user rotate-key", "user rotate-key -data DIR -email E", "replace every API key of an account by one new key and print it; the old ones stop working and its sessions end", (*cli).userRotateKeyCmd},
-	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd},
-	{"user set-email", "user set-email -data DIR -email E -new E2", "change an account's email address (no mail proves it: the operator vouches); its reset links are spent", (*cli).userSetEmailCmd},
-	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd},
-	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd},
+	{"serve", "[serve] [flags]", "run the server (the default command)", (*cli).serveCmd, false},
+	{"user add", "user add -data DIR -email E [-name N]", "create an account and print its API key, alone on stdout", (*cli).userAddCmd, false},
+	{"user list", "user list -data DIR", "list the accounts: id, email, name, created", (*cli).userListCmd, false},
+	{"user rotate-key", "user rotate-key -data DIR -email E", "replace every API key of an account by one new key and print it; the old ones stop working and its sessions end", (*cli).userRotateKeyCmd, false},
+	{"user set-password", "user set-password -data DIR -email E", "set an account's password, read from stdin (one line); its sessions end", (*cli).userSetPasswordCmd, false},
+	{"user set-email", "user set-email -data DIR -email E -new E2", "change an account's email address (no mail proves it: the operator vouches); its reset links are spent", (*cli).userSetEmailCmd, false},
+	{"backup", "backup -data DIR -to DIR2", "write a consistent copy of the data directory to DIR2 (which must not exist)", (*cli).backupCmd, false},
+	{"report", "report -data DIR -website ID -period week|month [-to ADDR] [-smtp-addr ...]", "send one email report of the last complete period now (to the owner, or to ADDR)", (*cli).reportCmd, false},
+	{"import", "import -site DOMAIN -from goatcounter|umami|ndjson|plausible [-data DIR | -url URL -key KEY] FILE...", "import a website's history from a peer's export or webstats' own (checked whole first; resumable)", (*cli).importCmd, true},
+	{"export", "export -site DOMAIN [-from DAY] [-to DAY] [-data DIR | -url URL -key KEY] > FILE", "write every hit of a website as NDJSON import lines to stdout", (*cli).exportCmd, false},
 }
 
 // usageError is a mistake on the command line: exit code 2.
@@ -135,7 +140,7 @@ func isHelp(arg string) bool {
 func (c *cli) run(ctx context.Context, cmd command, args []string) int {
 	fs := newFlagSet(cmd.name)
 	action := cmd.setup(c, fs)
-	if err := c.parse(fs, args); err != nil {
+	if err := c.parse(fs, args, cmd.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.usage(c.stdout)
 			return exitOK
@@ -170,7 +175,7 @@ func newFlagSet(name string) *flag.FlagSet {
 
 // parse sets the flags of fs from the environment, then from args. Only
 // flags that serve has too are read from the environment.
-func (c *cli) parse(fs *flag.FlagSet, args []string) error {
+func (c *cli) parse(fs *flag.FlagSet, args []string, takesArgs bool) error {
 	var err error
 	shared := serveFlagNames()
 	fs.VisitAll(func(f *flag.Flag) {
@@ -193,7 +198,7 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 		}
 		return usagef("%s: %v", fs.Name(), err)
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && !takesArgs {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // runCLI runs webstatsd in-process with args and the environment env.
@@ -32,7 +33,7 @@ func parseServe(args []string, env map[string]string) (Config, error) {
 	var cfg Config
 	fs := newFlagSet("serve")
 	cfg.RegisterFlags(fs)
-	if err := c.parse(fs, args); err != nil {
+	if err := c.parse(fs, args, false); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -196,7 +197,7 @@ func authenticate(t *testing.T, dir, key string) string {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	a, err := e.Authenticate(t.Context(), key)
+	a, err := identity.Must(e).Authenticate(t.Context(), key)
 	if err != nil {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // mailbox is a real SMTP server (go-smtp's) on loopback that keeps what it
@@ -53,7 +54,7 @@ func TestReportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, _, err := e.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := identity.Must(e).CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}

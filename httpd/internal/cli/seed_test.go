@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/webstats/webstats/engine/identity"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -43,7 +44,7 @@ func TestSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	acc, _, err := a.CreateAccount(ctx, "Owner", "owner@example.org")
+	acc, _, err := identity.Must(a).CreateAccount(ctx, "Owner", "owner@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}

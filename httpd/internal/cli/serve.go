@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/httpd"
 	"github.com/webstats/webstats/httpd/internal/report"
 )
@@ -138,7 +139,12 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 	if err != nil {
 		return openError(cfg.Data, err)
 	}
-	// From here on, every way out closes e.
+	// From here on, every way out closes e. Identity (accounts, keys,
+	// sessions) attaches to its registry now, so that a corrupt record
+	// stops the start with its error.
+	if _, err := identity.Open(e); err != nil {
+		return errors.Join(openError(cfg.Data, err), e.Close())
+	}
 	if err := firstAccount(ctx, e, cfg.Data, stdout, log); err != nil {
 		return errors.Join(err, e.Close())
 	}
@@ -178,6 +184,12 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(h.Listener(ln)) }()
 	log.Info("webstatsd listening", "addr", ln.Addr().String(), "data", cfg.Data)
+	// The start-up's pages of the binary leave the resident set (issue #41).
+	if n, err := releaseBinaryPages(); err != nil {
+		log.Debug("could not release the binary's start-up pages", "err", err)
+	} else {
+		log.Debug("released the binary's start-up pages", "bytes", n)
+	}
 
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(ctx)
@@ -223,12 +235,12 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 // firstAccount creates the admin account on an engine without accounts:
 // its key is printed on stdout, once, and written to dir/admin.key.
 func firstAccount(ctx context.Context, e *engine.Engine, dir string, stdout io.Writer, log *slog.Logger) error {
-	if len(e.Accounts(ctx)) > 0 {
+	if len(identity.Must(e).Accounts(ctx)) > 0 {
 		return nil
 	}
-	_, key, err := e.CreateAccount(ctx, "admin", adminEmail)
+	_, key, err := identity.Must(e).CreateAccount(ctx, "admin", adminEmail)
 	var verr *engine.ValidationError
-	if errors.As(err, &verr) && len(e.Accounts(ctx)) > 0 {
+	if errors.As(err, &verr) && len(identity.Must(e).Accounts(ctx)) > 0 {
 		// Cluster mode: another node, started at the same time, made it.
 		log.Info("the first account was created by another node of the cluster")
 		return nil

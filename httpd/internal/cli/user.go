@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // The commands below open the data directory directly, which a running
@@ -32,7 +33,7 @@ func (c *cli) userAddCmd(fs *flag.FlagSet) func(context.Context) error {
 		// No existence check: creating the first account before the first
 		// serve is fine (serve then creates no admin account).
 		return withEngine(*data, false, func(e *engine.Engine) error {
-			_, key, err := e.CreateAccount(ctx, *name, *email)
+			_, key, err := identity.Must(e).CreateAccount(ctx, *name, *email)
 			if err != nil {
 				return validationMessage(err)
 			}
@@ -48,7 +49,7 @@ func (c *cli) userListCmd(fs *flag.FlagSet) func(context.Context) error {
 		return withEngine(*data, true, func(e *engine.Engine) error {
 			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tCREATED")
-			for _, a := range e.Accounts(ctx) {
+			for _, a := range identity.Must(e).Accounts(ctx) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.Email, a.Name, a.CreatedAt.UTC().Format(time.RFC3339))
 			}
 			return tw.Flush()
@@ -63,8 +64,8 @@ func (c *cli) userRotateKeyCmd(fs *flag.FlagSet) func(context.Context) error {
 		if *email == "" {
 			return usagef("user rotate-key: -email is required")
 		}
-		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
-			key, err := e.RotateKey(ctx, a.ID)
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a identity.Account) error {
+			key, err := identity.Must(e).RotateKey(ctx, a.ID)
 			if err != nil {
 				return err
 			}
@@ -85,8 +86,8 @@ func (c *cli) userSetPasswordCmd(fs *flag.FlagSet) func(context.Context) error {
 		if err != nil {
 			return fmt.Errorf("user set-password: read the password: %w", err)
 		}
-		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
-			if _, err := e.SetPassword(ctx, a.ID, "", pw, true); err != nil {
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a identity.Account) error {
+			if _, err := identity.Must(e).SetPassword(ctx, a.ID, "", pw, true); err != nil {
 				return validationMessage(err)
 			}
 			fmt.Fprintf(c.stderr, "webstatsd: password of %s set\n", a.Email)
@@ -103,8 +104,8 @@ func (c *cli) userSetEmailCmd(fs *flag.FlagSet) func(context.Context) error {
 		if *email == "" || *to == "" {
 			return usagef("user set-email: -email and -new are required")
 		}
-		return withAccount(ctx, *data, *email, func(e *engine.Engine, a engine.Account) error {
-			a, err := e.SetEmail(ctx, a.ID, *to)
+		return withAccount(ctx, *data, *email, func(e *engine.Engine, a identity.Account) error {
+			a, err := identity.Must(e).SetEmail(ctx, a.ID, *to)
 			if err != nil {
 				return validationMessage(err)
 			}
@@ -173,6 +174,9 @@ func withEngine(dir string, mustExist bool, fn func(*engine.Engine) error) (err 
 			err = fmt.Errorf("close %s: %w", dir, cerr)
 		}
 	}()
+	if _, err := identity.Open(e); err != nil {
+		return openError(dir, err)
+	}
 	return fn(e)
 }
 
@@ -200,9 +204,9 @@ func validationMessage(err error) error {
 
 // withAccount runs fn on the engine of data directory dir, opened for
 // writing, with the account whose address is email.
-func withAccount(ctx context.Context, dir, email string, fn func(*engine.Engine, engine.Account) error) error {
+func withAccount(ctx context.Context, dir, email string, fn func(*engine.Engine, identity.Account) error) error {
 	return withEngine(dir, true, func(e *engine.Engine) error {
-		a, err := e.AccountByEmail(ctx, email)
+		a, err := identity.Must(e).AccountByEmail(ctx, email)
 		if errors.Is(err, engine.ErrNotFound) {
 			return fmt.Errorf("no account has the email %q", email)
 		} else if err != nil {

@@ -4,15 +4,18 @@
 package limit
 
 import (
+	"container/list"
 	"net/netip"
 	"strings"
 	"sync"
 	"time"
 )
 
-// MaxKeys bounds the memory of a Limiter: past it, new keys are not tracked
-// (and not limited) until a sweep forgets the buckets that are full again.
-// Overflow counts the requests let through for that reason.
+// MaxKeys bounds the memory of a Limiter: past it (after a sweep forgot the
+// buckets that are full again), a new key evicts the least recently used
+// one, whose bucket starts full if it comes back. A new key is always
+// limited: the bound never lets requests through untracked (#38). Overflow
+// counts the evictions.
 const MaxKeys = 1 << 20
 
 // Limiter is a set of token buckets, one per key, each refilled at PerMinute
@@ -23,15 +26,18 @@ type Limiter struct {
 	burst     float64 // tokens a bucket holds
 	now       func() time.Time
 
-	mu       sync.Mutex // guards buckets, sweepAt and overflow
+	mu       sync.Mutex // guards buckets, lru, sweepAt and overflow
 	buckets  map[string]*bucket
-	sweepAt  int // sweep full buckets when the map grows past this
+	lru      *list.List // of the keys, least recently used first
+	maxKeys  int        // MaxKeys; smaller in tests
+	sweepAt  int        // sweep full buckets when the map grows past this
 	overflow int64
 }
 
 type bucket struct {
 	tokens float64
 	last   time.Time
+	elem   *list.Element // in lru
 }
 
 // New returns a limiter of perMinute tokens a minute per key, reading the
@@ -40,7 +46,7 @@ func New(perMinute int, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{perMinute: perMinute, rate: float64(perMinute), burst: float64(perMinute), now: now, buckets: make(map[string]*bucket), sweepAt: 4096}
+	return &Limiter{perMinute: perMinute, rate: float64(perMinute), burst: float64(perMinute), now: now, buckets: make(map[string]*bucket), lru: list.New(), maxKeys: MaxKeys, sweepAt: 4096}
 }
 
 // NewEvery returns a limiter of burst tokens per key, refilled one every
@@ -83,12 +89,16 @@ func (l *Limiter) Take(key string) (ok bool, remaining int, wait time.Duration) 
 		if len(l.buckets) >= l.sweepAt {
 			l.sweepLocked(now)
 		}
-		if len(l.buckets) >= MaxKeys {
+		for len(l.buckets) >= l.maxKeys {
+			oldest := l.lru.Front()
+			delete(l.buckets, l.lru.Remove(oldest).(string))
 			l.overflow++
-			return true, l.perMinute - 1, 0
 		}
 		b = &bucket{tokens: l.burst, last: now}
+		b.elem = l.lru.PushBack(key)
 		l.buckets[key] = b
+	} else {
+		l.lru.MoveToBack(b.elem)
 	}
 	l.refillLocked(b, now)
 	if b.tokens < 1 {
@@ -138,8 +148,8 @@ func (l *Limiter) Used(key string) bool {
 	return b.tokens < l.burst
 }
 
-// Overflow is the number of requests let through untracked because the
-// limiter held MaxKeys keys.
+// Overflow is the number of buckets evicted because the limiter held
+// MaxKeys keys.
 func (l *Limiter) Overflow() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -151,6 +161,7 @@ func (l *Limiter) sweepLocked(now time.Time) {
 	for k, b := range l.buckets {
 		l.refillLocked(b, now)
 		if b.tokens >= l.burst {
+			l.lru.Remove(b.elem)
 			delete(l.buckets, k)
 		}
 	}

@@ -69,3 +69,38 @@ func TestUsed(t *testing.T) {
 		t.Error("a key refilled is still used")
 	}
 }
+
+// TestMaxKeys (#38): past MaxKeys a new key is limited like any other (the
+// bound never lets requests through untracked), and the least recently
+// used key is the one forgotten, so a key being hammered stays limited.
+func TestMaxKeys(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	l := New(2, func() time.Time { return now })
+	l.maxKeys = 3
+	for _, k := range []string{"a", "a", "b", "c"} {
+		if ok, _, _ := l.Take(k); !ok {
+			t.Fatalf("Take(%s) refused within the burst", k)
+		}
+	}
+	if ok, _, _ := l.Take("a"); ok {
+		t.Fatal("a's third take within a minute passed")
+	}
+	// The map is full (a, b, c; a used last): new keys evict b, then c.
+	for i, k := range []string{"x", "y"} {
+		for n := range 3 {
+			ok, _, _ := l.Take(k)
+			if want := n < 2; ok != want {
+				t.Errorf("new key %s past MaxKeys, take %d: ok %v, want %v", k, n+1, ok, want)
+			}
+		}
+		if got := l.Overflow(); got != int64(i+1) {
+			t.Errorf("evictions %d, want %d", got, i+1)
+		}
+	}
+	if ok, _, _ := l.Take("a"); ok {
+		t.Error("a, used more recently than b and c, was forgotten")
+	}
+	if len(l.buckets) != 3 || l.lru.Len() != 3 {
+		t.Errorf("%d buckets, %d in the LRU list; want 3", len(l.buckets), l.lru.Len())
+	}
+}

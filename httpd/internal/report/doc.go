@@ -21,9 +21,9 @@
 // monthly report covers a calendar month and is due from the 1st at 06:00;
 // days and times are those of the website's time zone. The first day of
 // the last period sent is stored per website, claimed before the mail is
-// composed ([engine.Engine.ClaimReport]: in a cluster only one node's claim
+// composed ([github.com/webstats/webstats/engine/identity.Service.ClaimReport]: in a cluster only one node's claim
 // commits, and only that node sends) and released if the SMTP server does
-// not accept it ([engine.Engine.ReleaseReport]), so a restart does not
+// not accept it ([github.com/webstats/webstats/engine/identity.Service.ReleaseReport]), so a restart does not
 // repeat a report. Only the latest due period is ever sent: a report less
 // than one period late (the server was down at 06:00) goes out at the next
 // tick, older unsent periods are skipped and logged. A crash between the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -107,9 +108,9 @@ const owner = "owner@example.com"
 func addWebsite(t *testing.T, e *engine.Engine, domain, tz string, email bool) engine.Website {
 	t.Helper()
 	ctx := context.Background()
-	a, err := e.AccountByEmail(ctx, owner)
+	a, err := identity.Must(e).AccountByEmail(ctx, owner)
 	if err != nil {
-		if a, _, err = e.CreateAccount(ctx, "Owner", owner); err != nil {
+		if a, _, err = identity.Must(e).CreateAccount(ctx, "Owner", owner); err != nil {
 			t.Fatal(err)
 		}
 	}

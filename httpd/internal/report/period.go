@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Period is the period a report covers. The zero value is Weekly, the
@@ -49,11 +50,11 @@ func (p Period) String() string {
 func (p Period) valid() bool { return p <= Monthly }
 
 // kind is the engine's name of the period, for LastReport and SetLastReport.
-func (p Period) kind() engine.ReportKind {
+func (p Period) kind() identity.ReportKind {
 	if p == Monthly {
-		return engine.ReportMonthly
+		return identity.ReportMonthly
 	}
-	return engine.ReportWeekly
+	return identity.ReportWeekly
 }
 
 // start returns the first day of the period holding d: its Monday, or the

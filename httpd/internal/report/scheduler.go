@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 )
 
 // Options configures a Scheduler and SendNow. The zero value is valid and
@@ -250,7 +251,7 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 		return nil // backing off
 	}
 	attrs := []any{"website", w.ID, "domain", w.Domain, "period", p.String()}
-	last, ok, err := s.e.LastReport(ctx, w.ID, p.kind())
+	last, ok, err := identity.Must(s.e).LastReport(ctx, w.ID, p.kind())
 	if err != nil {
 		log.Error("email report: read last report", append(attrs, "err", err)...)
 		return err
@@ -276,7 +277,7 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 	attrs = append(attrs, "first", due.String())
 	// Claimed before it is sent: of the nodes of a cluster, only the one
 	// whose claim commits sends it.
-	claimed, prev, hadPrev, err := s.e.ClaimReport(ctx, w.ID, p.kind(), due)
+	claimed, prev, hadPrev, err := identity.Must(s.e).ClaimReport(ctx, w.ID, p.kind(), due)
 	if err != nil {
 		log.Error("email report: claim", append(attrs, "err", err)...)
 		return err
@@ -291,7 +292,7 @@ func (s *Scheduler) tickWebsite(ctx context.Context, w engine.Website, now time.
 		wait := s.opts.Backoff(r.attempts)
 		r.next = now.Add(wait)
 		log.Warn("email report failed, will retry", append(attrs, "attempt", r.attempts, "retry_in", wait.String(), "err", err)...)
-		if rerr := s.e.ReleaseReport(ctx, w.ID, p.kind(), due, prev, hadPrev); rerr != nil {
+		if rerr := identity.Must(s.e).ReleaseReport(ctx, w.ID, p.kind(), due, prev, hadPrev); rerr != nil {
 			// Recorded as sent: no node retries it.
 			log.Error("email report: release the claim of a report not sent", append(attrs, "err", rerr)...)
 			return errors.Join(err, rerr)
@@ -339,7 +340,7 @@ func (s *Scheduler) location(w engine.Website) *time.Location {
 // to to, or to the owner of w when to is "". It returns the recipient.
 func deliver(ctx context.Context, e *engine.Engine, w engine.Website, first engine.Date, to string, opts *Options) (string, error) {
 	if to == "" {
-		a, err := e.Account(ctx, w.Account)
+		a, err := identity.Must(e).Account(ctx, w.Account)
 		if err != nil {
 			return "", fmt.Errorf("report: owner of website %d: %w", w.ID, err)
 		}
@@ -391,9 +392,9 @@ func SendNow(ctx context.Context, e *engine.Engine, website uint32, opts Options
 	if to != "" {
 		return nil
 	}
-	last, ok, err := e.LastReport(ctx, w.ID, o.Period.kind())
+	last, ok, err := identity.Must(e).LastReport(ctx, w.ID, o.Period.kind())
 	if err == nil && (!ok || last < first) {
-		err = e.SetLastReport(ctx, w.ID, o.Period.kind(), first)
+		err = identity.Must(e).SetLastReport(ctx, w.ID, o.Period.kind(), first)
 	}
 	if err != nil {
 		return fmt.Errorf("report: sent, but not recorded: %w", err)

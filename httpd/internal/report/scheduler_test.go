@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/identity"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -45,7 +46,7 @@ func subjectOf(t *testing.T, srv *testServer, i int) string {
 
 func lastReport(t *testing.T, e *engine.Engine, website uint32, p Period) string {
 	t.Helper()
-	d, ok, err := e.LastReport(context.Background(), website, p.kind())
+	d, ok, err := identity.Must(e).LastReport(context.Background(), website, p.kind())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestSchedulerWeekly(t *testing.T) {
 
 	// The website was created on 1 October; its first due week is 2–8 Nov.
 	// Mark it sent, as a server running then would have.
-	if err := e.SetLastReport(context.Background(), w.ID, engine.ReportWeekly, date("2026-11-02")); err != nil {
+	if err := identity.Must(e).SetLastReport(context.Background(), w.ID, identity.ReportWeekly, date("2026-11-02")); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set("2026-11-16T05:59:59Z")
@@ -154,7 +155,7 @@ func TestSchedulerLateReports(t *testing.T) {
 	clk := newClock("2026-11-19T10:00:00Z") // Thursday
 	e := newEngine(t, clk)
 	w := exampleSite(t, e, clk, "UTC")
-	if err := e.SetLastReport(ctx, w.ID, engine.ReportWeekly, date("2026-11-02")); err != nil {
+	if err := identity.Must(e).SetLastReport(ctx, w.ID, identity.ReportWeekly, date("2026-11-02")); err != nil {
 		t.Fatal(err)
 	}
 	srv := startServer(t, serverConfig{})
@@ -286,7 +287,7 @@ func TestSchedulerTimeZones(t *testing.T) {
 	srv := startServer(t, serverConfig{})
 	s, _ := schedulerFor(e, srv, clk, Weekly)
 	for _, w := range []engine.Website{berlin, la} {
-		if err := e.SetLastReport(context.Background(), w.ID, engine.ReportWeekly, date("2026-11-02")); err != nil {
+		if err := identity.Must(e).SetLastReport(context.Background(), w.ID, identity.ReportWeekly, date("2026-11-02")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,7 +316,7 @@ func TestSchedulerMonthly(t *testing.T) {
 	clk := newClock("2026-11-20T00:00:00Z")
 	e := newEngine(t, clk)
 	w := exampleSite(t, e, clk, "UTC")
-	if err := e.SetLastReport(context.Background(), w.ID, engine.ReportMonthly, date("2026-10-01")); err != nil {
+	if err := identity.Must(e).SetLastReport(context.Background(), w.ID, identity.ReportMonthly, date("2026-10-01")); err != nil {
 		t.Fatal(err)
 	}
 	srv := startServer(t, serverConfig{})

@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -83,7 +84,7 @@ func (s *session) public() Session {
 }
 
 // describe returns the session fields of c.
-func (e *Engine) describe(c SessionClient) (browser, ip string) {
+func (e *Service) describe(c SessionClient) (browser, ip string) {
 	if len(c.UserAgent) <= 1024 {
 		ag := e.ua.Parse(c.UserAgent)
 		switch {
@@ -110,11 +111,9 @@ func (e *Engine) describe(c SessionClient) (browser, ip string) {
 // id is the session's registry record id.
 func (s *session) id() uint64 { return binary.BigEndian.Uint64(s.Hash[:8]) }
 
-// authState is the engine's password hash gate and its sessions. Lock
-// order: Engine.life (enter) before Engine.regMu before authState.mu.
+// authState is the sessions. Lock order: the engine's life (Enter)
+// before the registry lock before authState.mu.
 type authState struct {
-	gate hashGate
-
 	// mu guards sessions and byAccount; never enter or take regMu with it
 	// held.
 	mu        sync.Mutex
@@ -123,7 +122,6 @@ type authState struct {
 }
 
 func (a *authState) init() {
-	a.gate.init()
 	a.sessions = make(map[uint64]*session)
 	a.byAccount = make(map[uint32][]*session)
 }
@@ -137,23 +135,23 @@ func hashToken(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 // session's token, shown only here; put it in a cookie and pass it to
 // SessionAccount. The account's expired sessions are purged, and its oldest
 // ends when it already has MaxSessionsPerAccount.
-func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) (token string, err error) {
+func (e *Service) CreateSession(ctx context.Context, a Account, c SessionClient) (token string, err error) {
 	var b [32]byte
-	if _, err := io.ReadFull(e.opts.Rand, b[:]); err != nil {
+	if _, err := io.ReadFull(e.reg.Rand(), b[:]); err != nil {
 		return "", fmt.Errorf("engine: new session: %w", err)
 	}
 	token = base64.RawURLEncoding.EncodeToString(b[:])
-	now := e.now()
+	now := e.reg.Now()
 	s := &session{Hash: hashToken(token), Account: a.ID, Created: now.UTC(), Expires: now.Add(SessionLife).UTC(), LastSeen: now.UTC().Truncate(time.Second)}
 	s.Browser, s.IP = e.describe(c)
 	s.Key = a.ViaKey
-	if !e.enter() {
-		return "", ErrClosed
+	if !e.reg.Enter() {
+		return "", engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	// regMu keeps RotateKey out until the session is stored, so a
 	// rotation ends it or refuses it.
-	err = e.regDoAs(ctx, regRead, func() error {
+	err = e.reg.Do(ctx, engine.LockRead, func() error {
 		cur, ok := e.accounts[a.ID]
 		if !ok || cur.Gen != a.Gen || cur.Disabled ||
 			a.ViaKey != 0 && !slices.ContainsFunc(cur.Keys, func(k APIKey) bool { return k.ID == a.ViaKey }) {
@@ -189,15 +187,15 @@ func (e *Engine) CreateSession(ctx context.Context, a Account, c SessionClient) 
 // or ErrUnauthenticated when there is none: never created, ended, or
 // expired (an expired session is deleted here; in cluster mode at the
 // account's next sign-in, or at Open).
-func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, error) {
+func (e *Service) SessionAccount(ctx context.Context, token string) (Account, error) {
 	if token == "" || len(token) > maxSessionToken {
 		return Account{}, ErrUnauthenticated
 	}
 	h := hashToken(token)
-	if !e.enter() {
-		return Account{}, ErrClosed
+	if !e.reg.Enter() {
+		return Account{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	e.rlockShared()
 	e.auth.mu.Lock()
 	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
@@ -206,13 +204,13 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		e.runlockShared()
 		return Account{}, ErrUnauthenticated
 	}
-	if !e.now().Before(s.Expires) {
+	if !e.reg.Now().Before(s.Expires) {
 		// (In cluster mode a deletion is a registry transaction: the
 		// session stays until the account's next sign-in or Open drops
 		// it, refused meanwhile.)
-		if e.opts.Cluster == nil {
+		if !e.reg.Clustered() {
 			if err := e.removeSessionLocked(s); err != nil {
-				e.opts.Logger.Error("delete expired session", "err", err)
+				e.reg.Logger().Error("delete expired session", "err", err)
 			}
 		}
 		e.auth.mu.Unlock()
@@ -228,13 +226,13 @@ func (e *Engine) SessionAccount(ctx context.Context, token string) (Account, err
 		// (RevokeKey ends the key's sessions; this is the backstop.)
 		return Account{}, ErrUnauthenticated
 	}
-	e.usage.touchSession(id, seen, e.now().UTC().Truncate(time.Second))
+	e.usage.touchSession(id, seen, e.reg.Now().UTC().Truncate(time.Second))
 	return a, nil
 }
 
 // sessionKey returns the account of the unexpired session whose token is
 // token, and the id of the API key it signed in with (0: a password).
-func (e *Engine) sessionKey(token string) (account, key uint32, ok bool) {
+func (e *Service) sessionKey(token string) (account, key uint32, ok bool) {
 	if token == "" || len(token) > maxSessionToken {
 		return 0, 0, false
 	}
@@ -244,7 +242,7 @@ func (e *Engine) sessionKey(token string) (account, key uint32, ok bool) {
 	e.auth.mu.Lock()
 	defer e.auth.mu.Unlock()
 	s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
-	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 || !e.now().Before(s.Expires) {
+	if s == nil || subtle.ConstantTimeCompare(s.Hash[:], h[:]) != 1 || !e.reg.Now().Before(s.Expires) {
 		return 0, 0, false
 	}
 	return s.Account, s.Key, true
@@ -252,16 +250,16 @@ func (e *Engine) sessionKey(token string) (account, key uint32, ok bool) {
 
 // EndSession ends the session whose token is token (signing out). An
 // unknown token is not an error.
-func (e *Engine) EndSession(ctx context.Context, token string) error {
+func (e *Service) EndSession(ctx context.Context, token string) error {
 	if token == "" || len(token) > maxSessionToken {
 		return nil
 	}
 	h := hashToken(token)
-	if !e.enter() {
-		return ErrClosed
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
-	return e.regDoAs(ctx, regNone, func() error {
+	defer e.reg.Exit()
+	return e.reg.Do(ctx, engine.LockNone, func() error {
 		e.auth.mu.Lock()
 		defer e.auth.mu.Unlock()
 		s := e.auth.sessions[binary.BigEndian.Uint64(h[:8])]
@@ -274,7 +272,7 @@ func (e *Engine) EndSession(ctx context.Context, token string) error {
 
 // replaceSessionLocked puts ns in the place of s (records are replaced,
 // never modified, as Sessions copies them). e.auth.mu must be held.
-func (e *Engine) replaceSessionLocked(s, ns *session) {
+func (e *Service) replaceSessionLocked(s, ns *session) {
 	e.auth.sessions[ns.id()] = ns
 	list := e.auth.byAccount[s.Account]
 	if i := slices.Index(list, s); i >= 0 {
@@ -283,8 +281,8 @@ func (e *Engine) replaceSessionLocked(s, ns *session) {
 }
 
 // Sessions returns the unexpired sessions of account, newest first.
-func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
-	now := e.now()
+func (e *Service) Sessions(ctx context.Context, account uint32) []Session {
+	now := e.reg.Now()
 	e.rlockShared()
 	defer e.runlockShared()
 	e.auth.mu.Lock()
@@ -309,22 +307,22 @@ func (e *Engine) Sessions(ctx context.Context, account uint32) []Session {
 }
 
 // EndSessionID ends account's session whose Session.ID is id. Another
-// account's session is ErrNotFound.
-func (e *Engine) EndSessionID(ctx context.Context, account uint32, id string) error {
+// account's session is engine.ErrNotFound.
+func (e *Service) EndSessionID(ctx context.Context, account uint32, id string) error {
 	n, err := strconv.ParseUint(id, 16, 64)
 	if err != nil {
-		return ErrNotFound
+		return engine.ErrNotFound
 	}
-	if !e.enter() {
-		return ErrClosed
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
-	return e.regDoAs(ctx, regNone, func() error {
+	defer e.reg.Exit()
+	return e.reg.Do(ctx, engine.LockNone, func() error {
 		e.auth.mu.Lock()
 		defer e.auth.mu.Unlock()
 		s := e.auth.sessions[n]
 		if s == nil || s.Account != account {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		return e.removeSessionLocked(s)
 	})
@@ -332,17 +330,17 @@ func (e *Engine) EndSessionID(ctx context.Context, account uint32, id string) er
 
 // EndSessions ends every session of account ("sign out everywhere").
 // RotateKey does it too.
-func (e *Engine) EndSessions(ctx context.Context, account uint32) error {
-	if !e.enter() {
-		return ErrClosed
+func (e *Service) EndSessions(ctx context.Context, account uint32) error {
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
-	return e.regDoAs(ctx, regNone, func() error { return e.endSessionsLocked(account) })
+	defer e.reg.Exit()
+	return e.reg.Do(ctx, engine.LockNone, func() error { return e.endSessionsLocked(account) })
 }
 
 // endSessionsLocked ends every session of account. It takes e.auth.mu; the
 // caller may hold regMu and must have entered.
-func (e *Engine) endSessionsLocked(account uint32) error {
+func (e *Service) endSessionsLocked(account uint32) error {
 	e.auth.mu.Lock()
 	defer e.auth.mu.Unlock()
 	for _, s := range slices.Clone(e.auth.byAccount[account]) {
@@ -355,7 +353,7 @@ func (e *Engine) endSessionsLocked(account uint32) error {
 
 // endKeySessionsLocked ends the sessions of account that signed in with
 // API key key. It takes e.auth.mu; the caller may hold regMu.
-func (e *Engine) endKeySessionsLocked(account, key uint32) error {
+func (e *Service) endKeySessionsLocked(account, key uint32) error {
 	e.auth.mu.Lock()
 	defer e.auth.mu.Unlock()
 	for _, s := range slices.Clone(e.auth.byAccount[account]) {
@@ -370,8 +368,8 @@ func (e *Engine) endKeySessionsLocked(account, key uint32) error {
 
 // removeSessionLocked deletes s from the store, then from memory.
 // e.auth.mu must be held, and the caller must have entered.
-func (e *Engine) removeSessionLocked(s *session) error {
-	if err := e.regDelete(snapshot.KindSession, s.id()); err != nil {
+func (e *Service) removeSessionLocked(s *session) error {
+	if err := e.reg.Delete(snapshot.KindSession, s.id()); err != nil {
 		return fmt.Errorf("engine: end session: %w", err)
 	}
 	e.forgetSessionLocked(s)
@@ -379,7 +377,7 @@ func (e *Engine) removeSessionLocked(s *session) error {
 }
 
 // forgetSessionLocked removes s from memory. e.auth.mu must be held.
-func (e *Engine) forgetSessionLocked(s *session) {
+func (e *Service) forgetSessionLocked(s *session) {
 	delete(e.auth.sessions, s.id())
 	list := e.auth.byAccount[s.Account]
 	if i := slices.Index(list, s); i >= 0 {
@@ -396,10 +394,10 @@ func (e *Engine) forgetSessionLocked(s *session) {
 // deletes those that expired, belong to no account, or exceed
 // MaxSessionsPerAccount (the oldest go): the work is one pass over the
 // stored sessions.
-func (e *Engine) loadSessions() error {
-	now := e.now()
+func (e *Service) loadSessions() error {
+	now := e.reg.Now()
 	var drop []uint64
-	err := e.store.Scan(snapshot.KindSession, func(id uint64, v []byte) error {
+	err := e.loader.Scan(snapshot.KindSession, func(id uint64, v []byte) error {
 		s := new(session)
 		if err := json.Unmarshal(v, s); err != nil || s.id() != id {
 			return fmt.Errorf("engine: session %x: %w", id, snapshot.ErrCorrupt)
@@ -425,25 +423,9 @@ func (e *Engine) loadSessions() error {
 		e.auth.byAccount[acc] = list
 	}
 	for _, id := range drop {
-		if err := e.store.Delete(snapshot.KindSession, id); err != nil {
+		if err := e.reg.DeleteNow(snapshot.KindSession, id); err != nil {
 			return fmt.Errorf("engine: delete session: %w", err)
 		}
 	}
 	return nil
-}
-
-// rlockShared takes regMu for reading in cluster mode, where a registry
-// change's dry run (under regMu's write lock) changes sessions that must
-// not be seen before it is put back; runlockShared releases it. In one
-// process the sessions' own lock is enough.
-func (e *Engine) rlockShared() {
-	if e.opts.Cluster != nil {
-		e.regMu.RLock()
-	}
-}
-
-func (e *Engine) runlockShared() {
-	if e.opts.Cluster != nil {
-		e.regMu.RUnlock()
-	}
 }

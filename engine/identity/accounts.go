@@ -1,14 +1,11 @@
-package engine
+package identity
 
 import (
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -53,7 +51,7 @@ const (
 )
 
 // MsgWrongPassword is the message of a wrong current password, under the
-// field "current_password" of a *ValidationError (email change, password
+// field "current_password" of a *engine.ValidationError (email change, password
 // change, two-factor changes): callers that count wrong passwords compare
 // with it.
 const MsgWrongPassword = "The password is incorrect."
@@ -72,13 +70,13 @@ var (
 )
 
 // Account is an account as callers see it: no secret is in it (the
-// password's and the keys' hashes, the TOTP secret stay in the engine).
+// password's and the keys' hashes, the TOTP secret stay in identity).
 type Account struct {
 	ID        uint32    `json:"id"`
 	Name      string    `json:"name"`
 	Email     string    `json:"email"`
 	CreatedAt time.Time `json:"created_at"`
-	// Admin accounts manage the others (Engine.Admin). The first account
+	// Admin accounts manage the others (Service.Admin). The first account
 	// created is an admin.
 	Admin bool `json:"admin,omitempty"`
 	// Disabled accounts cannot sign in; their keys answer 401.
@@ -167,7 +165,7 @@ type keyRef struct {
 
 // putAccountLocked stores r and makes it the account's record, updating
 // the key and email indexes. regMu must be held for writing.
-func (e *Engine) putAccountLocked(r *accountRec) error {
+func (e *Service) putAccountLocked(r *accountRec) error {
 	if err := e.putJSON(snapshot.KindAccount, uint64(r.ID), r); err != nil {
 		return err
 	}
@@ -176,7 +174,7 @@ func (e *Engine) putAccountLocked(r *accountRec) error {
 }
 
 // indexAccountLocked makes r the account's record in memory.
-func (e *Engine) indexAccountLocked(r *accountRec) {
+func (e *Service) indexAccountLocked(r *accountRec) {
 	if old := e.accounts[r.ID]; old != nil {
 		for _, k := range old.Keys {
 			delete(e.keys, k.Hash)
@@ -192,16 +190,16 @@ func (e *Engine) indexAccountLocked(r *accountRec) {
 
 // modifyAccount applies fn to a copy of account id's record under regMu
 // and stores it. fn returns an error to leave the record as it was.
-func (e *Engine) modifyAccount(ctx context.Context, id uint32, fn func(r *accountRec) error) (Account, error) {
-	if !e.enter() {
-		return Account{}, ErrClosed
+func (e *Service) modifyAccount(ctx context.Context, id uint32, fn func(r *accountRec) error) (Account, error) {
+	if !e.reg.Enter() {
+		return Account{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	var a Account
 	err := e.regDo(ctx, func() error {
 		old, ok := e.accounts[id]
 		if !ok {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		r := old.clone()
 		if err := fn(r); err != nil {
@@ -220,50 +218,50 @@ func (e *Engine) modifyAccount(ctx context.Context, id uint32, fn func(r *accoun
 }
 
 // newSecret returns n random bytes in base64url.
-func (e *Engine) newSecret(n int) (string, error) {
+func (e *Service) newSecret(n int) (string, error) {
 	b := make([]byte, n)
-	if _, err := io.ReadFull(e.opts.Rand, b); err != nil {
+	if _, err := io.ReadFull(e.reg.Rand(), b); err != nil {
 		return "", fmt.Errorf("engine: random: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // checkEmail validates an email address and returns it trimmed.
-func checkEmail(email string, verr *ValidationError) string {
+func checkEmail(email string, verr *engine.ValidationError) string {
 	email = strings.TrimSpace(email)
 	switch {
 	case email == "":
-		verr.add("email", "The email field is required.")
+		verr.Add("email", "The email field is required.")
 	case len(email) > 255 || !strings.Contains(email, "@") || strings.ContainsAny(email, " <>,\"") || !utf8.ValidString(email) ||
 		strings.ContainsFunc(email, unicode.IsControl): // CR, LF, NUL (a proof MAC's separator), …
-		verr.add("email", "The email must be a valid email address.")
+		verr.Add("email", "The email must be a valid email address.")
 	}
 	return email
 }
 
 // checkName validates an account name and returns it trimmed.
-func checkName(name string, verr *ValidationError) string {
+func checkName(name string, verr *engine.ValidationError) string {
 	name = strings.TrimSpace(name)
 	switch {
 	case utf8.RuneCountInString(name) > 255:
-		verr.add("name", "The name must not be greater than 255 characters.")
+		verr.Add("name", "The name must not be greater than 255 characters.")
 	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
-		verr.add("name", "The name must not contain control characters.")
+		verr.Add("name", "The name must not contain control characters.")
 	}
 	return name
 }
 
 // checkNewPassword validates a new account password: at least 8
 // characters, and the rules of checkPasswordInput.
-func checkNewPassword(pw string, verr *ValidationError) {
+func checkNewPassword(pw string, verr *engine.ValidationError) {
 	switch {
 	case pw == "":
-		verr.add("password", "The password field is required.")
+		verr.Add("password", "The password field is required.")
 	case utf8.RuneCountInString(pw) < 8:
-		verr.add("password", "The password must be at least 8 characters.")
+		verr.Add("password", "The password must be at least 8 characters.")
 	default:
-		if msg := checkPasswordInput(pw); msg != "" {
-			verr.add("password", msg)
+		if msg := engine.CheckPasswordInput(pw); msg != "" {
+			verr.Add("password", msg)
 		}
 	}
 }
@@ -283,12 +281,12 @@ var ErrInvite = errors.New("engine: invitation not valid")
 
 // RegisterAccount creates an account with a password (no API key: the
 // owner makes keys later). The invitation, if any, is used up.
-func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account, error) {
-	var verr ValidationError
+func (e *Service) RegisterAccount(ctx context.Context, in Registration) (Account, error) {
+	var verr engine.ValidationError
 	email := checkEmail(in.Email, &verr)
 	name := checkName(in.Name, &verr)
 	checkNewPassword(in.Password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	if in.RequireInvite && in.Invite == "" {
@@ -296,20 +294,20 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 	}
 	// The cheap checks first, so that a refused registration costs no
 	// hash; repeated under the write lock below.
-	e.regMu.RLock()
+	e.reg.RLock()
 	_, err := e.newAccountLocked(name, email, &verr)
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if err != nil {
 		return Account{}, err
 	}
-	hash, err := e.hashPassword(ctx, in.Password)
+	hash, err := e.reg.HashPassword(ctx, in.Password)
 	if err != nil {
 		return Account{}, err
 	}
-	if !e.enter() {
-		return Account{}, ErrClosed
+	if !e.reg.Enter() {
+		return Account{}, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	var a Account
 	err = e.regDo(ctx, func() error {
 		var inv *invite
@@ -348,13 +346,13 @@ func (e *Engine) RegisterAccount(ctx context.Context, in Registration) (Account,
 // newAccountLocked checks the email's uniqueness and the account limit and
 // returns a new record (not stored: commitNewAccountLocked). The first
 // account is an admin.
-func (e *Engine) newAccountLocked(name, email string, verr *ValidationError) (*accountRec, error) {
+func (e *Service) newAccountLocked(name, email string, verr *engine.ValidationError) (*accountRec, error) {
 	if _, taken := e.emails[strings.ToLower(email)]; taken {
-		verr.add("email", "The email has already been taken.")
+		verr.Add("email", "The email has already been taken.")
 		return nil, verr
 	}
 	if len(e.accounts) >= MaxAccounts {
-		verr.add("email", "This server has reached its limit of accounts.")
+		verr.Add("email", "This server has reached its limit of accounts.")
 		return nil, verr
 	}
 	if name == "" {
@@ -362,14 +360,14 @@ func (e *Engine) newAccountLocked(name, email string, verr *ValidationError) (*a
 	}
 	r := &accountRec{Account: Account{
 		ID: e.nextAccount + 1, Name: name, Email: email,
-		CreatedAt: e.now().UTC().Truncate(time.Microsecond),
+		CreatedAt: e.reg.Now().UTC().Truncate(time.Microsecond),
 		Admin:     len(e.accounts) == 0,
 	}}
 	return r, nil
 }
 
 // commitNewAccountLocked stores a record made by newAccountLocked.
-func (e *Engine) commitNewAccountLocked(r *accountRec) error {
+func (e *Service) commitNewAccountLocked(r *accountRec) error {
 	if err := e.putCounterLocked(counterAccount, uint64(r.ID)); err != nil {
 		return err
 	}
@@ -381,36 +379,36 @@ func (e *Engine) commitNewAccountLocked(r *accountRec) error {
 }
 
 // addKeyLocked gives r a new key named name and returns the key.
-func (e *Engine) addKeyLocked(r *accountRec, name string) (string, error) {
+func (e *Service) addKeyLocked(r *accountRec, name string) (string, error) {
 	key, err := e.newKey()
 	if err != nil {
 		return "", err
 	}
 	r.NextKey++
-	r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: name, Hash: hashKey(key), CreatedAt: e.now().UTC().Truncate(time.Second)})
+	r.Keys = append(r.Keys, APIKey{ID: r.NextKey, Name: name, Hash: hashKey(key), CreatedAt: e.reg.Now().UTC().Truncate(time.Second)})
 	return key, nil
 }
 
 // CreateKey gives account a new API key called name and returns it with
 // the key, shown only here.
-func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (APIKey, string, error) {
+func (e *Service) CreateKey(ctx context.Context, account uint32, name string) (APIKey, string, error) {
 	name = strings.TrimSpace(name)
-	var verr ValidationError
+	var verr engine.ValidationError
 	switch {
 	case name == "":
-		verr.add("name", "The name field is required.")
+		verr.Add("name", "The name field is required.")
 	case utf8.RuneCountInString(name) > maxKeyName:
-		verr.add("name", "The name must not be greater than 64 characters.")
+		verr.Add("name", "The name must not be greater than 64 characters.")
 	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
-		verr.add("name", "The name must not contain control characters.")
+		verr.Add("name", "The name must not contain control characters.")
 	}
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return APIKey{}, "", err
 	}
 	var key string
 	a, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if len(r.Keys) >= MaxKeysPerAccount {
-			verr.add("name", "An account has at most 20 API keys. Revoke one first.")
+			verr.Add("name", "An account has at most 20 API keys. Revoke one first.")
 			return &verr
 		}
 		var err error
@@ -423,12 +421,49 @@ func (e *Engine) CreateKey(ctx context.Context, account uint32, name string) (AP
 	return a.Keys[len(a.Keys)-1], key, nil
 }
 
+// MsgRevokeProof is the message, under "key", of a revocation in a
+// key-only account without an API key the session could not have made
+// itself (RevokeSessionKey).
+const MsgRevokeProof = "Enter one of your API keys (the one you signed in with or an older one) to revoke this key: the account has no password."
+
+// RevokeSessionKey is RevokeKey for the signed-in session whose token is
+// token. In an account without a password a stolen session could make a
+// key of its own and revoke the owner's, locking the owner out (#38): a key
+// older than the session's sign-in key, or that key, is revoked only with
+// proof, an API key of the account of an id at most the session's (a key
+// the session could not have made; it may be the key revoked). Keys the
+// session could have made, and every key of an account with a password
+// (its owner signs in with it), need none. ErrUnauthenticated: no such
+// session.
+func (e *Service) RevokeSessionKey(ctx context.Context, token string, id uint32, proof string) error {
+	account, maxKey, ok := e.sessionKey(token)
+	if !ok {
+		return ErrUnauthenticated
+	}
+	return e.revokeKey(ctx, account, id, func(r *accountRec) error {
+		if r.PasswordHash != "" || id > maxKey || e.ownKey(r, proof, maxKey) {
+			return nil
+		}
+		return &engine.ValidationError{Fields: []engine.FieldError{{Field: "key", Msg: MsgRevokeProof}}}
+	})
+}
+
 // RevokeKey deletes account's API key id: it stops working at once.
-func (e *Engine) RevokeKey(ctx context.Context, account, id uint32) error {
+func (e *Service) RevokeKey(ctx context.Context, account, id uint32) error {
+	return e.revokeKey(ctx, account, id, nil)
+}
+
+// revokeKey is RevokeKey; check, when not nil, runs on the record first.
+func (e *Service) revokeKey(ctx context.Context, account, id uint32, check func(r *accountRec) error) error {
 	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		i := slices.IndexFunc(r.Keys, func(k APIKey) bool { return k.ID == id })
 		if i < 0 {
-			return ErrNotFound
+			return engine.ErrNotFound
+		}
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
 		}
 		// Sessions signed in with the key end with it: revoking is the
 		// answer to a leaked key.
@@ -450,24 +485,24 @@ const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2lnbi1pbi1kdW1teQ$YWFhYWFhYWF
 // ErrUnauthenticated (unknown email, no password set, or a wrong one),
 // ErrDisabled (the right password of a disabled account), ErrSecondFactor
 // (right, but CheckSecondFactor must pass too; the Account is returned with
-// it), or ErrBusy.
-func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, error) {
-	if len(email) > 255 || len(password) > utf8.UTFMax*MaxPasswordLength {
+// it), or engine.ErrBusy.
+func (e *Service) SignIn(ctx context.Context, email, password string) (Account, error) {
+	if len(email) > 255 || len(password) > utf8.UTFMax*engine.MaxPasswordLength {
 		return Account{}, ErrUnauthenticated
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	var r *accountRec
 	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok {
 		r = e.accounts[id]
 	}
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.PasswordHash == "" {
-		if _, err := e.checkPassword(ctx, dummyHash, password); err != nil {
+		if _, err := e.reg.CheckPassword(ctx, dummyHash, password); err != nil {
 			return Account{}, err
 		}
 		return Account{}, ErrUnauthenticated
 	}
-	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	ok, err := e.reg.CheckPassword(ctx, r.PasswordHash, password)
 	switch {
 	case err != nil:
 		return Account{}, err
@@ -486,7 +521,7 @@ func (e *Engine) SignIn(ctx context.Context, email, password string) (Account, e
 // MsgWrongPassword); when none is, current must be one of the account's
 // API keys (MsgWrongKey). force skips that check (the CLI's set-password,
 // a reset link). Every session of the account ends.
-func (e *Engine) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
+func (e *Service) SetPassword(ctx context.Context, account uint32, current, password string, force bool) (Account, error) {
 	return e.setPassword(ctx, account, current, password, force, math.MaxUint32)
 }
 
@@ -495,7 +530,7 @@ func (e *Engine) SetPassword(ctx context.Context, account uint32, current, passw
 // the API key the session signed in with or an older one: a key the
 // session could have made itself (a stolen session can make keys) proves
 // nothing (SPEC §13). ErrUnauthenticated: no such session.
-func (e *Engine) SetSessionPassword(ctx context.Context, token, current, password string) (Account, error) {
+func (e *Service) SetSessionPassword(ctx context.Context, token, current, password string) (Account, error) {
 	account, key, ok := e.sessionKey(token)
 	if !ok {
 		return Account{}, ErrUnauthenticated
@@ -505,36 +540,36 @@ func (e *Engine) SetSessionPassword(ctx context.Context, token, current, passwor
 
 // setPassword is SetPassword; a first password takes only a key whose id
 // is at most maxKey (ids grow with each key an account is given).
-func (e *Engine) setPassword(ctx context.Context, account uint32, current, password string, force bool, maxKey uint32) (Account, error) {
-	var verr ValidationError
+func (e *Service) setPassword(ctx context.Context, account uint32, current, password string, force bool, maxKey uint32) (Account, error) {
+	var verr engine.ValidationError
 	checkNewPassword(password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	old := e.accounts[account]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if old == nil {
-		return Account{}, ErrNotFound
+		return Account{}, engine.ErrNotFound
 	}
 	if !force && old.PasswordHash == "" && !e.ownKey(old, current, maxKey) {
 		// The first password of a key-only account (the default first
 		// admin) asks for one of its API keys: a stolen session cannot
 		// set one and turn on two-factor authentication (SPEC §13).
-		verr.add("current_password", MsgWrongKey)
+		verr.Add("current_password", MsgWrongKey)
 		return Account{}, &verr
 	}
 	if !force && old.PasswordHash != "" {
-		ok, err := e.checkPassword(ctx, old.PasswordHash, current)
+		ok, err := e.reg.CheckPassword(ctx, old.PasswordHash, current)
 		if err != nil {
 			return Account{}, err
 		}
 		if !ok {
-			verr.add("current_password", MsgWrongPassword)
+			verr.Add("current_password", MsgWrongPassword)
 			return Account{}, &verr
 		}
 	}
-	hash, err := e.hashPassword(ctx, password)
+	hash, err := e.reg.HashPassword(ctx, password)
 	if err != nil {
 		return Account{}, err
 	}
@@ -560,7 +595,7 @@ const MsgWrongKey = "Enter the API key you signed in with: the account has no pa
 
 // ownKey reports whether key is one of r's API keys, of an id at most
 // maxKey.
-func (e *Engine) ownKey(r *accountRec, key string, maxKey uint32) bool {
+func (e *Service) ownKey(r *accountRec, key string, maxKey uint32) bool {
 	key = strings.TrimSpace(key)
 	if key == "" || len(key) > 256 {
 		return false
@@ -577,36 +612,36 @@ var ErrConflict = errors.New("engine: changed concurrently")
 
 // confirmPassword checks account's password for a change that needs it
 // (email, 2FA off). An account without a password cannot confirm.
-func (e *Engine) confirmPassword(ctx context.Context, account uint32, password string, verr *ValidationError) error {
-	e.regMu.RLock()
+func (e *Service) confirmPassword(ctx context.Context, account uint32, password string, verr *engine.ValidationError) error {
+	e.reg.RLock()
 	r := e.accounts[account]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil {
-		return ErrNotFound
+		return engine.ErrNotFound
 	}
 	if r.PasswordHash == "" {
-		verr.add("current_password", "Set a password first.")
+		verr.Add("current_password", "Set a password first.")
 		return verr
 	}
-	ok, err := e.checkPassword(ctx, r.PasswordHash, password)
+	ok, err := e.reg.CheckPassword(ctx, r.PasswordHash, password)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		verr.add("current_password", MsgWrongPassword)
+		verr.Add("current_password", MsgWrongPassword)
 		return verr
 	}
 	return nil
 }
 
 // UpdateProfile sets account's name.
-func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string) (Account, error) {
-	var verr ValidationError
+func (e *Service) UpdateProfile(ctx context.Context, account uint32, name string) (Account, error) {
+	var verr engine.ValidationError
 	name = checkName(name, &verr)
 	if name == "" {
-		verr.add("name", "The name field is required.")
+		verr.Add("name", "The name field is required.")
 	}
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	return e.modifyAccount(ctx, account, func(r *accountRec) error {
@@ -618,10 +653,10 @@ func (e *Engine) UpdateProfile(ctx context.Context, account uint32, name string)
 // ChangeEmail sets account's email at once, after checking its password,
 // and spends outstanding reset links (it bumps Gen). The web app proves
 // the new address first (EmailChangeToken, ConfirmEmailChange).
-func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
-	var verr ValidationError
+func (e *Service) ChangeEmail(ctx context.Context, account uint32, email, password string) (Account, error) {
+	var verr engine.ValidationError
 	email = checkEmail(email, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
@@ -637,22 +672,22 @@ func (e *Engine) ChangeEmail(ctx context.Context, account uint32, email, passwor
 
 // CreateResetToken returns a password reset token for the account with
 // email, and the account (to address the email to). An unknown or disabled
-// account is ErrNotFound: the caller answers the same either way.
-func (e *Engine) CreateResetToken(ctx context.Context, email string) (string, Account, error) {
+// account is engine.ErrNotFound: the caller answers the same either way.
+func (e *Service) CreateResetToken(ctx context.Context, email string) (string, Account, error) {
 	key, err := e.Secret(ctx, "password-reset")
 	if err != nil {
 		return "", Account{}, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	var r *accountRec
 	if id, ok := e.emails[strings.ToLower(strings.TrimSpace(email))]; ok && len(email) <= 255 {
 		r = e.accounts[id]
 	}
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.Disabled {
-		return "", Account{}, ErrNotFound
+		return "", Account{}, engine.ErrNotFound
 	}
-	exp := strconv.FormatInt(e.now().Add(ResetLife).Unix(), 10)
+	exp := strconv.FormatInt(e.reg.Now().Add(ResetLife).Unix(), 10)
 	id := strconv.FormatUint(uint64(r.ID), 10)
 	return id + "." + exp + "." + resetMAC(key, id, exp, r), r.view(), nil
 }
@@ -669,7 +704,7 @@ func resetMAC(key [32]byte, id, exp string, r *accountRec) string {
 
 // CheckResetToken returns the account a reset token is for, or ErrInvite
 // when the token is not valid (forged, used, expired).
-func (e *Engine) CheckResetToken(ctx context.Context, token string) (Account, error) {
+func (e *Service) CheckResetToken(ctx context.Context, token string) (Account, error) {
 	r, err := e.resetAccount(ctx, token)
 	if err != nil {
 		return Account{}, err
@@ -677,23 +712,23 @@ func (e *Engine) CheckResetToken(ctx context.Context, token string) (Account, er
 	return r.view(), nil
 }
 
-func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, error) {
+func (e *Service) resetAccount(ctx context.Context, token string) (*accountRec, error) {
 	parts := strings.Split(token, ".")
 	if len(token) > 128 || len(parts) != 3 {
 		return nil, ErrInvite
 	}
 	id, err1 := strconv.ParseUint(parts[0], 10, 32)
 	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || e.now().Unix() >= exp {
+	if err1 != nil || err2 != nil || e.reg.Now().Unix() >= exp {
 		return nil, ErrInvite
 	}
 	key, err := e.Secret(ctx, "password-reset")
 	if err != nil {
 		return nil, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	r := e.accounts[uint32(id)]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[2]), []byte(resetMAC(key, parts[0], parts[1], r))) {
 		return nil, ErrInvite
 	}
@@ -704,17 +739,17 @@ func (e *Engine) resetAccount(ctx context.Context, token string) (*accountRec, e
 // the token, every session and every API key of the account (SPEC §13:
 // whoever held them before the reset, an attacker who registered the
 // address first included, holds nothing after it). The caller says so.
-func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Account, error) {
-	var verr ValidationError
+func (e *Service) ResetPassword(ctx context.Context, token, password string) (Account, error) {
+	var verr engine.ValidationError
 	checkNewPassword(password, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	r, err := e.resetAccount(ctx, token)
 	if err != nil {
 		return Account{}, err
 	}
-	hash, err := e.hashPassword(ctx, password)
+	hash, err := e.reg.HashPassword(ctx, password)
 	if err != nil {
 		return Account{}, err
 	}
@@ -730,263 +765,5 @@ func (e *Engine) ResetPassword(ctx context.Context, token, password string) (Acc
 		n.Gen++
 		n.TOTPFails, n.TOTPWait = 0, time.Time{}
 		return nil
-	})
-}
-
-// invite is a stored invitation (snapshot.KindInvite, by the first 8
-// bytes of its token's hash).
-type invite struct {
-	Hash    [32]byte  `json:"hash"`
-	By      uint32    `json:"by"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires"`
-}
-
-func (i *invite) id() uint64 { return binary.BigEndian.Uint64(i.Hash[:8]) }
-
-// Invite is an invitation as admins see it.
-type Invite struct {
-	ID      string // to delete it
-	By      uint32
-	Created time.Time
-	Expires time.Time
-}
-
-// inviteLocked returns the unexpired invitation of token, or nil. regMu
-// must be held.
-func (e *Engine) inviteLocked(token string) *invite {
-	if len(token) > maxSessionToken {
-		return nil
-	}
-	h := hashToken(token)
-	inv := e.invites[binary.BigEndian.Uint64(h[:8])]
-	if inv == nil || subtle.ConstantTimeCompare(inv.Hash[:], h[:]) != 1 || !e.now().Before(inv.Expires) {
-		return nil
-	}
-	// An invitation is as good as its admin is now.
-	if by := e.accounts[inv.By]; by == nil || !by.Admin || by.Disabled {
-		return nil
-	}
-	return inv
-}
-
-// CheckInvite reports whether token is an invitation that can be used.
-func (e *Engine) CheckInvite(ctx context.Context, token string) bool {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	return e.inviteLocked(token) != nil
-}
-
-// dropInviteLocked deletes inv. regMu must be held for writing.
-func (e *Engine) dropInviteLocked(inv *invite) error {
-	if err := e.regDelete(snapshot.KindInvite, inv.id()); err != nil {
-		return fmt.Errorf("engine: delete invitation: %w", err)
-	}
-	delete(e.invites, inv.id())
-	return nil
-}
-
-// loadInvites reads the invitations and deletes the expired ones.
-func (e *Engine) loadInvites() error {
-	now := e.now()
-	var drop []uint64
-	err := e.store.Scan(snapshot.KindInvite, func(id uint64, v []byte) error {
-		inv := new(invite)
-		if err := json.Unmarshal(v, inv); err != nil || inv.id() != id {
-			return fmt.Errorf("engine: invitation %x: %w", id, snapshot.ErrCorrupt)
-		}
-		if !now.Before(inv.Expires) || len(e.invites) >= MaxInvites {
-			drop = append(drop, id)
-			return nil
-		}
-		e.invites[id] = inv
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, id := range drop {
-		if err := e.store.Delete(snapshot.KindInvite, id); err != nil {
-			return fmt.Errorf("engine: delete invitation: %w", err)
-		}
-	}
-	return nil
-}
-
-// Admin is the view of the engine an admin account has (Engine.Admin):
-// every method acts for that account and checks again, under the registry
-// lock, that it is still an enabled admin. Make one per request.
-type Admin struct {
-	e     *Engine
-	actor uint32
-}
-
-// Admin returns the admin view for account actor, or ErrForbidden when it
-// is not an enabled admin.
-func (e *Engine) Admin(actor uint32) (Admin, error) {
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	r := e.accounts[actor]
-	if r == nil || !r.Admin || r.Disabled {
-		return Admin{}, ErrForbidden
-	}
-	return Admin{e: e, actor: actor}, nil
-}
-
-// Accounts returns every account, by id.
-func (ad Admin) Accounts(ctx context.Context) []Account { return ad.e.Accounts(ctx) }
-
-// CreateAccount creates an account with a first API key, returned here only.
-func (ad Admin) CreateAccount(ctx context.Context, name, email string) (Account, string, error) {
-	return ad.e.createAccount(ctx, name, email, ad.stillAdminLocked)
-}
-
-// SetDisabled disables or enables account id. Disabling ends its sessions
-// at once and its keys answer 401. An admin cannot disable itself, so that
-// an enabled admin always remains.
-func (ad Admin) SetDisabled(ctx context.Context, id uint32, disabled bool) (Account, error) {
-	if id == ad.actor {
-		return Account{}, ErrForbidden
-	}
-	return ad.e.modifyAccount(ctx, id, func(r *accountRec) error {
-		if err := ad.stillAdminLocked(); err != nil {
-			return err
-		}
-		if disabled && r.Admin && ad.e.enabledAdminsLocked() <= 1 {
-			return ErrForbidden
-		}
-		if disabled {
-			if err := ad.e.endSessionsLocked(id); err != nil {
-				return err
-			}
-			r.Gen++
-		}
-		r.Disabled = disabled
-		return nil
-	})
-}
-
-// SetAdmin makes account id an admin or takes it back. An admin cannot
-// take its own, so that one always remains.
-func (ad Admin) SetAdmin(ctx context.Context, id uint32, admin bool) (Account, error) {
-	if id == ad.actor {
-		return Account{}, ErrForbidden
-	}
-	return ad.e.modifyAccount(ctx, id, func(r *accountRec) error {
-		if err := ad.stillAdminLocked(); err != nil {
-			return err
-		}
-		if !admin && r.Admin && !r.Disabled && ad.e.enabledAdminsLocked() <= 1 {
-			return ErrForbidden
-		}
-		r.Admin = admin
-		return nil
-	})
-}
-
-// stillAdminLocked checks, under regMu, that the actor is still an
-// enabled admin: two admins taking each other's rights at once leave one.
-func (ad Admin) stillAdminLocked() error {
-	r := ad.e.accounts[ad.actor]
-	if r == nil || !r.Admin || r.Disabled {
-		return ErrForbidden
-	}
-	return nil
-}
-
-// enabledAdminsLocked counts the enabled admins. regMu must be held.
-func (e *Engine) enabledAdminsLocked() int {
-	n := 0
-	for _, r := range e.accounts {
-		if r.Admin && !r.Disabled {
-			n++
-		}
-	}
-	return n
-}
-
-// CreateInvite makes a single-use invitation, valid for InviteLife, and
-// returns its token (shown only here; the engine keeps its hash).
-func (ad Admin) CreateInvite(ctx context.Context) (string, Invite, error) {
-	e := ad.e
-	token, err := e.newSecret(32)
-	if err != nil {
-		return "", Invite{}, err
-	}
-	now := e.now().UTC()
-	inv := &invite{Hash: hashToken(token), By: ad.actor, Created: now, Expires: now.Add(InviteLife)}
-	if !e.enter() {
-		return "", Invite{}, ErrClosed
-	}
-	defer e.exit()
-	err = e.regDo(ctx, func() error {
-		if err := ad.stillAdminLocked(); err != nil {
-			return err
-		}
-		for _, old := range e.invites {
-			if !now.Before(old.Expires) {
-				if err := e.dropInviteLocked(old); err != nil {
-					return err
-				}
-			}
-		}
-		if len(e.invites) >= MaxInvites {
-			return &ValidationError{Fields: []FieldError{{Field: "invite", Msg: "There are already 100 unused invitations. Delete some first."}}}
-		}
-		if _, dup := e.invites[inv.id()]; dup {
-			return fmt.Errorf("engine: new invitation: id collision")
-		}
-		if err := e.putJSON(snapshot.KindInvite, inv.id(), inv); err != nil {
-			return err
-		}
-		e.invites[inv.id()] = inv
-		return nil
-	})
-	if err != nil {
-		return "", Invite{}, err
-	}
-	return token, inv.public(), nil
-}
-
-func (i *invite) public() Invite {
-	return Invite{ID: strconv.FormatUint(i.id(), 16), By: i.By, Created: i.Created, Expires: i.Expires}
-}
-
-// Invites returns the unused, unexpired invitations, newest first.
-func (ad Admin) Invites(ctx context.Context) []Invite {
-	e := ad.e
-	now := e.now()
-	e.regMu.RLock()
-	defer e.regMu.RUnlock()
-	var out []Invite
-	for _, inv := range e.invites {
-		if now.Before(inv.Expires) {
-			out = append(out, inv.public())
-		}
-	}
-	slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(b.Created.Compare(a.Created), strings.Compare(a.ID, b.ID)) })
-	return out
-}
-
-// DeleteInvite deletes the invitation whose Invite.ID is id.
-func (ad Admin) DeleteInvite(ctx context.Context, id string) error {
-	e := ad.e
-	n, err := strconv.ParseUint(id, 16, 64)
-	if err != nil {
-		return ErrNotFound
-	}
-	if !e.enter() {
-		return ErrClosed
-	}
-	defer e.exit()
-	return e.regDo(ctx, func() error {
-		if err := ad.stillAdminLocked(); err != nil {
-			return err
-		}
-		inv := e.invites[n]
-		if inv == nil {
-			return ErrNotFound
-		}
-		return e.dropInviteLocked(inv)
 	})
 }

@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
+
+	"github.com/webstats/webstats/engine"
 )
 
 // Two-factor authentication: TOTP (RFC 6238: SHA-1, 6 digits, 30-second
@@ -23,12 +25,12 @@ var totpOpts = totp.ValidateOpts{Period: 30, Skew: 1, Digits: otp.DigitsSix, Alg
 // NewTOTPKey returns a new TOTP secret for account and its otpauth:// URL
 // (what authenticator apps read from a QR code). Nothing is stored until
 // EnableTOTP confirms a code of it.
-func (e *Engine) NewTOTPKey(ctx context.Context, account uint32) (secret, url string, err error) {
+func (e *Service) NewTOTPKey(ctx context.Context, account uint32) (secret, url string, err error) {
 	a, err := e.Account(ctx, account)
 	if err != nil {
 		return "", "", err
 	}
-	k, err := totp.Generate(totp.GenerateOpts{Issuer: "webstats", AccountName: a.Email, Rand: e.opts.Rand})
+	k, err := totp.Generate(totp.GenerateOpts{Issuer: "webstats", AccountName: a.Email, Rand: e.reg.Rand()})
 	if err != nil {
 		return "", "", err
 	}
@@ -78,31 +80,31 @@ var ErrCodeWait = errors.New("engine: too many wrong codes; wait")
 // account's. It returns the recovery codes, shown only here. The account's
 // other sessions go on. An account with two-factor on must turn it off
 // first: a stolen session cannot swap the owner's second factor.
-func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code, password string) ([]string, error) {
-	var verr ValidationError
+func (e *Service) EnableTOTP(ctx context.Context, account uint32, secret, code, password string) ([]string, error) {
+	var verr engine.ValidationError
 	if a, err := e.Account(ctx, account); err != nil {
 		return nil, err
 	} else if a.TwoFactor {
-		verr.add("code", "Two-factor authentication is on already. Turn it off first.")
+		verr.Add("code", "Two-factor authentication is on already. Turn it off first.")
 		return nil, &verr
 	}
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
 		return nil, err
 	}
-	step := totpStep(secret, normCode(code), e.now())
+	step := totpStep(secret, normCode(code), e.reg.Now())
 	if _, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret); err != nil || secret == "" {
-		verr.add("code", "The setup has expired. Start again.")
+		verr.Add("code", "The setup has expired. Start again.")
 		return nil, &verr
 	}
 	if step < 0 {
-		verr.add("code", "This code is not right. Check the time of your device and try the next code.")
+		verr.Add("code", "This code is not right. Check the time of your device and try the next code.")
 		return nil, &verr
 	}
 	codes := make([]string, recoveryCodes)
 	hashes := make([][32]byte, recoveryCodes)
 	for i := range codes {
 		b := make([]byte, 8)
-		if _, err := e.opts.Rand.Read(b); err != nil {
+		if _, err := e.reg.Rand().Read(b); err != nil {
 			return nil, err
 		}
 		s := strings.ToLower(base32.StdEncoding.EncodeToString(b)[:10])
@@ -111,7 +113,7 @@ func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code, p
 	}
 	_, err := e.modifyAccount(ctx, account, func(r *accountRec) error {
 		if r.TOTPSecret != "" {
-			verr.add("code", "Two-factor authentication is on already. Turn it off first.")
+			verr.Add("code", "Two-factor authentication is on already. Turn it off first.")
 			return &verr
 		}
 		r.TOTPSecret, r.TOTPStep, r.Recovery = secret, step, hashes
@@ -127,8 +129,8 @@ func (e *Engine) EnableTOTP(ctx context.Context, account uint32, secret, code, p
 
 // DisableTOTP turns two-factor authentication off, after checking the
 // account's password.
-func (e *Engine) DisableTOTP(ctx context.Context, account uint32, password string) (Account, error) {
-	var verr ValidationError
+func (e *Service) DisableTOTP(ctx context.Context, account uint32, password string) (Account, error) {
+	var verr engine.ValidationError
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
 		return Account{}, err
 	}
@@ -145,9 +147,9 @@ func (e *Engine) DisableTOTP(ctx context.Context, account uint32, password strin
 // returns the account, or ErrUnauthenticated when the code is wrong or the
 // account's credentials changed since a was read, or ErrCodeWait after too
 // many wrong codes (see codeFreeTries).
-func (e *Engine) CheckSecondFactor(ctx context.Context, a Account, code string) (Account, error) {
+func (e *Service) CheckSecondFactor(ctx context.Context, a Account, code string) (Account, error) {
 	code = normCode(code)
-	now := e.now()
+	now := e.reg.Now()
 	wrong := false
 	got, err := e.modifyAccount(ctx, a.ID, func(r *accountRec) error {
 		wrong = false // (a run again, in cluster mode, starts afresh)
@@ -180,7 +182,7 @@ func (e *Engine) CheckSecondFactor(ctx context.Context, a Account, code string) 
 
 // useCode checks code against r's TOTP secret (a step not used yet) or
 // recovery codes (removing the one used), updating r.
-func (e *Engine) useCode(r *accountRec, code string, now time.Time) bool {
+func (e *Service) useCode(r *accountRec, code string, now time.Time) bool {
 	if code == "" {
 		return false
 	}

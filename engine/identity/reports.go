@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -27,17 +28,17 @@ func reportID(website uint32, kind ReportKind) uint64 { return uint64(website)<<
 
 // LastReport returns the first day of the last period whose report was sent
 // for the website, and false when none was.
-func (e *Engine) LastReport(ctx context.Context, website uint32, kind ReportKind) (Date, bool, error) {
-	if !e.enter() {
-		return 0, false, ErrClosed
+func (e *Service) LastReport(ctx context.Context, website uint32, kind ReportKind) (engine.Date, bool, error) {
+	if !e.reg.Enter() {
+		return 0, false, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	return e.storedReport(website, kind)
 }
 
 // storedReport reads the record of the last report sent (or claimed).
-func (e *Engine) storedReport(website uint32, kind ReportKind) (Date, bool, error) {
-	v, err := e.store.Get(snapshot.KindReport, reportID(website, kind))
+func (e *Service) storedReport(website uint32, kind ReportKind) (engine.Date, bool, error) {
+	v, err := e.reg.Get(snapshot.KindReport, reportID(website, kind))
 	if errors.Is(err, snapshot.ErrNotFound) {
 		return 0, false, nil
 	}
@@ -53,16 +54,16 @@ func (e *Engine) storedReport(website uint32, kind ReportKind) (Date, bool, erro
 
 // SetLastReport records, durably, that the report of the period starting on
 // first was sent for the website.
-func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportKind, first Date) error {
-	if !e.enter() {
-		return ErrClosed
+func (e *Service) SetLastReport(ctx context.Context, website uint32, kind ReportKind, first engine.Date) error {
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
-	return e.regDoAs(ctx, regRead, func() error {
-		if _, ok := e.sites[website]; !ok {
-			return ErrNotFound
+	defer e.reg.Exit()
+	return e.reg.Do(ctx, engine.LockRead, func() error {
+		if !e.reg.HasWebsite(website) {
+			return engine.ErrNotFound
 		}
-		if err := e.regPut(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
+		if err := e.reg.Put(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
 			return fmt.Errorf("engine: record report of website %d: %w", website, err)
 		}
 		return nil
@@ -78,15 +79,15 @@ func (e *Engine) SetLastReport(ctx context.Context, website uint32, kind ReportK
 // winner's). prev and hadPrev are the record before the claim, for
 // ReleaseReport. A process that stops between its claim and the delivery
 // leaves that period unsent: a report is sent at most once.
-func (e *Engine) ClaimReport(ctx context.Context, website uint32, kind ReportKind, first Date) (claimed bool, prev Date, hadPrev bool, err error) {
-	if !e.enter() {
-		return false, 0, false, ErrClosed
+func (e *Service) ClaimReport(ctx context.Context, website uint32, kind ReportKind, first engine.Date) (claimed bool, prev engine.Date, hadPrev bool, err error) {
+	if !e.reg.Enter() {
+		return false, 0, false, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	err = e.regDo(ctx, func() error {
 		claimed, prev, hadPrev = false, 0, false
-		if _, ok := e.sites[website]; !ok {
-			return ErrNotFound
+		if !e.reg.HasWebsite(website) {
+			return engine.ErrNotFound
 		}
 		last, ok, err := e.storedReport(website, kind)
 		if err != nil {
@@ -96,7 +97,7 @@ func (e *Engine) ClaimReport(ctx context.Context, website uint32, kind ReportKin
 		if ok && last >= first {
 			return nil // sent, or being sent by another
 		}
-		if err := e.regPut(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
+		if err := e.reg.Put(snapshot.KindReport, reportID(website, kind), strconv.AppendInt(nil, int64(first), 10)); err != nil {
 			return fmt.Errorf("engine: claim report of website %d: %w", website, err)
 		}
 		claimed = true
@@ -108,13 +109,13 @@ func (e *Engine) ClaimReport(ctx context.Context, website uint32, kind ReportKin
 // ReleaseReport undoes the caller's claim (ClaimReport) of the period
 // starting on first, whose report could not be sent: the record goes back
 // to prev (to none without hadPrev), unless it no longer says first.
-func (e *Engine) ReleaseReport(ctx context.Context, website uint32, kind ReportKind, first, prev Date, hadPrev bool) error {
-	if !e.enter() {
-		return ErrClosed
+func (e *Service) ReleaseReport(ctx context.Context, website uint32, kind ReportKind, first, prev engine.Date, hadPrev bool) error {
+	if !e.reg.Enter() {
+		return engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	return e.regDo(ctx, func() error {
-		if _, ok := e.sites[website]; !ok {
+		if !e.reg.HasWebsite(website) {
 			return nil // deleted, and its record with it
 		}
 		last, ok, err := e.storedReport(website, kind)
@@ -123,27 +124,27 @@ func (e *Engine) ReleaseReport(ctx context.Context, website uint32, kind ReportK
 		}
 		id := reportID(website, kind)
 		if !hadPrev {
-			return e.regDelete(snapshot.KindReport, id)
+			return e.reg.Delete(snapshot.KindReport, id)
 		}
-		return e.regPut(snapshot.KindReport, id, strconv.AppendInt(nil, int64(prev), 10))
+		return e.reg.Put(snapshot.KindReport, id, strconv.AppendInt(nil, int64(prev), 10))
 	})
 }
 
 // Secret returns the server secret called name (for example the key that
 // signs the statistics pages' cookies), creating and storing a random one on
 // first use. It never leaves the server.
-func (e *Engine) Secret(ctx context.Context, name string) ([32]byte, error) {
+func (e *Service) Secret(ctx context.Context, name string) ([32]byte, error) {
 	var s [32]byte
-	if !e.enter() {
-		return s, ErrClosed
+	if !e.reg.Enter() {
+		return s, engine.ErrClosed
 	}
-	defer e.exit()
+	defer e.reg.Exit()
 	h := sha256.Sum256([]byte(name))
 	id := binary.BigEndian.Uint64(h[:8])
 	// regDo serialises creation; in cluster mode the first node's
 	// secret is every node's.
 	err := e.regDo(ctx, func() error {
-		v, err := e.store.Get(snapshot.KindSecret, id)
+		v, err := e.reg.Get(snapshot.KindSecret, id)
 		if err == nil && len(v) == len(s) {
 			copy(s[:], v)
 			return nil
@@ -151,10 +152,10 @@ func (e *Engine) Secret(ctx context.Context, name string) ([32]byte, error) {
 		if err != nil && !errors.Is(err, snapshot.ErrNotFound) {
 			return fmt.Errorf("engine: secret %q: %w", name, err)
 		}
-		if _, err := io.ReadFull(e.opts.Rand, s[:]); err != nil {
+		if _, err := io.ReadFull(e.reg.Rand(), s[:]); err != nil {
 			return fmt.Errorf("engine: secret %q: %w", name, err)
 		}
-		if err := e.regPut(snapshot.KindSecret, id, s[:]); err != nil {
+		if err := e.reg.Put(snapshot.KindSecret, id, s[:]); err != nil {
 			return fmt.Errorf("engine: secret %q: %w", name, err)
 		}
 		return nil

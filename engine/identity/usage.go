@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -106,12 +107,12 @@ func (u *usage) forget(keys map[keyRef]time.Time, sessions map[uint64]time.Time)
 // among them, go on); the session records under e.auth.mu, so that a
 // session ended meanwhile cannot be written back. A time is forgotten
 // only once written and installed; readers see the table until then.
-func (e *Engine) flushUsage() error {
+func (e *Service) flushUsage() error {
 	keys, sessions := e.usage.copy()
 	if keys == nil && sessions == nil {
 		return nil
 	}
-	if e.opts.Cluster != nil {
+	if e.reg.Clustered() {
 		return e.flushUsageShared(keys, sessions)
 	}
 	byAccount := make(map[uint32][]keyRef)
@@ -122,7 +123,7 @@ func (e *Engine) flushUsage() error {
 	var accs []pending
 	var ids []uint64
 	var vals [][]byte
-	e.regMu.RLock()
+	e.reg.RLock()
 	for acc, refs := range byAccount {
 		old := e.accounts[acc]
 		if old == nil {
@@ -141,18 +142,18 @@ func (e *Engine) flushUsage() error {
 		}
 		b, err := json.Marshal(r)
 		if err != nil {
-			e.regMu.RUnlock()
+			e.reg.RUnlock()
 			return err
 		}
 		accs = append(accs, pending{old, r})
 		ids, vals = append(ids, uint64(r.ID)), append(vals, b)
 	}
-	err := e.store.PutMany(snapshot.KindAccount, ids, vals)
-	e.regMu.RUnlock()
+	err := e.reg.PutMany(snapshot.KindAccount, ids, vals)
+	e.reg.RUnlock()
 	if err != nil {
 		return fmt.Errorf("engine: write key uses: %w", err)
 	}
-	e.regMu.Lock()
+	e.reg.Lock()
 	for _, p := range accs {
 		if e.accounts[p.new.ID] == p.old {
 			e.indexAccountLocked(p.new)
@@ -166,7 +167,7 @@ func (e *Engine) flushUsage() error {
 			}
 		}
 	}
-	e.regMu.Unlock()
+	e.reg.Unlock()
 
 	ids, vals = nil, nil
 	var olds, news []*session
@@ -186,7 +187,7 @@ func (e *Engine) flushUsage() error {
 		olds, news = append(olds, s), append(news, &ns)
 		ids, vals = append(ids, id), append(vals, b)
 	}
-	if err := e.store.PutMany(snapshot.KindSession, ids, vals); err != nil {
+	if err := e.reg.PutMany(snapshot.KindSession, ids, vals); err != nil {
 		e.auth.mu.Unlock()
 		return fmt.Errorf("engine: write session uses: %w", err)
 	}
@@ -200,7 +201,7 @@ func (e *Engine) flushUsage() error {
 
 // accountView is r.view() with the key uses recorded since the last
 // snapshot.
-func (e *Engine) accountView(r *accountRec) Account {
+func (e *Service) accountView(r *accountRec) Account {
 	a := r.view()
 	for i := range a.Keys {
 		if t := e.usage.key(keyRef{r.ID, a.Keys[i].ID}); t.After(a.Keys[i].LastUsed) {
@@ -214,7 +215,7 @@ func (e *Engine) accountView(r *accountRec) Account {
 // records as registry transactions of about half the log's largest message
 // at most, and are forgotten once all are applied (a failed flush is made
 // again at the next snapshot; what was applied then changes nothing).
-func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64]time.Time) error {
+func (e *Service) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64]time.Time) error {
 	accounts := make(map[uint32]bool)
 	for ref := range keys {
 		accounts[ref.account] = true
@@ -267,8 +268,8 @@ func (e *Engine) flushUsageShared(keys map[keyRef]time.Time, sessions map[uint64
 // log's largest message. One the log refuses as too large is made again
 // with half as many records; a single record too large for the log is
 // left out (logged): its times are lost rather than every flush after.
-func (e *Engine) flushShared(n int, auth bool, put func(i int) error) error {
-	limit := e.opts.Cluster.MaxMessage() / 2
+func (e *Service) flushShared(n int, auth bool, put func(i int) error) error {
+	limit := e.reg.MaxTxBytes() / 2
 	for start, most := 0, n; start < n; {
 		done := 0
 		err := e.regDo(context.Background(), func() error {
@@ -278,7 +279,7 @@ func (e *Engine) flushShared(n int, auth bool, put func(i int) error) error {
 				defer e.auth.mu.Unlock()
 			}
 			for i := start; i < n && done < most; i++ {
-				if done > 0 && e.regTxBytes() >= limit {
+				if done > 0 && e.reg.TxBytes() >= limit {
 					break
 				}
 				done++
@@ -289,11 +290,11 @@ func (e *Engine) flushShared(n int, auth bool, put func(i int) error) error {
 			return nil
 		})
 		switch {
-		case errors.Is(err, ErrTooLarge) && done > 1:
+		case errors.Is(err, engine.ErrTooLarge) && done > 1:
 			most = done / 2
 			continue
-		case errors.Is(err, ErrTooLarge):
-			e.opts.Logger.Error("cluster: a record with its last-use times is larger than the log takes; the times are dropped", "err", err)
+		case errors.Is(err, engine.ErrTooLarge):
+			e.reg.Logger().Error("cluster: a record with its last-use times is larger than the log takes; the times are dropped", "err", err)
 		case err != nil:
 			return err
 		}

@@ -1,4 +1,4 @@
-package engine
+package identity
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/webstats/webstats/engine"
 )
 
 // Proof of an email address (SPEC §13): an address takes effect only once
@@ -37,20 +39,20 @@ func proofMAC(key [32]byte, purpose string, fields ...string) string {
 // registration (with the invitation invite, "" for none), valid for
 // ProofLife. It reports with taken that the address has an account already
 // (the caller mails a notice instead of the link, and answers the same).
-func (e *Engine) RegistrationToken(ctx context.Context, email, invite string) (token string, taken bool, err error) {
-	var verr ValidationError
+func (e *Service) RegistrationToken(ctx context.Context, email, invite string) (token string, taken bool, err error) {
+	var verr engine.ValidationError
 	email = checkEmail(email, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return "", false, err
 	}
 	key, err := e.Secret(ctx, "email-proof")
 	if err != nil {
 		return "", false, err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	_, taken = e.emails[strings.ToLower(email)]
-	e.regMu.RUnlock()
-	exp := strconv.FormatInt(e.now().Add(ProofLife).Unix(), 10)
+	e.reg.RUnlock()
+	exp := strconv.FormatInt(e.reg.Now().Add(ProofLife).Unix(), 10)
 	b64 := base64.RawURLEncoding.EncodeToString
 	return exp + "." + b64([]byte(email)) + "." + b64([]byte(invite)) + "." + proofMAC(key, "register", exp, email, invite), taken, nil
 }
@@ -58,7 +60,7 @@ func (e *Engine) RegistrationToken(ctx context.Context, email, invite string) (t
 // CheckRegistrationToken returns the proven address and the invitation of
 // a registration token, or ErrInvite when it is not valid (forged,
 // expired).
-func (e *Engine) CheckRegistrationToken(ctx context.Context, token string) (email, invite string, err error) {
+func (e *Service) CheckRegistrationToken(ctx context.Context, token string) (email, invite string, err error) {
 	parts := strings.Split(token, ".")
 	if len(token) > maxProofToken || len(parts) != 4 {
 		return "", "", ErrInvite
@@ -66,7 +68,7 @@ func (e *Engine) CheckRegistrationToken(ctx context.Context, token string) (emai
 	exp, err := strconv.ParseInt(parts[0], 10, 64)
 	em, err1 := base64.RawURLEncoding.DecodeString(parts[1])
 	inv, err2 := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || err1 != nil || err2 != nil || e.now().Unix() >= exp {
+	if err != nil || err1 != nil || err2 != nil || e.reg.Now().Unix() >= exp {
 		return "", "", ErrInvite
 	}
 	key, err := e.Secret(ctx, "email-proof")
@@ -83,10 +85,10 @@ func (e *Engine) CheckRegistrationToken(ctx context.Context, token string) (emai
 // returns the token of a link that proves email and, when opened
 // (ConfirmEmailChange), makes it the account's address. The token is
 // spent by any credential change of the account, its own use included.
-func (e *Engine) EmailChangeToken(ctx context.Context, account uint32, email, password string) (string, error) {
-	var verr ValidationError
+func (e *Service) EmailChangeToken(ctx context.Context, account uint32, email, password string) (string, error) {
+	var verr engine.ValidationError
 	email = checkEmail(email, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return "", err
 	}
 	if err := e.confirmPassword(ctx, account, password, &verr); err != nil {
@@ -96,18 +98,18 @@ func (e *Engine) EmailChangeToken(ctx context.Context, account uint32, email, pa
 	if err != nil {
 		return "", err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	r := e.accounts[account]
 	id, taken := e.emails[strings.ToLower(email)]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	switch {
 	case r == nil:
-		return "", ErrNotFound
+		return "", engine.ErrNotFound
 	case taken && id != account:
-		verr.add("email", "The email has already been taken.")
+		verr.Add("email", "The email has already been taken.")
 		return "", &verr
 	}
-	exp := strconv.FormatInt(e.now().Add(ProofLife).Unix(), 10)
+	exp := strconv.FormatInt(e.reg.Now().Add(ProofLife).Unix(), 10)
 	sid := strconv.FormatUint(uint64(account), 10)
 	return sid + "." + exp + "." + base64.RawURLEncoding.EncodeToString([]byte(email)) + "." + emailChangeMAC(key, sid, exp, email, r), nil
 }
@@ -119,7 +121,7 @@ func emailChangeMAC(key [32]byte, id, exp, email string, r *accountRec) string {
 // CheckEmailChange returns the account and the new address of an
 // email-change token, or ErrInvite when it is not valid (forged, expired,
 // used, or spent by a credential change).
-func (e *Engine) CheckEmailChange(ctx context.Context, token string) (Account, string, error) {
+func (e *Service) CheckEmailChange(ctx context.Context, token string) (Account, string, error) {
 	r, email, err := e.emailChange(ctx, token)
 	if err != nil {
 		return Account{}, "", err
@@ -127,7 +129,7 @@ func (e *Engine) CheckEmailChange(ctx context.Context, token string) (Account, s
 	return r.view(), email, nil
 }
 
-func (e *Engine) emailChange(ctx context.Context, token string) (*accountRec, string, error) {
+func (e *Service) emailChange(ctx context.Context, token string) (*accountRec, string, error) {
 	parts := strings.Split(token, ".")
 	if len(token) > maxProofToken || len(parts) != 4 {
 		return nil, "", ErrInvite
@@ -135,16 +137,16 @@ func (e *Engine) emailChange(ctx context.Context, token string) (*accountRec, st
 	id, err1 := strconv.ParseUint(parts[0], 10, 32)
 	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
 	em, err3 := base64.RawURLEncoding.DecodeString(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil || e.now().Unix() >= exp {
+	if err1 != nil || err2 != nil || err3 != nil || e.reg.Now().Unix() >= exp {
 		return nil, "", ErrInvite
 	}
 	key, err := e.Secret(ctx, "email-proof")
 	if err != nil {
 		return nil, "", err
 	}
-	e.regMu.RLock()
+	e.reg.RLock()
 	r := e.accounts[uint32(id)]
-	e.regMu.RUnlock()
+	e.reg.RUnlock()
 	if r == nil || r.Disabled || !hmac.Equal([]byte(parts[3]), []byte(emailChangeMAC(key, parts[0], parts[1], string(em), r))) {
 		return nil, "", ErrInvite
 	}
@@ -155,7 +157,7 @@ func (e *Engine) emailChange(ctx context.Context, token string) (*accountRec, st
 // account's address. It bumps the account's credential generation, which
 // spends the token, earlier reset links and earlier email-change links. An
 // address taken meanwhile is a validation error under "email".
-func (e *Engine) ConfirmEmailChange(ctx context.Context, token string) (Account, error) {
+func (e *Service) ConfirmEmailChange(ctx context.Context, token string) (Account, error) {
 	old, email, err := e.emailChange(ctx, token)
 	if err != nil {
 		return Account{}, err
@@ -171,10 +173,10 @@ func (e *Engine) ConfirmEmailChange(ctx context.Context, token string) (Account,
 // SetEmail sets account's address at once, without a password or a proof
 // (the CLI's user set-email; an operator vouches for it), and spends its
 // outstanding reset and email links.
-func (e *Engine) SetEmail(ctx context.Context, account uint32, email string) (Account, error) {
-	var verr ValidationError
+func (e *Service) SetEmail(ctx context.Context, account uint32, email string) (Account, error) {
+	var verr engine.ValidationError
 	email = checkEmail(email, &verr)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Account{}, err
 	}
 	return e.modifyAccount(ctx, account, func(r *accountRec) error { return e.setEmailLocked(r, email) })
@@ -183,9 +185,9 @@ func (e *Engine) SetEmail(ctx context.Context, account uint32, email string) (Ac
 // setEmailLocked sets r's address, refusing one another account has, and
 // bumps its generation: outstanding reset and email-change links are
 // spent. regMu must be held for writing.
-func (e *Engine) setEmailLocked(r *accountRec, email string) error {
+func (e *Service) setEmailLocked(r *accountRec, email string) error {
 	if id, taken := e.emails[strings.ToLower(email)]; taken && id != r.ID {
-		return &ValidationError{Fields: []FieldError{{Field: "email", Msg: "The email has already been taken."}}}
+		return &engine.ValidationError{Fields: []engine.FieldError{{Field: "email", Msg: "The email has already been taken."}}}
 	}
 	r.Email = email
 	r.Gen++

@@ -1,0 +1,68 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/webstats/webstats/engine"
+)
+
+// MaxImportLines is the most lines one import request (or one chunk of the
+// command line's import) holds (SPEC §3.4).
+const MaxImportLines = maxImportEvents
+
+// ImportError is an import body refused: the invalid fields, named
+// events.N.field with N the 0-based index of the line.
+type ImportError struct {
+	Fields []engine.FieldError
+}
+
+func (e *ImportError) Error() string { return (&engine.ValidationError{Fields: e.Fields}).Error() }
+
+// CheckImport checks an import body (NDJSON or a JSON array, at most
+// MaxImportLines lines) exactly as POST /websites/{id}/events does, and
+// counts nothing: the command line checks a whole file with it before
+// sending or counting any of it. An invalid body is an *ImportError.
+func CheckImport(body []byte, now time.Time) error {
+	_, err := parseImport(body, 1, now)
+	return importErr(err)
+}
+
+// ImportResult is what an import counted.
+type ImportResult struct {
+	Accepted int
+	Dropped  map[string]int // by reason: bot, excluded_ip, ...
+}
+
+// Import counts an import body under website as POST /websites/{id}/events
+// does (SPEC §3.4): every line checked first, then tracked in time order,
+// atomically. For the command line's import into a data directory.
+func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, now time.Time) (ImportResult, error) {
+	if _, err := e.Unscoped().Website(ctx, website); err != nil {
+		return ImportResult{}, err
+	}
+	hits, err := parseImport(body, website, now)
+	if err != nil {
+		return ImportResult{}, importErr(err)
+	}
+	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
+	res, err := e.Track(ctx, hits...)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	out := ImportResult{Accepted: res.Accepted, Dropped: make(map[string]int)}
+	for _, d := range importResult(res).Dropped {
+		out.Dropped[d.reason] = d.n
+	}
+	return out, nil
+}
+
+func importErr(err error) error {
+	var fe fieldErrors
+	if errors.As(err, &fe) {
+		return &ImportError{Fields: fe}
+	}
+	return err
+}

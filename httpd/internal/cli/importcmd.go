@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webstats/webstats/httpd"
+	"github.com/webstats/webstats/httpd/internal/importline"
+	"github.com/webstats/webstats/httpd/internal/peerimport"
+)
+
+// defaultChunk is how many lines one request of an import carries.
+const defaultChunk = 5000
+
+// importCmd imports files of one format into a website: every file is
+// checked whole first (nothing is sent if any line is bad), then sent in
+// chunks, each with an Idempotency-Key derived from the files' content and
+// the chunk's number, and the chunks done are kept in a state file beside
+// the first file, so that a run started again after an interruption goes
+// on where it stopped.
+func (c *cli) importCmd(fs *flag.FlagSet) func(context.Context) error {
+	tf := registerTarget(fs)
+	format := fs.String("from", "", "the files' `format`: goatcounter, umami, ndjson or plausible (required)")
+	chunk := fs.Int("chunk", defaultChunk, "`lines` per request, 1 to 10000")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	return func(ctx context.Context) error {
+		files := fs.Args()
+		if len(files) == 0 {
+			return usagef("import: no file given")
+		}
+		if *chunk < 1 || *chunk > httpd.MaxImportLines {
+			return usagef("import: -chunk must be 1 to %d", httpd.MaxImportLines)
+		}
+		var src *source
+		switch *format {
+		case "plausible":
+			return tf.with(ctx, c, func(t *target) error {
+				return importPlausibleFiles(ctx, t, *tf.site, files, c.stderr)
+			})
+		case "goatcounter", "umami", "ndjson":
+			src = &source{format: *format, files: files, chunk: *chunk}
+		default:
+			return usagef("import: -from must be goatcounter, umami, ndjson or plausible")
+		}
+		progress := io.Writer(c.stderr)
+		if *quiet {
+			progress = io.Discard
+		}
+		fmt.Fprintf(progress, "checking %s…\n", strings.Join(files, ", "))
+		if err := src.check(); err != nil {
+			return err
+		}
+		return tf.with(ctx, c, func(t *target) error { return src.send(ctx, t, progress, c.stderr) })
+	}
+}
+
+// source is the files of one import and how they split into chunks.
+type source struct {
+	format string
+	files  []string
+	chunk  int
+
+	// Set by check.
+	lines  int
+	chunks int
+	id     string // hex digest of the format and the lines: the keys' stem
+}
+
+// at is where a line came from.
+type at struct {
+	file string
+	line int
+}
+
+// check reads every file and checks every line as the import endpoint
+// would, chunk by chunk, without counting anything.
+func (s *source) check() error {
+	h := sha256.New()
+	h.Write([]byte(s.format + "\n"))
+	err := s.chunks0(func(body []byte, where []at) error {
+		h.Write(body)
+		return checkChunk(body, where)
+	})
+	if err != nil {
+		return err
+	}
+	s.id = hex.EncodeToString(h.Sum(nil))[:32]
+	return nil
+}
+
+// count counts s.lines and s.chunks again (after a change of s.chunk).
+func (s *source) count() error {
+	return s.chunks0(func([]byte, []at) error { return nil })
+}
+
+// checkChunk checks one chunk with the import endpoint's own checks and
+// names the first bad line by its file and line.
+func checkChunk(body []byte, where []at) error {
+	err := httpd.CheckImport(body, time.Now())
+	var ie *httpd.ImportError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	f := ie.Fields[0]
+	rest, ok := strings.CutPrefix(f.Field, "events.")
+	if ok {
+		num, field, _ := strings.Cut(rest, ".")
+		if i, err := strconv.Atoi(num); err == nil && i < len(where) {
+			w := where[i]
+			// The chunk's index means nothing to the user: the file's line does.
+			msg := strings.ReplaceAll(f.Msg, "events."+num+".", "")
+			return fmt.Errorf("%s:%d: %s: %s (nothing was imported)", w.file, w.line, field, msg)
+		}
+	}
+	return fmt.Errorf("%s: %s (nothing was imported)", f.Field, f.Msg)
+}
+
+// chunks0 calls fn with each chunk of the import: NDJSON bodies of
+// s.chunk lines, and where each line came from. It counts s.lines and
+// s.chunks.
+func (s *source) chunks0(fn func(body []byte, where []at) error) error {
+	var buf bytes.Buffer
+	where := make([]at, 0, s.chunk)
+	s.lines, s.chunks = 0, 0
+	flush := func() error {
+		if len(where) == 0 {
+			return nil
+		}
+		err := fn(buf.Bytes(), where)
+		buf.Reset()
+		where = where[:0]
+		s.chunks++
+		return err
+	}
+	add := func(line []byte, w at) error {
+		buf.Write(line)
+		buf.WriteByte('\n')
+		where = append(where, w)
+		s.lines++
+		if len(where) == s.chunk {
+			return flush()
+		}
+		return nil
+	}
+	if err := s.each(add); err != nil {
+		return err
+	}
+	return flush()
+}
+
+// each calls add with every import line of the files, encoded, in order.
+func (s *source) each(add func(line []byte, w at) error) error {
+	switch s.format {
+	case "ndjson":
+		for _, name := range s.files {
+			if err := eachNDJSON(name, add); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "goatcounter":
+		for _, name := range s.files {
+			f, err := openFile(name)
+			if err != nil {
+				return err
+			}
+			_, _, err = peerimport.GoatCounter(name, f, encodeTo(name, add))
+			f.Close()
+			if err != nil {
+				return fileError(name, err)
+			}
+		}
+		return nil
+	}
+	return s.eachUmami(add)
+}
+
+// encodeTo returns a peerimport.Func that encodes its lines for add.
+func encodeTo(name string, add func([]byte, at) error) peerimport.Func {
+	return func(l importline.Line, line int) error {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		return add(b, at{name, line})
+	}
+}
+
+// eachNDJSON reads the non-blank lines of an NDJSON file.
+func eachNDJSON(name string, add func([]byte, at) error) error {
+	f, err := openFile(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), peerimport.MaxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			if err := add(line, at{name, n}); err != nil {
+				return err
+			}
+		}
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: a line longer than %d bytes (nothing was imported)", name, n+1, peerimport.MaxLine)
+	}
+	return fileError(name, sc.Err())
+}
+
+// eachUmami reads Umami's session file(s) first, then the website_event
+// file(s), telling them apart by their headers.
+func (s *source) eachUmami(add func([]byte, at) error) error {
+	var sessionFiles, eventFiles, dataFiles []string
+	for _, name := range s.files {
+		head, err := firstLine(name)
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.Contains(head, "url_path"):
+			eventFiles = append(eventFiles, name)
+		case strings.Contains(head, "data_key"), strings.Contains(head, "event_key"):
+			dataFiles = append(dataFiles, name)
+		default:
+			sessionFiles = append(sessionFiles, name)
+		}
+	}
+	if len(sessionFiles) == 0 || len(eventFiles) == 0 {
+		return usagef("import: -from umami needs the session table and the website_event table (and, for event properties, event_data), each as a CSV file with a header")
+	}
+	props := make(map[string][][2]string)
+	for _, name := range dataFiles {
+		f, err := openFile(name)
+		if err != nil {
+			return err
+		}
+		m, err := peerimport.UmamiEventData(name, f)
+		f.Close()
+		if err != nil {
+			return fileError(name, err)
+		}
+		for k, v := range m {
+			props[k] = append(props[k], v...)
+		}
+	}
+	sessions := make(map[string]peerimport.UmamiSession)
+	for _, name := range sessionFiles {
+		f, err := openFile(name)
+		if err != nil {
+			return err
+		}
+		m, err := peerimport.UmamiSessions(name, f)
+		f.Close()
+		if err != nil {
+			return fileError(name, err)
+		}
+		for k, v := range m {
+			sessions[k] = v
+		}
+	}
+	for _, name := range eventFiles {
+		f, err := openFile(name)
+		if err != nil {
+			return err
+		}
+		_, err = peerimport.UmamiEvents(name, f, sessions, props, encodeTo(name, add))
+		f.Close()
+		if err != nil {
+			return fileError(name, err)
+		}
+	}
+	return nil
+}
+
+// firstLine returns the first line of a file (its CSV header), at most 64 KiB.
+func firstLine(name string) (string, error) {
+	f, err := openFile(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := bufio.NewReaderSize(io.LimitReader(f, 64<<10), 64<<10).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fileError(name, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// importState is the state file of an import: which chunks of which
+// content are counted. It lives beside the first file
+// (FILE.webstats-import), so that an import started again goes on after
+// the last chunk counted.
+type importState struct {
+	ID      string `json:"id"`      // source.id: the format and the lines
+	Website uint32 `json:"website"` // where they went
+	Target  string `json:"target"`  // the data directory's engine or the server's URL
+	Chunk   int    `json:"chunk"`   // lines per chunk
+	Done    int    `json:"done"`    // chunks counted, from the first
+}
+
+func statePath(s *source) string { return s.files[0] + ".webstats-import" }
+
+// loadState returns the state of an earlier run of this import: the
+// same content into the same website (ok false for a new one).
+func loadState(path string, want importState) (importState, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return importState{}, false, nil
+	}
+	if err != nil {
+		return importState{}, false, err
+	}
+	var st importState
+	if json.Unmarshal(b, &st) != nil || st.Chunk < 1 {
+		return importState{}, false, nil
+	}
+	if st.ID != want.ID || st.Website != want.Website || st.Target != want.Target {
+		return importState{}, false, nil
+	}
+	return st, true, nil
+}
+
+// saveState writes the state file atomically (a crash leaves the old or
+// the new one).
+func saveState(path string, st importState) error {
+	b, _ := json.Marshal(st)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// send counts the chunks of s not yet counted, in order, with a progress
+// bar (rate and time left) on progress.
+func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) error {
+	st := importState{ID: s.id, Website: t.website, Target: t.url, Chunk: s.chunk}
+	if t.e != nil {
+		st.Target = t.dir
+	}
+	path := statePath(s)
+	old, ok, err := loadState(path, st)
+	if err != nil {
+		return fmt.Errorf("import: state file: %w", err)
+	}
+	done := 0
+	if ok {
+		if old.Chunk != s.chunk {
+			// The chunks (and their keys) of the first run, whatever
+			// -chunk says now: another split would count again what
+			// the first run's last chunk counted.
+			fmt.Fprintf(log, "going on with the first run's %d lines a chunk\n", old.Chunk)
+			s.chunk, st.Chunk = old.Chunk, old.Chunk
+			if err := s.count(); err != nil {
+				return err
+			}
+		}
+		done = old.Done
+	}
+	if done >= s.chunks {
+		fmt.Fprintf(log, "already imported: every chunk of this content was counted (state in %s; remove it to import again)\n", path)
+		return nil
+	}
+	if done > 0 {
+		fmt.Fprintf(log, "resuming after chunk %d of %d (state in %s)\n", done, s.chunks, path)
+	}
+	bar := progressbar.NewOptions(s.lines,
+		progressbar.OptionSetWriter(progress),
+		progressbar.OptionSetDescription("importing"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("lines"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(progress) }),
+	)
+	accepted, idx := 0, 0
+	st.Done = done
+	err = s.chunks0(func(body []byte, where []at) error {
+		i := idx
+		idx++
+		if i < done {
+			bar.Add(len(where))
+			return nil
+		}
+		n, err := t.sendChunk(ctx, body, s.id+"-"+strconv.Itoa(i))
+		if err != nil {
+			return fmt.Errorf("import: chunk %d (%s:%d to %s:%d): %w", i, where[0].file, where[0].line,
+				where[len(where)-1].file, where[len(where)-1].line, err)
+		}
+		accepted += n
+		st.Done = i + 1
+		if err := saveState(path, st); err != nil {
+			return fmt.Errorf("import: state file: %w", err)
+		}
+		bar.Add(len(where))
+		return nil
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "imported %d lines in %d chunks: %d counted (the others dropped as bots or excluded addresses)\n", s.lines, s.chunks-done, accepted)
+	return nil
+}
