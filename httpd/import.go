@@ -62,7 +62,7 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
 		return nil
 	}
-	release, err := acquireImport(r.Context())
+	release, err := s.acquireImport(r.Context())
 	if err != nil {
 		return err
 	}

@@ -12,20 +12,18 @@ import (
 // #38 row 7). An import holds its body, the events decoded from it, their
 // records and the log batch at once: tens of MiB for a 10 MiB body. Two
 // things keep that bounded: imports are decoded and tracked one at a time
-// (importSlot), so concurrent imports do not multiply it, and the body is
+// (Server.imports), so concurrent imports do not multiply it, and the body is
 // read into one buffer of its declared length, not grown by doubling
 // (io.ReadAll made up to twice the body in garbage, which the collector
 // paces against the live heap).
 
-// importSlot admits one import at a time into decoding and tracking;
-// others wait for it, or for their request to end.
-var importSlot = make(chan struct{}, 1)
-
-// acquireImport waits for the import slot; release frees it.
-func acquireImport(ctx context.Context) (release func(), err error) {
+// acquireImport waits for s's import slot (one import decoded and tracked
+// at a time; others wait for it, or for their request to end); release
+// frees it.
+func (s *Server) acquireImport(ctx context.Context) (release func(), err error) {
 	select {
-	case importSlot <- struct{}{}:
-		return func() { <-importSlot }, nil
+	case s.imports <- struct{}{}:
+		return func() { <-s.imports }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
