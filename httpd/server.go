@@ -127,7 +127,7 @@ type Server struct {
 	// imports admits one import of events at a time into decoding and
 	// tracking (importmem.go); a Server's own, so servers sharing a
 	// process do not wait for each other.
-	imports chan struct{}
+	imports   chan struct{}
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
