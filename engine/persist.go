@@ -888,10 +888,11 @@ const (
 )
 
 // budgetBytes is what Options.MemoryBudget bounds: the resident closed
-// days, the visitor state, and the idempotency keys (which are never
-// evicted: they make room by the others' eviction).
+// days and rollups, the visitor state, the realtime slots (capped, not
+// evicted: realtime.go) and the idempotency keys (never evicted: they make
+// room by the others' eviction).
 func (e *Engine) budgetBytes() int64 {
-	return e.counters.resident.Load() + e.counters.state.Load() + e.counters.keys.Load()
+	return e.counters.resident.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
 }
 
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
@@ -1005,6 +1006,7 @@ type Metrics struct {
 	ResidentBytes int64                 // bytes of resident closed days
 	StateBytes    int64                 // bytes of resident visitor state
 	KeyBytes      int64                 // bytes of the idempotency keys (TrackOnce), counted in MemoryBudget
+	RealtimeBytes int64                 // bytes of the realtime visitor slots (in MemoryBudget)
 	Evicted       uint64                // days and visitor state evicted since Open
 	Overflow      uint64                // values counted as "(other)" (Options.MaxValues) since Open
 	Snapshots     uint64                // snapshots written since Open
@@ -1038,6 +1040,7 @@ func (e *Engine) Metrics() Metrics {
 		ResidentBytes: e.counters.resident.Load(),
 		StateBytes:    e.counters.state.Load(),
 		KeyBytes:      e.counters.keys.Load(),
+		RealtimeBytes: e.counters.realtime.Load(),
 		Evicted:       e.counters.evicted.Load(),
 		Overflow:      e.counters.overflow.Load(),
 		Snapshots:     e.counters.snapshots.Load(),

@@ -627,28 +627,26 @@ func (o Owner) Realtime(ctx context.Context, website uint32) (Realtime, error) {
 	}
 	defer done()
 	now := e.now().UnixMilli() / 60000
-	var rt Realtime
-	seen := make(map[uint64]struct{})
 	sh := e.shardOf(website)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	for i := range 30 {
-		m := now - 29 + int64(i)
-		if m < 0 {
-			continue
-		}
-		slot := &s.state.rt.slots[m%30]
-		if slot.minute != m {
-			continue
-		}
-		rt.Pageviews[i] = uint64(slot.pageviews)
-		if i >= 25 {
-			for _, h := range slot.visitors {
-				seen[h] = struct{}{}
-			}
+	rt, over := s.state.rt.read(now)
+	sh.mu.Unlock()
+	if over {
+		// A minute of more visitors than its slot keeps: count them
+		// from the rows (realtime.go).
+		n, err := e.realtimeVisitors(ctx, s, now)
+		var qe *QueryError
+		switch {
+		case errors.As(err, &qe):
+			// A day too large to read under the memory budget: the
+			// slots' count, a lower bound (README, "Limits").
+			e.opts.Logger.Warn("realtime visitors from the slots only", "website", website, "err", err)
+		case err != nil:
+			return Realtime{}, err
+		default:
+			rt.Visitors = n
 		}
 	}
-	rt.Visitors = len(seen)
 	return rt, nil
 }
 

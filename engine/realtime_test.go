@@ -54,3 +54,66 @@ func TestRealtimeRebuildOverWholeLimit(t *testing.T) {
 		t.Errorf("realtime after a rebuild that could not read the rows: %+v, want what it had, %+v", rt, want)
 	}
 }
+
+// TestRealtimeFloodBoundedAndExact (issue #38 row 9, SPEC §13: the
+// realtime window is counted in the budget and capped): a flood of new
+// visitors in the last minutes keeps the realtime slots under a fixed
+// size (visible in Metrics.RealtimeBytes), and Realtime still answers
+// exactly: the visitors of the last 5 minutes and the pageviews of each
+// of the last 30, computed here from what was sent. A minute of 70,000
+// visitors passes any slot (before, a slot kept 65,536 keys, undercounted
+// beyond, and the 30 slots of a website held up to 15.7 MB outside the
+// budget).
+func TestRealtimeFloodBoundedAndExact(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }})
+	defer e.Close()
+	ctx := context.Background()
+	// minute (0: now's, 1: the one before, …) → visitors, with repeats:
+	// every visitor of a minute views two pages.
+	sizes := map[int]int{0: 70_000, 2: 3_000, 4: 500, 6: 2_000, 20: 10}
+	var want Realtime
+	seen := make(map[string]bool)
+	var hits []Hit
+	for ago, n := range sizes {
+		at := now.Truncate(time.Minute).Add(-time.Duration(ago) * time.Minute)
+		for i := range n {
+			// Visitors of minutes 0 and 2 overlap by half: counted once.
+			v := fmt.Sprintf("m%d-%d", ago, i)
+			if ago == 2 && i%2 == 0 {
+				v = fmt.Sprintf("m0-%d", i)
+			}
+			for _, p := range []string{"/a", "/b"} {
+				hits = append(hits, hardHit(site, at.Add(time.Duration(i%50)*time.Second), v, "https://hard.example"+p))
+			}
+			if ago < 5 {
+				seen[v] = true
+			}
+		}
+		want.Pageviews[29-ago] = uint64(2 * n)
+	}
+	want.Visitors = len(seen)
+	for len(hits) > 0 {
+		k := min(len(hits), 10_000)
+		if res, err := e.Track(ctx, hits[:k]...); err != nil || res.Accepted != k {
+			t.Fatalf("track: %+v, %v", res, err)
+		}
+		hits = hits[k:]
+	}
+	rt, err := e.Unscoped().Realtime(ctx, site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt != want {
+		t.Errorf("realtime after the flood:\n got %+v\nwant %+v", rt, want)
+	}
+	// 5 minutes of at most rtSlotKeys keys: a bound that does not grow
+	// with the flood.
+	if got, bound := e.Metrics().RealtimeBytes, int64(5*rtSlotKeys*8*5/4); got <= 0 || got > bound {
+		t.Errorf("Metrics().RealtimeBytes = %d after the flood, want in (0, %d]", got, bound)
+	}
+	// Counted in the budget, given back when the website goes.
+	if got := e.budgetBytes(); got < e.Metrics().RealtimeBytes {
+		t.Errorf("budgetBytes %d < RealtimeBytes %d: realtime not counted in MemoryBudget", got, e.Metrics().RealtimeBytes)
+	}
+}

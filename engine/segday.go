@@ -440,7 +440,10 @@ var (
 
 func zstdEncoder() *zstd.Encoder {
 	zOnce.Do(func() {
-		zEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+		zEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true),
+			// A 1 MiB window, not the level's 8 MiB: the encoder keeps its
+			// history for good (issue #38 row 7).
+			zstd.WithWindowSize(1<<20))
 	})
 	return zEnc
 }

@@ -140,7 +140,7 @@ func (e *Engine) releaseLocked(st *siteState) {
 		e.counters.resident.Add(-int64(m.size))
 	}
 	st.rollups = make(map[rollKey]*rollEntry)
-	st.rt = realtime{}
+	e.counters.realtime.Add(-st.rt.reset())
 }
 
 // appliedLocked records that the log record seq was applied. The meta
@@ -241,7 +241,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
-	st.rt.add(r.ms, rtKey(r.period, id))
+	e.counters.realtime.Add(st.rt.add(r.ms, rtKey(r.period, id)))
 }
 
 // addLocked counts one more of value in dim of day d, under the limit of
@@ -323,36 +323,6 @@ func (e *Engine) residentPeriodLocked(st *siteState, first buckets.Date, p *peri
 	e.setSizeLocked(p)
 }
 
-// realtime keeps the pageviews and visitors of the last 30 minutes, a slot a
-// minute.
-type realtime struct {
-	slots [30]rtSlot
-}
-
-type rtSlot struct {
-	minute    int64 // Unix minute
-	pageviews uint32
-	visitors  []uint64 // visitor keys (rtKey), possibly repeated
-}
-
-func (rt *realtime) add(ms int64, key uint64) {
-	m := ms / 60000
-	if m < 0 {
-		return
-	}
-	s := &rt.slots[m%30]
-	if s.minute != m {
-		if s.minute > m {
-			return // older than the window
-		}
-		*s = rtSlot{minute: m, visitors: s.visitors[:0]}
-	}
-	s.pageviews++
-	if len(s.visitors) < 1<<16 && (len(s.visitors) == 0 || s.visitors[len(s.visitors)-1] != key) {
-		s.visitors = append(s.visitors, key)
-	}
-}
-
 // counters are the engine's running totals, for metrics.
 type counters struct {
 	tracked    atomic.Uint64
@@ -360,6 +330,7 @@ type counters struct {
 	resident   atomic.Int64  // bytes of frozen resident days
 	state      atomic.Int64  // bytes of resident visitor state (periods)
 	keys       atomic.Int64  // bytes of the idempotency keys (idemTable.bytes)
+	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.go)
 	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
 	tick       atomic.Int64  // LRU clock
 	snapshots  atomic.Uint64

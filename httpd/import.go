@@ -63,7 +63,12 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		writeJSON(w, http.StatusOK, dataBody{Data: importResult(res), Status: http.StatusOK})
 		return nil
 	}
-	body, err := io.ReadAll(r.Body)
+	release, err := s.acquireImport(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	body, err := readImportBody(r, maxImportBody)
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,7 @@ type engineCollector struct {
 	tracked, dropped, resident, snapDur, snaps *prometheus.Desc
 	evicted, websites, state, overflow         *prometheus.Desc
 	keyBytes                                   *prometheus.Desc
+	realtime                                   *prometheus.Desc
 	openSeg                                    *prometheus.Desc
 	// cluster mode (engine.Metrics.Cluster)
 	applied, pending, lag, pubs, pubTime, pubErrs, regConfl, followErrs *prometheus.Desc
@@ -131,6 +132,7 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 		websites:    prometheus.NewDesc("webstats_websites", "Websites registered.", nil, nil),
 		state:       prometheus.NewDesc("webstats_visitor_state_bytes", "Bytes of resident visitor state (salt periods).", nil, nil),
 		keyBytes:    prometheus.NewDesc("webstats_key_bytes", "Bytes of the import idempotency keys held (counted in the memory budget).", nil, nil),
+		realtime:    prometheus.NewDesc("webstats_realtime_bytes", "Bytes of the realtime visitor slots (counted in -memory-budget).", nil, nil),
 		overflow:    prometheus.NewDesc("webstats_values_overflow_total", "Values counted as \"(other)\" because a day held -max-values distinct values of a dimension.", nil, nil),
 		openSeg:     prometheus.NewDesc("webstats_segments_open_bytes", "Bytes of the segments rows of open days (a row per hit and per visit of today).", nil, nil),
 		partsHeld:   prometheus.NewDesc("webstats_cluster_partitions_held", "Cluster mode with -partitions: partitions whose websites this node holds.", nil, nil),
@@ -148,7 +150,7 @@ func newEngineCollector(e *engine.Engine) *engineCollector {
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.keyBytes, c.overflow, c.openSeg,
+	for _, d := range []*prometheus.Desc{c.tracked, c.dropped, c.resident, c.snapDur, c.snaps, c.evicted, c.websites, c.state, c.keyBytes, c.realtime, c.overflow, c.openSeg,
 		c.applied, c.pending, c.lag, c.pubs, c.pubTime, c.pubErrs, c.regConfl, c.followErrs, c.partsHeld, c.partsTarget} {
 		ch <- d
 	}
@@ -168,6 +170,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.websites, prometheus.GaugeValue, float64(m.Websites))
 	ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(m.StateBytes))
 	ch <- prometheus.MustNewConstMetric(c.keyBytes, prometheus.GaugeValue, float64(m.KeyBytes))
+	ch <- prometheus.MustNewConstMetric(c.realtime, prometheus.GaugeValue, float64(m.RealtimeBytes))
 	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(m.Overflow))
 	ch <- prometheus.MustNewConstMetric(c.openSeg, prometheus.GaugeValue, float64(m.OpenSegmentBytes))
 	if cm := m.Cluster; cm != nil {

@@ -124,6 +124,10 @@ type Server struct {
 	// plUploads holds the one export upload read, parsed and stored at a
 	// time (imports.go): each may hold its zip and rows in memory.
 	plUploads chan struct{}
+	// imports admits one import of events at a time into decoding and
+	// tracking (importmem.go); a Server's own, so servers sharing a
+	// process do not wait for each other.
+	imports   chan struct{}
 	publicURL string // Options.PublicURL without a trailing '/'; "" when none
 
 	proxies   []netip.Prefix // Options.TrustedProxies or the defaults
@@ -170,7 +174,7 @@ func New(e *engine.Engine, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpd: %w", err)
 	}
-	s := &Server{e: e, id: id, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1)}
+	s := &Server{e: e, id: id, opts: o, log: o.Logger, now: o.Now, proxies: o.TrustedProxies, plUploads: make(chan struct{}, 1), imports: make(chan struct{}, 1)}
 	if s.proxies == nil {
 		s.proxies, _ = ParseProxies(DefaultTrustedProxies)
 	}
