@@ -33,13 +33,18 @@ func CheckImport(body []byte, now time.Time) error {
 // ImportResult is what an import counted.
 type ImportResult struct {
 	Accepted int
+	Repeated bool           // the key's first import's result: nothing counted now
 	Dropped  map[string]int // by reason: bot, excluded_ip, ...
 }
 
 // Import counts an import body under website as POST /websites/{id}/events
 // does (SPEC §3.4): every line checked first, then tracked in time order,
-// atomically. For the command line's import into a data directory.
-func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, now time.Time) (ImportResult, error) {
+// atomically. For the command line's import into a data directory. A
+// non-empty key is the request's Idempotency-Key (engine.TrackOnce): a body
+// whose key was counted in the last engine.KeyTTL counts nothing again, so
+// a chunk counted by a run killed before it saved its state is not counted
+// twice by the next run.
+func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, key string, now time.Time) (ImportResult, error) {
 	if _, err := e.Unscoped().Website(ctx, website); err != nil {
 		return ImportResult{}, err
 	}
@@ -48,11 +53,16 @@ func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, 
 		return ImportResult{}, importErr(err)
 	}
 	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
-	res, err := e.Track(ctx, hits...)
+	var res engine.TrackResult
+	if key != "" {
+		res, err = e.TrackOnce(ctx, key, hits...)
+	} else {
+		res, err = e.Track(ctx, hits...)
+	}
 	if err != nil {
 		return ImportResult{}, err
 	}
-	out := ImportResult{Accepted: res.Accepted, Dropped: make(map[string]int)}
+	out := ImportResult{Accepted: res.Accepted, Repeated: res.Repeated, Dropped: make(map[string]int)}
 	for _, d := range importResult(res).Dropped {
 		out.Dropped[d.reason] = d.n
 	}
