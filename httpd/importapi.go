@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webstats/webstats/engine"
@@ -75,4 +77,31 @@ func importErr(err error) error {
 		return &ImportError{Fields: fe}
 	}
 	return err
+}
+
+// checkLines is pages.Options.CheckLines: the index of the first bad line
+// of body and why (-1 when every line is good).
+func (s *Server) checkLines(body []byte) (int, string, error) {
+	err := CheckImport(body, s.now())
+	var ie *ImportError
+	if !errors.As(err, &ie) {
+		return -1, "", err
+	}
+	f := ie.Fields[0]
+	rest, ok := strings.CutPrefix(f.Field, "events.")
+	if !ok {
+		return 0, f.Field + ": " + f.Msg, nil
+	}
+	num, field, _ := strings.Cut(rest, ".")
+	i, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, f.Field + ": " + f.Msg, nil
+	}
+	return i, field + ": " + strings.ReplaceAll(f.Msg, "events."+num+".", ""), nil
+}
+
+// importLines is pages.Options.ImportLines.
+func (s *Server) importLines(ctx context.Context, website uint32, body []byte, key string) (int, error) {
+	res, err := Import(ctx, s.e, website, body, key, s.now())
+	return res.Accepted, err
 }
