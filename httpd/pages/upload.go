@@ -123,7 +123,13 @@ func (p *Pages) importUpload(w http.ResponseWriter, r *http.Request, s *siteRequ
 		return fail("Choose a file to import (at most " + strconv.Itoa(maxUploadFiles) + ").")
 	}
 	if format == "plausible" {
-		return p.importZip(w, r, s, files[0], fail)
+		// Under the one slot too: a zip and its rows are in memory.
+		if !p.upload.claim(s.web.ID, format, p.now()) {
+			return fail("Another import is under way on this server: try again when it has finished.")
+		}
+		err := p.importZip(w, r, s, files[0], fail)
+		p.upload.finish(err)
+		return err
 	}
 	if format != "goatcounter" && format != "umami" && format != "ndjson" {
 		return fail("Choose the file's format.")
