@@ -141,8 +141,9 @@ func (p *Pages) importUpload(w http.ResponseWriter, r *http.Request, s *siteRequ
 		return fail("Another import is under way on this server: try again when it has finished.")
 	}
 	paths, err := saveUploads(files)
+	var stem string
 	if err == nil {
-		err = p.upload.checkAll(format, paths)
+		stem, err = p.upload.checkAll(format, paths)
 	}
 	if err != nil {
 		removeAll(paths)
@@ -153,7 +154,7 @@ func (p *Pages) importUpload(w http.ResponseWriter, r *http.Request, s *siteRequ
 		}
 		return err
 	}
-	go p.upload.run(context.WithoutCancel(r.Context()), s.web.ID, format, paths)
+	go p.upload.run(context.WithoutCancel(r.Context()), s.web.ID, format, paths, stem)
 	http.Redirect(w, r, s.base()+"/import", http.StatusSeeOther)
 	return nil
 }
@@ -215,10 +216,13 @@ func (u *uploader) finish(err error) {
 // checkAll checks every line of the files with the import endpoint's
 // checks and counts them; the first bad one is an *uploadError naming
 // its file and line.
-func (u *uploader) checkAll(format string, paths []upload) error {
+func (u *uploader) checkAll(format string, paths []upload) (stem string, err error) {
 	lines := 0
-	err := eachChunk(format, paths, func(body []byte, where []at) error {
+	h := sha256.New()
+	h.Write([]byte(format + "\n"))
+	err = eachChunk(format, paths, func(body []byte, where []at) error {
 		lines += len(where)
+		h.Write(body)
 		bad, msg, err := u.check(body)
 		if err != nil {
 			return err
@@ -229,25 +233,23 @@ func (u *uploader) checkAll(format string, paths []upload) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if lines == 0 {
-		return &uploadError{"The file has no lines to import."}
+		return "", &uploadError{"The file has no lines to import."}
 	}
 	u.mu.Lock()
 	u.job.Lines = lines
 	u.mu.Unlock()
-	return nil
+	return "web-" + hex.EncodeToString(h.Sum(nil))[:32] + "-", nil
 }
 
-// run counts the checked files chunk by chunk, each with a key made of
-// the content's digest and the chunk's number, and removes them.
-func (u *uploader) run(ctx context.Context, website uint32, format string, paths []upload) {
+// run counts the checked files chunk by chunk, each with the key stem
+// (the content's digest, from checkAll) and the chunk's number, and
+// removes them. The same file uploaded again within engine.KeyTTL counts
+// nothing again.
+func (u *uploader) run(ctx context.Context, website uint32, format string, paths []upload, stem string) {
 	defer removeAll(paths)
-	h := sha256.New()
-	h.Write([]byte(format + "\n"))
-	_ = eachChunk(format, paths, func(body []byte, _ []at) error { h.Write(body); return nil })
-	stem := "web-" + hex.EncodeToString(h.Sum(nil))[:32] + "-"
 	i := 0
 	err := eachChunk(format, paths, func(body []byte, where []at) error {
 		n, err := u.count(ctx, website, body, stem+strconv.Itoa(i))
