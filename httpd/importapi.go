@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webstats/webstats/engine"
@@ -33,13 +35,18 @@ func CheckImport(body []byte, now time.Time) error {
 // ImportResult is what an import counted.
 type ImportResult struct {
 	Accepted int
+	Repeated bool           // the key's first import's result: nothing counted now
 	Dropped  map[string]int // by reason: bot, excluded_ip, ...
 }
 
 // Import counts an import body under website as POST /websites/{id}/events
 // does (SPEC §3.4): every line checked first, then tracked in time order,
-// atomically. For the command line's import into a data directory.
-func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, now time.Time) (ImportResult, error) {
+// atomically. For the command line's import into a data directory. A
+// non-empty key is the request's Idempotency-Key (engine.TrackOnce): a body
+// whose key was counted in the last engine.KeyTTL counts nothing again, so
+// a chunk counted by a run killed before it saved its state is not counted
+// twice by the next run.
+func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, key string, now time.Time) (ImportResult, error) {
 	if _, err := e.Unscoped().Website(ctx, website); err != nil {
 		return ImportResult{}, err
 	}
@@ -48,11 +55,16 @@ func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, 
 		return ImportResult{}, importErr(err)
 	}
 	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
-	res, err := e.Track(ctx, hits...)
+	var res engine.TrackResult
+	if key != "" {
+		res, err = e.TrackOnce(ctx, key, hits...)
+	} else {
+		res, err = e.Track(ctx, hits...)
+	}
 	if err != nil {
 		return ImportResult{}, err
 	}
-	out := ImportResult{Accepted: res.Accepted, Dropped: make(map[string]int)}
+	out := ImportResult{Accepted: res.Accepted, Repeated: res.Repeated, Dropped: make(map[string]int)}
 	for _, d := range importResult(res).Dropped {
 		out.Dropped[d.reason] = d.n
 	}
@@ -65,4 +77,31 @@ func importErr(err error) error {
 		return &ImportError{Fields: fe}
 	}
 	return err
+}
+
+// checkLines is pages.Options.CheckLines: the index of the first bad line
+// of body and why (-1 when every line is good).
+func (s *Server) checkLines(body []byte) (int, string, error) {
+	err := CheckImport(body, s.now())
+	var ie *ImportError
+	if !errors.As(err, &ie) {
+		return -1, "", err
+	}
+	f := ie.Fields[0]
+	rest, ok := strings.CutPrefix(f.Field, "events.")
+	if !ok {
+		return 0, f.Field + ": " + f.Msg, nil
+	}
+	num, field, _ := strings.Cut(rest, ".")
+	i, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, f.Field + ": " + f.Msg, nil
+	}
+	return i, field + ": " + strings.ReplaceAll(f.Msg, "events."+num+".", ""), nil
+}
+
+// importLines is pages.Options.ImportLines.
+func (s *Server) importLines(ctx context.Context, website uint32, body []byte, key string) (int, error) {
+	res, err := Import(ctx, s.e, website, body, key, s.now())
+	return res.Accepted, err
 }

@@ -213,7 +213,7 @@ func (p *Pages) checkPost(r *http.Request) error {
 	if err := p.cop.Check(r); err != nil {
 		return errCSRF
 	}
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		return badRequest("The form could not be read.")
 	}
 	c, err := r.Cookie(csrfCookie)

@@ -59,6 +59,13 @@ type Options struct {
 	// SendMail sends a plain-text email (password reset links). Default
 	// nil: no email; password reset then says to ask an administrator.
 	SendMail func(ctx context.Context, to, subject, text string) error
+	// CheckLines and ImportLines are the import endpoint's (SPEC §3.4) for
+	// the "Import data" page (upload.go): CheckLines checks a body of
+	// import lines and returns the 0-based index of the first bad line
+	// and why (-1 when all are good); ImportLines counts one with its
+	// Idempotency-Key. Default nil: the page imports Plausible zips only.
+	CheckLines  func(body []byte) (bad int, msg string, err error)
+	ImportLines func(ctx context.Context, website uint32, body []byte, key string) (accepted int, err error)
 	// PublicURL is the base URL of links in emails and invitations
 	// ("https://stats.example.org"), never taken from a request's Host
 	// header. Default "": no reset emails, and invitation links are
@@ -112,6 +119,8 @@ type Pages struct {
 	views    chan struct{}
 	viewWait time.Duration
 
+	upload uploader // the "Import data" page's one import at a time (upload.go)
+
 	tmpl   map[string]*template.Template // by file name, each with the layout
 	assets map[string]*asset             // by path under /assets/
 	css    string                        // URL of the style sheet, with its hash
@@ -162,6 +171,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
 		base:        o.BaseURL,
+		upload:      uploader{check: o.CheckLines, count: o.ImportLines},
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),

@@ -71,7 +71,9 @@ func (p *Pages) registerSites(r *httprouter.Router) {
 	r.GET("/websites/:id/goals", p.handle(p.siteHandler(p.goalsPage)))
 	r.POST("/websites/:id/goals", p.handleLimit(maxGoalForm, p.siteHandler(p.addGoal)))
 	r.POST("/websites/:id/goals/:goal/delete", p.handle(p.siteHandler(p.deleteGoal)))
-	r.GET("/websites/:id/export", p.handle(p.siteHandler(p.exportDownload))) // export.go
+	r.GET("/websites/:id/export", p.handle(p.siteHandler(p.exportDownload)))                // export.go
+	r.GET("/websites/:id/import", p.handle(p.siteHandler(p.importPage)))                    // upload.go
+	r.POST("/websites/:id/import", p.handleLimit(maxUpload, p.siteHandler(p.importUpload))) // upload.go
 }
 
 // zone is a time zone of the website forms' list (zones.go).

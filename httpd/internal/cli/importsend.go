@@ -104,7 +104,7 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 	)
 	accepted, idx := 0, 0
 	st.Done = done
-	err = s.chunks0(func(body []byte, where []at) error {
+	err = s.readAhead(ctx, func(body []byte, where []at) error {
 		i := idx
 		idx++
 		if i < done {
@@ -130,4 +130,42 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 	}
 	fmt.Fprintf(log, "imported %d lines in %d chunks: %d counted (the others dropped as bots or excluded addresses)\n", s.lines, s.chunks-done, accepted)
 	return nil
+}
+
+// readAhead is chunks0 with the next chunk read and encoded while fn
+// counts the current one: the chunks still reach fn one at a time and in
+// order (the import applies each request in time order, and a chunk sent
+// before the one before it was counted could split visits), but reading
+// the files no longer waits for the server.
+func (s *source) readAhead(ctx context.Context, fn func(body []byte, where []at) error) error {
+	type chunk struct {
+		body  []byte
+		where []at
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan chunk, 1)
+	read := make(chan error, 1)
+	go func() {
+		defer close(next)
+		read <- s.chunks0(func(body []byte, where []at) error {
+			c := chunk{append([]byte(nil), body...), append([]at(nil), where...)}
+			select {
+			case next <- c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	for c := range next {
+		if err := fn(c.body, c.where); err != nil {
+			cancel()
+			for range next { // let the reader end
+			}
+			<-read
+			return err
+		}
+	}
+	return <-read
 }

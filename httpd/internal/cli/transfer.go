@@ -240,12 +240,13 @@ func (l *lineCounter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// sendChunk counts one chunk of import lines: offline through the import
-// endpoint's own checks (httpd.Import), or POSTed with its Idempotency-Key,
+// sendChunk counts one chunk of import lines with its Idempotency-Key:
+// offline through the import endpoint's own checks and the engine's
+// TrackOnce (httpd.Import), or POSTed,
 // retried on a network error, 429 or 503 with the same key.
 func (t *target) sendChunk(ctx context.Context, body []byte, key string) (int, error) {
 	if t.e != nil {
-		res, err := httpd.Import(ctx, t.e, t.website, body, time.Now())
+		res, err := httpd.Import(ctx, t.e, t.website, body, key, time.Now())
 		return res.Accepted, err
 	}
 	path := "/api/v1/websites/" + strconv.FormatUint(uint64(t.website), 10) + "/events"

