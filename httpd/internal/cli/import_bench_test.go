@@ -70,7 +70,11 @@ func BenchmarkImportGoatCounter300k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv := httptest.NewServer(httpd.New(e, &httpd.Options{RateLimit: -1}))
+		h, err := httpd.New(e, &httpd.Options{RateLimit: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
 		defer srv.Close()
 		i := 0
 		for b.Loop() {
