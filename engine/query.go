@@ -660,3 +660,8 @@ func (o Owner) Today(ctx context.Context, website uint32) (Date, error) {
 	}
 	return buckets.DateFromTime(o.e.now().In(s.cfg.Load().loc)), nil
 }
+
+// Cities reports whether the engine locates cities: Options.GeoIP names a
+// City (or Enterprise) .mmdb. Without one, visit:city, visit:region and
+// their names are empty on every visit (SPEC §10.2).
+func (e *Engine) Cities() bool { return e.geo.Cities() }

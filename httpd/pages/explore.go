@@ -294,8 +294,9 @@ func addLink(vs viewState, base string, dr dateRange, kv ...string) string {
 type cardTab struct {
 	Key   string
 	Label string
-	// Stat is the engine's statistic that answers the cardTab unfiltered ("":
-	// always a query).
+	// Stat names the statistic whose full table (/stats/:domain/<Stat>)
+	// the tab heads ("": none). A tab without a query (segOnly) is that
+	// statistic of the day buckets, shown unfiltered only.
 	Stat string
 	seg  segTable
 }
@@ -383,48 +384,22 @@ var cards = []card{
 	{"event", []cardTab{{"events", "Events", "event", only(seg("Event", "Events", "events", "event", "event:name"), "is_not")}}},
 }
 
-// segOnly reports a cardTab a filtered view cannot show: a statistic that only
-// the day buckets keep (continents, languages, resolutions).
+// segOnly reports a cardTab without a query: a statistic that only the day
+// buckets keep (continents, languages, resolutions), or the properties
+// card without a property.
 func (t cardTab) segOnly() bool { return t.seg.Metric == "" }
 
-// statLink returns the filters a click on a row of statistic name with
-// value v adds (pairs of key and value), or nil when no dimension of the
-// segments matches it. Pages and landing pages are filtered by their path
-// (the query string is left out, as in event:page).
-func statLink(name, v string) []string {
-	path, _, _ := strings.Cut(v, "?")
-	switch name {
-	case "page":
-		return []string{"page", path}
-	case "landing_page":
-		return []string{"entry_page", path}
-	case "referrer":
-		if v == "" {
-			return []string{"source", "Direct / None"}
-		}
-		return []string{"referrer_host", v}
-	case "campaign":
-		if v != "" {
-			return []string{"utm_campaign", v}
-		}
-	case "country":
-		if code, _, ok := strings.Cut(v, ":"); ok && code != "" {
-			return []string{"country", code}
-		}
-	case "browser", "os":
-		if v != "" {
-			return []string{name, v}
-		}
-	case "device":
-		if v != "" {
-			return []string{"device", strings.ToUpper(v[:1]) + v[1:]}
-		}
-	case "event":
-		if n, _, _ := strings.Cut(v, ":"); n != "" {
-			return []string{"event", n}
+// statSeg returns the query of the full-table page of statistic name: the
+// first tab of the card it heads; ok=false for a statistic that Query
+// cannot answer (continents, languages, resolutions, the hourly and daily
+// series), whose page the day buckets answer.
+func statSeg(name string) (segTable, bool) {
+	for _, c := range cards {
+		if t := c.Tabs[0]; t.Stat == name && !t.segOnly() {
+			return t.seg, true
 		}
 	}
-	return nil
+	return segTable{}, false
 }
 
 // sessionTotals are the totals only the segments answer.
@@ -456,6 +431,37 @@ func pageFiltered(fs []filter) bool {
 	return slices.ContainsFunc(fs, func(f filter) bool { return f.Dim.Key == "page" })
 }
 
+// viewTotals answers the totals of a range with fs through Query:
+// visitors, visits, pageviews and custom events, and the session metrics.
+// Unfiltered, the counts are a query of their own, which Query answers
+// from the day buckets when they answer it identically, so that a range
+// too large for the session metrics (sessionTotals.TooLarge) still shows
+// them.
+func (p *Pages) viewTotals(ctx context.Context, id uint32, r dateRange, fs []filter) (engine.Totals, sessionTotals, error) {
+	if len(fs) > 0 {
+		return p.segTotals(ctx, id, r.From, r.To, fs)
+	}
+	res, err := p.query(ctx, id, engine.Query{
+		Metrics:   []string{"visitors", "visits", "pageviews", "events"},
+		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
+	})
+	if err != nil {
+		return engine.Totals{}, sessionTotals{}, err
+	}
+	t := totalsOf(res.Results[0].Metrics)
+	st, err := p.sessionOnly(ctx, id, r)
+	return t, st, err
+}
+
+// totalsOf reads the metrics visitors, visits, pageviews and events (in
+// that order) of a query's row as the overview's totals: Events are the
+// custom events, the query's events less its pageviews.
+func totalsOf(m []any) engine.Totals {
+	t := engine.Totals{Visitors: metricUint(m[0]), Visits: metricUint(m[1]), Pageviews: metricUint(m[2])}
+	t.Events = metricUint(m[3]) - min(metricUint(m[3]), t.Pageviews)
+	return t
+}
+
 // segTotals answers the totals of a range from the segments: visitors,
 // visits, pageviews, custom events, and the session metrics.
 func (p *Pages) segTotals(ctx context.Context, id uint32, from, to engine.Date, fs []filter) (engine.Totals, sessionTotals, error) {
@@ -473,8 +479,7 @@ func (p *Pages) segTotals(ctx context.Context, id uint32, from, to engine.Date, 
 		return engine.Totals{}, sessionTotals{}, err
 	}
 	m := res.Results[0].Metrics
-	t := engine.Totals{Visitors: metricUint(m[0]), Visits: metricUint(m[1]), Pageviews: metricUint(m[2])}
-	t.Events = metricUint(m[3]) - min(metricUint(m[3]), t.Pageviews)
+	t := totalsOf(m)
 	st := sessionTotals{BounceRate: metricFloat(m[4]), VisitDuration: metricFloat(m[5]), ViewsPerVisit: -1}
 	if vpv {
 		st.ViewsPerVisit = metricFloat(m[6])
@@ -505,20 +510,32 @@ func tooLarge(err error) bool {
 // segTop answers a table from the segments: its first n rows over dr with
 // fs, and the number of rows.
 func (p *Pages) segTop(ctx context.Context, id uint32, dr dateRange, fs []filter, st segTable, n int, goals bool) ([]engine.QueryRow, int, error) {
+	q := st.query(dr, fs)
+	q.Pagination = engine.Pagination{Limit: n}
+	if goals {
+		q.Metrics = append(q.Metrics, "conversion_rate")
+	}
+	return p.segRowsOf(ctx, id, q)
+}
+
+// query returns the Query of st over dr with fs: its metric by its
+// dimensions, with the total of rows.
+func (st segTable) query(dr dateRange, fs []filter) engine.Query {
 	q := engine.Query{
 		Metrics:    []string{st.Metric},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
 		Dimensions: st.Dims,
 		Filters:    engineFilters(fs),
 		Include:    engine.Include{TotalRows: true},
-		Pagination: engine.Pagination{Limit: n},
-	}
-	if goals {
-		q.Metrics = append(q.Metrics, "conversion_rate")
 	}
 	if st.Only != nil {
 		q.Filters = append(q.Filters, *st.Only)
 	}
+	return q
+}
+
+// segRowsOf runs q and returns its rows and meta.total_rows.
+func (p *Pages) segRowsOf(ctx context.Context, id uint32, q engine.Query) ([]engine.QueryRow, int, error) {
 	res, err := p.query(ctx, id, q)
 	if err != nil {
 		return nil, 0, err

@@ -118,8 +118,11 @@ func chartUnit(dr dateRange, asked string) string {
 
 // overviewData runs the overview's queries, concurrently: the totals of the
 // range and of the one compared with, the chart's series, and each card's
-// table. Without filters the day buckets answer what they keep (totals,
-// the chart, the tables with a statistic); the segments answer the rest.
+// table. Every number is Query's answer to the same question, filtered or
+// not (SPEC §10.2 "one truth"): Query answers from the day buckets what
+// they answer identically. Only continents, languages and resolutions,
+// which Query has no dimension for, come from the day buckets' statistics,
+// and only unfiltered.
 func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs viewState) (*overviewData, error) {
 	id := v.web.ID
 	filtered := len(vs.Filters) > 0
@@ -140,17 +143,8 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 			if r.From < firstQueryDay {
 				return nil // a comparison before year 0: no data
 			}
-			if filtered {
-				var err error
-				*t, *st, err = p.segTotals(ctx, id, r.From, r.To, vs.Filters)
-				return err
-			}
 			var err error
-			*t, err = p.e.Unscoped().Totals(ctx, id, r.From, r.To)
-			if err != nil {
-				return err
-			}
-			*st, err = p.sessionOnly(ctx, id, r)
+			*t, *st, err = p.viewTotals(ctx, id, r, vs.Filters)
 			return err
 		}
 	}
@@ -259,35 +253,50 @@ func floatChange(cur, prev float64, curVisits, prevVisits uint64) change {
 	return changeOf(uint64(cur*scale+0.5), uint64(prev*scale+0.5))
 }
 
-// cardAnswer is a card's current tab answered: by the day buckets (stat)
-// or by the segments (seg), with the rows in all.
+// cardAnswer is a card's current tab answered: by Query (seg), or by the
+// day buckets (stat) for a statistic Query has no dimension for, with the
+// rows in all; or a note saying why there is no table.
 type cardAnswer struct {
 	tab   cardTab
 	stat  *engine.Page
 	seg   []engine.QueryRow
 	total int
+	note  string
 }
 
-// answerCard answers the current tab of c with its first n rows: from the
-// day buckets when the view has no filters and a statistic keeps the tab,
-// else from the segments; nothing for a tab the segments cannot answer.
-// The referrers of the day buckets come with groupRowsFor(v) rows at
-// least, for the groups.
+// Notes of cards without a table.
+const (
+	noteNotKept   = "Not kept per visit, so not available with filters."
+	noteChooseKey = "Choose a property to see its values."
+	noteNoCities  = "Cities and regions need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
+	noteTooLarge  = "Not shown: a day of this range is larger than one query may read under the server's memory budget."
+)
+
+// answerCard answers the current tab of c with its first n rows through
+// Query; a statistic Query has no dimension for (continents, languages,
+// resolutions) from the day buckets when the view has no filters, else a
+// note.
 func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewState, c card, n int) (cardAnswer, error) {
 	a := cardAnswer{tab: vs.tab(c)}
 	switch {
-	case a.tab.Stat != "" && len(vs.Filters) == 0:
-		sq := engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n}
-		if a.tab.Stat == "referrer" {
-			sq.PerPage = max(n, groupRowsFor(v))
-		}
-		pg, err := p.e.Unscoped().Stat(ctx, sq)
+	case c.Key == "props" && a.tab.segOnly():
+		a.note = noteChooseKey
+	case a.tab.segOnly() && len(vs.Filters) > 0:
+		a.note = noteNotKept
+	case a.tab.segOnly():
+		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n})
 		if err != nil {
 			return a, err
 		}
 		a.stat, a.total = &pg, pg.Total
-	case !a.tab.segOnly():
+	case (c.Key == "city" || a.tab.Key == "regions") && !p.e.Cities():
+		a.note = noteNoCities
+	default:
 		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
+		if tooLarge(err) {
+			a.note = noteTooLarge
+			return a, nil
+		}
 		if err != nil {
 			return a, err
 		}
@@ -304,7 +313,7 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		return cardView{}, err
 	}
 	cur := a.tab
-	cv := cardView{Key: c.Key}
+	cv := cardView{Key: c.Key, Note: a.note}
 	if len(c.Tabs) > 1 {
 		for _, t := range c.Tabs {
 			x := vs
@@ -321,32 +330,19 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		cv.Prop = &propForm{Action: v.base(), Value: vs.Prop, Hidden: hiddenOf(vs.values(dr), "prop")}
 	}
 	tt := topTable{table: table{Name: c.Key, Title: cur.Label, Column: cur.seg.Column, Counts: cur.seg.Counts}, Total: a.total}
-	switch {
-	case a.stat != nil:
-		t, _ := tableOf(cur.Stat)
+	if t, ok := tableOf(cur.Stat); ok && len(vs.Filters) == 0 {
+		// The statistic's full table (unfiltered: its page has no filters).
 		tt.Column, tt.Counts = t.Column, t.Counts
 		tt.Href = v.base() + "/" + t.Name
 		if rq := dr.Query().Encode(); rq != "" {
 			tt.Href += "?" + rq
 		}
-		rows := a.stat.Rows
-		if t.Name == "referrer" {
-			tt.Groups = groupRows(referrerGroups(rows), rows)
-		}
-		rows = rows[:min(10, len(rows))]
-		tt.Rows = rowsOf(t.Name, rows)
-		for i, r := range rows {
-			if kv := statLink(t.Name, r.Value); kv != nil {
-				tt.Rows[i].Href = addLink(vs, v.base(), dr, kv...)
-			}
-		}
-	case cur.segOnly():
-		if c.Key == "props" {
-			cv.Note = "Choose a property to see its values."
-		} else {
-			cv.Note = "Not kept per visit, so not available with filters."
-		}
-	default:
+	}
+	switch {
+	case a.stat != nil:
+		rows := a.stat.Rows[:min(10, len(a.stat.Rows))]
+		tt.Rows = rowsOf(cur.Stat, rows)
+	case a.note == "":
 		tt.Rows = segRows(a.seg, cur.seg, vs, v.base(), dr)
 		tt.Rate = cur.seg.Goals
 	}
@@ -383,13 +379,8 @@ func segRows(rows []engine.QueryRow, st segTable, vs viewState, base string, dr 
 	return out
 }
 
-// seriesOf returns the chart's buckets over dr in unit: from the day
-// buckets for an unfiltered view in hours of one day, days or months, else
-// from the segments.
+// seriesOf returns the chart's buckets over dr in unit, through Query.
 func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit string, fs []filter) ([]bucket, error) {
-	if len(fs) == 0 && (unit == "day" || unit == "month" || unit == "hour" && dr.Days() == 1) {
-		return p.series(ctx, id, dr, unit)
-	}
 	res, err := p.query(ctx, id, engine.Query{
 		Metrics:    []string{"visitors", "pageviews"},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
@@ -424,7 +415,9 @@ func bucketOf(unit, label string) bucket {
 	}
 	switch unit {
 	case "hour":
-		return bucket{Label: t.Format("15:00"), Title: t.Format("Mon 2 Jan 15:00–15:59")}
+		// Not Format("15:59"): its "5" is the seconds.
+		h := t.Format("15")
+		return bucket{Label: h + ":00", Title: t.Format("Mon 2 Jan 2006 ") + h + ":00–" + h + ":59"}
 	case "week":
 		return bucket{Label: t.Format("2 Jan"), Title: "Week of " + t.Format("Mon 2 Jan 2006")}
 	case "month":
@@ -552,8 +545,8 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 		return nil // the header is sent: the zip is cut short
 	}
 	for i, a := range answers {
-		if a.stat == nil && a.seg == nil && a.total == 0 {
-			continue // a tab the segments cannot answer
+		if a.note != "" {
+			continue // no table: props without a key, no cities, ...
 		}
 		name := cs[i].Key + "-" + a.tab.Key + ".csv"
 		rows = rows[:0]

@@ -89,13 +89,13 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		return nil, fmt.Errorf("report: compose: %s does not start a %s period", first, p)
 	}
 	last, prevFirst := p.last(first), p.prev(first)
-	cur, err := e.Unscoped().Totals(ctx, w.ID, first, last)
+	cur, err := totals(ctx, e, w.ID, first, last)
 	if err != nil {
-		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
+		return nil, err
 	}
-	prev, err := e.Unscoped().Totals(ctx, w.ID, prevFirst, first-1)
+	prev, err := totals(ctx, e, w.ID, prevFirst, first-1)
 	if err != nil {
-		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
+		return nil, err
 	}
 	d := &reportData{
 		Title:     p.title() + " statistics for " + w.Domain,
@@ -118,23 +118,10 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 	} else {
 		d.APIURL = "https://YOUR-WEBSTATS-SERVER/api/v1/websites/" + strconv.FormatUint(uint64(w.ID), 10)
 	}
-	for _, spec := range []struct {
-		stat, title, header, unit, empty string
-		show                             func(string) string
-	}{
-		{"page", "Top pages", "Page", "pageviews", "No pageviews.", showPage},
-		{"referrer", "Top referrers", "Referrer", "visits", "No visits.", showReferrer},
-		{"country", "Top countries", "Country", "visitors", "No visitors.", showCountry},
-	} {
-		pg, err := e.Unscoped().Stat(ctx, engine.StatQuery{Website: w.ID, Name: spec.stat, From: first, To: last, SortBy: "count", PerPage: topN})
+	for _, spec := range tableSpecs {
+		t, err := topTable(ctx, e, w.ID, first, last, spec)
 		if err != nil {
-			return nil, fmt.Errorf("report: %s of website %d: %w", spec.stat, w.ID, err)
-		}
-		t := table{Title: spec.title, Header: spec.header, Unit: spec.unit, Empty: spec.empty}
-		for _, r := range pg.Rows {
-			c := formatCount(r.Count)
-			t.Rows = append(t.Rows, row{Value: spec.show(r.Value), Count: c})
-			t.CountWidth = max(t.CountWidth, utf8.RuneCountInString(c))
+			return nil, err
 		}
 		d.Tables = append(d.Tables, t)
 	}
@@ -163,6 +150,70 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		Text:      text.String(),
 		HTML:      html.String(),
 	}, nil
+}
+
+// The figures of a report are the Stats API's answers to the same
+// questions (SPEC §10.2 "one truth"): the statistics pages show the same
+// numbers for the same range.
+
+// totals answers the visitors, pageviews and visits of a range through
+// Query.
+func totals(ctx context.Context, e *engine.Engine, website uint32, from, to engine.Date) (engine.Totals, error) {
+	res, err := e.Unscoped().Query(ctx, website, engine.Query{
+		Metrics:   []string{"visitors", "pageviews", "visits"},
+		DateRange: engine.DateRange{FromDay: from, ToDay: to},
+	})
+	if err != nil {
+		return engine.Totals{}, fmt.Errorf("report: totals of website %d: %w", website, err)
+	}
+	m := res.Results[0].Metrics
+	return engine.Totals{Visitors: count(m[0]), Pageviews: count(m[1]), Visits: count(m[2])}, nil
+}
+
+// tableSpec is a top table of a report: the metric of a Query by a
+// dimension, as the statistics pages' card of the same title asks it.
+type tableSpec struct {
+	dim, metric, title, header, empty string
+	only                              *engine.Filter // restricts the hits counted
+	show                              func(string) string
+}
+
+var tableSpecs = []tableSpec{
+	{"event:page", "pageviews", "Top pages", "Page", "No pageviews.",
+		&engine.Filter{Op: "is", Dimension: "event:name", Clauses: []string{"pageview"}}, showPage},
+	{"visit:source", "visits", "Top sources", "Source", "No visits.", nil, showValue},
+	{"visit:country_name", "visitors", "Top countries", "Country", "No visitors.", nil, showValue},
+}
+
+// topTable answers the first topN rows of spec over a range.
+func topTable(ctx context.Context, e *engine.Engine, website uint32, from, to engine.Date, spec tableSpec) (table, error) {
+	q := engine.Query{
+		Metrics:    []string{spec.metric},
+		DateRange:  engine.DateRange{FromDay: from, ToDay: to},
+		Dimensions: []string{spec.dim},
+		Pagination: engine.Pagination{Limit: topN},
+	}
+	if spec.only != nil {
+		q.Filters = []engine.Filter{*spec.only}
+	}
+	res, err := e.Unscoped().Query(ctx, website, q)
+	if err != nil {
+		return table{}, fmt.Errorf("report: %s of website %d: %w", spec.dim, website, err)
+	}
+	t := table{Title: spec.title, Header: spec.header, Unit: spec.metric, Empty: spec.empty}
+	for _, r := range res.Results {
+		v, _ := r.Dimensions[0].(string)
+		c := formatCount(count(r.Metrics[0]))
+		t.Rows = append(t.Rows, row{Value: spec.show(v), Count: c})
+		t.CountWidth = max(t.CountWidth, utf8.RuneCountInString(c))
+	}
+	return t, nil
+}
+
+// count reads a count metric of a query row.
+func count(v any) uint64 {
+	n, _ := v.(int64)
+	return uint64(max(n, 0))
 }
 
 // messageID returns the stable Message-ID of a website's report of a period:
@@ -229,20 +280,11 @@ func showPage(v string) string {
 	return v
 }
 
-func showReferrer(v string) string {
+// showValue shows a value as the statistics pages do: "(none)" for the
+// blank one the query has no label for (an unknown country).
+func showValue(v string) string {
 	if v == "" {
-		return "Direct / none"
-	}
-	return clean(v)
-}
-
-// showCountry shows "US:United States" as "United States".
-func showCountry(v string) string {
-	if _, name, ok := strings.Cut(v, ":"); ok && name != "" {
-		return clean(name)
-	}
-	if v == "" {
-		return "Unknown"
+		return "(none)"
 	}
 	return clean(v)
 }
