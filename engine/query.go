@@ -507,9 +507,10 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 			return errReadStopped
 		}
 		d, err := decodeDay(data, withSeg)
-		if err == nil && withSeg {
+		if err == nil && withSeg && chunks(e.wholeEstimate(d.seg), e.wholeLimit) == 1 {
 			// A day read for queries is made whole: its sealed parts
-			// with it.
+			// with it; one too large for that stays as stored, and
+			// scanSegs reads it in chunks (segstream.go).
 			d.seg, err = d.seg.whole(parts, e.parts)
 		}
 		if err != nil {
