@@ -3,7 +3,6 @@ package pages
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -407,9 +406,6 @@ type sessionTotals struct {
 	BounceRate    float64 // percent
 	VisitDuration float64 // seconds
 	ViewsPerVisit float64 // -1: not answerable with these filters
-	// TooLarge: the range holds a day larger than one query may read
-	// under the memory budget; the session totals are not shown.
-	TooLarge bool
 }
 
 // metricFloat reads a metric of a result row as a float.
@@ -431,26 +427,75 @@ func pageFiltered(fs []filter) bool {
 	return slices.ContainsFunc(fs, func(f filter) bool { return f.Dim.Key == "page" })
 }
 
-// viewTotals answers the totals of a range with fs through Query:
-// visitors, visits, pageviews and custom events, and the session metrics.
-// Unfiltered, the counts are a query of their own, which Query answers
-// from the day buckets when they answer it identically, so that a range
-// too large for the session metrics (sessionTotals.TooLarge) still shows
-// them.
-func (p *Pages) viewTotals(ctx context.Context, id uint32, r dateRange, fs []filter) (engine.Totals, sessionTotals, error) {
-	if len(fs) > 0 {
-		return p.segTotals(ctx, id, r.From, r.To, fs)
+// batch collects queries of one view for one QueryBatch: the engine
+// reads each day of their ranges once for all of them (a dozen cards of
+// the overview, each a query of the same range).
+type batch struct {
+	qs  []engine.Query
+	res []engine.QueryResult
+	err error
+	ran bool
+}
+
+// add adds q to b; the function it returns gives q's answer once b ran.
+func (b *batch) add(q engine.Query) func() (engine.QueryResult, error) {
+	i := len(b.qs)
+	b.qs = append(b.qs, q)
+	return func() (engine.QueryResult, error) {
+		switch {
+		case b.err != nil:
+			return engine.QueryResult{}, b.err
+		case !b.ran:
+			return engine.QueryResult{}, errors.New("pages: a batch's answer read before it ran")
+		}
+		return b.res[i], nil
 	}
-	res, err := p.query(ctx, id, engine.Query{
-		Metrics:   []string{"visitors", "visits", "pageviews", "events"},
+}
+
+// run answers the batches of website id, each with one QueryBatch, at
+// once; the engine's query errors are bad requests.
+func (p *Pages) run(ctx context.Context, id uint32, bs ...*batch) error {
+	var fns []func() error
+	for _, b := range bs {
+		if len(b.qs) == 0 {
+			b.ran = true
+			continue
+		}
+		fns = append(fns, func() error {
+			res, err := p.e.Unscoped().QueryBatch(ctx, id, b.qs)
+			b.res, b.err, b.ran = res, queryError(err), true
+			return b.err
+		})
+	}
+	return parallel(fns...)
+}
+
+// viewTotals adds the totals of a range with fs to b: visitors, visits,
+// pageviews, custom events, and the session metrics, one query.
+func viewTotals(b *batch, r dateRange, fs []filter) func() (engine.Totals, sessionTotals, error) {
+	q := engine.Query{
+		Metrics:   []string{"visitors", "visits", "pageviews", "events", "bounce_rate", "visit_duration"},
 		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
-	})
-	if err != nil {
-		return engine.Totals{}, sessionTotals{}, err
+		Filters:   engineFilters(fs),
 	}
-	t := totalsOf(res.Results[0].Metrics)
-	st, err := p.sessionOnly(ctx, id, r)
-	return t, st, err
+	vpv := !pageFiltered(fs)
+	if vpv {
+		q.Metrics = append(q.Metrics, "views_per_visit")
+	}
+	answer := b.add(q)
+	return func() (engine.Totals, sessionTotals, error) {
+		res, err := answer()
+		if err != nil {
+			return engine.Totals{}, sessionTotals{}, err
+		}
+		m := res.Results[0].Metrics
+		t := totalsOf(m)
+		st := sessionTotals{BounceRate: metricFloat(m[4]), VisitDuration: metricFloat(m[5]), ViewsPerVisit: -1}
+		if vpv {
+			st.ViewsPerVisit = metricFloat(m[6])
+		}
+		return t, st, nil
+	}
 }
 
 // totalsOf reads the metrics visitors, visits, pageviews and events (in
@@ -462,60 +507,37 @@ func totalsOf(m []any) engine.Totals {
 	return t
 }
 
-// segTotals answers the totals of a range from the segments: visitors,
-// visits, pageviews, custom events, and the session metrics.
-func (p *Pages) segTotals(ctx context.Context, id uint32, from, to engine.Date, fs []filter) (engine.Totals, sessionTotals, error) {
-	q := engine.Query{
-		Metrics:   []string{"visitors", "visits", "pageviews", "events", "bounce_rate", "visit_duration"},
-		DateRange: engine.DateRange{FromDay: from, ToDay: to},
-		Filters:   engineFilters(fs),
-	}
-	vpv := !pageFiltered(fs)
-	if vpv {
-		q.Metrics = append(q.Metrics, "views_per_visit")
-	}
-	res, err := p.query(ctx, id, q)
-	if err != nil {
-		return engine.Totals{}, sessionTotals{}, err
-	}
-	m := res.Results[0].Metrics
-	t := totalsOf(m)
-	st := sessionTotals{BounceRate: metricFloat(m[4]), VisitDuration: metricFloat(m[5]), ViewsPerVisit: -1}
-	if vpv {
-		st.ViewsPerVisit = metricFloat(m[6])
-	}
-	return t, st, nil
-}
-
 // query runs q, with the engine's query errors as a bad request.
 func (p *Pages) query(ctx context.Context, id uint32, q engine.Query) (engine.QueryResult, error) {
 	res, err := p.e.Unscoped().Query(ctx, id, q)
-	var qe *engine.QueryError
-	switch {
-	case errors.As(err, &qe) && qe.Limit == "MemoryBudget":
-		return res, &httpError{http.StatusServiceUnavailable, qe.Msg}
-	case errors.As(err, &qe):
-		return res, badRequest("%s", qe.Msg)
+	return res, queryError(err)
+}
+
+// queryError returns the engine's query errors as a bad request, others
+// as they are.
+func queryError(err error) error {
+	if qe := (*engine.QueryError)(nil); errors.As(err, &qe) {
+		return badRequest("%s", qe.Msg)
 	}
-	return res, err
+	return err
 }
 
-// tooLarge reports the error of a query that would read a day larger
-// than the memory budget lets one query read.
-func tooLarge(err error) bool {
-	var he *httpError
-	return errors.As(err, &he) && he.status == http.StatusServiceUnavailable
-}
-
-// segTop answers a table from the segments: its first n rows over dr with
-// fs, and the number of rows.
-func (p *Pages) segTop(ctx context.Context, id uint32, dr dateRange, fs []filter, st segTable, n int, goals bool) ([]engine.QueryRow, int, error) {
+// segTop adds a table to b: its first n rows over dr with fs; the
+// function it returns gives them and the number of rows.
+func segTop(b *batch, dr dateRange, fs []filter, st segTable, n int, goals bool) func() ([]engine.QueryRow, int, error) {
 	q := st.query(dr, fs)
 	q.Pagination = engine.Pagination{Limit: n}
 	if goals {
 		q.Metrics = append(q.Metrics, "conversion_rate")
 	}
-	return p.segRowsOf(ctx, id, q)
+	answer := b.add(q)
+	return func() ([]engine.QueryRow, int, error) {
+		res, err := answer()
+		if err != nil {
+			return nil, 0, err
+		}
+		return rowsAndTotal(res)
+	}
 }
 
 // query returns the Query of st over dr with fs: its metric by its
@@ -540,6 +562,11 @@ func (p *Pages) segRowsOf(ctx context.Context, id uint32, q engine.Query) ([]eng
 	if err != nil {
 		return nil, 0, err
 	}
+	return rowsAndTotal(res)
+}
+
+// rowsAndTotal returns the rows of res and its meta.total_rows.
+func rowsAndTotal(res engine.QueryResult) ([]engine.QueryRow, int, error) {
 	total := 0
 	if res.Meta.TotalRows != nil {
 		total = *res.Meta.TotalRows

@@ -16,24 +16,22 @@ import (
 
 // overviewData is the data of overview.html.
 type overviewData struct {
-	Domain   string
-	Base     string
-	Range    rangeBar
-	Period   string // the comparison range's label
-	CmpName  string // "previous period" or "same period last year"
-	Chips    []chip
-	ClearAll string // the address without filters; "" when there are none
-	Totals   []total
-	Session  []sessionTotal
-	// SessionNote says why Session is empty.
-	SessionNote string
-	Chart       *chart
-	Intervals   []link
-	Compares    []link
-	Cards       []cardView
-	Realtime    string
-	Export      string
-	Owner       bool
+	Domain    string
+	Base      string
+	Range     rangeBar
+	Period    string // the comparison range's label
+	CmpName   string // "previous period" or "same period last year"
+	Chips     []chip
+	ClearAll  string // the address without filters; "" when there are none
+	Totals    []total
+	Session   []sessionTotal
+	Chart     *chart
+	Intervals []link
+	Compares  []link
+	Cards     []cardView
+	Realtime  string
+	Export    string
+	Owner     bool
 }
 
 // link is a link of a choice (cardTab, interval, comparison): Current marks
@@ -116,13 +114,15 @@ func chartUnit(dr dateRange, asked string) string {
 	return "day"
 }
 
-// overviewData runs the overview's queries, concurrently: the totals of the
-// range and of the one compared with, the chart's series, and each card's
-// table. Every number is Query's answer to the same question, filtered or
-// not (SPEC §10.2 "one truth"): Query answers from the day buckets what
-// they answer identically. Only continents, languages and resolutions,
-// which Query has no dimension for, come from the day buckets' statistics,
-// and only unfiltered.
+// overviewData runs the overview's queries: the totals of the range and
+// of the one compared with, the chart's series, and each card's table,
+// in one QueryBatch (two when the range compared with is not next to the
+// range), so that the engine reads each day once for all of them. Every
+// number is Query's answer to the same question, filtered or not (SPEC
+// §10.2 "one truth"): Query answers from the day buckets what they answer
+// identically. Only continents, languages and resolutions, which Query has
+// no dimension for, come from the day buckets' statistics, and only
+// unfiltered.
 func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs viewState) (*overviewData, error) {
 	id := v.web.ID
 	filtered := len(vs.Filters) > 0
@@ -135,35 +135,58 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		return nil, err
 	}
 	unit := chartUnit(dr, vs.Interval)
-	var cur, prev engine.Totals
-	var sess, sessPrev sessionTotals
-	var series, cmpSeries []bucket
-	totals := func(r dateRange, t *engine.Totals, st *sessionTotals) func() error {
-		return func() error {
-			if r.From < firstQueryDay {
-				return nil // a comparison before year 0: no data
-			}
-			var err error
-			*t, *st, err = p.viewTotals(ctx, id, r, vs.Filters)
-			return err
-		}
+	cur, prev := new(batch), new(batch)
+	if cmp.To+1 == dr.From {
+		prev = cur // next to each other: one read of the days
 	}
-	fns := []func() error{
-		totals(dr, &cur, &sess),
-		totals(cmp, &prev, &sessPrev),
-		func() (err error) { series, err = p.seriesOf(ctx, id, dr, unit, vs.Filters); return err },
+	curTotals := viewTotals(cur, dr, vs.Filters)
+	prevTotals := func() (engine.Totals, sessionTotals, error) { return engine.Totals{}, sessionTotals{}, nil }
+	if cmp.From >= firstQueryDay { // else a comparison before year 0: no data
+		prevTotals = viewTotals(prev, cmp, vs.Filters)
 	}
+	series := seriesOf(cur, dr, unit, vs.Filters)
+	cmpSeries := func() ([]bucket, error) { return nil, nil }
 	if vs.Compare != "" && cmp.From >= firstQueryDay {
-		fns = append(fns, func() (err error) { cmpSeries, err = p.seriesOf(ctx, id, cmp, unit, vs.Filters); return err })
+		cmpSeries = seriesOf(prev, cmp, unit, vs.Filters)
 	}
 	cs := cardsFor(goals, vs)
-	views := make([]cardView, len(cs))
+	answers := make([]func() (cardAnswer, error), len(cs))
 	for i, c := range cs {
-		fns = append(fns, func() (err error) { views[i], err = p.cardOf(ctx, v, dr, vs, c); return err })
+		answers[i] = p.answerCard(ctx, cur, v, dr, vs, c, 10)
 	}
-	if err := parallel(fns...); err != nil {
+	if err := p.run(ctx, id, cur, prev); err != nil {
 		return nil, err
 	}
+	views := make([]cardView, len(cs))
+	for i, c := range cs {
+		a, err := answers[i]()
+		if err != nil {
+			return nil, err
+		}
+		views[i] = p.cardOf(v, dr, vs, c, a)
+	}
+	curT, sess, err := curTotals()
+	if err != nil {
+		return nil, err
+	}
+	prevT, sessPrev, err := prevTotals()
+	if err != nil {
+		return nil, err
+	}
+	curS, err := series()
+	if err != nil {
+		return nil, err
+	}
+	cmpS, err := cmpSeries()
+	if err != nil {
+		return nil, err
+	}
+	return p.overviewOf(v, dr, vs, views, curS, cmpS, unit, cmp, cmpName, filtered, curT, prevT, sess, sessPrev), nil
+}
+
+// overviewOf puts the overview's answers together.
+func (p *Pages) overviewOf(v *visit, dr dateRange, vs viewState, views []cardView, series, cmpSeries []bucket, unit string,
+	cmp dateRange, cmpName string, filtered bool, cur, prev engine.Totals, sess, sessPrev sessionTotals) *overviewData {
 	d := &overviewData{
 		Domain: v.web.Domain, Base: v.base(), Cards: views, Chart: newChart(series, cmpSeries, unit),
 		Realtime: v.base() + "/realtime", Owner: v.owner, Period: cmp.Label(), CmpName: cmpName,
@@ -200,10 +223,6 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
 		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
 	}
-	if sess.TooLarge {
-		d.SessionNote = "Bounce rate, visit duration and views per visit are not shown: a day of this range is larger than one query may read under the server's memory budget."
-		return d, nil
-	}
 	d.Session = []sessionTotal{
 		{Label: "Bounce rate", Value: formatRate(sess.BounceRate) + "%", Prev: formatRate(sessPrev.BounceRate) + "%",
 			Change: pointsChange(sess.BounceRate, sessPrev.BounceRate, cur.Visits, prev.Visits)},
@@ -214,24 +233,7 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		d.Session = append(d.Session, sessionTotal{Label: "Views per visit", Value: formatRate(sess.ViewsPerVisit), Prev: formatRate(sessPrev.ViewsPerVisit),
 			Change: floatChange(sess.ViewsPerVisit, sessPrev.ViewsPerVisit, cur.Visits, prev.Visits)})
 	}
-	return d, nil
-}
-
-// sessionOnly answers the session metrics of an unfiltered range.
-func (p *Pages) sessionOnly(ctx context.Context, id uint32, r dateRange) (sessionTotals, error) {
-	res, err := p.query(ctx, id, engine.Query{
-		Metrics:   []string{"bounce_rate", "visit_duration", "views_per_visit"},
-		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
-	})
-	if tooLarge(err) {
-		// The unfiltered overview still shows what the day buckets keep.
-		return sessionTotals{TooLarge: true}, nil
-	}
-	if err != nil {
-		return sessionTotals{}, err
-	}
-	m := res.Results[0].Metrics
-	return sessionTotals{BounceRate: metricFloat(m[0]), VisitDuration: metricFloat(m[1]), ViewsPerVisit: metricFloat(m[2])}, nil
+	return d
 }
 
 // pointsChange is the change of a percentage, in percentage points; no
@@ -269,14 +271,14 @@ const (
 	noteNotKept   = "Not kept per visit, so not available with filters."
 	noteChooseKey = "Choose a property to see its values."
 	noteNoCities  = "Cities and regions need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
-	noteTooLarge  = "Not shown: a day of this range is larger than one query may read under the server's memory budget."
 )
 
-// answerCard answers the current tab of c with its first n rows through
-// Query; a statistic Query has no dimension for (continents, languages,
-// resolutions) from the day buckets when the view has no filters, else a
-// note.
-func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewState, c card, n int) (cardAnswer, error) {
+// answerCard adds the current tab of c with its first n rows to b (a
+// Query); a statistic Query has no dimension for (continents, languages,
+// resolutions) is answered from the day buckets when the view has no
+// filters, else a note. The function it returns gives the answer once b
+// ran.
+func (p *Pages) answerCard(ctx context.Context, b *batch, v *visit, dr dateRange, vs viewState, c card, n int) func() (cardAnswer, error) {
 	a := cardAnswer{tab: vs.tab(c)}
 	switch {
 	case c.Key == "props" && a.tab.segOnly():
@@ -284,34 +286,30 @@ func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewS
 	case a.tab.segOnly() && len(vs.Filters) > 0:
 		a.note = noteNotKept
 	case a.tab.segOnly():
-		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n})
-		if err != nil {
-			return a, err
+		return func() (cardAnswer, error) {
+			pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n})
+			if err != nil {
+				return a, err
+			}
+			a.stat, a.total = &pg, pg.Total
+			return a, nil
 		}
-		a.stat, a.total = &pg, pg.Total
 	case (c.Key == "city" || a.tab.Key == "regions") && !p.e.Cities():
 		a.note = noteNoCities
 	default:
-		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
-		if tooLarge(err) {
-			a.note = noteTooLarge
-			return a, nil
-		}
-		if err != nil {
+		top := segTop(b, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
+		return func() (cardAnswer, error) {
+			var err error
+			a.seg, a.total, err = top()
 			return a, err
 		}
-		a.seg, a.total = rows, total
 	}
-	return a, nil
+	return func() (cardAnswer, error) { return a, nil }
 }
 
-// cardOf answers one card as the overview shows it: the current tab's top
-// 10, the tabs, and the links that filter by a row.
-func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState, c card) (cardView, error) {
-	a, err := p.answerCard(ctx, v, dr, vs, c, 10)
-	if err != nil {
-		return cardView{}, err
-	}
+// cardOf shows one card's answer as the overview shows it: the current
+// tab's top 10, the tabs, and the links that filter by a row.
+func (p *Pages) cardOf(v *visit, dr dateRange, vs viewState, c card, a cardAnswer) cardView {
 	cur := a.tab
 	cv := cardView{Key: c.Key, Note: a.note}
 	if len(c.Tabs) > 1 {
@@ -347,7 +345,7 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		tt.Rate = cur.seg.Goals
 	}
 	cv.Table = tt
-	return cv, nil
+	return cv
 }
 
 // segRows turns query rows into table rows with bars relative to the
@@ -379,18 +377,28 @@ func segRows(rows []engine.QueryRow, st segTable, vs viewState, base string, dr 
 	return out
 }
 
-// seriesOf returns the chart's buckets over dr in unit, through Query.
-func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit string, fs []filter) ([]bucket, error) {
-	res, err := p.query(ctx, id, engine.Query{
+// seriesOf adds the chart's buckets over dr in unit to b (a Query); the
+// function it returns gives them once b ran.
+func seriesOf(b *batch, dr dateRange, unit string, fs []filter) func() ([]bucket, error) {
+	answer := b.add(engine.Query{
 		Metrics:    []string{"visitors", "pageviews"},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
 		Dimensions: []string{"time:" + unit},
 		Filters:    engineFilters(fs),
 		Include:    engine.Include{TimeLabels: true},
 	})
-	if err != nil {
-		return nil, err
+	return func() ([]bucket, error) {
+		res, err := answer()
+		if err != nil {
+			return nil, err
+		}
+		return seriesBuckets(res, unit), nil
 	}
+}
+
+// seriesBuckets returns the buckets of a series' answer, one per time
+// label.
+func seriesBuckets(res engine.QueryResult, unit string) []bucket {
 	byLabel := make(map[string]engine.QueryRow, len(res.Results))
 	for _, r := range res.Results {
 		byLabel[dimString(r.Dimensions[0])] = r
@@ -403,7 +411,7 @@ func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit stri
 		}
 		bs = append(bs, b)
 	}
-	return bs, nil
+	return bs
 }
 
 // bucketOf names the bucket of a time label ("2026-11-02",
@@ -473,13 +481,19 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 		return err
 	}
 	cs := cardsFor(goals, vs)
-	answers := make([]cardAnswer, len(cs))
-	var fns []func() error
+	b := new(batch)
+	answerOf := make([]func() (cardAnswer, error), len(cs))
 	for i, c := range cs {
-		fns = append(fns, func() (err error) { answers[i], err = p.answerCard(ctx, v, dr, vs, c, zipRows(v)); return err })
+		answerOf[i] = p.answerCard(ctx, b, v, dr, vs, c, zipRows(v))
 	}
-	if err := parallel(fns...); err != nil {
+	if err := p.run(ctx, v.web.ID, b); err != nil {
 		return err
+	}
+	answers := make([]cardAnswer, len(cs))
+	for i, answer := range answerOf {
+		if answers[i], err = answer(); err != nil {
+			return err
+		}
 	}
 	// Everything is answered: a slow reader of the zip must not hold the
 	// slot.

@@ -89,14 +89,16 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		return nil, fmt.Errorf("report: compose: %s does not start a %s period", first, p)
 	}
 	last, prevFirst := p.last(first), p.prev(first)
-	cur, err := totals(ctx, e, w.ID, first, last)
-	if err != nil {
-		return nil, err
+	// One batch: the engine reads each day of both periods once.
+	qs := []engine.Query{totalsQuery(first, last), totalsQuery(prevFirst, first-1)}
+	for _, spec := range tableSpecs {
+		qs = append(qs, spec.query(first, last))
 	}
-	prev, err := totals(ctx, e, w.ID, prevFirst, first-1)
+	res, err := e.Unscoped().QueryBatch(ctx, w.ID, qs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("report: statistics of website %d: %w", w.ID, err)
 	}
+	cur, prev := totalsOf(res[0]), totalsOf(res[1])
 	d := &reportData{
 		Title:     p.title() + " statistics for " + w.Domain,
 		Domain:    w.Domain,
@@ -118,12 +120,8 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 	} else {
 		d.APIURL = "https://YOUR-WEBSTATS-SERVER/api/v1/websites/" + strconv.FormatUint(uint64(w.ID), 10)
 	}
-	for _, spec := range tableSpecs {
-		t, err := topTable(ctx, e, w.ID, first, last, spec)
-		if err != nil {
-			return nil, err
-		}
-		d.Tables = append(d.Tables, t)
+	for i, spec := range tableSpecs {
+		d.Tables = append(d.Tables, spec.table(res[2+i]))
 	}
 	for _, m := range d.Totals {
 		d.NameWidth = max(d.NameWidth, utf8.RuneCountInString(m.Name))
@@ -156,18 +154,18 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 // questions (SPEC §10.2 "one truth"): the statistics pages show the same
 // numbers for the same range.
 
-// totals answers the visitors, pageviews and visits of a range through
-// Query.
-func totals(ctx context.Context, e *engine.Engine, website uint32, from, to engine.Date) (engine.Totals, error) {
-	res, err := e.Unscoped().Query(ctx, website, engine.Query{
+// totalsQuery asks the visitors, pageviews and visits of a range.
+func totalsQuery(from, to engine.Date) engine.Query {
+	return engine.Query{
 		Metrics:   []string{"visitors", "pageviews", "visits"},
 		DateRange: engine.DateRange{FromDay: from, ToDay: to},
-	})
-	if err != nil {
-		return engine.Totals{}, fmt.Errorf("report: totals of website %d: %w", website, err)
 	}
+}
+
+// totalsOf reads totalsQuery's answer.
+func totalsOf(res engine.QueryResult) engine.Totals {
 	m := res.Results[0].Metrics
-	return engine.Totals{Visitors: count(m[0]), Pageviews: count(m[1]), Visits: count(m[2])}, nil
+	return engine.Totals{Visitors: count(m[0]), Pageviews: count(m[1]), Visits: count(m[2])}
 }
 
 // tableSpec is a top table of a report: the metric of a Query by a
@@ -185,8 +183,8 @@ var tableSpecs = []tableSpec{
 	{"visit:country_name", "visitors", "Top countries", "Country", "No visitors.", nil, showValue},
 }
 
-// topTable answers the first topN rows of spec over a range.
-func topTable(ctx context.Context, e *engine.Engine, website uint32, from, to engine.Date, spec tableSpec) (table, error) {
+// query asks the first topN rows of spec over a range.
+func (spec tableSpec) query(from, to engine.Date) engine.Query {
 	q := engine.Query{
 		Metrics:    []string{spec.metric},
 		DateRange:  engine.DateRange{FromDay: from, ToDay: to},
@@ -196,10 +194,11 @@ func topTable(ctx context.Context, e *engine.Engine, website uint32, from, to en
 	if spec.only != nil {
 		q.Filters = []engine.Filter{*spec.only}
 	}
-	res, err := e.Unscoped().Query(ctx, website, q)
-	if err != nil {
-		return table{}, fmt.Errorf("report: %s of website %d: %w", spec.dim, website, err)
-	}
+	return q
+}
+
+// table reads the answer of spec's query.
+func (spec tableSpec) table(res engine.QueryResult) table {
 	t := table{Title: spec.title, Header: spec.header, Unit: spec.metric, Empty: spec.empty}
 	for _, r := range res.Results {
 		v, _ := r.Dimensions[0].(string)
@@ -207,7 +206,7 @@ func topTable(ctx context.Context, e *engine.Engine, website uint32, from, to en
 		t.Rows = append(t.Rows, row{Value: spec.show(v), Count: c})
 		t.CountWidth = max(t.CountWidth, utf8.RuneCountInString(c))
 	}
-	return t, nil
+	return t
 }
 
 // count reads a count metric of a query row.
