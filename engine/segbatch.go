@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -113,14 +114,29 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 	var dates []buckets.Date // later's days
 	var spans [][2]int32     // the salt periods of the days scanned at once
 	var failed error
+	var others map[int32]bool // the periods of the days before the chunks
 	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segDay, locked bool) {
 		switch {
 		case sd.hits() == 0 || failed != nil:
 		case locked:
 			plo, phi := periodSpan(sd)
+			// A chunk of the only day read in chunks, all of whose visits
+			// are of a salt period no other day holds, is counted as a
+			// day of its own period: the chunks' visitors are disjoint
+			// (segstream.go), and every other day was passed before.
+			var solo map[*segDay]bool
+			if sd.lone && e.opts.SaltPeriod == SaltDay && plo == phi {
+				if others == nil {
+					others = periodsOf(later, spans)
+				}
+				if !others[plo] && !others[math.MinInt32] {
+					solo = map[*segDay]bool{sd: true}
+				}
+			}
 			spans = append(spans, [2]int32{plo, phi})
 			for i, p := range ps {
 				if date >= spansOf[i][0] && date <= spansOf[i][1] {
+					p.soloDays = solo
 					if p.scanDay(sd, date, false); p.err != nil {
 						failed = p.err
 						return
@@ -227,4 +243,34 @@ func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, da
 		}
 	}
 	return nil
+}
+
+// periodsOf returns the salt periods of the visits of days and of spans
+// (first to last period); MinInt32 among them when a span is too wide to
+// list.
+func periodsOf(days []*segDay, spans [][2]int32) map[int32]bool {
+	out := make(map[int32]bool)
+	add := func(lo, hi int32) {
+		if lo > hi {
+			return // no visits
+		}
+		if int64(hi)-int64(lo) >= 400 {
+			out[math.MinInt32] = true
+			return
+		}
+		for per := lo; per <= hi; per++ {
+			out[per] = true
+		}
+	}
+	for _, sd := range days {
+		if m := sd.memo(); m != nil {
+			add(m.periods(sd))
+		} else {
+			add(periodSpan(sd))
+		}
+	}
+	for _, sp := range spans {
+		add(sp[0], sp[1])
+	}
+	return out
 }

@@ -450,6 +450,15 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	for _, c := range cached {
 		fn(c.date, c.seg, false)
 	}
+	// Days read in chunks come last, so that a query knows every other
+	// day of its scan before the first chunk (soloChunk).
+	slices.SortStableFunc(sealed, func(a, b sealedDay) int { return cmp.Compare(min(a.chunks, 2), min(b.chunks, 2)) })
+	streamed := 0
+	for _, sd := range sealed {
+		if sd.chunks > 1 {
+			streamed++
+		}
+	}
 	installed := false
 	for _, sd := range sealed {
 		if err := ctx.Err(); err != nil {
@@ -459,7 +468,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		err := e.store.DaysWithParts(id, int32(sd.date), int32(sd.date), nil, func(_ int32, _ []byte, parts [][]byte) error {
 			found = true
 			if sd.chunks > 1 {
-				return e.streamDay(ctx, sd.date, sd.seg, parts, sd.chunks, fn)
+				return e.streamDay(ctx, sd.date, sd.seg, parts, sd.chunks, streamed == 1, fn)
 			}
 			w, err := sd.seg.whole(parts, e.parts)
 			if err != nil {
@@ -495,7 +504,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 
 // streamDay passes the n chunks of day d (with sealed parts, read from
 // parts) to fn, one at a time, locked: read at once, never kept.
-func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, parts [][]byte, n int, fn func(buckets.Date, *segDay, bool)) error {
+func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segDay, bool)) error {
 	remap := make([]uint32, int(d.offV)+d.visits())
 	for k := range n {
 		if err := ctx.Err(); err != nil {
@@ -506,6 +515,7 @@ func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, pa
 			return err
 		}
 		e.streamed.Add(1)
+		c.lone = lone
 		fn(date, c, true)
 	}
 	return nil
