@@ -100,3 +100,10 @@ func Pins(e *Engine) int {
 	}
 	return n
 }
+
+// SetDimMemo turns the memo of closed days' unfiltered breakdowns
+// (segmemodim.go) on or off, and returns what it was.
+func SetDimMemo(on bool) bool { return useDimMemo.Swap(on) }
+
+// DimMemoHits counts the days a query added from their memo's breakdown.
+func DimMemoHits() int64 { return dimMemoHits.Load() }

@@ -34,7 +34,9 @@ type dayMemo struct {
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
-	tick    uint64
+	// dims are the day's unfiltered breakdowns (segmemodim.go).
+	dims []*dimEntry
+	tick uint64
 }
 
 // memoEntry is the visits a set of filters (key) excluded: bit v of excl
@@ -57,7 +59,7 @@ var minMemoVisits = 1024
 // memoBytes is what a memo may hold for a day of nv visits and ns
 // strings, at most.
 func memoBytes(nv, ns int) int {
-	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) + dimMemoBytes(nv) // 384: the struct and its totals
 }
 
 // newDayMemo returns a memo for a day of nv visits, nil for a small day.

@@ -873,6 +873,10 @@ type plan struct {
 	// slice instead of hashing a gkey per hit.
 	dayGroup0 *group
 	dayGroup1 []*group
+	// bases are the totals of p.touched before the current day, kept
+	// while keepBases (the day's breakdown goes to its memo).
+	bases     []dayTotals
+	keepBases bool
 	// intern is the engine's table of values (scanPlan); gids the
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
@@ -1611,6 +1615,18 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		}
 	}
 	whole := p.wholeDay(sd, memo)
+	// byDim: the day's breakdown by the one dimension is its memo's, or
+	// is kept there once counted (segmemodim.go).
+	byDim := p.dimMemoable(memo, whole)
+	p.bases = p.bases[:0]
+	p.keepBases = false
+	if byDim {
+		if en := memo.dimEntryOf(p.r.Dimensions[0], p.needSess); en != nil {
+			p.addDimMemo(en)
+			return
+		}
+		p.keepBases = true
+	}
 	// plain: the day's contribution is its unfiltered totals, which its
 	// memo keeps once a query with every total has scanned it.
 	plain := memo != nil && whole && p.solo && p.filter == nil && len(p.dims) == 0 && !p.needRev && !p.needEng
@@ -1809,6 +1825,10 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		p.intern.stats.found.Add(p.gidFound)
 		p.gidFound = 0
 	}
+	if byDim {
+		p.keepDimMemo(memo, sd.visits())
+		p.keepBases = false
+	}
 	if plain && p.needSess {
 		t := &dayTotals{}
 		if g := p.groups[""]; g != nil {
@@ -1866,6 +1886,9 @@ func (p *plan) touch(g *group) {
 	if g.day != p.day {
 		g.day, g.lastV = p.day, 0
 		p.touched = append(p.touched, g)
+		if p.keepBases {
+			p.bases = append(p.bases, g.totals())
+		}
 	}
 }
 
@@ -2191,6 +2214,19 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	if g, ok := p.groups[string(b)]; ok {
 		return g
 	}
+	return p.newGroup(string(b), func(dims []any) {
+		for j, s := range p.dims {
+			if s.kind == dkCity {
+				dims[j] = int64(p.key[j])
+			} else {
+				dims[j] = p.dimString(sd, s, p.key[j])
+			}
+		}
+	})
+}
+
+// newGroup makes the group of key, its values set by fill.
+func (p *plan) newGroup(key string, fill func(dims []any)) *group {
 	if len(p.groups) >= p.groupLimit || p.shared != nil && p.shared.groups.Add(1) > 2*int64(p.groupLimit) {
 		p.err = groupsError(p.groupLimit)
 		return nil
@@ -2206,19 +2242,13 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	}
 	dims := p.dimSlab[:n:n] // never nil: an answer shows [], not null
 	p.dimSlab = p.dimSlab[n:]
-	for j, s := range p.dims {
-		if s.kind == dkCity {
-			dims[j] = int64(p.key[j])
-		} else {
-			dims[j] = p.dimString(sd, s, p.key[j])
-		}
-	}
+	fill(dims)
 	if len(p.groupSlab) == 0 {
 		p.groupSlab = make([]group, size)
 	}
 	g := &p.groupSlab[0]
 	p.groupSlab = p.groupSlab[1:]
-	*g = group{key: string(b), dims: dims, id: int32(len(p.order) + 1)}
+	*g = group{key: key, dims: dims, id: int32(len(p.order) + 1)}
 	p.groups[g.key] = g
 	p.order = append(p.order, g)
 	return g

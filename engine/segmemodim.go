@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// The unfiltered breakdowns of a closed day (issue #37, "where the day
+// buckets answer faster, they must answer the same thing"). The cards of
+// the dashboard ask, without filters, a breakdown by one dimension of
+// every day of the range; a closed day's answer to each never changes. A
+// day's memo keeps, per dimension, what scanDay added for the day to each
+// of its values' groups (the values' dayTotals), once a scan has counted
+// them; the next query of the dimension adds those instead of scanning
+// the day. Like the memo's totals (scanDay's plain), only for a day of a
+// salt period of its own (plan.solo), whose visitors add up across days
+// without a bitmap; a day of a salt period shared with another day of the
+// range is scanned.
+//
+// The memo is the day's: a day that changes (a late import, retention, a
+// hit of a day reopened) is a new segDay, without a memo (clone), so what
+// it keeps is never stale.
+//
+// Bounded: at most dimMemoKeys dimensions, and their values' totals at
+// most dimMemoBytes(nv) for a day of nv visits, counted in the day's
+// memory estimate (memoBytes); the least recently used dimension gives
+// way to a new one, and a breakdown larger than the bound is not kept.
+
+// dimMemoKeys is the most dimensions a day's memo keeps.
+const dimMemoKeys = 16
+
+// dimMemoBytes is the most a day of nv visits keeps of its breakdowns.
+func dimMemoBytes(nv int) int { return 8<<10 + 48*nv }
+
+// useDimMemo is off only in the tests that compare answers with and
+// without it (SetDimMemo in export_test.go).
+var useDimMemo atomic.Bool
+
+func init() { useDimMemo.Store(true) }
+
+// dimMemoHits counts the days a query added from their memo's breakdown
+// (for tests).
+var dimMemoHits atomic.Int64
+
+// dimValue is one value's totals for a day.
+type dimValue struct {
+	key string // the group's key (globalGroup)
+	dim any    // the group's value
+	t   dayTotals
+}
+
+// dimEntry is a day's breakdown by one dimension.
+type dimEntry struct {
+	dim   string
+	sess  bool // the session totals were counted
+	vals  []dimValue
+	bytes int
+	used  uint64
+}
+
+// dimValueBytes is the memory of one dimValue, its strings' bytes apart.
+const dimValueBytes = int(unsafe.Sizeof(dimValue{})) + 16
+
+// dimEntryOf returns the day's breakdown by dim, with its session totals
+// if sess, or nil.
+func (m *dayMemo) dimEntryOf(dim string, sess bool) *dimEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, en := range m.dims {
+		if en.dim == dim && (en.sess || !sess) {
+			m.tick++
+			en.used = m.tick
+			return en
+		}
+	}
+	return nil
+}
+
+// keepDim keeps en, in place of the dimension's older entry and of the
+// least recently used ones while the bytes are over limit.
+func (m *dayMemo) keepDim(en *dimEntry, limit int) {
+	if en.bytes > limit {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.dims[:0]
+	total := en.bytes
+	for _, o := range m.dims {
+		if o.dim != en.dim {
+			kept = append(kept, o)
+			total += o.bytes
+		}
+	}
+	for len(kept) >= dimMemoKeys || total > limit {
+		lru := 0
+		for i, o := range kept {
+			if o.used < kept[lru].used {
+				lru = i
+			}
+		}
+		total -= kept[lru].bytes
+		kept = append(kept[:lru], kept[lru+1:]...)
+	}
+	m.tick++
+	en.used = m.tick
+	clear(m.dims[len(kept):])
+	m.dims = append(kept, en)
+}
+
+// dimMemoable reports whether the current day's breakdown may come from,
+// or go to, its memo: a whole day of its own salt period, no filters, one
+// dimension whose values are the day's alone (not a time label nor a
+// goal, which depend on the query), no revenue nor engagement metric.
+func (p *plan) dimMemoable(memo *dayMemo, whole bool) bool {
+	if memo == nil || !whole || !p.solo || p.filter != nil || len(p.dims) != 1 || p.needRev || p.needEng || !useDimMemo.Load() {
+		return false
+	}
+	k := p.dims[0].kind
+	return k != dkTime && k != dkGoal
+}
+
+// addDimMemo adds the day's breakdown en to the plan's groups.
+func (p *plan) addDimMemo(en *dimEntry) {
+	for i := range en.vals {
+		v := &en.vals[i]
+		g := p.groups[v.key]
+		if g == nil {
+			if g = p.newGroup(v.key, func(dims []any) { dims[0] = v.dim }); g == nil {
+				return // p.err
+			}
+		}
+		g.addTotals(&v.t)
+	}
+	dimMemoHits.Add(1)
+}
+
+// keepDimMemo keeps in memo what the day just scanned added to the groups
+// it touched (p.touched, their totals before in p.bases).
+func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
+	en := &dimEntry{dim: p.r.Dimensions[0], sess: p.needSess, vals: make([]dimValue, 0, len(p.touched))}
+	limit := dimMemoBytes(nv)
+	for i, g := range p.touched {
+		t := g.totals()
+		t.sub(&p.bases[i])
+		en.vals = append(en.vals, dimValue{key: g.key, dim: g.dims[0], t: t})
+		en.bytes += dimValueBytes + len(g.key)
+		if s, ok := g.dims[0].(string); ok {
+			en.bytes += len(s)
+		}
+		if en.bytes > limit {
+			return
+		}
+	}
+	memo.keepDim(en, limit)
+}
