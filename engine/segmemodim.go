@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 )
@@ -44,15 +48,15 @@ var dimMemoHits atomic.Int64
 
 // dimValue is one value's totals for a day.
 type dimValue struct {
-	key string // the group's key (globalGroup)
-	dim any    // the group's value
-	t   dayTotals
+	key  string // the group's key (globalGroup)
+	dims []any  // the group's values (shared, never written)
+	t    dayTotals
 }
 
 // dimEntry is a day's breakdown by one dimension.
 type dimEntry struct {
-	dim   string
-	sess  bool // the session totals were counted
+	key   string // dimMemoKey
+	sess  bool   // the session totals were counted
 	vals  []dimValue
 	bytes int
 	used  uint64
@@ -63,11 +67,11 @@ const dimValueBytes = int(unsafe.Sizeof(dimValue{})) + 16
 
 // dimEntryOf returns the day's breakdown by dim, with its session totals
 // if sess, or nil.
-func (m *dayMemo) dimEntryOf(dim string, sess bool) *dimEntry {
+func (m *dayMemo) dimEntryOf(key string, sess bool) *dimEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, en := range m.dims {
-		if en.dim == dim && (en.sess || !sess) {
+		if en.key == key && (en.sess || !sess) {
 			m.tick++
 			en.used = m.tick
 			return en
@@ -87,7 +91,7 @@ func (m *dayMemo) keepDim(en *dimEntry, limit int) {
 	kept := m.dims[:0]
 	total := en.bytes
 	for _, o := range m.dims {
-		if o.dim != en.dim {
+		if o.key != en.key {
 			kept = append(kept, o)
 			total += o.bytes
 		}
@@ -108,16 +112,34 @@ func (m *dayMemo) keepDim(en *dimEntry, limit int) {
 	m.dims = append(kept, en)
 }
 
-// dimMemoable reports whether the current day's breakdown may come from,
-// or go to, its memo: a whole day of its own salt period, no filters, one
-// dimension whose values are the day's alone (not a time label nor a
-// goal, which depend on the query), no revenue nor engagement metric.
+// dimMemoable reports whether the current day's answer may come from, or
+// go to, its memo: a whole day of its own salt period, no revenue nor
+// engagement metric, and a key (dimMemoKey).
 func (p *plan) dimMemoable(memo *dayMemo, whole bool) bool {
-	if memo == nil || !whole || !p.solo || p.filter != nil || len(p.dims) != 1 || p.needRev || p.needEng || !useDimMemo.Load() {
+	if memo == nil || !whole || !p.solo || len(p.dims) == 0 && p.filter == nil || p.needRev || p.needEng || !useDimMemo.Load() {
 		return false
 	}
-	k := p.dims[0].kind
-	return k != dkTime && k != dkGoal
+	return p.dimMemoKey() != ""
+}
+
+// dimMemoKey returns the key of the plan's breakdowns in a day's memo:
+// its dimensions and filters, "" when the answer of a day depends on more
+// than the day (a time label, a goal, as dimension or filter) or the key
+// is longer than maxDayMemoKey.
+func (p *plan) dimMemoKey() string {
+	if p.memoDimKey != nil {
+		return *p.memoDimKey
+	}
+	key := ""
+	ok := !slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkTime || s.kind == dkGoal })
+	if f, err := json.Marshal(p.r.Filters); ok && err == nil && !bytes.Contains(f, []byte(`"event:goal"`)) {
+		key = strings.Join(p.r.Dimensions, "\x00") + "\x01" + string(f)
+	}
+	if len(key) > maxDayMemoKey {
+		key = ""
+	}
+	p.memoDimKey = &key
+	return key
 }
 
 // addDimMemo adds the day's breakdown en to the plan's groups.
@@ -126,7 +148,7 @@ func (p *plan) addDimMemo(en *dimEntry) {
 		v := &en.vals[i]
 		g := p.groups[v.key]
 		if g == nil {
-			if g = p.newGroup(v.key, func(dims []any) { dims[0] = v.dim }); g == nil {
+			if g = p.newGroup(v.key, func(dims []any) { copy(dims, v.dims) }); g == nil {
 				return // p.err
 			}
 		}
@@ -138,15 +160,18 @@ func (p *plan) addDimMemo(en *dimEntry) {
 // keepDimMemo keeps in memo what the day just scanned added to the groups
 // it touched (p.touched, their totals before in p.bases).
 func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
-	en := &dimEntry{dim: p.r.Dimensions[0], sess: p.needSess, vals: make([]dimValue, 0, len(p.touched))}
+	en := &dimEntry{key: p.dimMemoKey(), bytes: len(p.dimMemoKey()), sess: p.needSess, vals: make([]dimValue, 0, len(p.touched))}
 	limit := dimMemoBytes(nv)
 	for i, g := range p.touched {
 		t := g.totals()
 		t.sub(&p.bases[i])
-		en.vals = append(en.vals, dimValue{key: g.key, dim: g.dims[0], t: t})
+		en.vals = append(en.vals, dimValue{key: g.key, dims: g.dims, t: t})
 		en.bytes += dimValueBytes + len(g.key)
-		if s, ok := g.dims[0].(string); ok {
-			en.bytes += len(s)
+		for _, d := range g.dims {
+			en.bytes += 16
+			if s, ok := d.(string); ok {
+				en.bytes += len(s)
+			}
 		}
 		if en.bytes > limit {
 			return

@@ -30,6 +30,9 @@ func TestDimMemoEqualsScan(t *testing.T) {
 				e, site := hardEngine(t, vfs.NewMem(), Options{SaltPeriod: salt, Now: func() time.Time { return now }, QueryCache: -1})
 				defer e.Close()
 				ctx := context.Background()
+				if _, err := e.Unscoped().AddGoal(ctx, site, Goal{EventName: "Signup"}); err != nil {
+					t.Fatal(err)
+				}
 				h0 := dimMemoHits.Load()
 				for step := range 40 {
 					if _, err := e.Track(ctx, sealHits(rng, site, now, 15, 600)...); err != nil {
@@ -63,6 +66,14 @@ var dimMemoBodies = []string{
 	`"metrics":["visitors"],"dimensions":["visit:city"]`,
 	`"metrics":["events","visitors"],"dimensions":["event:name"]`,
 	`"metrics":["visitors","events"],"dimensions":["event:props:plan"]`,
+	`"metrics":["visitors"],"dimensions":["visit:country","visit:country_name"]`,
+	`"metrics":["visitors","events"],"dimensions":["event:name"],"filters":[["is_not","event:name",["pageview"]]]`,
+	`"metrics":["visitors","pageviews"],"dimensions":["event:page"],"filters":[["is","event:name",["pageview"]]]`,
+	`"metrics":["visitors","visits","bounce_rate","visit_duration"],"filters":[["is","visit:source",["Google"]]]`,
+	`"metrics":["visitors","bounce_rate"],"dimensions":["visit:source"],"filters":[["is","event:page",["/p1"]]]`,
+	`"metrics":["visitors"],"dimensions":["visit:source"],"filters":[["has_done",["is","event:name",["Signup"]]]]`,
+	`"metrics":["visitors"],"dimensions":["visit:source"],"filters":[["is","event:goal",["Signup"]]]`,
+	`"metrics":["visitors"],"dimensions":["time:day"]`,
 }
 
 // checkDimMemo compares each of dimMemoBodies, over ranges of closed and

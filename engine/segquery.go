@@ -877,6 +877,8 @@ type plan struct {
 	// while keepBases (the day's breakdown goes to its memo).
 	bases     []dayTotals
 	keepBases bool
+	// memoDimKey is dimMemoKey's answer, once asked.
+	memoDimKey *string
 	// intern is the engine's table of values (scanPlan); gids the
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
@@ -1621,7 +1623,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	p.bases = p.bases[:0]
 	p.keepBases = false
 	if byDim {
-		if en := memo.dimEntryOf(p.r.Dimensions[0], p.needSess); en != nil {
+		if en := memo.dimEntryOf(p.dimMemoKey(), p.needSess); en != nil {
 			p.addDimMemo(en)
 			return
 		}
