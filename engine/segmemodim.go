@@ -31,10 +31,10 @@ import (
 // way to a new one, and a breakdown larger than the bound is not kept.
 
 // dimMemoKeys is the most dimensions a day's memo keeps.
-const dimMemoKeys = 16
+const dimMemoKeys = 32
 
 // dimMemoBytes is the most a day of nv visits keeps of its breakdowns.
-func dimMemoBytes(nv int) int { return 8<<10 + 48*nv }
+func dimMemoBytes(nv int) int { return 16<<10 + 160*nv }
 
 // useDimMemo is off only in the tests that compare answers with and
 // without it (SetDimMemo in export_test.go).
