@@ -34,9 +34,12 @@ type dayMemo struct {
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
-	// dims are the day's unfiltered breakdowns (segmemodim.go).
-	dims []*dimEntry
-	tick uint64
+	// dims are the day's breakdowns (segmemodim.go); allOnDay says
+	// every hit is counted under the day (onDay).
+	dims      []*dimEntry
+	onDayOnce sync.Once
+	allOnDay  bool
+	tick      uint64
 }
 
 // memoEntry is the visits a set of filters (key) excluded: bit v of excl

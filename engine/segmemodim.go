@@ -116,24 +116,41 @@ func (m *dayMemo) keepDim(en *dimEntry, limit int) {
 // go to, its memo: a whole day of its own salt period, no revenue nor
 // engagement metric, and a key (dimMemoKey).
 func (p *plan) dimMemoable(memo *dayMemo, whole bool) bool {
-	if memo == nil || !whole || !p.solo || len(p.dims) == 0 && p.filter == nil || p.needRev || p.needEng || !useDimMemo.Load() {
+	if memo == nil || !whole || !p.solo || p.needRev || p.needEng || !useDimMemo.Load() {
+		return false
+	}
+	if p.dayTime() && !memo.onDay(p.sd) {
 		return false
 	}
 	return p.dimMemoKey() != ""
 }
 
+// dayTime reports whether the plan's one dimension is a time label of a
+// day or longer, found by the day a hit was counted under (keysOf): on a
+// day whose hits are all counted under it (dayMemo.onDay) the day's
+// answer is its totals under the label of the day, those of the plan
+// without the dimension.
+func (p *plan) dayTime() bool {
+	return len(p.dims) == 1 && p.dims[0].kind == dkTime && p.byDay && p.r.TimeDimension() != "time:hour"
+}
+
 // dimMemoKey returns the key of the plan's breakdowns in a day's memo:
 // its dimensions and filters, "" when the answer of a day depends on more
-// than the day (a time label, a goal, as dimension or filter) or the key
-// is longer than maxDayMemoKey.
+// than the day (a goal, as dimension or filter; a time label but dayTime)
+// or the key is longer than maxDayMemoKey. A dayTime plan's key is that
+// of its totals: no dimensions.
 func (p *plan) dimMemoKey() string {
 	if p.memoDimKey != nil {
 		return *p.memoDimKey
 	}
 	key := ""
-	ok := !slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkTime || s.kind == dkGoal })
+	dims := p.r.Dimensions
+	if p.dayTime() {
+		dims = nil
+	}
+	ok := p.dayTime() || !slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkTime || s.kind == dkGoal })
 	if f, err := json.Marshal(p.r.Filters); ok && err == nil && !bytes.Contains(f, []byte(`"event:goal"`)) {
-		key = strings.Join(p.r.Dimensions, "\x00") + "\x01" + string(f)
+		key = strings.Join(dims, "\x00") + "\x01" + string(f)
 	}
 	if len(key) > maxDayMemoKey {
 		key = ""
@@ -144,6 +161,18 @@ func (p *plan) dimMemoKey() string {
 
 // addDimMemo adds the day's breakdown en to the plan's groups.
 func (p *plan) addDimMemo(en *dimEntry) {
+	if p.dayTime() {
+		for i := range en.vals { // one at most: the day's totals
+			p.key[0] = p.dayLabel(p.date)
+			g := p.group(p.sd)
+			if g == nil {
+				return // p.err
+			}
+			g.addTotals(&en.vals[i].t)
+		}
+		dimMemoHits.Add(1)
+		return
+	}
 	for i := range en.vals {
 		v := &en.vals[i]
 		g := p.groups[v.key]
@@ -162,9 +191,16 @@ func (p *plan) addDimMemo(en *dimEntry) {
 func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
 	en := &dimEntry{key: p.dimMemoKey(), bytes: len(p.dimMemoKey()), sess: p.needSess, vals: make([]dimValue, 0, len(p.touched))}
 	limit := dimMemoBytes(nv)
+	if p.dayTime() && len(p.touched) > 1 {
+		return // never: every hit is under the day's label
+	}
 	for i, g := range p.touched {
 		t := g.totals()
 		t.sub(&p.bases[i])
+		if p.dayTime() {
+			en.vals = append(en.vals, dimValue{key: "", dims: []any{}, t: t}) // as without the dimension
+			break
+		}
 		en.vals = append(en.vals, dimValue{key: g.key, dims: g.dims, t: t})
 		en.bytes += dimValueBytes + len(g.key)
 		for _, d := range g.dims {
@@ -178,4 +214,13 @@ func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
 		}
 	}
 	memo.keepDim(en, limit)
+}
+
+// onDay reports whether every hit of sd is counted under its day (the
+// flag wholeDay tests), computed once.
+func (m *dayMemo) onDay(sd *segDay) bool {
+	m.onDayOnce.Do(func() {
+		m.allOnDay = !slices.ContainsFunc(sd.hFlags, func(f uint8) bool { return f|hfInteractive != hfDay|hfInteractive })
+	})
+	return m.allOnDay
 }

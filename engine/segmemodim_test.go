@@ -74,6 +74,10 @@ var dimMemoBodies = []string{
 	`"metrics":["visitors"],"dimensions":["visit:source"],"filters":[["has_done",["is","event:name",["Signup"]]]]`,
 	`"metrics":["visitors"],"dimensions":["visit:source"],"filters":[["is","event:goal",["Signup"]]]`,
 	`"metrics":["visitors"],"dimensions":["time:day"]`,
+	`"metrics":["visitors","visits","bounce_rate"],"dimensions":["time:week"]`,
+	`"metrics":["visitors","pageviews"],"dimensions":["time:month"],"filters":[["is","event:name",["pageview"]]]`,
+	`"metrics":["visitors","pageviews"],"dimensions":["time:hour"]`,
+	`"metrics":["visitors","visits","pageviews","events","bounce_rate","visit_duration","views_per_visit"]`,
 }
 
 // checkDimMemo compares each of dimMemoBodies, over ranges of closed and
