@@ -100,9 +100,10 @@ type Engine struct {
 	wholes *wholeCache
 	// wholeLimit bounds the rows of a day with sealed parts a segment
 	// query makes whole (a quarter of MemoryBudget, at least 64 MiB; 0,
-	// none, without a budget): a day beyond it is a *QueryError (Limit
-	// "MemoryBudget") rather than a heap the size of the day.
+	// none, without a budget): a day beyond it is read in chunks of at
+	// most about that size (segstream.go), counted in streamed.
 	wholeLimit int64
+	streamed   atomic.Int64
 	// results caches the answers of queries (resultCache).
 	results *resultCache
 

@@ -143,3 +143,10 @@ func ImportedResident(e *Engine) (sites, rows int) {
 // QueryRuns counts the queries run on the segments (not answered by the
 // day buckets or the result cache), in every engine.
 func QueryRuns() int64 { return queryRuns.Load() }
+
+// SetDimMemo turns the memo of closed days' unfiltered breakdowns
+// (segmemodim.go) on or off, and returns what it was.
+func SetDimMemo(on bool) bool { return useDimMemo.Swap(on) }
+
+// DimMemoHits counts the days a query added from their memo's breakdown.
+func DimMemoHits() int64 { return dimMemoHits.Load() }

@@ -507,9 +507,10 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 			return errReadStopped
 		}
 		d, err := decodeDay(data, withSeg)
-		if err == nil && withSeg {
+		if err == nil && withSeg && chunks(e.wholeEstimate(d.seg), e.wholeLimit) == 1 {
 			// A day read for queries is made whole: its sealed parts
-			// with it.
+			// with it; one too large for that stays as stored, and
+			// scanSegs reads it in chunks (segstream.go).
 			d.seg, err = d.seg.whole(parts, e.parts)
 		}
 		if err != nil {
@@ -658,3 +659,8 @@ func (o Owner) Today(ctx context.Context, website uint32) (Date, error) {
 	}
 	return buckets.DateFromTime(o.e.now().In(s.cfg.Load().loc)), nil
 }
+
+// Cities reports whether the engine locates cities: Options.GeoIP names a
+// City (or Enterprise) .mmdb. Without one, visit:city, visit:region and
+// their names are empty on every visit (SPEC §10.2).
+func (e *Engine) Cities() bool { return e.geo.Cities() }

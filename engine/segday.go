@@ -82,6 +82,9 @@ type segDay struct {
 	parts      uint32
 	offV, offH uint32
 	tail       *segDay
+	// lone: a chunk (segstream.go) of the only day of its scan read in
+	// chunks, which scanSegs passes after every other day of the scan.
+	lone bool
 
 	size int // memory estimate, bytes
 

@@ -34,7 +34,12 @@ type dayMemo struct {
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
-	tick    uint64
+	// dims are the day's breakdowns (segmemodim.go); allOnDay says
+	// every hit is counted under the day (onDay).
+	dims      []*dimEntry
+	onDayOnce sync.Once
+	allOnDay  bool
+	tick      uint64
 }
 
 // memoEntry is the visits a set of filters (key) excluded: bit v of excl
@@ -57,7 +62,7 @@ var minMemoVisits = 1024
 // memoBytes is what a memo may hold for a day of nv visits and ns
 // strings, at most.
 func memoBytes(nv, ns int) int {
-	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) + dimMemoBytes(nv) // 384: the struct and its totals
 }
 
 // newDayMemo returns a memo for a day of nv visits, nil for a small day.

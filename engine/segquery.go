@@ -12,14 +12,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,11 +52,6 @@ func groupsError(limit int) *QueryError {
 }
 
 func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
-	e := o.e
-	s, err := o.site(website)
-	if err != nil {
-		return QueryResult{}, err
-	}
 	far, done, err := o.elsewhere(website)
 	if err != nil {
 		return QueryResult{}, err
@@ -71,14 +65,47 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 		return rep.Result, err
 	}
 	defer done()
+	qc, err := o.queryContext(website)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	pq, err := qc.prepare(ctx, o, q)
+	if err != nil || pq.plan == nil {
+		return pq.res, err
+	}
+	if err := o.e.scanPlan(ctx, qc.s, pq.plan); err != nil {
+		return QueryResult{}, err
+	}
+	return qc.finish(ctx, o.e, pq)
+}
+
+// queryCtx is what the queries of one website resolve against: the
+// website, its goals, and its data version (the answer cache's key).
+type queryCtx struct {
+	s        *site
+	cfg      *siteConfig
+	goals    *goalSet
+	goalsKey *goalSet // nil for none: what the cached answers are checked with
+	version  string
+	site     QuerySite
+}
+
+// queryContext returns the query context of website, local to this node.
+func (o Owner) queryContext(website uint32) (*queryCtx, error) {
+	e := o.e
+	s, err := o.site(website)
+	if err != nil {
+		return nil, err
+	}
 	e.regMu.RLock()
 	goals := s.goals
 	e.regMu.RUnlock()
-	goalsKey := goals // nil for none: what the cached answers are checked with
+	qc := &queryCtx{s: s, goals: goals, goalsKey: goals}
 	if goals == nil {
-		goals = &goalSet{}
+		qc.goals = &goalSet{}
 	}
 	cfg := s.cfg.Load()
+	qc.cfg = cfg
 	sh := e.shardOf(cfg.id)
 	sh.mu.Lock()
 	start := Date(math.MaxInt32)
@@ -86,39 +113,64 @@ func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult,
 		start = min(start, d)
 	}
 	st := s.state
-	version := fmt.Sprintf("%d|%d|%d|%d|%d|%t|%d|", cfg.id, st.lastSeq, st.evictGen, st.rollGen, st.cut, st.cutPending, len(st.dates))
+	qc.version = fmt.Sprintf("%d|%d|%d|%d|%d|%t|%d|", cfg.id, st.lastSeq, st.evictGen, st.rollGen, st.cut, st.cutPending, len(st.dates))
 	sh.mu.Unlock()
 	if start == math.MaxInt32 {
 		start = 0
 	}
-	site := QuerySite{Domain: cfg.domain, Location: cfg.loc, Now: e.now(), StatsStart: start}
-	for _, g := range goals.Goals {
-		site.Goals = append(site.Goals, g.DisplayName)
+	qc.site = QuerySite{Domain: cfg.domain, Location: cfg.loc, Now: e.now(), StatsStart: start}
+	for _, g := range qc.goals.Goals {
+		qc.site.Goals = append(qc.site.Goals, g.DisplayName)
 	}
-	r, err := q.Resolve(site)
+	return qc, nil
+}
+
+// preparedQuery is a query resolved: answered already (res; plan nil:
+// from the day buckets or the answer cache), or a plan to scan.
+type preparedQuery struct {
+	r    ResolvedQuery
+	key  string // its answer cache key
+	plan *plan
+	res  QueryResult
+}
+
+// prepare resolves q and answers it when the day buckets or the answer
+// cache can; else it returns the plan to scan.
+func (qc *queryCtx) prepare(ctx context.Context, o Owner, q Query) (*preparedQuery, error) {
+	pq := &preparedQuery{}
+	r, err := q.Resolve(qc.site)
 	if err != nil {
-		return QueryResult{}, err
+		return pq, err
 	}
 	if ctx.Value(allRowsKey{}) != nil {
 		r.Pagination = Pagination{Limit: math.MaxInt} // its own cache key (the echo)
 	}
-	if bucketsCanAnswer(&r, e.opts.SaltPeriod) {
-		return o.totalsQuery(ctx, website, &r)
+	pq.r = r
+	if bucketsCanAnswer(&pq.r, o.e.opts.SaltPeriod) {
+		pq.res, err = o.totalsQuery(ctx, qc.cfg.id, &pq.r)
+		return pq, err
 	}
 	echo, err := json.Marshal(r.Echo())
 	if err != nil {
-		return QueryResult{}, err
+		return pq, err
 	}
-	key := version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
-	if res, ok := e.results.get(key, cfg, goalsKey); ok {
+	pq.key = qc.version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
+	if res, ok := o.e.results.get(pq.key, qc.cfg, qc.goalsKey); ok {
 		res.Query = r.Echo()
-		return res, nil
+		pq.res = res
+		return pq, nil
 	}
-	res, err := e.runQuery(ctx, s, &r, goals)
+	pq.plan, err = newPlan(&pq.r, qc.goals)
+	return pq, err
+}
+
+// finish answers a scanned prepared query and keeps its answer.
+func (qc *queryCtx) finish(ctx context.Context, e *Engine, pq *preparedQuery) (QueryResult, error) {
+	res, err := e.answer(ctx, qc.s, pq.plan)
 	if err != nil {
 		return QueryResult{}, err
 	}
-	e.results.put(key, cfg.id, cfg, goalsKey, res)
+	e.results.put(pq.key, qc.cfg.id, qc.cfg, qc.goalsKey, res)
 	return res, nil
 }
 
@@ -176,16 +228,11 @@ func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery
 	return res, nil
 }
 
-// runQuery answers a resolved query.
-func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals *goalSet) (QueryResult, error) {
+// answer returns the answer of scanned plan p, running the related
+// queries its metrics need.
+func (e *Engine) answer(ctx context.Context, s *site, p *plan) (QueryResult, error) {
 	queryRuns.Add(1)
-	p, err := newPlan(r, goals)
-	if err != nil {
-		return QueryResult{}, err
-	}
-	if err := e.scanPlan(ctx, s, p); err != nil {
-		return QueryResult{}, err
-	}
+	r, goals := p.r, p.goals
 	rows := p.rows()
 	if len(r.Dimensions) == 0 && len(rows) == 0 {
 		rows = append(rows, p.row(&group{dims: []any{}})) // an aggregate is always one row
@@ -254,51 +301,7 @@ func (e *Engine) runQuery(ctx context.Context, s *site, r *ResolvedQuery, goals 
 
 // scanPlan scans the days of p's range into p.
 func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
-	p.intern, p.gidBits = e.interns(), gidPageBits
-	p.daily = e.opts.SaltPeriod == SaltDay
-	lo, hi := p.r.FirstDay, p.r.LastDay
-	if !p.byDay {
-		// A sub-day range compares times: a hit in it may have been
-		// counted under a day of another time zone (SPEC §2.3: changing
-		// the zone does not move old hits), up to 26 hours away.
-		lo, hi = lo-2, hi+2
-	}
-	if e.opts.SaltPeriod != SaltDay {
-		// A visit's rows live in the day it started, which may be any day
-		// of its salt period before the range. An earlier hit imported
-		// after its visit began joins it only within 30 minutes of its
-		// last hit: on the day before the rows' at most (a negative
-		// dayFlags), which a range ending that day must scan too.
-		lo = periodStart(lo, e.opts.SaltPeriod)
-		if p.byDay {
-			hi++
-		}
-	}
-	// Days passed under the shard lock (open days) are scanned at once;
-	// the others, which never change, on every core (scanParallel).
-	var later []*segDay
-	var dates []buckets.Date // later's days
-	var spans [][2]int32     // the salt periods of the days scanned at once
-	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segDay, locked bool) {
-		switch {
-		case sd.hits() == 0 || p.err != nil:
-		case locked:
-			plo, phi := periodSpan(sd)
-			spans = append(spans, [2]int32{plo, phi})
-			p.scanDay(sd, date, false)
-		default:
-			later = append(later, sd)
-			dates = append(dates, date)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if p.err != nil {
-		return p.err
-	}
-	p.soloDays = soloDays(later, spans)
-	return p.scanParallel(ctx, later, dates, runtime.GOMAXPROCS(0))
+	return e.scanPlans(ctx, s, []*plan{p})
 }
 
 // soloDays returns the days of days whose visits are all of one salt
@@ -346,68 +349,6 @@ func periodSpan(sd *segDay) (lo, hi int32) {
 		lo, hi = min(lo, per), max(hi, per)
 	}
 	return lo, hi
-}
-
-// scanParallel scans days into p with up to workers goroutines, each into
-// a plan of its own, merged into p at the end. The days (of dates) are
-// only read.
-func (p *plan) scanParallel(ctx context.Context, days []*segDay, dates []buckets.Date, workers int) error {
-	workers = min(workers, len(days))
-	if workers <= 1 {
-		for i, sd := range days {
-			if i%16 == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if p.scanDay(sd, dates[i], true); p.err != nil {
-				return p.err
-			}
-		}
-		return nil
-	}
-	subs := make([]*plan, workers)
-	shared := new(scanShared)
-	for w := range subs {
-		sub, err := newPlan(p.r, p.goals)
-		if err != nil {
-			return err
-		}
-		sub.shared, sub.soloDays, sub.intern, sub.gidBits, sub.daily = shared, p.soloDays, p.intern, p.gidBits, p.daily
-		subs[w] = sub
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for _, sub := range subs {
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					sub.err = fmt.Errorf("engine: query: %v", r)
-				}
-				if sub.err != nil {
-					shared.stop.Store(true) // the others stop too
-				}
-			}()
-			for sub.err == nil && ctx.Err() == nil && !shared.stop.Load() {
-				i := int(next.Add(1)) - 1
-				if i >= len(days) {
-					return
-				}
-				sub.scanDay(days[i], dates[i], true)
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, sub := range subs {
-		if sub.err != nil {
-			return sub.err
-		}
-		if p.merge(sub); p.err != nil {
-			return p.err
-		}
-	}
-	return nil
 }
 
 // scanShared is what the workers of one scan share: the groups they made
@@ -470,8 +411,11 @@ func (p *plan) merge(sub *plan) {
 // has data, in no particular order. A day with sealed parts is made whole
 // after the shard lock is released, reading its parts (an open day's rows
 // are copied under the lock first); a closed one made whole stays resident
-// so, until evicted.
-// fn is called under the shard lock (locked) for open days without parts.
+// so, until evicted. A day whose rows made whole would be more than
+// wholeLimit (a quarter of the memory budget) is read in chunks instead
+// (segstream.go), each passed to fn as a day of its own, with locked set.
+// locked: fn must read sd at once and not keep it: an open day without
+// parts (fn is called under the shard lock), or a chunk.
 func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segDay, locked bool)) error {
 	type sealedDay struct {
 		date   buckets.Date
@@ -480,6 +424,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		// Of an open day: its live segments and their rows, for e.wholes.
 		live             *segDay
 		nv, nh, rowBytes int
+		chunks           int // > 1: read in chunks, never made whole
 	}
 	var sealed []sealedDay
 	type cachedDay struct {
@@ -487,20 +432,15 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		seg  *segDay
 	}
 	var cached []cachedDay
-	var tooLarge error
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
-		switch {
+		switch n := chunks(e.wholeEstimate(d.seg), e.wholeLimit); {
 		case d.seg.parts == 0 || d.seg.tail != nil:
 			fn(date, d.seg, d.open)
-		case tooLarge != nil:
-		case e.wholeLimit > 0 && int64(d.seg.parts)*int64(e.sealBytes)+int64(d.seg.rowBytes()) > e.wholeLimit:
-			est := int64(d.seg.parts)*int64(e.sealBytes) + int64(d.seg.rowBytes())
-			tooLarge = &QueryError{
-				Msg: fmt.Sprintf("The range holds a day (%v) of about %d MiB of rows, more than one query may read under the memory budget (%d MiB): run the server with a larger -memory-budget to query it.",
-					date, est>>20, e.wholeLimit>>20),
-				Limit: "MemoryBudget",
-			}
+		case n > 1 && d.open:
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), chunks: n})
+		case n > 1:
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg, chunks: n})
 		case d.open:
 			if w := e.wholes.get(id, date, d.seg); w != nil {
 				cached = append(cached, cachedDay{date, w})
@@ -511,27 +451,50 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, frozen: true})
 		}
 	})
-	if err == nil {
-		err = tooLarge
-	}
 	if err != nil {
 		return err
 	}
 	for _, c := range cached {
 		fn(c.date, c.seg, false)
 	}
+	// Days read in chunks come last, so that a query knows every other
+	// day of its scan before the first chunk (soloChunk).
+	slices.SortStableFunc(sealed, func(a, b sealedDay) int { return cmp.Compare(min(a.chunks, 2), min(b.chunks, 2)) })
+	streamed := 0
+	for _, sd := range sealed {
+		if sd.chunks > 1 {
+			streamed++
+		}
+	}
+	installed := false
 	for _, sd := range sealed {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var w *segDay
+		found := false
 		err := e.store.DaysWithParts(id, int32(sd.date), int32(sd.date), nil, func(_ int32, _ []byte, parts [][]byte) error {
-			var err error
-			w, err = sd.seg.whole(parts, e.parts)
-			return err
+			found = true
+			if sd.chunks > 1 {
+				return e.streamDay(ctx, sd.date, sd.seg, parts, sd.chunks, streamed == 1, fn)
+			}
+			w, err := sd.seg.whole(parts, e.parts)
+			if err != nil {
+				return err
+			}
+			if sd.frozen {
+				e.installWhole(s, sd.date, sd.seg, w)
+				installed = true
+			} else {
+				e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
+			}
+			fn(sd.date, w, false)
+			return nil
 		})
-		if err == nil && w == nil {
+		if err == nil && !found {
 			err = snapshot.ErrNotFound
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
 		}
 		if err != nil {
 			if !e.listed(s, sd.date) {
@@ -539,15 +502,28 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			}
 			return fmt.Errorf("engine: website %d day %v: sealed segments: %w", id, sd.date, err)
 		}
-		if sd.frozen {
-			e.installWhole(s, sd.date, sd.seg, w)
-		} else {
-			e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
-		}
-		fn(sd.date, w, false)
 	}
-	if len(sealed) > 0 {
+	if installed {
 		e.maybeEvict() // what installWhole added
+	}
+	return nil
+}
+
+// streamDay passes the n chunks of day d (with sealed parts, read from
+// parts) to fn, one at a time, locked: read at once, never kept.
+func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segDay, bool)) error {
+	remap := make([]uint32, int(d.offV)+d.visits())
+	for k := range n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c, err := d.chunkOf(parts, e.parts, k, n, remap)
+		if err != nil {
+			return err
+		}
+		e.streamed.Add(1)
+		c.lone = lone
+		fn(date, c, true)
 	}
 	return nil
 }
@@ -904,6 +880,12 @@ type plan struct {
 	// slice instead of hashing a gkey per hit.
 	dayGroup0 *group
 	dayGroup1 []*group
+	// bases are the totals of p.touched before the current day, kept
+	// while keepBases (the day's breakdown goes to its memo).
+	bases     []dayTotals
+	keepBases bool
+	// memoDimKey is dimMemoKey's answer, once asked.
+	memoDimKey *string
 	// intern is the engine's table of values (scanPlan); gids the
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
@@ -1642,6 +1624,18 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		}
 	}
 	whole := p.wholeDay(sd, memo)
+	// byDim: the day's breakdown by the one dimension is its memo's, or
+	// is kept there once counted (segmemodim.go).
+	byDim := p.dimMemoable(memo, whole)
+	p.bases = p.bases[:0]
+	p.keepBases = false
+	if byDim {
+		if en := memo.dimEntryOf(p.dimMemoKey(), p.needSess); en != nil {
+			p.addDimMemo(en)
+			return
+		}
+		p.keepBases = true
+	}
 	// plain: the day's contribution is its unfiltered totals, which its
 	// memo keeps once a query with every total has scanned it.
 	plain := memo != nil && whole && p.solo && p.filter == nil && len(p.dims) == 0 && !p.needRev && !p.needEng
@@ -1840,6 +1834,10 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		p.intern.stats.found.Add(p.gidFound)
 		p.gidFound = 0
 	}
+	if byDim {
+		p.keepDimMemo(memo, sd.visits())
+		p.keepBases = false
+	}
 	if plain && p.needSess {
 		t := &dayTotals{}
 		if g := p.groups[""]; g != nil {
@@ -1897,6 +1895,9 @@ func (p *plan) touch(g *group) {
 	if g.day != p.day {
 		g.day, g.lastV = p.day, 0
 		p.touched = append(p.touched, g)
+		if p.keepBases {
+			p.bases = append(p.bases, g.totals())
+		}
 	}
 }
 
@@ -2222,6 +2223,19 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	if g, ok := p.groups[string(b)]; ok {
 		return g
 	}
+	return p.newGroup(string(b), func(dims []any) {
+		for j, s := range p.dims {
+			if s.kind == dkCity {
+				dims[j] = int64(p.key[j])
+			} else {
+				dims[j] = p.dimString(sd, s, p.key[j])
+			}
+		}
+	})
+}
+
+// newGroup makes the group of key, its values set by fill.
+func (p *plan) newGroup(key string, fill func(dims []any)) *group {
 	if len(p.groups) >= p.groupLimit || p.shared != nil && p.shared.groups.Add(1) > 2*int64(p.groupLimit) {
 		p.err = groupsError(p.groupLimit)
 		return nil
@@ -2237,19 +2251,13 @@ func (p *plan) globalGroup(sd *segDay) *group {
 	}
 	dims := p.dimSlab[:n:n] // never nil: an answer shows [], not null
 	p.dimSlab = p.dimSlab[n:]
-	for j, s := range p.dims {
-		if s.kind == dkCity {
-			dims[j] = int64(p.key[j])
-		} else {
-			dims[j] = p.dimString(sd, s, p.key[j])
-		}
-	}
+	fill(dims)
 	if len(p.groupSlab) == 0 {
 		p.groupSlab = make([]group, size)
 	}
 	g := &p.groupSlab[0]
 	p.groupSlab = p.groupSlab[1:]
-	*g = group{key: string(b), dims: dims, id: int32(len(p.order) + 1)}
+	*g = group{key: key, dims: dims, id: int32(len(p.order) + 1)}
 	p.groups[g.key] = g
 	p.order = append(p.order, g)
 	return g

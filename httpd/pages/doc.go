@@ -42,8 +42,7 @@
 // refreshes every 10 s), "<name>.csv" a statistic as CSV (every row), and any
 // other name the statistic's page (100 rows a page). A visitor who is not the
 // website's owner reads at most the first 1,000 rows of a statistic (ten
-// pages; a CSV of 1,000 rows says X-Webstats-Row-Cap: 1000), and its
-// referrer groups are summed from the 1,000 largest referrers: anyone may
+// pages; a CSV of 1,000 rows says X-Webstats-Row-Cap: 1000): anyone may
 // ask for a public website's statistics, so their cost is bounded.
 //
 // # Ranges
@@ -124,17 +123,6 @@
 // mark as cross-origin (Sec-Fetch-Site, Origin). A failed check is a 403
 // page.
 //
-// # Referrer groups
-//
-// The referrer tables show summary rows "Search engines" and "Social
-// networks" above the detailed rows; each sums every referrer of the range
-// that belongs to the group (not only the ten shown). A host belongs to a
-// group when, without a leading "www.", it is one of the hosts listed in
-// searchHosts or socialHosts (referrers.go) or a subdomain of one (so
-// m.facebook.com is facebook.com), or when it is a brand of searchBrands or
-// socialBrands followed by a country or generic suffix of one or two labels
-// of at most three letters (www.google.co.uk, yandex.ru, pinterest.fr).
-//
 // # Filters
 //
 // The overview is a segment explorer (SPEC §10.4). Its address carries
@@ -145,19 +133,25 @@
 // the row's filter; each chip links to the view without it and to the view
 // with it negated. The dimensions are the engine's (dims in explore.go),
 // plus referrer_host, which matches visit:referrer by the referring host
-// (the unfiltered referrer table lists hosts, the segments full referrers).
+// (no row links to it any more; addresses bookmarked with it still work).
 //
-// Without filters the day buckets answer what they keep (totals, the
-// chart in hours of one day, days or months, and the tables with a
-// statistic), as fast as before; bounce rate, visit duration and views per
-// visit, the tabs without a statistic, weekly buckets and every filtered
-// view come from the segments (engine.Owner.Query, so the numbers are the
-// Stats API's). A row of an unfiltered table links to the segment
-// dimension that means the same: a page or landing page by its path (the
-// query string left out, as event:page does), a referrer by its host, a
-// country by its code, a device capitalised as visit:device writes it.
-// Continents, languages and screen resolutions are not kept per visit:
-// their rows do not link, and a filtered view says so instead of a table.
+// # One truth
+//
+// Every number is the Stats API's (engine.Owner.Query) answer to the same
+// question, filtered or not (SPEC §10.2): the totals, the chart, each
+// card's tab, the full tables (tables.go: a statistic's page and CSV ask
+// the query of its card's first tab, search as a case-insensitive
+// contains on the shown value, ties by value) and the zip. Query answers
+// from the day buckets what they answer identically (the unfiltered
+// counts), from the segments the rest. Continents, languages and screen
+// resolutions have no dimension in the Stats API: those cards are the day
+// buckets' statistics, unfiltered only (their rows do not link; a filtered
+// view says they are not kept per visit). Without a City database
+// (engine.Engine.Cities) the Cities card and the Regions tab say how to
+// add one. A blank
+// value the API has no label for shows as "(none)". A card whose query
+// would read a day larger than the memory budget allows says so instead
+// of failing the page.
 //
 // /stats/{domain}/export.zip is the view as CSV files in a zip:
 // totals.csv (with the filters and the range), chart.csv, and one file per

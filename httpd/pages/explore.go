@@ -3,7 +3,6 @@ package pages
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -294,8 +293,9 @@ func addLink(vs viewState, base string, dr dateRange, kv ...string) string {
 type cardTab struct {
 	Key   string
 	Label string
-	// Stat is the engine's statistic that answers the cardTab unfiltered ("":
-	// always a query).
+	// Stat names the statistic whose full table (/stats/:domain/<Stat>)
+	// the tab heads ("": none). A tab without a query (segOnly) is that
+	// statistic of the day buckets, shown unfiltered only.
 	Stat string
 	seg  segTable
 }
@@ -383,48 +383,22 @@ var cards = []card{
 	{"event", []cardTab{{"events", "Events", "event", only(seg("Event", "Events", "events", "event", "event:name"), "is_not")}}},
 }
 
-// segOnly reports a cardTab a filtered view cannot show: a statistic that only
-// the day buckets keep (continents, languages, resolutions).
+// segOnly reports a cardTab without a query: a statistic that only the day
+// buckets keep (continents, languages, resolutions), or the properties
+// card without a property.
 func (t cardTab) segOnly() bool { return t.seg.Metric == "" }
 
-// statLink returns the filters a click on a row of statistic name with
-// value v adds (pairs of key and value), or nil when no dimension of the
-// segments matches it. Pages and landing pages are filtered by their path
-// (the query string is left out, as in event:page).
-func statLink(name, v string) []string {
-	path, _, _ := strings.Cut(v, "?")
-	switch name {
-	case "page":
-		return []string{"page", path}
-	case "landing_page":
-		return []string{"entry_page", path}
-	case "referrer":
-		if v == "" {
-			return []string{"source", "Direct / None"}
-		}
-		return []string{"referrer_host", v}
-	case "campaign":
-		if v != "" {
-			return []string{"utm_campaign", v}
-		}
-	case "country":
-		if code, _, ok := strings.Cut(v, ":"); ok && code != "" {
-			return []string{"country", code}
-		}
-	case "browser", "os":
-		if v != "" {
-			return []string{name, v}
-		}
-	case "device":
-		if v != "" {
-			return []string{"device", strings.ToUpper(v[:1]) + v[1:]}
-		}
-	case "event":
-		if n, _, _ := strings.Cut(v, ":"); n != "" {
-			return []string{"event", n}
+// statSeg returns the query of the full-table page of statistic name: the
+// first tab of the card it heads; ok=false for a statistic that Query
+// cannot answer (continents, languages, resolutions, the hourly and daily
+// series), whose page the day buckets answer.
+func statSeg(name string) (segTable, bool) {
+	for _, c := range cards {
+		if t := c.Tabs[0]; t.Stat == name && !t.segOnly() {
+			return t.seg, true
 		}
 	}
-	return nil
+	return segTable{}, false
 }
 
 // sessionTotals are the totals only the segments answer.
@@ -432,9 +406,6 @@ type sessionTotals struct {
 	BounceRate    float64 // percent
 	VisitDuration float64 // seconds
 	ViewsPerVisit float64 // -1: not answerable with these filters
-	// TooLarge: the range holds a day larger than one query may read
-	// under the memory budget; the session totals are not shown.
-	TooLarge bool
 }
 
 // metricFloat reads a metric of a result row as a float.
@@ -456,73 +427,146 @@ func pageFiltered(fs []filter) bool {
 	return slices.ContainsFunc(fs, func(f filter) bool { return f.Dim.Key == "page" })
 }
 
-// segTotals answers the totals of a range from the segments: visitors,
-// visits, pageviews, custom events, and the session metrics.
-func (p *Pages) segTotals(ctx context.Context, id uint32, from, to engine.Date, fs []filter) (engine.Totals, sessionTotals, error) {
+// batch collects queries of one view for one QueryBatch: the engine
+// reads each day of their ranges once for all of them (a dozen cards of
+// the overview, each a query of the same range).
+type batch struct {
+	qs  []engine.Query
+	res []engine.QueryResult
+	err error
+	ran bool
+}
+
+// add adds q to b; the function it returns gives q's answer once b ran.
+func (b *batch) add(q engine.Query) func() (engine.QueryResult, error) {
+	i := len(b.qs)
+	b.qs = append(b.qs, q)
+	return func() (engine.QueryResult, error) {
+		switch {
+		case b.err != nil:
+			return engine.QueryResult{}, b.err
+		case !b.ran:
+			return engine.QueryResult{}, errors.New("pages: a batch's answer read before it ran")
+		}
+		return b.res[i], nil
+	}
+}
+
+// run answers the batches of website id, each with one QueryBatch, at
+// once; the engine's query errors are bad requests.
+func (p *Pages) run(ctx context.Context, id uint32, bs ...*batch) error {
+	var fns []func() error
+	for _, b := range bs {
+		if len(b.qs) == 0 {
+			b.ran = true
+			continue
+		}
+		fns = append(fns, func() error {
+			res, err := p.e.Unscoped().QueryBatch(ctx, id, b.qs)
+			b.res, b.err, b.ran = res, queryError(err), true
+			return b.err
+		})
+	}
+	return parallel(fns...)
+}
+
+// viewTotals adds the totals of a range with fs to b: visitors, visits,
+// pageviews, custom events, and the session metrics, one query.
+func viewTotals(b *batch, r dateRange, fs []filter) func() (engine.Totals, sessionTotals, error) {
 	q := engine.Query{
 		Metrics:   []string{"visitors", "visits", "pageviews", "events", "bounce_rate", "visit_duration"},
-		DateRange: engine.DateRange{FromDay: from, ToDay: to},
+		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
 		Filters:   engineFilters(fs),
 	}
 	vpv := !pageFiltered(fs)
 	if vpv {
 		q.Metrics = append(q.Metrics, "views_per_visit")
 	}
-	res, err := p.query(ctx, id, q)
-	if err != nil {
-		return engine.Totals{}, sessionTotals{}, err
+	answer := b.add(q)
+	return func() (engine.Totals, sessionTotals, error) {
+		res, err := answer()
+		if err != nil {
+			return engine.Totals{}, sessionTotals{}, err
+		}
+		m := res.Results[0].Metrics
+		t := totalsOf(m)
+		st := sessionTotals{BounceRate: metricFloat(m[4]), VisitDuration: metricFloat(m[5]), ViewsPerVisit: -1}
+		if vpv {
+			st.ViewsPerVisit = metricFloat(m[6])
+		}
+		return t, st, nil
 	}
-	m := res.Results[0].Metrics
+}
+
+// totalsOf reads the metrics visitors, visits, pageviews and events (in
+// that order) of a query's row as the overview's totals: Events are the
+// custom events, the query's events less its pageviews.
+func totalsOf(m []any) engine.Totals {
 	t := engine.Totals{Visitors: metricUint(m[0]), Visits: metricUint(m[1]), Pageviews: metricUint(m[2])}
 	t.Events = metricUint(m[3]) - min(metricUint(m[3]), t.Pageviews)
-	st := sessionTotals{BounceRate: metricFloat(m[4]), VisitDuration: metricFloat(m[5]), ViewsPerVisit: -1}
-	if vpv {
-		st.ViewsPerVisit = metricFloat(m[6])
-	}
-	return t, st, nil
+	return t
 }
 
 // query runs q, with the engine's query errors as a bad request.
 func (p *Pages) query(ctx context.Context, id uint32, q engine.Query) (engine.QueryResult, error) {
 	res, err := p.e.Unscoped().Query(ctx, id, q)
-	var qe *engine.QueryError
-	switch {
-	case errors.As(err, &qe) && qe.Limit == "MemoryBudget":
-		return res, &httpError{http.StatusServiceUnavailable, qe.Msg}
-	case errors.As(err, &qe):
-		return res, badRequest("%s", qe.Msg)
+	return res, queryError(err)
+}
+
+// queryError returns the engine's query errors as a bad request, others
+// as they are.
+func queryError(err error) error {
+	if qe := (*engine.QueryError)(nil); errors.As(err, &qe) {
+		return badRequest("%s", qe.Msg)
 	}
-	return res, err
+	return err
 }
 
-// tooLarge reports the error of a query that would read a day larger
-// than the memory budget lets one query read.
-func tooLarge(err error) bool {
-	var he *httpError
-	return errors.As(err, &he) && he.status == http.StatusServiceUnavailable
+// segTop adds a table to b: its first n rows over dr with fs; the
+// function it returns gives them and the number of rows.
+func segTop(b *batch, dr dateRange, fs []filter, st segTable, n int, goals bool) func() ([]engine.QueryRow, int, error) {
+	q := st.query(dr, fs)
+	q.Pagination = engine.Pagination{Limit: n}
+	if goals {
+		q.Metrics = append(q.Metrics, "conversion_rate")
+	}
+	answer := b.add(q)
+	return func() ([]engine.QueryRow, int, error) {
+		res, err := answer()
+		if err != nil {
+			return nil, 0, err
+		}
+		return rowsAndTotal(res)
+	}
 }
 
-// segTop answers a table from the segments: its first n rows over dr with
-// fs, and the number of rows.
-func (p *Pages) segTop(ctx context.Context, id uint32, dr dateRange, fs []filter, st segTable, n int, goals bool) ([]engine.QueryRow, int, error) {
+// query returns the Query of st over dr with fs: its metric by its
+// dimensions, with the total of rows.
+func (st segTable) query(dr dateRange, fs []filter) engine.Query {
 	q := engine.Query{
 		Metrics:    []string{st.Metric},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
 		Dimensions: st.Dims,
 		Filters:    engineFilters(fs),
 		Include:    engine.Include{TotalRows: true},
-		Pagination: engine.Pagination{Limit: n},
-	}
-	if goals {
-		q.Metrics = append(q.Metrics, "conversion_rate")
 	}
 	if st.Only != nil {
 		q.Filters = append(q.Filters, *st.Only)
 	}
+	return q
+}
+
+// segRowsOf runs q and returns its rows and meta.total_rows.
+func (p *Pages) segRowsOf(ctx context.Context, id uint32, q engine.Query) ([]engine.QueryRow, int, error) {
 	res, err := p.query(ctx, id, q)
 	if err != nil {
 		return nil, 0, err
 	}
+	return rowsAndTotal(res)
+}
+
+// rowsAndTotal returns the rows of res and its meta.total_rows.
+func rowsAndTotal(res engine.QueryResult) ([]engine.QueryRow, int, error) {
 	total := 0
 	if res.Meta.TotalRows != nil {
 		total = *res.Meta.TotalRows

@@ -75,14 +75,14 @@ func TestOverviewFilters(t *testing.T) {
 		t.Errorf("continents have no dimension in the segments, yet link to %s", l)
 	}
 
-	google := filterLink(home, "referrer", "www.google.com")
+	google := filterLink(home, "referrer", "Google")
 	if google == "" {
-		t.Fatal("no filter link on the referrer www.google.com")
+		t.Fatal("no filter link on the source Google")
 	}
 	body := get(google)
 	txt := mainText(body)
 	mustContain(t, "filtered by google", txt,
-		"Referrer host is www.google.com negate × Clear all filters",
+		"Source is Google negate × Clear all filters",
 		"Unique visitors 1 new", "Pageviews 2 new", "Visits 1 new", "Events 1 new",
 		"Bounce rate 0%", "Visit duration 4m 0s", "Views per visit 2",
 		"Pages Page Pageviews / 1 /pricing 1 ",
@@ -99,7 +99,7 @@ func TestOverviewFilters(t *testing.T) {
 	}
 	body = get(pricing)
 	txt = mainText(body)
-	mustContain(t, "two filters", txt, "Referrer host is www.google.com", "Page is /pricing",
+	mustContain(t, "two filters", txt, "Source is Google", "Page is /pricing",
 		"Unique visitors 1 ", "Pageviews 1 ")
 	if strings.Contains(txt, "Views per visit") {
 		t.Error("views per visit shown with a page filter (Plausible cannot query it so)")
@@ -111,20 +111,20 @@ func TestOverviewFilters(t *testing.T) {
 	// Remove the referrer: the visitors of /pricing.
 	txt = mainText(get(remove[0]))
 	mustContain(t, "page only", txt, "Page is /pricing", "Unique visitors 1 ", "Pageviews 1 ")
-	if strings.Contains(txt, "Referrer host is") {
+	if strings.Contains(txt, "Source is") {
 		t.Error("the removed filter is still shown")
 	}
 	// Negate the referrer: the other two visitors, who never saw /pricing.
 	txt = mainText(get(negate[0]))
-	mustContain(t, "negated", txt, "Referrer host is not www.google.com", "Page is /pricing", "Unique visitors 0 ")
+	mustContain(t, "negated", txt, "Source is not Google", "Page is /pricing", "Unique visitors 0 ")
 	_, neg := chipLinks(get(google))
 	txt = mainText(get(neg[0]))
-	mustContain(t, "not google", txt, "Referrer host is not www.google.com", "Unique visitors 2 ", "Pageviews 2 ", "Bounce rate 100%")
+	mustContain(t, "not google", txt, "Source is not Google", "Unique visitors 2 ", "Pageviews 2 ", "Bounce rate 100%")
 
 	// Tabs, intervals and comparisons keep the filters.
 	body = get(google + "&referrer=channels&interval=week&compare=year")
 	txt = mainText(body)
-	mustContain(t, "tabs", txt, "Referrer host is www.google.com", "Channel Visits Organic Search 1 ",
+	mustContain(t, "tabs", txt, "Source is Google", "Channel Visits Organic Search 1 ",
 		"Visitors and pageviews per week", "vs same period last year")
 	if !strings.Contains(body, `<polyline class="cmp"`) {
 		t.Error("no comparison line")
@@ -291,14 +291,15 @@ func TestExportZip(t *testing.T) {
 	if _, ok := files["continent-continents.csv"]; ok {
 		t.Error("a filtered export has continents, which the segments do not keep")
 	}
-	// Unfiltered, the tables with a statistic come from the day buckets,
-	// with the formula guard of the CSV export.
+	// Unfiltered, the tables are the Stats API's too, with the formula
+	// guard of the CSV export; continents only the day buckets keep.
 	files = readZip(t, c.get("/stats/public.example/export.zip").body)
-	has("page-top.csv", "value", "pageviews")
+	has("page-top.csv", "event:page", "pageviews")
 	has("page-top.csv", "/", "2")
+	has("continent-continents.csv", "value", "visitors")
 	has("continent-continents.csv", "", "3")
-	has("referrer-referrers.csv", "www.google.com", "1")
-	has("event-events.csv", "'=SUM(1)::", "1")
+	has("referrer-referrers.csv", "Google", "1")
+	has("event-events.csv", "'=SUM(1)", "1")
 }
 
 // TestViewSlots checks that overviews and exports beyond the slots wait,

@@ -25,8 +25,6 @@ type overviewData struct {
 	ClearAll string // the address without filters; "" when there are none
 	Totals   []total
 	Session  []sessionTotal
-	// SessionNote says why Session is empty.
-	SessionNote string
 	// ImportsNote says that imported history in the range is left out
 	// (imports_note.go); "" when there is none.
 	ImportsNote string
@@ -119,10 +117,15 @@ func chartUnit(dr dateRange, asked string) string {
 	return "day"
 }
 
-// overviewData runs the overview's queries, concurrently: the totals of the
-// range and of the one compared with, the chart's series, and each card's
-// table. Without filters the day buckets answer what they keep (totals,
-// the chart, the tables with a statistic); the segments answer the rest.
+// overviewData runs the overview's queries: the totals of the range and
+// of the one compared with, the chart's series, and each card's table,
+// in one QueryBatch (two when the range compared with is not next to the
+// range), so that the engine reads each day once for all of them. Every
+// number is Query's answer to the same question, filtered or not (SPEC
+// §10.2 "one truth"): Query answers from the day buckets what they answer
+// identically. Only continents, languages and resolutions, which Query has
+// no dimension for, come from the day buckets' statistics, and only
+// unfiltered.
 func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs viewState) (*overviewData, error) {
 	id := v.web.ID
 	filtered := len(vs.Filters) > 0
@@ -135,44 +138,58 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		return nil, err
 	}
 	unit := chartUnit(dr, vs.Interval)
-	var cur, prev engine.Totals
-	var sess, sessPrev sessionTotals
-	var series, cmpSeries []bucket
-	totals := func(r dateRange, t *engine.Totals, st *sessionTotals) func() error {
-		return func() error {
-			if r.From < firstQueryDay {
-				return nil // a comparison before year 0: no data
-			}
-			if filtered {
-				var err error
-				*t, *st, err = p.segTotals(ctx, id, r.From, r.To, vs.Filters)
-				return err
-			}
-			var err error
-			*t, err = p.e.Unscoped().Totals(ctx, id, r.From, r.To)
-			if err != nil {
-				return err
-			}
-			*st, err = p.sessionOnly(ctx, id, r)
-			return err
-		}
+	cur, prev := new(batch), new(batch)
+	if cmp.To+1 == dr.From {
+		prev = cur // next to each other: one read of the days
 	}
-	fns := []func() error{
-		totals(dr, &cur, &sess),
-		totals(cmp, &prev, &sessPrev),
-		func() (err error) { series, err = p.seriesOf(ctx, id, dr, unit, vs.Filters); return err },
+	curTotals := viewTotals(cur, dr, vs.Filters)
+	prevTotals := func() (engine.Totals, sessionTotals, error) { return engine.Totals{}, sessionTotals{}, nil }
+	if cmp.From >= firstQueryDay { // else a comparison before year 0: no data
+		prevTotals = viewTotals(prev, cmp, vs.Filters)
 	}
+	series := seriesOf(cur, dr, unit, vs.Filters)
+	cmpSeries := func() ([]bucket, error) { return nil, nil }
 	if vs.Compare != "" && cmp.From >= firstQueryDay {
-		fns = append(fns, func() (err error) { cmpSeries, err = p.seriesOf(ctx, id, cmp, unit, vs.Filters); return err })
+		cmpSeries = seriesOf(prev, cmp, unit, vs.Filters)
 	}
 	cs := cardsFor(goals, vs)
-	views := make([]cardView, len(cs))
+	answers := make([]func() (cardAnswer, error), len(cs))
 	for i, c := range cs {
-		fns = append(fns, func() (err error) { views[i], err = p.cardOf(ctx, v, dr, vs, c); return err })
+		answers[i] = p.answerCard(ctx, cur, v, dr, vs, c, 10)
 	}
-	if err := parallel(fns...); err != nil {
+	if err := p.run(ctx, id, cur, prev); err != nil {
 		return nil, err
 	}
+	views := make([]cardView, len(cs))
+	for i, c := range cs {
+		a, err := answers[i]()
+		if err != nil {
+			return nil, err
+		}
+		views[i] = p.cardOf(v, dr, vs, c, a)
+	}
+	curT, sess, err := curTotals()
+	if err != nil {
+		return nil, err
+	}
+	prevT, sessPrev, err := prevTotals()
+	if err != nil {
+		return nil, err
+	}
+	curS, err := series()
+	if err != nil {
+		return nil, err
+	}
+	cmpS, err := cmpSeries()
+	if err != nil {
+		return nil, err
+	}
+	return p.overviewOf(v, dr, vs, views, curS, cmpS, unit, cmp, cmpName, filtered, curT, prevT, sess, sessPrev), nil
+}
+
+// overviewOf puts the overview's answers together.
+func (p *Pages) overviewOf(v *visit, dr dateRange, vs viewState, views []cardView, series, cmpSeries []bucket, unit string,
+	cmp dateRange, cmpName string, filtered bool, cur, prev engine.Totals, sess, sessPrev sessionTotals) *overviewData {
 	d := &overviewData{
 		Domain: v.web.Domain, Base: v.base(), Cards: views, Chart: newChart(series, cmpSeries, unit),
 		Realtime: v.base() + "/realtime", Owner: v.owner, Period: cmp.Label(), CmpName: cmpName,
@@ -209,10 +226,6 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		{Label: "Visits", Value: cur.Visits, Prev: prev.Visits, Change: changeOf(cur.Visits, prev.Visits)},
 		{Label: "Events", Value: cur.Events, Prev: prev.Events, Change: changeOf(cur.Events, prev.Events)},
 	}
-	if sess.TooLarge {
-		d.SessionNote = "Bounce rate, visit duration and views per visit are not shown: a day of this range is larger than one query may read under the server's memory budget."
-		return d, nil
-	}
 	d.Session = []sessionTotal{
 		{Label: "Bounce rate", Value: formatRate(sess.BounceRate) + "%", Prev: formatRate(sessPrev.BounceRate) + "%",
 			Change: pointsChange(sess.BounceRate, sessPrev.BounceRate, cur.Visits, prev.Visits)},
@@ -223,24 +236,7 @@ func (p *Pages) overviewData(ctx context.Context, v *visit, dr dateRange, vs vie
 		d.Session = append(d.Session, sessionTotal{Label: "Views per visit", Value: formatRate(sess.ViewsPerVisit), Prev: formatRate(sessPrev.ViewsPerVisit),
 			Change: floatChange(sess.ViewsPerVisit, sessPrev.ViewsPerVisit, cur.Visits, prev.Visits)})
 	}
-	return d, nil
-}
-
-// sessionOnly answers the session metrics of an unfiltered range.
-func (p *Pages) sessionOnly(ctx context.Context, id uint32, r dateRange) (sessionTotals, error) {
-	res, err := p.query(ctx, id, engine.Query{
-		Metrics:   []string{"bounce_rate", "visit_duration", "views_per_visit"},
-		DateRange: engine.DateRange{FromDay: r.From, ToDay: r.To},
-	})
-	if tooLarge(err) {
-		// The unfiltered overview still shows what the day buckets keep.
-		return sessionTotals{TooLarge: true}, nil
-	}
-	if err != nil {
-		return sessionTotals{}, err
-	}
-	m := res.Results[0].Metrics
-	return sessionTotals{BounceRate: metricFloat(m[0]), VisitDuration: metricFloat(m[1]), ViewsPerVisit: metricFloat(m[2])}, nil
+	return d
 }
 
 // pointsChange is the change of a percentage, in percentage points; no
@@ -262,52 +258,63 @@ func floatChange(cur, prev float64, curVisits, prevVisits uint64) change {
 	return changeOf(uint64(cur*scale+0.5), uint64(prev*scale+0.5))
 }
 
-// cardAnswer is a card's current tab answered: by the day buckets (stat)
-// or by the segments (seg), with the rows in all.
+// cardAnswer is a card's current tab answered: by Query (seg), or by the
+// day buckets (stat) for a statistic Query has no dimension for, with the
+// rows in all; or a note saying why there is no table.
 type cardAnswer struct {
 	tab   cardTab
 	stat  *engine.Page
 	seg   []engine.QueryRow
 	total int
+	note  string
 }
 
-// answerCard answers the current tab of c with its first n rows: from the
-// day buckets when the view has no filters and a statistic keeps the tab,
-// else from the segments; nothing for a tab the segments cannot answer.
-// The referrers of the day buckets come with groupRowsFor(v) rows at
-// least, for the groups.
-func (p *Pages) answerCard(ctx context.Context, v *visit, dr dateRange, vs viewState, c card, n int) (cardAnswer, error) {
+// Notes of cards without a table.
+const (
+	noteNotKept   = "Not kept per visit, so not available with filters."
+	noteChooseKey = "Choose a property to see its values."
+	noteNoCities  = "Cities and regions need a City database: start webstatsd with -geoip path/to/GeoLite2-City.mmdb (MaxMind or DB-IP, City edition)."
+)
+
+// answerCard adds the current tab of c with its first n rows to b (a
+// Query); a statistic Query has no dimension for (continents, languages,
+// resolutions) is answered from the day buckets when the view has no
+// filters, else a note. The function it returns gives the answer once b
+// ran.
+func (p *Pages) answerCard(ctx context.Context, b *batch, v *visit, dr dateRange, vs viewState, c card, n int) func() (cardAnswer, error) {
 	a := cardAnswer{tab: vs.tab(c)}
 	switch {
-	case a.tab.Stat != "" && len(vs.Filters) == 0:
-		sq := engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n}
-		if a.tab.Stat == "referrer" {
-			sq.PerPage = max(n, groupRowsFor(v))
+	case c.Key == "props" && a.tab.segOnly():
+		a.note = noteChooseKey
+	case a.tab.segOnly() && len(vs.Filters) > 0:
+		a.note = noteNotKept
+	case a.tab.segOnly():
+		return func() (cardAnswer, error) {
+			pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: v.web.ID, Name: a.tab.Stat, From: dr.From, To: dr.To, SortBy: "count", PerPage: n})
+			if err != nil {
+				return a, err
+			}
+			a.stat, a.total = &pg, pg.Total
+			return a, nil
 		}
-		pg, err := p.e.Unscoped().Stat(ctx, sq)
-		if err != nil {
+	case (c.Key == "city" || a.tab.Key == "regions") && !p.e.Cities():
+		a.note = noteNoCities
+	default:
+		top := segTop(b, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
+		return func() (cardAnswer, error) {
+			var err error
+			a.seg, a.total, err = top()
 			return a, err
 		}
-		a.stat, a.total = &pg, pg.Total
-	case !a.tab.segOnly():
-		rows, total, err := p.segTop(ctx, v.web.ID, dr, vs.Filters, a.tab.seg, n, a.tab.seg.Goals)
-		if err != nil {
-			return a, err
-		}
-		a.seg, a.total = rows, total
 	}
-	return a, nil
+	return func() (cardAnswer, error) { return a, nil }
 }
 
-// cardOf answers one card as the overview shows it: the current tab's top
-// 10, the tabs, and the links that filter by a row.
-func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState, c card) (cardView, error) {
-	a, err := p.answerCard(ctx, v, dr, vs, c, 10)
-	if err != nil {
-		return cardView{}, err
-	}
+// cardOf shows one card's answer as the overview shows it: the current
+// tab's top 10, the tabs, and the links that filter by a row.
+func (p *Pages) cardOf(v *visit, dr dateRange, vs viewState, c card, a cardAnswer) cardView {
 	cur := a.tab
-	cv := cardView{Key: c.Key}
+	cv := cardView{Key: c.Key, Note: a.note}
 	if len(c.Tabs) > 1 {
 		for _, t := range c.Tabs {
 			x := vs
@@ -324,37 +331,24 @@ func (p *Pages) cardOf(ctx context.Context, v *visit, dr dateRange, vs viewState
 		cv.Prop = &propForm{Action: v.base(), Value: vs.Prop, Hidden: hiddenOf(vs.values(dr), "prop")}
 	}
 	tt := topTable{table: table{Name: c.Key, Title: cur.Label, Column: cur.seg.Column, Counts: cur.seg.Counts}, Total: a.total}
-	switch {
-	case a.stat != nil:
-		t, _ := tableOf(cur.Stat)
+	if t, ok := tableOf(cur.Stat); ok && len(vs.Filters) == 0 {
+		// The statistic's full table (unfiltered: its page has no filters).
 		tt.Column, tt.Counts = t.Column, t.Counts
 		tt.Href = v.base() + "/" + t.Name
 		if rq := dr.Query().Encode(); rq != "" {
 			tt.Href += "?" + rq
 		}
-		rows := a.stat.Rows
-		if t.Name == "referrer" {
-			tt.Groups = groupRows(referrerGroups(rows), rows)
-		}
-		rows = rows[:min(10, len(rows))]
-		tt.Rows = rowsOf(t.Name, rows)
-		for i, r := range rows {
-			if kv := statLink(t.Name, r.Value); kv != nil {
-				tt.Rows[i].Href = addLink(vs, v.base(), dr, kv...)
-			}
-		}
-	case cur.segOnly():
-		if c.Key == "props" {
-			cv.Note = "Choose a property to see its values."
-		} else {
-			cv.Note = "Not kept per visit, so not available with filters."
-		}
-	default:
+	}
+	switch {
+	case a.stat != nil:
+		rows := a.stat.Rows[:min(10, len(a.stat.Rows))]
+		tt.Rows = rowsOf(cur.Stat, rows)
+	case a.note == "":
 		tt.Rows = segRows(a.seg, cur.seg, vs, v.base(), dr)
 		tt.Rate = cur.seg.Goals
 	}
 	cv.Table = tt
-	return cv, nil
+	return cv
 }
 
 // segRows turns query rows into table rows with bars relative to the
@@ -386,23 +380,28 @@ func segRows(rows []engine.QueryRow, st segTable, vs viewState, base string, dr 
 	return out
 }
 
-// seriesOf returns the chart's buckets over dr in unit: from the day
-// buckets for an unfiltered view in hours of one day, days or months, else
-// from the segments.
-func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit string, fs []filter) ([]bucket, error) {
-	if len(fs) == 0 && (unit == "day" || unit == "month" || unit == "hour" && dr.Days() == 1) {
-		return p.series(ctx, id, dr, unit)
-	}
-	res, err := p.query(ctx, id, engine.Query{
+// seriesOf adds the chart's buckets over dr in unit to b (a Query); the
+// function it returns gives them once b ran.
+func seriesOf(b *batch, dr dateRange, unit string, fs []filter) func() ([]bucket, error) {
+	answer := b.add(engine.Query{
 		Metrics:    []string{"visitors", "pageviews"},
 		DateRange:  engine.DateRange{FromDay: dr.From, ToDay: dr.To},
 		Dimensions: []string{"time:" + unit},
 		Filters:    engineFilters(fs),
 		Include:    engine.Include{TimeLabels: true},
 	})
-	if err != nil {
-		return nil, err
+	return func() ([]bucket, error) {
+		res, err := answer()
+		if err != nil {
+			return nil, err
+		}
+		return seriesBuckets(res, unit), nil
 	}
+}
+
+// seriesBuckets returns the buckets of a series' answer, one per time
+// label.
+func seriesBuckets(res engine.QueryResult, unit string) []bucket {
 	byLabel := make(map[string]engine.QueryRow, len(res.Results))
 	for _, r := range res.Results {
 		byLabel[dimString(r.Dimensions[0])] = r
@@ -415,7 +414,7 @@ func (p *Pages) seriesOf(ctx context.Context, id uint32, dr dateRange, unit stri
 		}
 		bs = append(bs, b)
 	}
-	return bs, nil
+	return bs
 }
 
 // bucketOf names the bucket of a time label ("2026-11-02",
@@ -427,7 +426,9 @@ func bucketOf(unit, label string) bucket {
 	}
 	switch unit {
 	case "hour":
-		return bucket{Label: t.Format("15:00"), Title: t.Format("Mon 2 Jan 15:00–15:59")}
+		// Not Format("15:59"): its "5" is the seconds.
+		h := t.Format("15")
+		return bucket{Label: h + ":00", Title: t.Format("Mon 2 Jan 2006 ") + h + ":00–" + h + ":59"}
 	case "week":
 		return bucket{Label: t.Format("2 Jan"), Title: "Week of " + t.Format("Mon 2 Jan 2006")}
 	case "month":
@@ -483,13 +484,19 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 		return err
 	}
 	cs := cardsFor(goals, vs)
-	answers := make([]cardAnswer, len(cs))
-	var fns []func() error
+	b := new(batch)
+	answerOf := make([]func() (cardAnswer, error), len(cs))
 	for i, c := range cs {
-		fns = append(fns, func() (err error) { answers[i], err = p.answerCard(ctx, v, dr, vs, c, zipRows(v)); return err })
+		answerOf[i] = p.answerCard(ctx, b, v, dr, vs, c, zipRows(v))
 	}
-	if err := parallel(fns...); err != nil {
+	if err := p.run(ctx, v.web.ID, b); err != nil {
 		return err
+	}
+	answers := make([]cardAnswer, len(cs))
+	for i, answer := range answerOf {
+		if answers[i], err = answer(); err != nil {
+			return err
+		}
 	}
 	// Everything is answered: a slow reader of the zip must not hold the
 	// slot.
@@ -555,8 +562,8 @@ func (p *Pages) exportZip(w http.ResponseWriter, r *http.Request, v *visit) erro
 		return nil // the header is sent: the zip is cut short
 	}
 	for i, a := range answers {
-		if a.stat == nil && a.seg == nil && a.total == 0 {
-			continue // a tab the segments cannot answer
+		if a.note != "" {
+			continue // no table: props without a key, no cities, ...
 		}
 		name := cs[i].Key + "-" + a.tab.Key + ".csv"
 		rows = rows[:0]

@@ -302,22 +302,25 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 				return err
 			}
 			from := today - 29
-			t, err := own.Totals(ctx, web.ID, from, today)
+			// The Stats API's answers, as on the overview (SPEC §10.2).
+			days := engine.DateRange{FromDay: from, ToDay: today}
+			tot, err := own.Query(ctx, web.ID, engine.Query{Metrics: []string{"visitors", "pageviews"}, DateRange: days})
 			if err != nil {
 				return err
 			}
-			pg, err := own.Stat(ctx, engine.StatQuery{Website: web.ID, Name: engine.StatVisitors, From: from, To: today, SortBy: "value", Asc: true, PerPage: 30})
+			series, err := own.Query(ctx, web.ID, engine.Query{Metrics: []string{"visitors"}, DateRange: days, Dimensions: []string{"time:day"}})
 			if err != nil {
 				return err
 			}
-			byDay := make(map[string]uint64, len(pg.Rows))
-			for _, r := range pg.Rows {
-				byDay[r.Value] = r.Count
+			byDay := make(map[string]uint64, len(series.Results))
+			for _, r := range series.Results {
+				byDay[dimString(r.Dimensions[0])] = metricUint(r.Metrics[0])
 			}
 			vals := make([]uint64, 30)
 			for j := range vals {
 				vals[j] = byDay[(from + engine.Date(j)).String()]
 			}
+			t := engine.Totals{Visitors: metricUint(tot.Results[0].Metrics[0]), Pageviews: metricUint(tot.Results[0].Metrics[1])}
 			d.Sites[i] = siteRow{
 				ID: web.ID, Domain: web.Domain, Href: "/stats/" + web.Domain, Privacy: privacyName(web.Privacy),
 				Visitors: t.Visitors, Pageviews: t.Pageviews, Today: vals[29], Spark: sparkline(vals, 120, 32),

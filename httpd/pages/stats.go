@@ -1,14 +1,12 @@
 package pages
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -208,11 +206,10 @@ type total struct {
 // topTable is a top-10 table of the overview, or one page of a statistic.
 type topTable struct {
 	table
-	Href   string // the statistic's page
-	Rows   []row
-	Groups []groupRow
-	Total  int
-	Rate   bool // a conversion-rate column
+	Href  string // the statistic's page
+	Rows  []row
+	Total int
+	Rate  bool // a conversion-rate column
 }
 
 type row struct {
@@ -221,11 +218,6 @@ type row struct {
 	Bar   string
 	Href  string // the view filtered by the row; "" for none
 	Rate  string // the conversion rate of a goal
-}
-
-type groupRow struct {
-	group
-	Bar string
 }
 
 // overview serves GET /stats/:domain.
@@ -294,91 +286,6 @@ func rowsOf(name string, rows []engine.Row) []row {
 		out[i] = row{cell: displayValue(name, r.Value), Count: r.Count, Bar: barClass(r.Count, most)}
 	}
 	return out
-}
-
-func groupRows(gs []group, rows []engine.Row) []groupRow {
-	var most uint64
-	for _, g := range gs {
-		most = max64(most, g.Count)
-	}
-	for _, r := range rows {
-		most = max64(most, r.Count)
-	}
-	out := make([]groupRow, len(gs))
-	for i, g := range gs {
-		out[i] = groupRow{group: g, Bar: barClass(g.Count, most)}
-	}
-	return out
-}
-
-// series returns the chart's buckets from the day buckets, in unit: hours
-// (of a range of one day), days or months.
-func (p *Pages) series(ctx context.Context, id uint32, dr dateRange, unit string) ([]bucket, error) {
-	stat := func(name string, n int) (map[string]uint64, error) {
-		pg, err := p.e.Unscoped().Stat(ctx, engine.StatQuery{Website: id, Name: name, From: dr.From, To: dr.To, SortBy: "value", Asc: true, PerPage: n})
-		if err != nil {
-			return nil, err
-		}
-		m := make(map[string]uint64, len(pg.Rows))
-		for _, r := range pg.Rows {
-			m[r.Value] = r.Count
-		}
-		return m, nil
-	}
-	switch {
-	case unit == "hour":
-		vis, err := stat(engine.StatVisitorsHours, 24)
-		if err != nil {
-			return nil, err
-		}
-		pv, err := stat(engine.StatPageviewsHours, 24)
-		if err != nil {
-			return nil, err
-		}
-		bs := make([]bucket, 24)
-		for h := range bs {
-			k := strconv.Itoa(100 + h)[1:]
-			bs[h] = bucket{Label: k + ":00", Title: dayLabel(dr.From) + " " + k + ":00–" + k + ":59", Visitors: vis[k], Pageviews: pv[k]}
-		}
-		return bs, nil
-	case unit == "month":
-		var bs []bucket
-		var fns []func() error
-		for first := dr.From; first <= dr.To; {
-			y, m, _ := first.Civil()
-			last := min(engine.DateOf(y, m+1, 1)-1, dr.To)
-			i := len(bs)
-			name := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Format("Jan 2006")
-			bs = append(bs, bucket{Label: name, Title: name})
-			if first != engine.DateOf(y, m, 1) || last != engine.DateOf(y, m+1, 1)-1 {
-				bs[i].Title = dayLabel(first) + " – " + dayLabel(last)
-			}
-			lo, hi := first, last
-			fns = append(fns, func() error {
-				t, err := p.e.Unscoped().Totals(ctx, id, lo, hi)
-				bs[i].Visitors, bs[i].Pageviews = t.Visitors, t.Pageviews
-				return err
-			})
-			first = last + 1
-		}
-		return bs, parallel(fns...)
-	}
-	vis, err := stat(engine.StatVisitors, dr.Days())
-	if err != nil {
-		return nil, err
-	}
-	pv, err := stat(engine.StatPageviews, dr.Days())
-	if err != nil {
-		return nil, err
-	}
-	bs := make([]bucket, 0, dr.Days())
-	for d := dr.From; d <= dr.To; d++ {
-		k := d.String()
-		y, m, dd := d.Civil()
-		t := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
-		bs = append(bs, bucket{Label: t.Format("2 Jan"), Title: t.Format("Mon 2 Jan 2006"), Visitors: vis[k], Pageviews: pv[k]})
-	}
-	return bs, nil
 }
 
 // statRoute serves GET /stats/:domain/:name: the realtime page, a CSV
@@ -527,11 +434,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 		maxPage = publicRows / perPage
 		sp.Page = min(sp.Page, maxPage)
 	}
-	sq := engine.StatQuery{
-		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
-		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: sp.Page, PerPage: perPage,
-	}
-	pg, err := p.e.Unscoped().Stat(ctx, sq)
+	pg, err := p.tablePage(ctx, v, t, dr, sp, sp.Page, perPage)
 	if err != nil {
 		return err
 	}
@@ -539,16 +442,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	if maxPage > 0 && pg.LastPage > maxPage {
 		pg.LastPage, capped = maxPage, publicRows
 	}
-	tt := topTable{table: t, Total: pg.Total, Rows: rowsOf(t.Name, pg.Rows)}
-	if t.Name == "referrer" {
-		all := sq
-		all.Page, all.PerPage = 1, groupRowsFor(v)
-		apg, err := p.e.Unscoped().Stat(ctx, all)
-		if err != nil {
-			return err
-		}
-		tt.Groups = groupRows(referrerGroups(apg.Rows), pg.Rows)
-	}
+	tt := topTable{table: t, Total: pg.Total, Rows: pg.Rows}
 	base := v.base() + "/" + t.Name
 	link := func(q url.Values) string {
 		if len(q) == 0 {
@@ -559,7 +453,7 @@ func (p *Pages) statPage(w http.ResponseWriter, r *http.Request, v *visit, t tab
 	q := sp.values(dr)
 	d := &statData{
 		Domain: v.web.Domain, Base: v.base(), Table: tt, Params: sp, Page: pg.Page, LastPage: pg.LastPage,
-		First: (pg.Page-1)*pg.PerPage + 1, Last: (pg.Page-1)*pg.PerPage + len(pg.Rows),
+		First: (pg.Page-1)*perPage + 1, Last: (pg.Page-1)*perPage + len(pg.Rows),
 		Overview: v.base(), Capped: capped,
 	}
 	if len(pg.Rows) == 0 {
@@ -639,8 +533,8 @@ func cloneValues(q url.Values) url.Values {
 	return c
 }
 
-// csvPage is how many rows one Stat call of the export reads.
-const csvPage = 50_000
+// csvPage is how many rows one query of the export reads.
+const csvPage = engine.MaxQueryLimit
 
 // The cost of the pages for visitors who are not the website's owner
 // (SPEC §13): anyone may ask for a public website's statistics, so what
@@ -650,20 +544,7 @@ const (
 	// the first publicRows/perPage pages of its page, the first publicRows
 	// rows of its CSV (the answer then says X-Webstats-Row-Cap: 1000).
 	publicRows = 1_000
-	// publicGroupRows bounds the referrers (the largest) the search-engine
-	// and social-network groups are summed from for such a visitor.
-	publicGroupRows = 1_000
-	// allRows asks Stat for every row.
-	allRows = 1 << 30
 )
-
-// groupRowsFor returns how many referrers the groups of v are summed from.
-func groupRowsFor(v *visit) int {
-	if v.owner {
-		return allRows
-	}
-	return publicGroupRows
-}
 
 // exportCSV serves a statistic as CSV: every row (publicRows for a visitor
 // who is not the owner), with the page's range, search and sort.
@@ -672,14 +553,11 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 	if err != nil {
 		return err
 	}
-	sq := engine.StatQuery{
-		Website: v.web.ID, Name: t.Name, From: dr.From, To: dr.To, Search: sp.Search,
-		SortBy: sp.SortBy, Asc: sp.Sort == "asc", Page: 1, PerPage: csvPage,
-	}
+	per := csvPage
 	if !v.owner {
-		sq.PerPage = publicRows
+		per = publicRows
 	}
-	pg, err := p.e.Unscoped().Stat(r.Context(), sq)
+	pg, err := p.tablePage(r.Context(), v, t, dr, sp, 1, per)
 	if err != nil {
 		return err
 	}
@@ -692,16 +570,18 @@ func (p *Pages) exportCSV(w http.ResponseWriter, r *http.Request, v *visit, t ta
 	h.Set("Content-Disposition", `attachment; filename="`+csvFilename(v.web.Domain, t.Name, dr)+`"`)
 	h.Del("Content-Security-Policy")
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"value", "count"})
+	cw.Write(pg.Header)
 	for {
-		for _, row := range pg.Rows {
-			cw.Write([]string{csvCell(row.Value), strconv.FormatUint(row.Count, 10)})
+		for _, rec := range pg.Records {
+			for i := range rec {
+				rec[i] = csvCell(rec[i])
+			}
+			cw.Write(rec)
 		}
 		if pg.Page >= pg.LastPage {
 			break
 		}
-		sq.Page++
-		if pg, err = p.e.Unscoped().Stat(r.Context(), sq); err != nil {
+		if pg, err = p.tablePage(r.Context(), v, t, dr, sp, pg.Page+1, per); err != nil {
 			// The header is sent: cut the file short rather than lie.
 			p.log.Error("pages: csv export", "err", err)
 			break

@@ -43,6 +43,9 @@ type Location struct {
 // Close must not run concurrently with Lookup.
 type Locator struct {
 	db *maxminddb.Reader // nil without a .mmdb, or after Close
+	// cities: the .mmdb is a City (or Enterprise) database, which names
+	// cities; a Country one does not.
+	cities bool
 
 	// pool holds *record values to decode into, so that decoding a record
 	// with subdivisions reuses its slice.
@@ -100,8 +103,14 @@ func Open(mmdbPath string) (*Locator, error) {
 		return nil, fmt.Errorf("geo: open %s: %w (database type %q)", mmdbPath, ErrNotGeoDatabase, db.Metadata.DatabaseType)
 	}
 	l.db = db
+	t := strings.ToLower(db.Metadata.DatabaseType)
+	l.cities = strings.Contains(t, "city") || strings.Contains(t, "enterprise")
 	return l, nil
 }
+
+// Cities reports whether the Locator was opened with a database that names
+// cities (a City or Enterprise .mmdb): without one, every city is unknown.
+func (l *Locator) Cities() bool { return l.cities }
 
 // ErrNotGeoDatabase is returned (wrapped; use errors.Is) by Open for a valid
 // .mmdb file that holds neither City nor Country data, such as an ASN

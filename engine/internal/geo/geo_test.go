@@ -328,3 +328,27 @@ func BenchmarkLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestCities checks which databases name cities: a City or Enterprise
+// .mmdb does, a Country one and the embedded data do not (the statistics
+// pages then say how to add one).
+func TestCities(t *testing.T) {
+	for _, tc := range []struct {
+		dbType string
+		want   bool
+	}{
+		{"", false},
+		{"GeoIP2-City", true},
+		{"DBIP-City-Lite", true},
+		{"GeoIP2-Enterprise", true},
+		{"GeoLite2-Country", false},
+	} {
+		path := ""
+		if tc.dbType != "" {
+			path = writeDB(t, tc.dbType)
+		}
+		if got := openTest(t, path).Cities(); got != tc.want {
+			t.Errorf("%q: Cities() = %v, want %v", tc.dbType, got, tc.want)
+		}
+	}
+}

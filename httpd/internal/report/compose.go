@@ -89,14 +89,16 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		return nil, fmt.Errorf("report: compose: %s does not start a %s period", first, p)
 	}
 	last, prevFirst := p.last(first), p.prev(first)
-	cur, err := e.Unscoped().Totals(ctx, w.ID, first, last)
-	if err != nil {
-		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
+	// One batch: the engine reads each day of both periods once.
+	qs := []engine.Query{totalsQuery(first, last), totalsQuery(prevFirst, first-1)}
+	for _, spec := range tableSpecs {
+		qs = append(qs, spec.query(first, last))
 	}
-	prev, err := e.Unscoped().Totals(ctx, w.ID, prevFirst, first-1)
+	res, err := e.Unscoped().QueryBatch(ctx, w.ID, qs)
 	if err != nil {
-		return nil, fmt.Errorf("report: totals of website %d: %w", w.ID, err)
+		return nil, fmt.Errorf("report: statistics of website %d: %w", w.ID, err)
 	}
+	cur, prev := totalsOf(res[0]), totalsOf(res[1])
 	d := &reportData{
 		Title:     p.title() + " statistics for " + w.Domain,
 		Domain:    w.Domain,
@@ -118,25 +120,8 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 	} else {
 		d.APIURL = "https://YOUR-WEBSTATS-SERVER/api/v1/websites/" + strconv.FormatUint(uint64(w.ID), 10)
 	}
-	for _, spec := range []struct {
-		stat, title, header, unit, empty string
-		show                             func(string) string
-	}{
-		{"page", "Top pages", "Page", "pageviews", "No pageviews.", showPage},
-		{"referrer", "Top referrers", "Referrer", "visits", "No visits.", showReferrer},
-		{"country", "Top countries", "Country", "visitors", "No visitors.", showCountry},
-	} {
-		pg, err := e.Unscoped().Stat(ctx, engine.StatQuery{Website: w.ID, Name: spec.stat, From: first, To: last, SortBy: "count", PerPage: topN})
-		if err != nil {
-			return nil, fmt.Errorf("report: %s of website %d: %w", spec.stat, w.ID, err)
-		}
-		t := table{Title: spec.title, Header: spec.header, Unit: spec.unit, Empty: spec.empty}
-		for _, r := range pg.Rows {
-			c := formatCount(r.Count)
-			t.Rows = append(t.Rows, row{Value: spec.show(r.Value), Count: c})
-			t.CountWidth = max(t.CountWidth, utf8.RuneCountInString(c))
-		}
-		d.Tables = append(d.Tables, t)
+	for i, spec := range tableSpecs {
+		d.Tables = append(d.Tables, spec.table(res[2+i]))
 	}
 	for _, m := range d.Totals {
 		d.NameWidth = max(d.NameWidth, utf8.RuneCountInString(m.Name))
@@ -163,6 +148,71 @@ func Compose(ctx context.Context, e *engine.Engine, w engine.Website, to string,
 		Text:      text.String(),
 		HTML:      html.String(),
 	}, nil
+}
+
+// The figures of a report are the Stats API's answers to the same
+// questions (SPEC §10.2 "one truth"): the statistics pages show the same
+// numbers for the same range.
+
+// totalsQuery asks the visitors, pageviews and visits of a range.
+func totalsQuery(from, to engine.Date) engine.Query {
+	return engine.Query{
+		Metrics:   []string{"visitors", "pageviews", "visits"},
+		DateRange: engine.DateRange{FromDay: from, ToDay: to},
+	}
+}
+
+// totalsOf reads totalsQuery's answer.
+func totalsOf(res engine.QueryResult) engine.Totals {
+	m := res.Results[0].Metrics
+	return engine.Totals{Visitors: count(m[0]), Pageviews: count(m[1]), Visits: count(m[2])}
+}
+
+// tableSpec is a top table of a report: the metric of a Query by a
+// dimension, as the statistics pages' card of the same title asks it.
+type tableSpec struct {
+	dim, metric, title, header, empty string
+	only                              *engine.Filter // restricts the hits counted
+	show                              func(string) string
+}
+
+var tableSpecs = []tableSpec{
+	{"event:page", "pageviews", "Top pages", "Page", "No pageviews.",
+		&engine.Filter{Op: "is", Dimension: "event:name", Clauses: []string{"pageview"}}, showPage},
+	{"visit:source", "visits", "Top sources", "Source", "No visits.", nil, showValue},
+	{"visit:country_name", "visitors", "Top countries", "Country", "No visitors.", nil, showValue},
+}
+
+// query asks the first topN rows of spec over a range.
+func (spec tableSpec) query(from, to engine.Date) engine.Query {
+	q := engine.Query{
+		Metrics:    []string{spec.metric},
+		DateRange:  engine.DateRange{FromDay: from, ToDay: to},
+		Dimensions: []string{spec.dim},
+		Pagination: engine.Pagination{Limit: topN},
+	}
+	if spec.only != nil {
+		q.Filters = []engine.Filter{*spec.only}
+	}
+	return q
+}
+
+// table reads the answer of spec's query.
+func (spec tableSpec) table(res engine.QueryResult) table {
+	t := table{Title: spec.title, Header: spec.header, Unit: spec.metric, Empty: spec.empty}
+	for _, r := range res.Results {
+		v, _ := r.Dimensions[0].(string)
+		c := formatCount(count(r.Metrics[0]))
+		t.Rows = append(t.Rows, row{Value: spec.show(v), Count: c})
+		t.CountWidth = max(t.CountWidth, utf8.RuneCountInString(c))
+	}
+	return t
+}
+
+// count reads a count metric of a query row.
+func count(v any) uint64 {
+	n, _ := v.(int64)
+	return uint64(max(n, 0))
 }
 
 // messageID returns the stable Message-ID of a website's report of a period:
@@ -229,20 +279,11 @@ func showPage(v string) string {
 	return v
 }
 
-func showReferrer(v string) string {
+// showValue shows a value as the statistics pages do: "(none)" for the
+// blank one the query has no label for (an unknown country).
+func showValue(v string) string {
 	if v == "" {
-		return "Direct / none"
-	}
-	return clean(v)
-}
-
-// showCountry shows "US:United States" as "United States".
-func showCountry(v string) string {
-	if _, name, ok := strings.Cut(v, ":"); ok && name != "" {
-		return clean(name)
-	}
-	if v == "" {
-		return "Unknown"
+		return "(none)"
 	}
 	return clean(v)
 }

@@ -88,7 +88,7 @@ func TestComposeAndSend(t *testing.T) {
 		`href="https://stats.example.org/stats/example.com?from=2026-11-09&amp;to=2026-11-15"`,
 		"https://stats.example.org/api/v1/websites/1",
 		"set <code>email</code> to 0",
-		"www.google.com", "news.ycombinator.com", "Direct / none",
+		"Google", "Hacker News", "Direct / None",
 		"United States", "Australia", "Germany", "Japan",
 	} {
 		if !strings.Contains(pm.HTML, want) {

@@ -6,8 +6,10 @@
 //
 //   - [Compose] builds the mail of one website and period: unique visitors,
 //     pageviews and visits with their change against the previous period, the
-//     top 5 pages, referrers and countries, a link to the statistics page and
-//     how to stop the reports. [Message.Bytes] writes it as an RFC 5322
+//     top 5 pages, sources and countries, a link to the statistics page and
+//     how to stop the reports. Every figure is the Stats API v2's answer
+//     ([engine.Owner.Query]) to the same question, so the statistics pages
+//     show the same numbers (SPEC §10.2). [Message.Bytes] writes it as an RFC 5322
 //     multipart/alternative message (text and HTML, quoted-printable).
 //   - [Send] delivers a Message through an SMTP submission server, with
 //     STARTTLS when offered, implicit TLS on port 465 and AUTH PLAIN.
