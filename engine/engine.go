@@ -99,11 +99,14 @@ type Engine struct {
 	// wholes caches open days made whole for queries.
 	wholes *wholeCache
 	// wholeLimit bounds the rows of a day with sealed parts a segment
-	// query makes whole (a quarter of MemoryBudget, at least 64 MiB; 0,
+	// query makes whole (a quarter of MemoryBudget, at least 4 MiB; 0,
 	// none, without a budget): a day beyond it is read in chunks of at
 	// most about that size (segstream.go), counted in streamed.
 	wholeLimit int64
 	streamed   atomic.Int64
+	// streamSlot is held while a chunk of a streamed day is built and
+	// scanned (streamChunk): one at a time, engine-wide.
+	streamSlot chan struct{}
 	// results caches the answers of queries (resultCache).
 	results *resultCache
 
@@ -210,14 +213,15 @@ func Open(opts *Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		opts:     o,
-		now:      o.Now,
-		sites:    make(map[uint32]*site),
-		domains:  make(map[string]uint32),
-		shards:   make([]shard, 4*runtime.GOMAXPROCS(0)),
-		stop:     make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		regTxSem: make(chan struct{}, 1),
+		opts:       o,
+		now:        o.Now,
+		sites:      make(map[uint32]*site),
+		domains:    make(map[string]uint32),
+		shards:     make([]shard, 4*runtime.GOMAXPROCS(0)),
+		stop:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		streamSlot: make(chan struct{}, 1),
+		regTxSem:   make(chan struct{}, 1),
 		// The log is compacted compactLogEvery after start first (by
 		// the engine's clock: a simulated history compacts as the real
 		// one would).
@@ -228,7 +232,7 @@ func Open(opts *Options) (*Engine, error) {
 	// most (sealBytes), at least 1 MiB.
 	e.parts = newPartCache(max(e.sealBytes, 1<<20))
 	if o.MemoryBudget > 0 {
-		e.wholeLimit = max(o.MemoryBudget/4, 64<<20)
+		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
 	e.wholes = newWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))

@@ -775,6 +775,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		if date < cut {
 			if ent.frozen {
 				e.counters.resident.Add(-int64(ent.size))
+				ent.releaseMemo()
 			}
 			delete(st.days, date)
 			st.evictGen++
@@ -888,11 +889,11 @@ const (
 )
 
 // budgetBytes is what Options.MemoryBudget bounds: the resident closed
-// days and rollups, the visitor state, the realtime slots (capped, not
+// days and rollups and what their memos keep, the visitor state, the realtime slots (capped, not
 // evicted: realtime.go) and the idempotency keys (never evicted: they make
 // room by the others' eviction).
 func (e *Engine) budgetBytes() int64 {
-	return e.counters.resident.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
+	return e.counters.resident.Load() + e.counters.dimMemos.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
 }
 
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
@@ -992,6 +993,7 @@ func (e *Engine) evictLocked(now time.Time) {
 				delete(st.days, c.date)
 				st.evictGen++
 				e.counters.resident.Add(-int64(ent.size))
+				ent.releaseMemo()
 				e.counters.evicted.Add(1)
 			}
 		}
@@ -1003,7 +1005,7 @@ func (e *Engine) evictLocked(now time.Time) {
 type Metrics struct {
 	Tracked       uint64                // hits counted since Open
 	Dropped       map[DropReason]uint64 // hits dropped since Open, by reason
-	ResidentBytes int64                 // bytes of resident closed days
+	ResidentBytes int64                 // bytes of resident closed days, what their memos keep with them
 	StateBytes    int64                 // bytes of resident visitor state
 	KeyBytes      int64                 // bytes of the idempotency keys (TrackOnce), counted in MemoryBudget
 	RealtimeBytes int64                 // bytes of the realtime visitor slots (in MemoryBudget)
@@ -1037,7 +1039,7 @@ func (e *Engine) Metrics() Metrics {
 	m := Metrics{
 		Tracked:       e.counters.tracked.Load(),
 		Dropped:       make(map[DropReason]uint64),
-		ResidentBytes: e.counters.resident.Load(),
+		ResidentBytes: e.counters.resident.Load() + e.counters.dimMemos.Load(),
 		StateBytes:    e.counters.state.Load(),
 		KeyBytes:      e.counters.keys.Load(),
 		RealtimeBytes: e.counters.realtime.Load(),

@@ -103,6 +103,7 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 	lo, hi := buckets.Date(1<<31-1), buckets.Date(-1<<31)
 	for i, p := range ps {
 		p.intern, p.gidBits = e.interns(), gidPageBits
+		p.dimBytes = &e.counters.dimMemos
 		p.daily = e.opts.SaltPeriod == SaltDay
 		l, h := e.planDays(p)
 		spansOf[i] = [2]buckets.Date{l, h}
@@ -137,7 +138,9 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 			for i, p := range ps {
 				if date >= spansOf[i][0] && date <= spansOf[i][1] {
 					p.soloDays = solo
-					if p.scanDay(sd, date, false); p.err != nil {
+					p.scanDay(sd, date, false)
+					p.soloDays = nil // a chunk is garbage once scanned
+					if p.err != nil {
 						failed = p.err
 						return
 					}
@@ -199,6 +202,7 @@ func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, da
 				return err
 			}
 			sub.shared, sub.soloDays, sub.intern, sub.gidBits, sub.daily = shared[j], p.soloDays, p.intern, p.gidBits, p.daily
+			sub.dimBytes = p.dimBytes
 			subs[w] = append(subs[w], sub)
 		}
 	}

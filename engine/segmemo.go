@@ -37,6 +37,7 @@ type dayMemo struct {
 	// dims are the day's breakdowns (segmemodim.go); allOnDay says
 	// every hit is counted under the day (onDay).
 	dims      []*dimEntry
+	acct      *dimAcct // nil until a breakdown is kept
 	onDayOnce sync.Once
 	allOnDay  bool
 	tick      uint64
@@ -60,9 +61,9 @@ const (
 var minMemoVisits = 1024
 
 // memoBytes is what a memo may hold for a day of nv visits and ns
-// strings, at most.
+// strings, at most, its breakdowns apart (counted as kept: dimAcct).
 func memoBytes(nv, ns int) int {
-	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) + dimMemoBytes(nv) // 384: the struct and its totals
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
 }
 
 // newDayMemo returns a memo for a day of nv visits, nil for a small day.

@@ -3,8 +3,10 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -26,15 +28,21 @@ import (
 // it keeps is never stale.
 //
 // Bounded: at most dimMemoKeys dimensions, and their values' totals at
-// most dimMemoBytes(nv) for a day of nv visits, counted in the day's
-// memory estimate (memoBytes); the least recently used dimension gives
-// way to a new one, and a breakdown larger than the bound is not kept.
+// most dimMemoBytes(nv) for a day of nv visits; the least recently used
+// dimension gives way to a new one, and a breakdown larger than the bound
+// is not kept. What a memo keeps is counted as kept (dimAcct), in the
+// engine's memory budget (Engine.counters.dimMemos), not reserved with
+// the day: reserving the bound for every day with a memo doubled a closed
+// day's share of the budget, and evicted days a budget had room for. A
+// memo's bytes leave the count when its day is evicted (release) or, for
+// a day that left memory any other way (replaced, deleted, a query's own
+// copy), when the memo is garbage (a cleanup).
 
 // dimMemoKeys is the most dimensions a day's memo keeps.
 const dimMemoKeys = 32
 
 // dimMemoBytes is the most a day of nv visits keeps of its breakdowns.
-func dimMemoBytes(nv int) int { return 16<<10 + 160*nv }
+func dimMemoBytes(nv int) int { return 160 * nv }
 
 // useDimMemo is off only in the tests that compare answers with and
 // without it (SetDimMemo in export_test.go).
@@ -51,6 +59,53 @@ type dimValue struct {
 	key  string // the group's key (globalGroup)
 	dims []any  // the group's values (shared, never written)
 	t    dayTotals
+}
+
+// dimAcct is what a day's memo counts of its breakdowns in an engine's
+// budget: held bytes in *to, until gone. It is apart from the memo so
+// that the memo's cleanup can reach it.
+type dimAcct struct {
+	mu   sync.Mutex
+	to   *atomic.Int64
+	held int64
+	gone bool
+}
+
+// set counts n bytes held in place of the last count; false once gone.
+func (a *dimAcct) set(to *atomic.Int64, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gone {
+		return false
+	}
+	if a.to == nil {
+		a.to = to
+	}
+	a.to.Add(n - a.held)
+	a.held = n
+	return true
+}
+
+// release takes the bytes out of the count for good.
+func (a *dimAcct) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.gone && a.to != nil {
+		a.to.Add(-a.held)
+	}
+	a.gone, a.held = true, 0
+}
+
+// releaseDims drops what m keeps of its breakdowns and its count (its day
+// left memory): a query still reading the day keeps none again.
+func (m *dayMemo) releaseDims() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.acct != nil {
+		m.acct.release()
+	}
+	clear(m.dims)
+	m.dims = nil
 }
 
 // dimEntry is a day's breakdown by one dimension.
@@ -82,12 +137,16 @@ func (m *dayMemo) dimEntryOf(key string, sess bool) *dimEntry {
 
 // keepDim keeps en, in place of the dimension's older entry and of the
 // least recently used ones while the bytes are over limit.
-func (m *dayMemo) keepDim(en *dimEntry, limit int) {
-	if en.bytes > limit {
+func (m *dayMemo) keepDim(en *dimEntry, limit int, to *atomic.Int64) {
+	if en.bytes > limit || to == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.acct == nil {
+		m.acct = new(dimAcct)
+		runtime.AddCleanup(m, func(a *dimAcct) { a.release() }, m.acct)
+	}
 	kept := m.dims[:0]
 	total := en.bytes
 	for _, o := range m.dims {
@@ -105,6 +164,9 @@ func (m *dayMemo) keepDim(en *dimEntry, limit int) {
 		}
 		total -= kept[lru].bytes
 		kept = append(kept[:lru], kept[lru+1:]...)
+	}
+	if !m.acct.set(to, int64(total)) {
+		return // released: its day left memory
 	}
 	m.tick++
 	en.used = m.tick
@@ -213,7 +275,7 @@ func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
 			return
 		}
 	}
-	memo.keepDim(en, limit)
+	memo.keepDim(en, limit, p.dimBytes)
 }
 
 // onDay reports whether every hit of sd is counted under its day (the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +195,79 @@ func TestDimMemoInvalidated(t *testing.T) {
 	}
 	ask("reopened")
 	ask("reopened, repeated")
+}
+
+// TestDimMemoBytesCounted: what the closed days' memos keep of their
+// breakdowns is counted in the budget as it is kept (counters.dimMemos,
+// part of Metrics.ResidentBytes), never above the days' bounds, and
+// leaves the count with its day: evicted, or, for a day left any other
+// way (a website deleted), once its memo is garbage.
+func TestDimMemoBytesCounted(t *testing.T) {
+	defer SetDimMemo(SetDimMemo(true))
+	rng := rand.New(rand.NewPCG(5, 9))
+	now := time.Date(2026, 11, 20, 0, 5, 0, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, QueryCache: -1})
+	defer e.Close()
+	ctx := context.Background()
+	if _, err := e.Unscoped().AddGoal(ctx, site, Goal{EventName: "Signup"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if _, err := e.Track(ctx, sealHits(rng, site, now, 15, 600)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Duration(60+rng.IntN(120)) * time.Minute)
+	}
+	if got := e.counters.dimMemos.Load(); got != 0 {
+		t.Fatalf("%d bytes of breakdowns before any query", got)
+	}
+	checkDimMemo(t, e, site, 0)
+	kept := e.counters.dimMemos.Load()
+	bound := int64(0)
+	e.regMu.RLock()
+	s := e.sites[site]
+	e.regMu.RUnlock()
+	sh := e.shardOf(site)
+	sh.mu.Lock()
+	for _, ent := range s.state.days {
+		if ent.seg != nil && ent.seg.dm != nil {
+			bound += int64(dimMemoBytes(ent.seg.visits()))
+		}
+	}
+	sh.mu.Unlock()
+	if kept <= 0 || kept > bound {
+		t.Fatalf("the memos keep %d bytes of breakdowns, want some and at most the days' bound %d", kept, bound)
+	}
+	if m := e.Metrics(); m.ResidentBytes < kept+e.counters.resident.Load() {
+		t.Errorf("ResidentBytes %d does not count the memos' %d bytes", m.ResidentBytes, kept)
+	}
+	// Evicted: every closed day leaves memory, and its memo's bytes the count.
+	e.opts.MemoryBudget = 1
+	e.snapMu.Lock()
+	e.evictLocked(now)
+	e.snapMu.Unlock()
+	if got := e.counters.dimMemos.Load(); got != 0 {
+		t.Errorf("every day evicted: %d bytes of breakdowns still counted", got)
+	}
+	e.opts.MemoryBudget = 0
+	// Read again, kept again; then the website goes: its days' memos are
+	// garbage, and their bytes leave the count with them.
+	checkDimMemo(t, e, site, 1)
+	if e.counters.dimMemos.Load() == 0 {
+		t.Fatal("nothing kept after the days were read again")
+	}
+	if err := e.Unscoped().DeleteWebsite(ctx, site); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.counters.dimMemos.Load() != 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := e.counters.dimMemos.Load(); got != 0 {
+		t.Errorf("website deleted: %d bytes of breakdowns still counted after GC", got)
+	}
 }

@@ -514,18 +514,34 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segDay, bool)) error {
 	remap := make([]uint32, int(d.offV)+d.visits())
 	for k := range n {
-		if err := ctx.Err(); err != nil {
+		if err := e.streamChunk(ctx, func() error {
+			c, err := d.chunkOf(parts, e.parts, k, n, remap)
+			if err != nil {
+				return err
+			}
+			e.streamed.Add(1)
+			c.lone = lone
+			fn(date, c, true)
+			return nil
+		}); err != nil {
 			return err
 		}
-		c, err := d.chunkOf(parts, e.parts, k, n, remap)
-		if err != nil {
-			return err
-		}
-		e.streamed.Add(1)
-		c.lone = lone
-		fn(date, c, true)
 	}
 	return nil
+}
+
+// streamChunk runs read, which builds and scans one chunk, in the
+// engine's one streaming slot: the queries streaming days at once (the
+// overview's batches run side by side, and so do requests) hold one
+// chunk, about wholeLimit, between them, not one each.
+func (e *Engine) streamChunk(ctx context.Context, read func() error) error {
+	select {
+	case e.streamSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.streamSlot }()
+	return read()
 }
 
 // listed reports whether website s still has data on date.
@@ -890,7 +906,10 @@ type plan struct {
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
 	// by those ids, in pages of 1<<gidBits (valueGroup).
-	intern    *internTable
+	intern *internTable
+	// dimBytes counts what the days' memos keep of breakdowns
+	// (Engine.counters.dimMemos); nil: keep none.
+	dimBytes  *atomic.Int64
 	gids      *dayGids
 	gidGroups [][]*group
 	gidFound  int64 // groups found by id, this day (internStats.found)
@@ -1597,6 +1616,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		return
 	}
 	p.sd = sd
+	defer p.leaveDay()
 	if p.date != date || p.nextMid == 0 {
 		p.date = date
 		p.nextMid = localDayStart(date+1, p.r.Location).UnixMilli()
@@ -1891,6 +1911,16 @@ func (g *group) addTotals(t *dayTotals) {
 }
 
 // touch marks g as having rows in the current day.
+// leaveDay drops what the plan held of the day scanDay scanned: a chunk
+// of a streamed day (segstream.go) must be garbage once scanned, not
+// held by every plan of a batch while the next chunk is built (which
+// had two chunks resident at once: 70 MB for a 500,000-visit day).
+func (p *plan) leaveDay() {
+	p.sd = nil
+	clear(p.hitCols)
+	p.hitCols = p.hitCols[:0]
+}
+
 func (p *plan) touch(g *group) {
 	if g.day != p.day {
 		g.day, g.lastV = p.day, 0

@@ -31,10 +31,18 @@ func chunks(est, limit int64) int {
 	return int((est + limit - 1) / limit)
 }
 
-// wholeEstimate is the bytes of rows of d made whole: its sealed parts at
-// most sealBytes each, and its rows since.
+// wholeEstimate is the bytes of rows of d made whole: every visit and hit
+// row of the day (d holds the rows after its sealed parts, whose counts
+// it knows), and their props at the rate of d's own rows. (Counting a
+// part as sealBytes was wrong both ways: a part holds what the day had
+// at its snapshot, which may be many times sealBytes.)
 func (e *Engine) wholeEstimate(d *segDay) int64 {
-	return int64(d.parts)*int64(e.sealBytes) + int64(d.rowBytes())
+	nv, nh := int64(d.offV)+int64(d.visits()), int64(d.offH)+int64(d.hits())
+	props := int64(4 * len(d.props))
+	if d.hits() > 0 {
+		props = props * nh / int64(d.hits())
+	}
+	return nv*(segVisitBytes+4) + nh*segHitBytes + props
 }
 
 // chunkOf returns chunk k of n of the day d (with sealed parts, not made
@@ -49,6 +57,11 @@ func (d *segDay) chunkOf(parts [][]byte, cache *partCache, k, n int, remap []uin
 	}
 	clear(remap)
 	w := &segDay{strs: d.strs, counts: d.counts}
+	// Room for a chunk's share of the rows and an eighth more (visitor
+	// ids spread evenly over the chunks): grown row by row, a chunk's
+	// columns held up to twice its rows.
+	nv, nh := int(d.offV)+d.visits(), int(d.offH)+d.hits()
+	w.grow(nv/n+nv/(8*n)+64, nh/n+nh/(8*n)+64)
 	for i := 0; i <= int(d.parts); i++ {
 		src := d
 		if i < int(d.parts) {

@@ -92,6 +92,14 @@ type dayEntry struct {
 	pins   int   // logged hits waiting to be applied to this day
 }
 
+// releaseMemo takes what the day's memo keeps of breakdowns out of the
+// budget: the day left memory (evicted, dropped).
+func (ent *dayEntry) releaseMemo() {
+	if ent.seg != nil && ent.seg.dm != nil {
+		ent.seg.dm.releaseDims()
+	}
+}
+
 // pendingHit is a logged hit waiting to be applied, with the day and
 // visitor state it pins resident (per is nil for events).
 type pendingHit struct {
@@ -328,6 +336,7 @@ type counters struct {
 	tracked    atomic.Uint64
 	dropped    [numDropReasons]atomic.Uint64
 	resident   atomic.Int64  // bytes of frozen resident days
+	dimMemos   atomic.Int64  // bytes the days' memos keep of breakdowns (dimAcct)
 	state      atomic.Int64  // bytes of resident visitor state (periods)
 	keys       atomic.Int64  // bytes of the idempotency keys (idemTable.bytes)
 	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.go)
