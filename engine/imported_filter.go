@@ -15,6 +15,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/query"
 )
 
 // importLeaf is one filter leaf on an imported table's dimension.
@@ -45,7 +46,7 @@ func compileImportFilter(fs []Filter) (*importFilter, map[string]bool, bool) {
 				if !walk(x.Children) {
 					return false
 				}
-			case isLeafOp(x.Op):
+			case query.IsLeafOp(x.Op):
 				spec, ok := importedDims[x.Dimension]
 				if !ok {
 					return false

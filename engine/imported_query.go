@@ -21,6 +21,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/plausiblezip"
+	"github.com/webstats/webstats/engine/query"
 )
 
 // The skip reasons and warnings Plausible answers in meta
@@ -79,7 +80,7 @@ var importedMetrics = []string{"visitors", "visits", "pageviews", "events", "bou
 
 // queryWithImports answers q (include.imports set) for website.
 func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (QueryResult, error) {
-	plain := q.clone()
+	plain := q.Clone()
 	plain.Include.Imports = false
 	res, err := o.query(ctx, website, plain)
 	if err != nil {
@@ -137,7 +138,7 @@ func (o Owner) queryWithImports(ctx context.Context, website uint32, q Query) (Q
 // nativeRows adds to m every native row of q (all pages), with the
 // metrics the merge needs besides q's.
 func (o Owner) nativeRows(ctx context.Context, website uint32, q Query, m *importMerge) error {
-	wide := q.clone()
+	wide := q.Clone()
 	wide.Include = Include{}
 	// Every row in one query (MaxQueryGroups bounds them): a query per
 	// page would group every row again for each page.
@@ -372,7 +373,7 @@ func (m *importMerge) dimsOf(row *plausiblezip.Row) ([]any, bool) {
 func (m *importMerge) bucket(d Date) string {
 	switch m.tdim {
 	case "time:week":
-		return max(weekMonday(d), m.first).String()
+		return max(query.WeekMonday(d), m.first).String()
 	case "time:month":
 		y, mo, _ := d.Civil()
 		return DateOf(y, mo, 1).String()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -53,7 +54,7 @@ func canonicalStat(name string) (string, bool) {
 
 // MaxRangeDays bounds the days one query may span: a century. A query's
 // work is bounded by the days that have data, not by the range.
-const MaxRangeDays = 36525
+const MaxRangeDays = query.MaxRangeDays
 
 // StatQuery asks for one statistic of a website over a range of local days.
 // Its zero sort is the largest counts first.

@@ -26,6 +26,7 @@ import (
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/ua"
+	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -1619,7 +1620,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	defer p.leaveDay()
 	if p.date != date || p.nextMid == 0 {
 		p.date = date
-		p.nextMid = localDayStart(date+1, p.r.Location).UnixMilli()
+		p.nextMid = query.LocalDayStart(date+1, p.r.Location).UnixMilli()
 	}
 	p.day++
 	p.solo = p.soloDays[sd]
@@ -2187,7 +2188,7 @@ type slotEntry struct {
 }
 
 // gkey is a group key of day-local ids (MaxQueryDimensions at most).
-type gkey [MaxQueryDimensions]uint32
+type gkey [query.MaxQueryDimensions]uint32
 
 // maxDenseKey bounds the ids plan.dayGroup1 holds (a slice of at most
 // 1 MiB of pointers per plan).

@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/engine/query"
 )
 
 // TestHitDay: a hit's day (SPEC §10.1) is the one its flags keep, as an
@@ -27,7 +29,7 @@ func TestHitDay(t *testing.T) {
 	d.addHit(&segHit{visit: noVisit, ms: utc(23, 50), kind: hkEvent}) // an old orphan
 	d.addHit(&segHit{visit: late, ms: utc(23, 40), kind: hkEvent, flags: dayFlags(-1)})
 	p := &plan{r: &ResolvedQuery{Location: berlin}}
-	p.date, p.nextMid = day, localDayStart(day+1, berlin).UnixMilli()
+	p.date, p.nextMid = day, query.LocalDayStart(day+1, berlin).UnixMilli()
 	want := []Date{day, day + 1, day, day + 2, day, day - 1}
 	for i, w := range want {
 		if got := p.hitDay(d, i); got != w {

@@ -1,4 +1,4 @@
-package engine
+package query
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/webstats/webstats/buckets"
 )
 
 // testQuerySite is the site of the query model tests: UTC, "now" 2021-05-05
@@ -233,7 +234,7 @@ func TestQueryLimits(t *testing.T) {
 	})
 	t.Run("time labels", func(t *testing.T) {
 		qq := Query{Metrics: []string{"visitors"}, Dimensions: []string{"time:hour"}, Include: Include{TimeLabels: true},
-			DateRange: DateRange{FromDay: DateOf(2000, 1, 1), ToDay: DateOf(2020, 1, 1)}}
+			DateRange: DateRange{FromDay: buckets.DateOf(2000, 1, 1), ToDay: buckets.DateOf(2020, 1, 1)}}
 		_, err := qq.Resolve(testQuerySite)
 		var qe *QueryError
 		if !errors.As(err, &qe) || qe.Limit != "MaxTimeLabels" {
@@ -241,7 +242,7 @@ func TestQueryLimits(t *testing.T) {
 		}
 	})
 	t.Run("range length", func(t *testing.T) {
-		qq := Query{Metrics: []string{"visitors"}, DateRange: DateRange{FromDay: DateOf(1000, 1, 1), ToDay: DateOf(2020, 1, 1)}}
+		qq := Query{Metrics: []string{"visitors"}, DateRange: DateRange{FromDay: buckets.DateOf(1000, 1, 1), ToDay: buckets.DateOf(2020, 1, 1)}}
 		_, err := qq.Resolve(testQuerySite)
 		var qe *QueryError
 		if !errors.As(err, &qe) || qe.Limit != "MaxRangeDays" {
@@ -455,7 +456,7 @@ func TestResolveDateRanges(t *testing.T) {
 		{name: "12mo", dateRange: `"12mo"`, want: days(day(2020, 5, 1), day(2021, 4, 30))},
 		{name: "year is whole", dateRange: `"year"`, want: days(day(2021, 1, 1), day(2021, 12, 31))},
 		{name: "all without data is today", dateRange: `"all"`, want: day(2021, 5, 5)},
-		{name: "all from the first data", dateRange: `"all"`, site: func(s *QuerySite) { s.StatsStart = DateOf(2020, 1, 1) },
+		{name: "all from the first data", dateRange: `"all"`, site: func(s *QuerySite) { s.StatsStart = buckets.DateOf(2020, 1, 1) },
 			want: days(day(2020, 1, 1), day(2021, 5, 5))},
 		{name: "dates", dateRange: `["2021-05-05","2021-05-05"]`, want: day(2021, 5, 5)},
 		{name: "datetimes", dateRange: `["2024-01-01T00:00:00Z","2024-01-02T23:59:59Z"]`, want: [2]time.Time{utc(2024, 1, 1, 0, 0, 0), utc(2024, 1, 2, 23, 59, 59)}},
@@ -791,7 +792,7 @@ func TestQueryBuiltInGo(t *testing.T) {
 	})
 	t.Run("defaults", func(t *testing.T) {
 		qq := Query{SiteID: "x", Metrics: []string{"visitors", "pageviews"}, Dimensions: []string{"time:day"},
-			DateRange: DateRange{FromDay: DateOf(2021, 1, 1), ToDay: DateOf(2021, 1, 31)}}
+			DateRange: DateRange{FromDay: buckets.DateOf(2021, 1, 1), ToDay: buckets.DateOf(2021, 1, 31)}}
 		r, err := qq.Resolve(QuerySite{Now: testQuerySite.Now})
 		if err != nil {
 			t.Fatal(err)
@@ -803,7 +804,7 @@ func TestQueryBuiltInGo(t *testing.T) {
 		if r.Pagination != (Pagination{Limit: MaxQueryLimit}) {
 			t.Errorf("Pagination = %+v", r.Pagination)
 		}
-		if r.SiteID != "x" || r.FirstDay != DateOf(2021, 1, 1) || r.LastDay != DateOf(2021, 1, 31) {
+		if r.SiteID != "x" || r.FirstDay != buckets.DateOf(2021, 1, 1) || r.LastDay != buckets.DateOf(2021, 1, 31) {
 			t.Errorf("SiteID %q FirstDay %v LastDay %v", r.SiteID, r.FirstDay, r.LastDay)
 		}
 		if qq.OrderBy != nil {
@@ -890,7 +891,7 @@ func FuzzParseQuery(f *testing.F) {
 	}
 	sites := []QuerySite{
 		testQuerySite,
-		{Location: time.FixedZone("", 5*3600+45*60), Now: time.Date(2026, 7, 24, 23, 59, 59, 0, time.UTC), StatsStart: DateOf(2026, 1, 1), Goals: []string{"Signup"}},
+		{Location: time.FixedZone("", 5*3600+45*60), Now: time.Date(2026, 7, 24, 23, 59, 59, 0, time.UTC), StatsStart: buckets.DateOf(2026, 1, 1), Goals: []string{"Signup"}},
 	}
 	if berlin, err := time.LoadLocation("Europe/Berlin"); err == nil {
 		sites = append(sites, QuerySite{Location: berlin, Now: time.Date(2021, 10, 31, 1, 30, 0, 0, time.UTC)})
