@@ -14,7 +14,8 @@ open an Engine, register websites, Track hits, and query statistics.
     server's own use (command line, report scheduler, public pages that check
     a website's privacy themselves). Websites, Website, WebsiteByDomain,
     CreateWebsite, UpdateWebsite, DeleteWebsite, goals, Stat, Totals, Query
-    (the Plausible Stats API's query: ParseQuery), Realtime and Today all go
+    (the Plausible Stats API's query: ParseQuery; the model is package
+    engine/query, whose types the engine aliases), Realtime and Today all go
     through one; another account's website is ErrNotFound, exactly like a
     missing one. The engine knows an account by its id only.
   - A website's statistics password, on *Engine: CheckPassword.
