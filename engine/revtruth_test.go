@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestDimMemoReleasedOnWrite: a closed day written again (a late hit:
+// copy on write) leaves memory as far as the budget is concerned, so what
+// its memo kept of breakdowns leaves the count at once, as eviction takes
+// it out, not whenever a garbage collection happens to run the memo's
+// cleanup: until then the budget counts breakdowns nobody can read, and
+// evicts days it has room for.
+func TestDimMemoReleasedOnWrite(t *testing.T) {
+	defer SetDimMemo(SetDimMemo(true))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no cleanup runs
+	ctx := context.Background()
+	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	now := day.Add(36 * time.Hour) // closed in every time zone
+	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return now }})
+	defer e.Close()
+	var hs []Hit
+	for n := range 1500 {
+		hs = append(hs, hardHit(site, day.Add(time.Duration(n)*time.Second), fmt.Sprint("v", n), fmt.Sprintf("https://hard.example/p%d", n%7)))
+	}
+	if _, err := e.Track(ctx, hs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ParseQuery([]byte(`{"site_id":"hard.example","date_range":["2026-11-20","2026-11-20"],"metrics":["visits"],"dimensions":["event:page"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Unscoped().Query(ctx, site, q); err != nil {
+		t.Fatal(err)
+	}
+	if e.counters.dimMemos.Load() == 0 {
+		t.Fatal("no breakdown kept: the test did not memoise")
+	}
+	if _, err := e.Track(ctx, hardHit(site, day.Add(2*time.Hour), "late", "https://hard.example/late")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.counters.dimMemos.Load(); got != 0 {
+		t.Errorf("the day was written again (a copy of it is the day now): %d bytes of its old memo's breakdowns still counted", got)
+	}
+}
