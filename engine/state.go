@@ -132,6 +132,7 @@ func (e *Engine) releaseLocked(st *siteState) {
 	for _, ent := range st.days {
 		if ent.frozen {
 			e.counters.resident.Add(-int64(ent.size))
+			ent.releaseMemo()
 		}
 	}
 	for _, p := range st.periods {
@@ -283,6 +284,7 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 	if ent.frozen {
 		e.invalidateRollupsLocked(st, date)
 		e.counters.resident.Add(-int64(ent.size))
+		ent.releaseMemo() // the copy is the day now: the old memo's breakdowns leave the budget with it
 		ent.day = ent.day.Clone()
 		ent.seg = ent.seg.clone()
 		ent.frozen, ent.size = false, 0
