@@ -263,7 +263,10 @@ func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
 			en.vals = append(en.vals, dimValue{key: "", dims: []any{}, t: t}) // as without the dimension
 			break
 		}
-		en.vals = append(en.vals, dimValue{key: g.key, dims: g.dims, t: t})
+		// The values copied: g.dims is a window on the plan's slab of
+		// groupSlab groups' values, which kept so would hold every other
+		// value of the slab (other days' among them) alive uncounted.
+		en.vals = append(en.vals, dimValue{key: g.key, dims: slices.Clone(g.dims), t: t})
 		en.bytes += dimValueBytes + len(g.key)
 		for _, d := range g.dims {
 			en.bytes += 16
