@@ -51,3 +51,32 @@ func TestDimMemoReleasedOnWrite(t *testing.T) {
 		t.Errorf("the day was written again (a copy of it is the day now): %d bytes of its old memo's breakdowns still counted", got)
 	}
 }
+
+// TestChunksSplitOrphans: a day's chunks are each about 1/n of it
+// (segstream.go: "what is resident is one chunk"), orphan events too.
+// Orphans are the custom events of visitors without an id (their salt
+// period's ids exhausted: a flood, the very day that is read in chunks)
+// and of old data; chunkOf put every one of them in chunk 0, which for a
+// day of orphans is the whole day, whatever the budget.
+func TestChunksSplitOrphans(t *testing.T) {
+	d := newSegDay()
+	const hits, n = 4000, 8
+	for i := range hits {
+		d.addHit(&segHit{visit: noVisit, ms: int64(1_700_000_000_000 + i), kind: hkEvent, scroll: -1})
+	}
+	remap := make([]uint32, int(d.offV)+d.visits())
+	total := 0
+	for k := range n {
+		c, err := d.chunkOf(nil, newPartCache(1<<20), k, n, remap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += c.hits()
+		if c.hits() > 2*hits/n {
+			t.Errorf("chunk %d of %d holds %d of the day's %d orphan events", k, n, c.hits(), hits)
+		}
+	}
+	if total != hits {
+		t.Errorf("the chunks hold %d orphan events, want %d", total, hits)
+	}
+}
