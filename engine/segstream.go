@@ -12,7 +12,7 @@ import (
 // columns derived from its hits. A day whose rows are more than
 // Engine.wholeLimit is instead read in chunks, each a day of its own made
 // of the visits whose visitor id is k modulo the number of chunks, with
-// their hits (orphan events in chunk 0): the parts are read one at a time
+// their hits (orphan events by their row modulo the number of chunks): the parts are read one at a time
 // for each chunk, so what is resident is one chunk, one decoded part and
 // a row map of 4 bytes a visit. A visitor (an id within a salt period)
 // is in one chunk only, so the chunks' distinct visitors add up; a visit
@@ -47,7 +47,7 @@ func (e *Engine) wholeEstimate(d *segDay) int64 {
 
 // chunkOf returns chunk k of n of the day d (with sealed parts, not made
 // whole) and its parts: the visits whose visitor id is k modulo n and
-// their hits, the orphan events in chunk 0, ordered and derived as whole
+// their hits, the orphan events whose day row is k modulo n, ordered and derived as whole
 // orders and derives them. remap is scratch of at least the day's visits
 // (offV + visits of d), reused across chunks. The chunk shares d's
 // strings; it is read only, and never kept.
@@ -114,8 +114,8 @@ func (w *segDay) appendChunkOf(p *segDay, k, n int, remap []uint32) error {
 	}
 	for i, v := range p.hVisit {
 		switch {
-		case v == noVisit && k != 0:
-			continue
+		case v == noVisit && (int(p.offH)+i)%n != k:
+			continue // an orphan counts no visitor: spread by its row, as a day of them would be one chunk
 		case v == noVisit:
 		case int(v) >= len(remap):
 			return fmt.Errorf("segments: a hit of visit row %d past the day's: %w", v, errRecord)
