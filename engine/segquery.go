@@ -1911,7 +1911,6 @@ func (g *group) addTotals(t *dayTotals) {
 	g.hasRows = g.hasRows || t.rows
 }
 
-// touch marks g as having rows in the current day.
 // leaveDay drops what the plan held of the day scanDay scanned: a chunk
 // of a streamed day (segstream.go) must be garbage once scanned, not
 // held by every plan of a batch while the next chunk is built (which
@@ -1922,6 +1921,7 @@ func (p *plan) leaveDay() {
 	p.hitCols = p.hitCols[:0]
 }
 
+// touch marks g as having rows in the current day.
 func (p *plan) touch(g *group) {
 	if g.day != p.day {
 		g.day, g.lastV = p.day, 0
