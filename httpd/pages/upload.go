@@ -36,6 +36,11 @@ const (
 	maxUpload = 256 << 20
 	// uploadChunk is how many lines one chunk of an upload counts.
 	uploadChunk = 5000
+	// uploadChunkBytes bounds a chunk's body too: a chunk is decoded,
+	// encoded and logged at once, as one import request, whose body is
+	// at most 10 MiB; lines of up to peerimport.MaxLine made a chunk of
+	// uploadChunk lines as large as the whole upload.
+	uploadChunkBytes = 8 << 20
 	// maxUploadFiles bounds the files of one upload.
 	maxUploadFiles = 8
 )
@@ -219,7 +224,9 @@ func (u *uploader) finish(err error) {
 func (u *uploader) checkAll(format string, paths []upload) (stem string, err error) {
 	lines := 0
 	h := sha256.New()
-	h.Write([]byte(format + "\n"))
+	// The keys name a chunk by its number: the chunking is part of
+	// their stem, so that a key never answers for other lines.
+	fmt.Fprintf(h, "%s %d %d\n", format, uploadChunk, uploadChunkBytes)
 	err = eachChunk(format, paths, func(body []byte, where []at) error {
 		lines += len(where)
 		h.Write(body)
@@ -332,6 +339,11 @@ func eachChunk(format string, files []upload, fn func(body []byte, where []at) e
 		return err
 	}
 	add := func(line []byte, w at) error {
+		if buf.Len()+len(line)+1 > uploadChunkBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		buf.Write(line)
 		buf.WriteByte('\n')
 		if where = append(where, w); len(where) == uploadChunk {
