@@ -70,6 +70,11 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if s.state.deleted {
+		// Deleted after the rows were read: its slots were given back
+		// (releaseLocked), and bytes added now would never be.
+		return nil
+	}
 	e.counters.realtime.Add(-s.state.rt.reset())
 	for _, p := range pvs {
 		e.counters.realtime.Add(s.state.rt.add(p.ms, p.key))
