@@ -456,7 +456,12 @@ func (b *batch) add(q engine.Query) func() (engine.QueryResult, error) {
 // once; the engine's query errors are bad requests.
 func (p *Pages) run(ctx context.Context, id uint32, bs ...*batch) error {
 	var fns []func() error
-	for _, b := range bs {
+	for i, b := range bs {
+		if slices.Contains(bs[:i], b) {
+			// The same batch twice (the overview's comparison next to
+			// its range): one query, not two goroutines writing it.
+			continue
+		}
 		if len(b.qs) == 0 {
 			b.ran = true
 			continue
