@@ -129,6 +129,17 @@ func (p *Pages) importUpload(w http.ResponseWriter, r *http.Request, s *siteRequ
 	}
 	if format == "plausible" {
 		// Under the one slot too: a zip and its rows are in memory.
+		// And under the server's zip slot, which the API's zip uploads
+		// take: the page's slot alone let one of each hold a zip and its
+		// rows in memory at once. Taken first, so that a refusal leaves
+		// the page's last import as it was.
+		if p.zipUpload != nil {
+			release, ok := p.zipUpload()
+			if !ok {
+				return fail("Another import is under way on this server: try again when it has finished.")
+			}
+			defer release()
+		}
 		if !p.upload.claim(s.web.ID, format, p.now()) {
 			return fail("Another import is under way on this server: try again when it has finished.")
 		}
@@ -171,8 +182,14 @@ func (p *Pages) importZip(w http.ResponseWriter, r *http.Request, s *siteRequest
 		return err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxUpload))
-	if err != nil {
+	// Read into a buffer of the file's size (the multipart reader's
+	// count of what it stored): io.ReadAll grows by doubling, up to
+	// twice a zip of maxUpload in memory, and copies it as it goes.
+	if fh.Size > maxUpload {
+		return fail(fmt.Sprintf("The file is larger than %d MiB. Nothing was imported.", maxUpload>>20))
+	}
+	b := make([]byte, fh.Size)
+	if _, err := io.ReadFull(f, b); err != nil {
 		return err
 	}
 	x, err := plausiblezip.Read(bytes.NewReader(b), int64(len(b)))
