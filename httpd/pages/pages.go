@@ -178,7 +178,7 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
 		base:        o.BaseURL,
-		upload:      uploader{check: o.CheckLines, count: o.ImportLines},
+		upload:      uploader{check: o.CheckLines, count: o.ImportLines, log: o.Logger},
 		zipUpload:   o.ZipUpload,
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),

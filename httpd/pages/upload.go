@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,7 @@ const (
 type uploader struct {
 	check func(body []byte) (bad int, msg string, err error)
 	count func(ctx context.Context, website uint32, body []byte, key string) (int, error)
+	log   *slog.Logger
 
 	mu  sync.Mutex
 	job *uploadJob
@@ -274,6 +277,18 @@ func (u *uploader) checkAll(format string, paths []upload) (stem string, err err
 // nothing again.
 func (u *uploader) run(ctx context.Context, website uint32, format string, paths []upload, stem string) {
 	defer removeAll(paths)
+	// No request's handler recovers a panic here: unrecovered, it would
+	// end the server. The import stops, and its page says so; chunks
+	// counted before stay counted (an upload again counts only the rest,
+	// by their keys).
+	defer func() {
+		if v := recover(); v != nil {
+			if u.log != nil {
+				u.log.Error("import upload panicked", "website", website, "panic", v, "stack", string(debug.Stack()))
+			}
+			u.finish(errors.New("an internal error stopped it"))
+		}
+	}()
 	i := 0
 	err := eachChunk(format, paths, func(body []byte, where []at) error {
 		n, err := u.count(ctx, website, body, stem+strconv.Itoa(i))

@@ -2,8 +2,11 @@ package pages
 
 import (
 	"bytes"
+	"context"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,5 +61,26 @@ func TestUploadZipTakesServerSlot(t *testing.T) {
 	}
 	if held != 0 {
 		t.Errorf("zip slot held %d times after the upload ended, want 0", held)
+	}
+}
+
+// TestUploadRunRecovers: a panic while an upload counts in the background
+// (no handler recovers there: it would end the server) stops the import
+// with an error on its status, and the uploaded files are removed.
+func TestUploadRunRecovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lines.ndjson")
+	if err := os.WriteFile(path, []byte(`{"time":"2026-11-20T10:00:00Z","page":"/","visitor":"v"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := &uploader{count: func(context.Context, uint32, []byte, string) (int, error) { panic("boom") }}
+	if !u.claim(1, "ndjson", testNow) {
+		t.Fatal("claim")
+	}
+	u.run(t.Context(), 1, "ndjson", []upload{{"lines.ndjson", path}}, "web-x-")
+	if u.job.Running || u.job.Err == "" {
+		t.Errorf("job after a panic: running %v, error %q; want stopped with an error", u.job.Running, u.job.Err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("uploaded file after the run: %v, want removed", err)
 	}
 }
