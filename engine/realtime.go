@@ -70,6 +70,11 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if s.state.deleted {
+		// Deleted after the rows were read: its slots were given back
+		// (releaseLocked), and bytes added now would never be.
+		return nil
+	}
 	e.counters.realtime.Add(-s.state.rt.reset())
 	for _, p := range pvs {
 		e.counters.realtime.Add(s.state.rt.add(p.ms, p.key))
@@ -119,6 +124,11 @@ func (e *Engine) realtimeRows(ctx context.Context, s *site, since, until int64, 
 type realtime struct {
 	pv  [30]rtMinute
 	vis [5]rtVisitors
+	// dropped is the last Unix minute whose 5-minute visitors miss a key
+	// that add dropped because its slot held a later minute (an imported
+	// time ahead of now, up to a day: httpd maxFuture). read reports the
+	// window over until then, so Realtime counts from the rows.
+	dropped int64
 }
 
 type rtMinute struct {
@@ -145,6 +155,7 @@ func (rt *realtime) add(ms int64, key uint64) int64 {
 	p := &rt.pv[m%30]
 	if p.minute != m {
 		if p.minute > m {
+			rt.dropped = max(rt.dropped, m+4)
 			return 0 // older than the window
 		}
 		*p = rtMinute{minute: m}
@@ -153,6 +164,7 @@ func (rt *realtime) add(ms int64, key uint64) int64 {
 	v := &rt.vis[m%5]
 	if v.minute != m {
 		if v.minute > m {
+			rt.dropped = max(rt.dropped, m+4)
 			return 0 // older than the visitors' window
 		}
 		v.minute, v.keys, v.over = m, v.keys[:0], false
@@ -205,7 +217,7 @@ func (rt *realtime) read(now int64) (out Realtime, over bool) {
 		}
 	}
 	out.Visitors = len(seen)
-	return out, over
+	return out, over || now <= rt.dropped
 }
 
 // realtimeVisitors counts the distinct visitors with a pageview in the 5

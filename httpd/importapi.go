@@ -100,8 +100,16 @@ func (s *Server) checkLines(body []byte) (int, string, error) {
 	return i, field + ": " + strings.ReplaceAll(f.Msg, "events."+num+".", ""), nil
 }
 
-// importLines is pages.Options.ImportLines.
+// importLines is pages.Options.ImportLines. A chunk of an upload is an
+// import like POST /websites/{id}/events, under the same one slot
+// (importmem.go): it waits for it, as the upload runs in the background.
 func (s *Server) importLines(ctx context.Context, website uint32, body []byte, key string) (int, error) {
+	select {
+	case s.imports <- struct{}{}:
+		defer func() { <-s.imports }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 	res, err := Import(ctx, s.e, website, body, key, s.now())
 	return res.Accepted, err
 }

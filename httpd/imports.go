@@ -30,6 +30,19 @@ func (s *Server) importsRoutes() {
 	s.api(http.MethodDelete, "/websites/:id/imports/:import", maxBody, s.deleteImport)
 }
 
+// tryZipUpload takes s.plUploads for the "Import data" page's zip
+// upload, which holds a zip and its rows in memory as uploadImport does:
+// two such at once, one from each, would double that. The page does not
+// wait (its form says to try again); the API does.
+func (s *Server) tryZipUpload() (release func(), ok bool) {
+	select {
+	case s.plUploads <- struct{}{}:
+		return func() { <-s.plUploads }, true
+	default:
+		return nil, false
+	}
+}
+
 // uploadImport serves POST /websites/{id}/imports.
 func (s *Server) uploadImport(w http.ResponseWriter, r *http.Request, c *call) error {
 	id, err := websiteID(c)

@@ -242,7 +242,7 @@ func (s *Server) routes() {
 		p, err := pages.New(s.e, &pages.Options{
 			Logger: s.log.With("component", "pages"), Now: s.now, Secure: s.opts.SecureCookies, ClientIP: s.clientIP,
 			Registration: s.opts.Registration, SendMail: s.opts.SendMail, PublicURL: s.publicURL, BaseURL: s.baseURL,
-			CheckLines: s.checkLines, ImportLines: s.importLines,
+			CheckLines: s.checkLines, ImportLines: s.importLines, ZipUpload: s.tryZipUpload,
 		})
 		if err != nil {
 			// Only a failing store makes New fail; the API still works.

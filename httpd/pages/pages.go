@@ -66,6 +66,12 @@ type Options struct {
 	// Idempotency-Key. Default nil: the page imports Plausible zips only.
 	CheckLines  func(body []byte) (bad int, msg string, err error)
 	ImportLines func(ctx context.Context, website uint32, body []byte, key string) (accepted int, err error)
+	// ZipUpload takes the server's one slot for reading a Plausible
+	// export zip into memory (the API's POST /websites/{id}/imports
+	// takes it too), without waiting: ok false when it is taken; release
+	// gives it back. Default nil: the page's zip uploads take no slot
+	// but the page's own one.
+	ZipUpload func() (release func(), ok bool)
 	// PublicURL is the base URL of links in emails and invitations
 	// ("https://stats.example.org"), never taken from a request's Host
 	// header. Default "": no reset emails, and invitation links are
@@ -119,7 +125,8 @@ type Pages struct {
 	views    chan struct{}
 	viewWait time.Duration
 
-	upload uploader // the "Import data" page's one import at a time (upload.go)
+	upload    uploader                         // the "Import data" page's one import at a time (upload.go)
+	zipUpload func() (release func(), ok bool) // Options.ZipUpload
 
 	tmpl   map[string]*template.Template // by file name, each with the layout
 	assets map[string]*asset             // by path under /assets/
@@ -171,7 +178,8 @@ func New(e *engine.Engine, opts *Options) (*Pages, error) {
 		cop:         http.NewCrossOriginProtection(),
 		clientIP:    o.ClientIP,
 		base:        o.BaseURL,
-		upload:      uploader{check: o.CheckLines, count: o.ImportLines},
+		upload:      uploader{check: o.CheckLines, count: o.ImportLines, log: o.Logger},
+		zipUpload:   o.ZipUpload,
 		pwIPFails:   limit.New(passwordFailuresPerIP, o.Now),
 		pwSiteFails: limit.New(passwordFailuresPerSite, o.Now),
 		signInFails: limit.New(signInFailuresPerIP, o.Now),

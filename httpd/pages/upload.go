@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,11 @@ const (
 	maxUpload = 256 << 20
 	// uploadChunk is how many lines one chunk of an upload counts.
 	uploadChunk = 5000
+	// uploadChunkBytes bounds a chunk's body too: a chunk is decoded,
+	// encoded and logged at once, as one import request, whose body is
+	// at most 10 MiB; lines of up to peerimport.MaxLine made a chunk of
+	// uploadChunk lines as large as the whole upload.
+	uploadChunkBytes = 8 << 20
 	// maxUploadFiles bounds the files of one upload.
 	maxUploadFiles = 8
 )
@@ -45,6 +52,7 @@ const (
 type uploader struct {
 	check func(body []byte) (bad int, msg string, err error)
 	count func(ctx context.Context, website uint32, body []byte, key string) (int, error)
+	log   *slog.Logger
 
 	mu  sync.Mutex
 	job *uploadJob
@@ -124,6 +132,17 @@ func (p *Pages) importUpload(w http.ResponseWriter, r *http.Request, s *siteRequ
 	}
 	if format == "plausible" {
 		// Under the one slot too: a zip and its rows are in memory.
+		// And under the server's zip slot, which the API's zip uploads
+		// take: the page's slot alone let one of each hold a zip and its
+		// rows in memory at once. Taken first, so that a refusal leaves
+		// the page's last import as it was.
+		if p.zipUpload != nil {
+			release, ok := p.zipUpload()
+			if !ok {
+				return fail("Another import is under way on this server: try again when it has finished.")
+			}
+			defer release()
+		}
 		if !p.upload.claim(s.web.ID, format, p.now()) {
 			return fail("Another import is under way on this server: try again when it has finished.")
 		}
@@ -166,8 +185,14 @@ func (p *Pages) importZip(w http.ResponseWriter, r *http.Request, s *siteRequest
 		return err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxUpload))
-	if err != nil {
+	// Read into a buffer of the file's size (the multipart reader's
+	// count of what it stored): io.ReadAll grows by doubling, up to
+	// twice a zip of maxUpload in memory, and copies it as it goes.
+	if fh.Size > maxUpload {
+		return fail(fmt.Sprintf("The file is larger than %d MiB. Nothing was imported.", maxUpload>>20))
+	}
+	b := make([]byte, fh.Size)
+	if _, err := io.ReadFull(f, b); err != nil {
 		return err
 	}
 	x, err := plausiblezip.Read(bytes.NewReader(b), int64(len(b)))
@@ -219,7 +244,9 @@ func (u *uploader) finish(err error) {
 func (u *uploader) checkAll(format string, paths []upload) (stem string, err error) {
 	lines := 0
 	h := sha256.New()
-	h.Write([]byte(format + "\n"))
+	// The keys name a chunk by its number: the chunking is part of
+	// their stem, so that a key never answers for other lines.
+	fmt.Fprintf(h, "%s %d %d\n", format, uploadChunk, uploadChunkBytes)
 	err = eachChunk(format, paths, func(body []byte, where []at) error {
 		lines += len(where)
 		h.Write(body)
@@ -250,6 +277,18 @@ func (u *uploader) checkAll(format string, paths []upload) (stem string, err err
 // nothing again.
 func (u *uploader) run(ctx context.Context, website uint32, format string, paths []upload, stem string) {
 	defer removeAll(paths)
+	// No request's handler recovers a panic here: unrecovered, it would
+	// end the server. The import stops, and its page says so; chunks
+	// counted before stay counted (an upload again counts only the rest,
+	// by their keys).
+	defer func() {
+		if v := recover(); v != nil {
+			if u.log != nil {
+				u.log.Error("import upload panicked", "website", website, "panic", v, "stack", string(debug.Stack()))
+			}
+			u.finish(errors.New("an internal error stopped it"))
+		}
+	}()
 	i := 0
 	err := eachChunk(format, paths, func(body []byte, where []at) error {
 		n, err := u.count(ctx, website, body, stem+strconv.Itoa(i))
@@ -332,6 +371,11 @@ func eachChunk(format string, files []upload, fn func(body []byte, where []at) e
 		return err
 	}
 	add := func(line []byte, w at) error {
+		if buf.Len()+len(line)+1 > uploadChunkBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		buf.Write(line)
 		buf.WriteByte('\n')
 		if where = append(where, w); len(where) == uploadChunk {

@@ -23,10 +23,16 @@ import (
 // defaultChunk is how many lines one request of an import carries.
 const defaultChunk = 5000
 
+// chunkBytes bounds a chunk's encoded body too: the server refuses a body
+// over 10 MiB (413), and 5,000 lines of events with large props pass that
+// long before the line bound. 8 MiB leaves room for the last line added
+// (at most peerimport.MaxLine, 1 MiB) over the bound's check.
+const chunkBytes = 8 << 20
+
 // importCmd imports files of one format into a website: every file is
 // checked whole first (nothing is sent if any line is bad), then sent in
-// chunks, each with an Idempotency-Key derived from the files' content and
-// the chunk's number, and the chunks done are kept in a state file beside
+// chunks, each with an Idempotency-Key derived from the files' content,
+// the chunking and the chunk's number (source.key), and the chunks done are kept in a state file beside
 // the first file, so that a run started again after an interruption goes
 // on where it stopped.
 func (c *cli) importCmd(fs *flag.FlagSet) func(context.Context) error {
@@ -49,7 +55,7 @@ func (c *cli) importCmd(fs *flag.FlagSet) func(context.Context) error {
 				return importPlausibleFiles(ctx, t, *tf.site, files, c.stderr)
 			})
 		case "goatcounter", "umami", "ndjson":
-			src = &source{format: *format, files: files, chunk: *chunk}
+			src = &source{format: *format, files: files, chunk: *chunk, chunkBytes: chunkBytes}
 		default:
 			return usagef("import: -from must be goatcounter, umami, ndjson or plausible")
 		}
@@ -69,7 +75,12 @@ func (c *cli) importCmd(fs *flag.FlagSet) func(context.Context) error {
 type source struct {
 	format string
 	files  []string
-	chunk  int
+	chunk  int // lines per chunk, at most
+	// chunkBytes bounds a chunk's body: a chunk ends before the line that
+	// would take it past this many bytes (a line longer than it goes
+	// alone). 0 is no bound: the chunking of state files written before
+	// the bound, kept so that their resumes split as the first run did.
+	chunkBytes int
 
 	// Set by check.
 	lines  int
@@ -99,7 +110,24 @@ func (s *source) check() error {
 	return nil
 }
 
-// count counts s.lines and s.chunks again (after a change of s.chunk).
+// key is chunk i's Idempotency-Key. It must name exactly the lines the
+// chunk carries, since the server answers a repeated key with the first
+// request's counts and counts nothing: the content's digest alone with
+// the chunk's number would, in a run with another -chunk (and no state
+// file), name other lines, and those would be lost while reported as
+// counted. The digest, the lines per chunk and the byte bound fix the
+// split, so with i they fix the lines. A state file of a run from before
+// the byte bound (chunkBytes 0) goes on with that run's keys, the digest
+// and the number only, so that its chunk in flight is not counted twice.
+func (s *source) key(i int) string {
+	if s.chunkBytes == 0 {
+		return s.id + "-" + strconv.Itoa(i)
+	}
+	return s.id + "-" + strconv.Itoa(s.chunk) + "-" + strconv.Itoa(s.chunkBytes) + "-" + strconv.Itoa(i)
+}
+
+// count counts s.lines and s.chunks again (after a change of s.chunk or
+// s.chunkBytes).
 func (s *source) count() error {
 	return s.chunks0(func([]byte, []at) error { return nil })
 }
@@ -127,8 +155,8 @@ func checkChunk(body []byte, where []at) error {
 }
 
 // chunks0 calls fn with each chunk of the import: NDJSON bodies of
-// s.chunk lines, and where each line came from. It counts s.lines and
-// s.chunks.
+// s.chunk lines or fewer, at most s.chunkBytes bytes (unless one line is
+// longer), and where each line came from. It counts s.lines and s.chunks.
 func (s *source) chunks0(fn func(body []byte, where []at) error) error {
 	var buf bytes.Buffer
 	where := make([]at, 0, s.chunk)
@@ -144,6 +172,11 @@ func (s *source) chunks0(fn func(body []byte, where []at) error) error {
 		return err
 	}
 	add := func(line []byte, w at) error {
+		if s.chunkBytes > 0 && len(where) > 0 && buf.Len()+len(line)+1 > s.chunkBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		buf.Write(line)
 		buf.WriteByte('\n')
 		where = append(where, w)

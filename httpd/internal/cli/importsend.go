@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -23,7 +22,10 @@ type importState struct {
 	Website uint32 `json:"website"` // where they went
 	Target  string `json:"target"`  // the data directory's engine or the server's URL
 	Chunk   int    `json:"chunk"`   // lines per chunk
-	Done    int    `json:"done"`    // chunks counted, from the first
+	// ChunkBytes is source.chunkBytes: absent (0) in state files written
+	// before the byte bound, whose runs split in lines only.
+	ChunkBytes int `json:"chunk_bytes,omitempty"`
+	Done       int `json:"done"` // chunks counted, from the first
 }
 
 func statePath(s *source) string { return s.files[0] + ".webstats-import" }
@@ -39,7 +41,7 @@ func loadState(path string, want importState) (importState, bool, error) {
 		return importState{}, false, err
 	}
 	var st importState
-	if json.Unmarshal(b, &st) != nil || st.Chunk < 1 {
+	if json.Unmarshal(b, &st) != nil || st.Chunk < 1 || st.ChunkBytes < 0 {
 		return importState{}, false, nil
 	}
 	if st.ID != want.ID || st.Website != want.Website || st.Target != want.Target {
@@ -62,7 +64,7 @@ func saveState(path string, st importState) error {
 // send counts the chunks of s not yet counted, in order, with a progress
 // bar (rate and time left) on progress.
 func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) error {
-	st := importState{ID: s.id, Website: t.website, Target: t.url, Chunk: s.chunk}
+	st := importState{ID: s.id, Website: t.website, Target: t.url, Chunk: s.chunk, ChunkBytes: s.chunkBytes}
 	if t.e != nil {
 		st.Target = t.dir
 	}
@@ -73,12 +75,15 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 	}
 	done := 0
 	if ok {
-		if old.Chunk != s.chunk {
+		if old.Chunk != s.chunk || old.ChunkBytes != s.chunkBytes {
 			// The chunks (and their keys) of the first run, whatever
 			// -chunk says now: another split would count again what
 			// the first run's last chunk counted.
-			fmt.Fprintf(log, "going on with the first run's %d lines a chunk\n", old.Chunk)
+			if old.Chunk != s.chunk {
+				fmt.Fprintf(log, "going on with the first run's %d lines a chunk\n", old.Chunk)
+			}
 			s.chunk, st.Chunk = old.Chunk, old.Chunk
+			s.chunkBytes, st.ChunkBytes = old.ChunkBytes, old.ChunkBytes
 			if err := s.count(); err != nil {
 				return err
 			}
@@ -86,7 +91,10 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 		done = old.Done
 	}
 	if done >= s.chunks {
-		fmt.Fprintf(log, "already imported: every chunk of this content was counted (state in %s; remove it to import again)\n", path)
+		// Removing the state file does not import again: a run with the
+		// same chunking sends the same keys, which the server answers as
+		// repeats (counting nothing) for 7 days, and that is the point.
+		fmt.Fprintf(log, "already imported: every chunk of this content was counted (state in %s; the server keeps the chunks' keys 7 days, and a run again with the same -chunk counts nothing again)\n", path)
 		return nil
 	}
 	if done > 0 {
@@ -111,7 +119,7 @@ func (s *source) send(ctx context.Context, t *target, progress, log io.Writer) e
 			bar.Add(len(where))
 			return nil
 		}
-		n, err := t.sendChunk(ctx, body, s.id+"-"+strconv.Itoa(i))
+		n, err := t.sendChunk(ctx, body, s.key(i))
 		if err != nil {
 			return fmt.Errorf("import: chunk %d (%s:%d to %s:%d): %w", i, where[0].file, where[0].line,
 				where[len(where)-1].file, where[len(where)-1].line, err)
