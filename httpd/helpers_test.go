@@ -66,9 +66,17 @@ type fixture struct {
 // newFixture opens the fixture; opts may be nil (rate limiting is then off,
 // so that tests may send any number of requests).
 func newFixture(t testing.TB, opts *Options) *fixture {
+	return newFixtureOn(t, opts, &engine.Options{FS: snapshot.NewMemFS(), NoSync: true, SnapshotEvery: -1})
+}
+
+// newFixtureOn is newFixture on an engine opened with eo (its Now set
+// here): a cluster node, for one.
+func newFixtureOn(t testing.TB, opts *Options, eo *engine.Options) *fixture {
 	tt, _ := t.(*testing.T)
 	f := &fixture{t: tt, clock: newClock()}
-	e, err := engine.Open(&engine.Options{FS: snapshot.NewMemFS(), NoSync: true, SnapshotEvery: -1, Now: f.clock.Now})
+	eopts := *eo
+	eopts.Now = f.clock.Now
+	e, err := engine.Open(&eopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
 )
 
 // The round trip of SPEC §14: every hit of a website exported as import
@@ -133,7 +136,45 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a month of traffic on two websites")
 	}
-	a, b := newFixture(t, nil), newFixture(t, nil)
+	roundTrip(t, newFixture(t, nil), newFixture(t, nil))
+}
+
+// TestExportImportRoundTripCluster (SPEC §14, issue #40: "the same
+// through a cluster node"): the export of a single server, imported
+// through the API of a node of a cluster (an in-process NATS server with
+// JetStream; every batch goes through the log and is applied from it),
+// answers every question as the server it came from.
+func TestExportImportRoundTripCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a month of traffic on two websites, through a cluster's log")
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL(), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	log, err := jetstream.New(context.Background(), nc, jetstream.Options{Name: "roundtrip", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newFixtureOn(t, nil, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Cluster: log})
+	roundTrip(t, newFixture(t, nil), b)
+}
+
+// roundTrip exports a month of varied traffic of two websites from a and
+// imports it into b through the API, then compares every phpAnalytics
+// statistic and a grid of v2 queries.
+func roundTrip(t *testing.T, a, b *fixture) {
+	t.Helper()
 	rtSetup(t, a)
 	rtSetup(t, b)
 	sites := []struct {
