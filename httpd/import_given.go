@@ -3,6 +3,7 @@ package httpd
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine"
 )
@@ -26,12 +27,13 @@ func checkGiven(obj map[string]json.RawMessage, at string, h *engine.Hit, fe *fi
 		if !ok || isNull(raw) {
 			return false
 		}
-		field := at + "." + name
 		v, _, isStr := jsonString(raw)
 		switch {
 		case !isStr:
+			field := at + "." + name
 			fe.add(field, "The "+field+" must be a string.")
-		case len([]rune(v)) > maxImportUnit*8:
+		case utf8.RuneCountInString(v) > maxImportUnit*8:
+			field := at + "." + name
 			fe.add(field, "The "+field+" must not be greater than "+strconv.Itoa(maxImportUnit*8)+" characters.")
 		default:
 			*dst = v
