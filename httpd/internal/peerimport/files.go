@@ -69,37 +69,36 @@ func (e *ReadError) Unwrap() error { return e.Err }
 // and read event_data and session first, then website_event, whatever
 // their order in files.
 func Lines(format string, files []File, fn LineFunc) error {
+	var each func(f File, r io.Reader) error
 	switch format {
 	case "ndjson":
-		for _, f := range files {
-			r, err := f.Open()
-			if err != nil {
-				return err
-			}
-			err = ndjson(f.Name, r, fn)
-			r.Close()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		each = func(f File, r io.Reader) error { return ndjson(f.Name, r, fn) }
 	case "goatcounter":
-		for _, f := range files {
-			r, err := f.Open()
-			if err != nil {
-				return err
-			}
-			_, _, err = GoatCounter(f.Name, r, encodeTo(f.Name, fn))
-			r.Close()
-			if err != nil {
-				return err
-			}
+		each = func(f File, r io.Reader) error {
+			_, _, err := GoatCounter(f.Name, r, encodeTo(f.Name, fn))
+			return err
 		}
-		return nil
 	case "umami":
 		return umamiFiles(files, fn)
+	default:
+		return fmt.Errorf("peerimport: no format %q", format)
 	}
-	return fmt.Errorf("peerimport: no format %q", format)
+	for _, f := range files {
+		if err := read(f, func(r io.Reader) error { return each(f, r) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read opens f, calls fn with it and closes it.
+func read(f File, fn func(io.Reader) error) error {
+	r, err := f.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return fn(r)
 }
 
 // ndjson calls fn with each non-blank line of r, trimmed, and its line
@@ -182,41 +181,41 @@ func umamiFiles(files []File, fn LineFunc) error {
 	}
 	props := make(map[string][][2]string)
 	for _, f := range dataFiles {
-		r, err := f.Open()
+		err := read(f, func(r io.Reader) error {
+			m, err := UmamiEventData(f.Name, r)
+			if err != nil {
+				return err
+			}
+			for k, v := range m {
+				props[k] = append(props[k], v...)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		m, err := UmamiEventData(f.Name, r)
-		r.Close()
-		if err != nil {
-			return err
-		}
-		for k, v := range m {
-			props[k] = append(props[k], v...)
 		}
 	}
 	sessions := make(map[string]UmamiSession)
 	for _, f := range sessionFiles {
-		r, err := f.Open()
+		err := read(f, func(r io.Reader) error {
+			m, err := UmamiSessions(f.Name, r)
+			if err != nil {
+				return err
+			}
+			for k, v := range m {
+				sessions[k] = v
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		m, err := UmamiSessions(f.Name, r)
-		r.Close()
-		if err != nil {
-			return err
-		}
-		for k, v := range m {
-			sessions[k] = v
 		}
 	}
 	for _, f := range eventFiles {
-		r, err := f.Open()
-		if err != nil {
+		err := read(f, func(r io.Reader) error {
+			_, err := UmamiEvents(f.Name, r, sessions, props, encodeTo(f.Name, fn))
 			return err
-		}
-		_, err = UmamiEvents(f.Name, r, sessions, props, encodeTo(f.Name, fn))
-		r.Close()
+		})
 		if err != nil {
 			return err
 		}
@@ -226,15 +225,14 @@ func umamiFiles(files []File, fn LineFunc) error {
 
 // header returns the first line of a file (its CSV header), at most
 // 64 KiB; a failed read is a *ReadError.
-func header(f File) (string, error) {
-	r, err := f.Open()
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	b, err := bufio.NewReaderSize(io.LimitReader(r, 64<<10), 64<<10).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", &ReadError{File: f.Name, Err: err}
-	}
-	return b, nil
+func header(f File) (head string, err error) {
+	err = read(f, func(r io.Reader) error {
+		b, err := bufio.NewReaderSize(io.LimitReader(r, 64<<10), 64<<10).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &ReadError{File: f.Name, Err: err}
+		}
+		head = b
+		return nil
+	})
+	return head, err
 }
