@@ -15,17 +15,20 @@ import (
 // reading an upload (peerimport.Lines reads it, for the command line too),
 // and the line numbers it names: blank NDJSON lines count.
 func TestUploadFileMessages(t *testing.T) {
-	tmp := t.TempDir()
-	save := func(name, body string) upload {
-		path := filepath.Join(tmp, name)
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+	saved := make(map[string]upload)
+	for name, body := range map[string]string{
+		"long.ndjson": "{}\n\n" + strings.Repeat("a", peerimport.MaxLine+1) + "\n",
+		"session.csv": "session_id,browser\ns1,firefox\n",
+		"goat.csv":    "2Path,Date\n",
+		"ok.ndjson":   "\n{\"a\":1}\n\n{\"a\":2}\n",
+	} {
+		u := upload{name, filepath.Join(t.TempDir(), name)}
+		if err := os.WriteFile(u.path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return upload{name, path}
+		saved[name] = u
 	}
-	long := save("long.ndjson", "{}\n\n"+strings.Repeat("a", peerimport.MaxLine+1)+"\n")
-	sess := save("session.csv", "session_id,browser\ns1,firefox\n")
-	goat := save("goat.csv", "2Path,Date\n")
+	long, sess, goat := saved["long.ndjson"], saved["session.csv"], saved["goat.csv"]
 	tests := []struct {
 		format string
 		files  []upload
@@ -43,8 +46,7 @@ func TestUploadFileMessages(t *testing.T) {
 		}
 	}
 	var where []at
-	ok := save("ok.ndjson", "\n{\"a\":1}\n\n{\"a\":2}\n")
-	if err := eachChunk("ndjson", []upload{ok}, func(_ []byte, w []at) error { where = append(where, w...); return nil }); err != nil {
+	if err := eachChunk("ndjson", []upload{saved["ok.ndjson"]}, func(_ []byte, w []at) error { where = append(where, w...); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(where) != "[{ok.ndjson 2} {ok.ndjson 4}]" {
