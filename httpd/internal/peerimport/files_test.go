@@ -107,7 +107,7 @@ func TestLinesUmami(t *testing.T) {
 			t.Fatalf("line %s: no %s", lines[1].line, want)
 		}
 	}
-	for _, files := range [][]peerimport.File{memFiles("ev.csv", events), memFiles("sess.csv", sessions, "data.csv", data)} {
+	for _, files := range [][]peerimport.File{nil, memFiles("ev.csv", events), memFiles("sess.csv", sessions, "data.csv", data)} {
 		if _, err := collect("umami", files); !errors.Is(err, peerimport.ErrUmamiTables) {
 			t.Fatalf("error %v: want ErrUmamiTables", err)
 		}
