@@ -9,12 +9,10 @@ package pages
 // server; the upload is bounded by maxUpload.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +27,6 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine/plausiblezip"
-	"github.com/webstats/webstats/httpd/internal/importline"
 	"github.com/webstats/webstats/httpd/internal/peerimport"
 )
 
@@ -384,64 +381,43 @@ func eachChunk(format string, files []upload, fn func(body []byte, where []at) e
 		return nil
 	}
 	if err := eachLine(format, files, add); err != nil {
-		var pe *peerimport.Error
-		if errors.As(err, &pe) {
-			return &uploadError{pe.Error() + "."}
-		}
 		return err
 	}
 	return flush()
 }
 
-// eachLine calls add with every import line of the files, in order.
+// eachLine calls add with every import line of the files, in order; a
+// bad file is an *uploadError saying what is wrong with it.
 func eachLine(format string, files []upload, add func([]byte, at) error) error {
-	if format == "umami" {
-		return eachUmami(files, add)
-	}
-	for _, u := range files {
-		f, err := os.Open(u.path)
-		if err != nil {
-			return err
-		}
-		if format == "goatcounter" {
-			_, _, err = peerimport.GoatCounter(u.name, f, encodeTo(u.name, add))
-		} else {
-			err = eachNDJSON(u.name, f, add)
-		}
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// encodeTo returns a peerimport.Func that encodes its lines for add.
-func encodeTo(name string, add func([]byte, at) error) peerimport.Func {
-	return func(l importline.Line, line int) error {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
-		return add(b, at{name, line})
-	}
-}
-
-// eachNDJSON reads the non-blank lines of an NDJSON file.
-func eachNDJSON(name string, r io.Reader, add func([]byte, at) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), peerimport.MaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			if err := add(line, at{name, n}); err != nil {
-				return err
+	pf := make([]peerimport.File, len(files))
+	for i, u := range files {
+		pf[i] = peerimport.File{Name: u.name, Open: func() (io.ReadCloser, error) {
+			f, err := os.Open(u.path)
+			if err != nil {
+				return nil, err
 			}
-		}
+			return f, nil
+		}}
 	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return &uploadError{fmt.Sprintf("%s, line %d: a line longer than %d bytes.", name, n+1, peerimport.MaxLine)}
+	err := peerimport.Lines(format, pf, func(line []byte, file string, n int) error {
+		return add(line, at{file, n})
+	})
+	var (
+		long *peerimport.LongLineError
+		pe   *peerimport.Error
+		re   *peerimport.ReadError
+	)
+	switch {
+	case errors.As(err, &long):
+		return &uploadError{fmt.Sprintf("%s, line %d: a line longer than %d bytes.", long.File, long.Line, peerimport.MaxLine)}
+	case errors.Is(err, peerimport.ErrUmamiTables):
+		return &uploadError{"Umami needs the session table and the website_event table (and, for event properties, event_data), each a CSV file with a header: choose them together."}
+	case errors.As(err, &pe):
+		return &uploadError{pe.Error() + "."}
+	case errors.As(err, &re):
+		// A saved upload that cannot be read is the server's fault,
+		// said as it always was (the file's name is the page's).
+		return re.Err
 	}
-	return sc.Err()
+	return err
 }

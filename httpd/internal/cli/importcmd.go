@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/httpd"
-	"github.com/webstats/webstats/httpd/internal/importline"
 	"github.com/webstats/webstats/httpd/internal/peerimport"
 )
 
@@ -194,141 +191,32 @@ func (s *source) chunks0(fn func(body []byte, where []at) error) error {
 
 // each calls add with every import line of the files, encoded, in order.
 func (s *source) each(add func(line []byte, w at) error) error {
-	switch s.format {
-	case "ndjson":
-		for _, name := range s.files {
-			if err := eachNDJSON(name, add); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "goatcounter":
-		for _, name := range s.files {
+	files := make([]peerimport.File, len(s.files))
+	for i, name := range s.files {
+		files[i] = peerimport.File{Name: name, Open: func() (io.ReadCloser, error) {
 			f, err := openFile(name)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			_, _, err = peerimport.GoatCounter(name, f, encodeTo(name, add))
-			f.Close()
-			if err != nil {
-				return fileError(name, err)
-			}
-		}
-		return nil
+			return f, nil
+		}}
 	}
-	return s.eachUmami(add)
-}
-
-// encodeTo returns a peerimport.Func that encodes its lines for add.
-func encodeTo(name string, add func([]byte, at) error) peerimport.Func {
-	return func(l importline.Line, line int) error {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
+	err := peerimport.Lines(s.format, files, func(line []byte, file string, n int) error {
+		err := add(line, at{file, n})
+		if s.format != "ndjson" {
+			// As the CSV readers' errors always were, add's named by the
+			// file being read (a chunk's error may be of an earlier file's
+			// line: its message names that one too).
+			return fileError(file, err)
 		}
-		return add(b, at{name, line})
-	}
-}
-
-// eachNDJSON reads the non-blank lines of an NDJSON file.
-func eachNDJSON(name string, add func([]byte, at) error) error {
-	f, err := openFile(name)
-	if err != nil {
 		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), peerimport.MaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			if err := add(line, at{name, n}); err != nil {
-				return err
-			}
-		}
-	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return fmt.Errorf("%s:%d: a line longer than %d bytes (nothing was imported)", name, n+1, peerimport.MaxLine)
-	}
-	return fileError(name, sc.Err())
-}
-
-// eachUmami reads Umami's session file(s) first, then the website_event
-// file(s), telling them apart by their headers.
-func (s *source) eachUmami(add func([]byte, at) error) error {
-	var sessionFiles, eventFiles, dataFiles []string
-	for _, name := range s.files {
-		head, err := firstLine(name)
-		if err != nil {
-			return err
-		}
-		switch {
-		case strings.Contains(head, "url_path"):
-			eventFiles = append(eventFiles, name)
-		case strings.Contains(head, "data_key"), strings.Contains(head, "event_key"):
-			dataFiles = append(dataFiles, name)
-		default:
-			sessionFiles = append(sessionFiles, name)
-		}
-	}
-	if len(sessionFiles) == 0 || len(eventFiles) == 0 {
+	})
+	var long *peerimport.LongLineError
+	switch {
+	case errors.As(err, &long):
+		return fmt.Errorf("%s (nothing was imported)", long)
+	case errors.Is(err, peerimport.ErrUmamiTables):
 		return usagef("import: -from umami needs the session table and the website_event table (and, for event properties, event_data), each as a CSV file with a header")
 	}
-	props := make(map[string][][2]string)
-	for _, name := range dataFiles {
-		f, err := openFile(name)
-		if err != nil {
-			return err
-		}
-		m, err := peerimport.UmamiEventData(name, f)
-		f.Close()
-		if err != nil {
-			return fileError(name, err)
-		}
-		for k, v := range m {
-			props[k] = append(props[k], v...)
-		}
-	}
-	sessions := make(map[string]peerimport.UmamiSession)
-	for _, name := range sessionFiles {
-		f, err := openFile(name)
-		if err != nil {
-			return err
-		}
-		m, err := peerimport.UmamiSessions(name, f)
-		f.Close()
-		if err != nil {
-			return fileError(name, err)
-		}
-		for k, v := range m {
-			sessions[k] = v
-		}
-	}
-	for _, name := range eventFiles {
-		f, err := openFile(name)
-		if err != nil {
-			return err
-		}
-		_, err = peerimport.UmamiEvents(name, f, sessions, props, encodeTo(name, add))
-		f.Close()
-		if err != nil {
-			return fileError(name, err)
-		}
-	}
-	return nil
-}
-
-// firstLine returns the first line of a file (its CSV header), at most 64 KiB.
-func firstLine(name string) (string, error) {
-	f, err := openFile(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := bufio.NewReaderSize(io.LimitReader(f, 64<<10), 64<<10).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fileError(name, err)
-	}
-	return b, nil
+	return err
 }
