@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/webstats/webstats/httpd/internal/importline"
@@ -179,7 +180,11 @@ func umamiFiles(files []File, fn LineFunc) error {
 	if len(sessionFiles) == 0 || len(eventFiles) == 0 {
 		return ErrUmamiTables
 	}
+	// The bounds of one file (MaxUmamiSessions) hold for all of them
+	// together (umamiTotal): an upload of several tables is one import,
+	// and its maps are its memory (about 300 bytes a session).
 	props := make(map[string][][2]string)
+	nprops := 0
 	for _, f := range dataFiles {
 		err := read(f, func(r io.Reader) error {
 			m, err := UmamiEventData(f.Name, r)
@@ -188,6 +193,9 @@ func umamiFiles(files []File, fn LineFunc) error {
 			}
 			for k, v := range m {
 				props[k] = append(props[k], v...)
+				if nprops += len(v); nprops > umamiTotal {
+					return &Error{File: f.Name, Msg: "more than " + strconv.Itoa(umamiTotal) + " event properties in all the files: import the dump in parts"}
+				}
 			}
 			return nil
 		})
@@ -204,6 +212,9 @@ func umamiFiles(files []File, fn LineFunc) error {
 			}
 			for k, v := range m {
 				sessions[k] = v
+			}
+			if len(sessions) > umamiTotal {
+				return &Error{File: f.Name, Msg: "more than " + strconv.Itoa(umamiTotal) + " sessions in all the files: import the dump in parts"}
 			}
 			return nil
 		})
@@ -236,3 +247,7 @@ func header(f File) (head string, err error) {
 	})
 	return head, err
 }
+
+// umamiTotal is MaxUmamiSessions, lowered by tests: the most sessions, and
+// event properties, one import's files hold together.
+var umamiTotal = MaxUmamiSessions

@@ -113,3 +113,28 @@ func TestLinesUmami(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesUmamiBoundAllFiles (SPEC §13: every map fed by a request is
+// bounded): the bound on the sessions and event properties an Umami
+// import holds in memory is on all its files together, not on each: an
+// upload of several session tables, each under it, is refused past it,
+// before any line is given.
+func TestLinesUmamiBoundAllFiles(t *testing.T) {
+	defer peerimport.SetUmamiTotal(peerimport.SetUmamiTotal(3))
+	events := "session_id,created_at,url_path,event_type,event_id,event_name\ns1,2024-01-02 03:04:05,/a,1,e1,\n"
+	sess := func(ids ...string) string { return "session_id,browser,country\n" + strings.Join(ids, ",firefox,DE\n") + ",firefox,DE\n" }
+	data := func(ids ...string) string { return "website_event_id,data_key,string_value\n" + strings.Join(ids, ",plan,pro\n") + ",plan,pro\n" }
+	if lines, err := collect("umami", memFiles("ev.csv", events, "a.csv", sess("s1", "s2"), "b.csv", sess("s2", "s3"))); err != nil || len(lines) != 1 {
+		t.Fatalf("3 sessions in two files, bound 3: %v, %v", lines, err)
+	}
+	for name, files := range map[string][]peerimport.File{
+		"sessions":   memFiles("ev.csv", events, "a.csv", sess("s1", "s2"), "b.csv", sess("s3", "s4")),
+		"properties": memFiles("ev.csv", events, "s.csv", sess("s1"), "d1.csv", data("e1", "e2"), "d2.csv", data("e3", "e4")),
+	} {
+		lines, err := collect("umami", files)
+		var pe *peerimport.Error
+		if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "in all the files") || len(lines) != 0 {
+			t.Errorf("%s past the bound over two files: %d lines, %v; want a peerimport.Error and no line", name, len(lines), err)
+		}
+	}
+}
