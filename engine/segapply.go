@@ -44,7 +44,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	vent, row := ent, v.row
 	var vd *segDay
 	if !newVisit && row != noVisit {
-		if vent = e.visitDayLocked(st, r, v); vent != nil {
+		if vent = e.visitDayLocked(st, r, id, v); vent != nil {
 			vd = vent.seg
 		}
 	}
@@ -140,9 +140,9 @@ func (d *segDay) extendVisit(i uint32, h *segHit, fresh bool) {
 	d.vPageviews[i]++
 }
 
-// visitDayLocked returns the day holding visit v, writable, or nil when
-// that day is gone (retention).
-func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
+// visitDayLocked returns the day holding visit v of visitor id (r's),
+// writable, or nil when that day is gone (retention).
+func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *dayEntry {
 	vent, ok := st.days[v.day]
 	if !ok || segMissing(vent) {
 		// Not resident (or without its segments): ingest pins the day of
@@ -152,6 +152,19 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
 	}
 	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {
 		return nil
+	}
+	// Retention drops a day but not the visitor state of a salt period
+	// that ends after the cut, so v may locate a row of a day that was
+	// dropped and made again since by a late import: the row number is
+	// then another visitor's (or another visit's) row of the new day, and
+	// continuing it would merge two visitors' visits. A row still in the
+	// columns says whose it is. (A day made again is past, so frozen
+	// before any snapshot could seal it: it has no sealed rows, and a
+	// row < offV is of the day that was sealed.)
+	if s := vent.seg; v.row >= s.offV {
+		if i := v.row - s.offV; s.vVisitor[i] != id || s.vPeriod[i] != int32(r.period) {
+			return nil
+		}
 	}
 	vent = e.writableDayLocked(st, v.day, r.period, vent)
 	vent.dirty = true
@@ -173,7 +186,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		if id, ok := p.index[r.hash]; ok {
 			v := &p.visits[id-p.first]
 			if v.row != noVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
-				if x := e.visitDayLocked(st, r, v); x != nil {
+				if x := e.visitDayLocked(st, r, id, v); x != nil {
 					vent, vd, row, delta = x, x.seg, v.row, r.date-v.day
 				}
 			}
