@@ -153,14 +153,12 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *
 	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {
 		return nil
 	}
-	// Retention drops a day but not the visitor state of a salt period
-	// that ends after the cut, so v may locate a row of a day that was
-	// dropped and made again since by a late import: the row number is
-	// then another visitor's (or another visit's) row of the new day, and
-	// continuing it would merge two visitors' visits. A row still in the
-	// columns says whose it is. (A day made again is past, so frozen
-	// before any snapshot could seal it: it has no sealed rows, and a
-	// row < offV is of the day that was sealed.)
+	// A row another visitor's (or period's) is not this visit's: state
+	// that outlived its day (retention keeps the visitor state of a salt
+	// period that ends after the cut, and forgets its rows there:
+	// forgetRowsBefore) would otherwise merge two visitors' visits in the
+	// day made again. A row < offV is sealed, of a day that was today
+	// then: a day made again is past, frozen before it could be sealed.
 	if s := vent.seg; v.row >= s.offV {
 		if i := v.row - s.offV; s.vVisitor[i] != id || s.vPeriod[i] != int32(r.period) {
 			return nil
