@@ -46,6 +46,7 @@ func (e *Engine) load() error {
 			// into the snapshot batch may list dates with no day), and
 			// deleted from the store by the snapshot at the end of load.
 			cut := buckets.DateFromTime(e.now().In(s.cfg.Load().loc)) - buckets.Date(e.opts.Retention)
+			st.keptFrom = max(st.keptFrom, cut)
 			for date := range st.dates {
 				if date < cut {
 					delete(st.dates, date)
@@ -784,7 +785,18 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	}
 	if forget || dropped { // resident or not, a day may have values in it
 		e.forgetValues() // the table of query values
+		// The rows of visits in the dropped days went with them, but the
+		// visitor state of a salt period that ends after the cut stays:
+		// a row number kept would name a row of the day made again by a
+		// late import. (Stored state not resident forgets them when read
+		// back, by keptFrom.)
+		for first, p := range st.periods {
+			if first < cut {
+				p.forgetRowsBefore(cut)
+			}
+		}
 	}
+	st.keptFrom = max(st.keptFrom, cut)
 	// Visitor state of periods that ended before the cut.
 	for first := range st.stored {
 		if periodEnd(first, e.opts.SaltPeriod) < cut {

@@ -44,7 +44,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	vent, row := ent, v.row
 	var vd *segDay
 	if !newVisit && row != noVisit {
-		if vent = e.visitDayLocked(st, r, v); vent != nil {
+		if vent = e.visitDayLocked(st, r, id, v); vent != nil {
 			vd = vent.seg
 		}
 	}
@@ -140,9 +140,9 @@ func (d *segDay) extendVisit(i uint32, h *segHit, fresh bool) {
 	d.vPageviews[i]++
 }
 
-// visitDayLocked returns the day holding visit v, writable, or nil when
-// that day is gone (retention).
-func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
+// visitDayLocked returns the day holding visit v of visitor id (r's),
+// writable, or nil when that day is gone (retention).
+func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *dayEntry {
 	vent, ok := st.days[v.day]
 	if !ok || segMissing(vent) {
 		// Not resident (or without its segments): ingest pins the day of
@@ -152,6 +152,17 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, v *visit) *dayEntry {
 	}
 	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {
 		return nil
+	}
+	// A row another visitor's (or period's) is not this visit's: state
+	// that outlived its day (retention keeps the visitor state of a salt
+	// period that ends after the cut, and forgets its rows there:
+	// forgetRowsBefore) would otherwise merge two visitors' visits in the
+	// day made again. A row < offV is sealed, of a day that was today
+	// then: a day made again is past, frozen before it could be sealed.
+	if s := vent.seg; v.row >= s.offV {
+		if i := v.row - s.offV; s.vVisitor[i] != id || s.vPeriod[i] != int32(r.period) {
+			return nil
+		}
 	}
 	vent = e.writableDayLocked(st, v.day, r.period, vent)
 	vent.dirty = true
@@ -173,7 +184,7 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 		if id, ok := p.index[r.hash]; ok {
 			v := &p.visits[id-p.first]
 			if v.row != noVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
-				if x := e.visitDayLocked(st, r, v); x != nil {
+				if x := e.visitDayLocked(st, r, id, v); x != nil {
 					vent, vd, row, delta = x, x.seg, v.row, r.date-v.day
 				}
 			}

@@ -39,6 +39,11 @@ type siteState struct {
 	// (and so the cut) is when it is opened again.
 	cut        buckets.Date
 	cutPending bool
+	// keptFrom is the highest retention cut applied (at Open or by a
+	// snapshot): every day before it was dropped, so a visitor's segments
+	// row there (visit.row) is gone, whatever a later import put in the
+	// day made again. Stored visitor state read back forgets such rows.
+	keptFrom buckets.Date
 
 	// evictGen counts the days and visitor state that left memory
 	// (eviction, retention): a store read made with the lock released is
@@ -326,8 +331,12 @@ func (e *Engine) fillSegLocked(ent *dayEntry, seg *segDay) {
 func segMissing(ent *dayEntry) bool { return ent.seg == nil }
 
 // residentPeriodLocked adds visitor state read from the store (or new) to
-// the resident periods.
+// the resident periods. State read back forgets the rows of its visits in
+// days retention dropped since it was written (see maintainLocked).
 func (e *Engine) residentPeriodLocked(st *siteState, first buckets.Date, p *period) {
+	if p.isStored {
+		p.forgetRowsBefore(st.keptFrom)
+	}
 	p.used = e.counters.tick.Add(1)
 	st.periods[first] = p
 	e.setSizeLocked(p)

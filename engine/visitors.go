@@ -97,6 +97,20 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 	return id, true, true
 }
 
+// forgetRowsBefore forgets the segments row of every visit whose row is in
+// a day before cut, which retention dropped: the visit goes on (its last
+// hit and host stay), and its next hit starts a row (segHitLocked). Left
+// set, the row number would name a row of the day made again by a later
+// import — another visitor's visit, or another of this visitor's. The
+// chunks are not marked changed: read back, they are forgotten again.
+func (p *period) forgetRowsBefore(cut buckets.Date) {
+	for i := range p.visits {
+		if v := &p.visits[i]; v.row != noVisit && v.day < cut {
+			v.row = noVisit
+		}
+	}
+}
+
 // markDirty records that the chunk of visitor id changed.
 func (p *period) markDirty(id uint32) {
 	c := int(id-p.first) / chunkVisitors
