@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/webstats/webstats/buckets"
+)
+
+// The kinds of eviction candidates.
+const (
+	candDay = iota
+	candState
+	candRollup
+)
+
+// budgetBytes is what Options.MemoryBudget bounds: the resident closed
+// days and rollups and what their memos keep, the visitor state, the realtime slots (capped, not
+// evicted: realtime.go) and the idempotency keys (never evicted: they make
+// room by the others' eviction).
+func (e *Engine) budgetBytes() int64 {
+	return e.counters.resident.Load() + e.counters.dimMemos.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
+}
+
+// maybeEvict evicts unless a snapshot is running (which evicts when done).
+func (e *Engine) maybeEvict() {
+	if b := e.opts.MemoryBudget; b > 0 && e.budgetBytes() > b && e.snapMu.TryLock() {
+		e.evictLocked(e.now())
+		e.snapMu.Unlock()
+	}
+}
+
+// evictLocked drops from memory what the store holds and nothing waits
+// for: the visitor state of past salt periods idle for two snapshots, and,
+// while the resident days and visitor state exceed the memory budget, the
+// least recently used frozen clean days and stored visitor state of
+// periods other than the current one. e.snapMu must be held: a snapshot
+// marks what it writes clean before the write is done, and nothing may
+// leave memory before it is.
+func (e *Engine) evictLocked(now time.Time) {
+	budget := e.opts.MemoryBudget
+	type cand struct {
+		s    *site
+		date buckets.Date
+		kind int // candDay, candState (period date) or candRollup (roll)
+		roll rollKey
+		used int64
+	}
+	var cands []cand
+	e.regMu.RLock()
+	sites := make([]*site, 0, len(e.sites))
+	for _, s := range e.sites {
+		sites = append(sites, s)
+	}
+	e.regMu.RUnlock()
+	over := func() bool { return budget > 0 && e.budgetBytes() > budget }
+	for _, s := range sites {
+		sh := e.shardOf(s.state.id)
+		sh.mu.Lock()
+		st := s.state
+		today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
+		cur := periodStart(today, e.opts.SaltPeriod)
+		prev := periodStart(cur-1, e.opts.SaltPeriod)
+		for first, p := range st.periods {
+			if first == cur || p.nDirty > 0 || p.pins > 0 || !p.isStored {
+				continue
+			}
+			if first < prev && p.idle >= 2 {
+				e.counters.state.Add(-int64(p.size))
+				delete(st.periods, first)
+				st.evictGen++
+				continue
+			}
+			if over() {
+				cands = append(cands, cand{s: s, date: first, kind: candState, used: p.used})
+			}
+		}
+		if over() {
+			for date, ent := range st.days {
+				if ent.frozen && !ent.dirty && ent.pins == 0 {
+					cands = append(cands, cand{s: s, date: date, kind: candDay, used: ent.used})
+				}
+			}
+			for k, m := range st.rollups {
+				cands = append(cands, cand{s: s, kind: candRollup, roll: k, used: m.used})
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if !over() {
+		return
+	}
+	// Evict down to 90% of the budget, so that queries just over it do
+	// not each pay for a pass.
+	low := budget - budget/10
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
+	for _, c := range cands {
+		if e.budgetBytes() <= low {
+			return
+		}
+		sh := e.shardOf(c.s.state.id)
+		sh.mu.Lock()
+		st := c.s.state
+		switch c.kind {
+		case candRollup:
+			if m, ok := st.rollups[c.roll]; ok {
+				delete(st.rollups, c.roll)
+				e.counters.resident.Add(-int64(m.size))
+			}
+		case candState:
+			if p, ok := st.periods[c.date]; ok && p.nDirty == 0 && p.pins == 0 && p.isStored {
+				delete(st.periods, c.date)
+				st.evictGen++
+				e.counters.state.Add(-int64(p.size))
+				e.counters.evicted.Add(1)
+			}
+		default:
+			if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
+				delete(st.days, c.date)
+				st.evictGen++
+				e.counters.resident.Add(-int64(ent.size))
+				ent.releaseMemo()
+				e.counters.evicted.Add(1)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

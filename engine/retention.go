@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/snapshot"
+)
+
+// maintainLocked freezes the days before today (compacting them) and
+// applies retention in memory. When it drops days it sets st.cut for the
+// next snapshot to delete them from the store (the highest cut pending: a
+// time zone change may lower today's). Dropped visitor state goes into sn.
+func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
+	for date, ent := range st.days {
+		if ent.closed && date >= today {
+			ent.closed = false // today again (the website's time zone changed)
+		}
+		if !ent.frozen && date < today {
+			// No encoder reads it now (snapshots are serialised, and
+			// this one encodes after maintenance).
+			ent.shared = false
+			ent.day.Compact()
+			ent.seg.compact()
+			ent.seg.size = ent.seg.estimate()
+			ent.frozen, ent.closed, ent.size = true, true, ent.day.SizeBytes()+ent.seg.size
+			ent.used = e.counters.tick.Add(1)
+			e.counters.resident.Add(int64(ent.size))
+		}
+	}
+	if e.opts.Retention <= 0 {
+		return
+	}
+	cut := today - buckets.Date(e.opts.Retention)
+	dropped := false
+	for date := range st.dates {
+		if date < cut {
+			delete(st.dates, date)
+			e.invalidateRollupsLocked(st, date)
+			dropped = true
+		}
+	}
+	// Pinned ones too: a logged hit waiting for a dropped day gets a new
+	// one (writableDayLocked), a query keeps its own pointer; left here, a
+	// dropped day's old content was counted again.
+	forget := false
+	for date, ent := range st.days {
+		if date < cut {
+			if ent.frozen {
+				e.counters.resident.Add(-int64(ent.size))
+				ent.releaseMemo()
+			}
+			delete(st.days, date)
+			st.evictGen++
+			forget = true
+		}
+	}
+	if forget || dropped { // resident or not, a day may have values in it
+		e.forgetValues() // the table of query values
+		// The rows of visits in the dropped days went with them, but the
+		// visitor state of a salt period that ends after the cut stays:
+		// a row number kept would name a row of the day made again by a
+		// late import. (Stored state not resident forgets them when read
+		// back, by keptFrom.)
+		for first, p := range st.periods {
+			if first < cut {
+				p.forgetRowsBefore(cut)
+			}
+		}
+	}
+	st.keptFrom = max(st.keptFrom, cut)
+	// Visitor state of periods that ended before the cut.
+	for first := range st.stored {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
+			delete(st.stored, first)
+			sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
+		}
+	}
+	for first, p := range st.periods {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
+			// Pinned ones too (their hits are of dropped days): a
+			// waiting hit still applies to p, which counts no more.
+			e.counters.state.Add(-int64(p.size))
+			p.gone = true
+			delete(st.periods, first)
+			st.evictGen++
+			if !p.isStored {
+				sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
+			}
+		}
+	}
+	if dropped {
+		st.metaDirt = true
+		if !st.cutPending || cut > st.cut {
+			st.cut = cut
+		}
+		st.cutPending = true
+	}
+}
+
+// periodEnd returns the last day of the salt period starting on first.
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date {
+	switch p {
+	case SaltWeek:
+		return first + 6
+	case SaltMonth:
+		_, last := monthOf(first)
+		return last
+	}
+	return first
+}
+
+// dropSaltsWithin bounds the time a snapshot spends dropping shared salts.
+const dropSaltsWithin = 10 * time.Second
+
+// dropOldSalts forgets the salts of salt periods that retention dropped.
+// Salts of older periods are kept as long as their data is: an import into
+// a past period must give a returning visitor the same id (SPEC §2.2), and
+// the salt is what makes them the same visitor. Without retention they are
+// kept (16 bytes a period), on disk only, never exposed.
+func (e *Engine) dropOldSalts(now time.Time) {
+	if e.opts.Retention <= 0 {
+		return
+	}
+	// The earliest local day anywhere is a day before UTC's.
+	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
+	var old []buckets.Date
+	e.salts.mu.Lock()
+	for first := range e.salts.m {
+		if periodEnd(first, e.opts.SaltPeriod) < cut {
+			old = append(old, first)
+		}
+	}
+	e.salts.mu.Unlock()
+	// In a cluster the shared salt goes first: a salt the cluster could
+	// not drop stays here too, and is tried again at the next snapshot.
+	// All of them share one deadline, so an unreachable cluster delays a
+	// snapshot by dropSaltsWithin at most; the last snapshot, at Close,
+	// leaves them to the next Open.
+	ctx, cancel := context.WithTimeout(context.Background(), dropSaltsWithin)
+	defer cancel()
+	for _, first := range old {
+		if c := e.opts.Cluster; c != nil {
+			select {
+			case <-e.stop:
+				return
+			default:
+			}
+			if err := c.DropSalt(ctx, int32(first)); err != nil {
+				e.opts.Logger.Error("drop shared salt (tried again at the next snapshot)", "period", first.String(), "err", err)
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
+		}
+		// Both under the lock: a new salt for the period can only be
+		// made, and stored, once it is gone from the map.
+		e.salts.mu.Lock()
+		delete(e.salts.m, first)
+		if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
+			e.opts.Logger.Error("drop salt", "err", err)
+		}
+		e.salts.mu.Unlock()
+	}
+}
