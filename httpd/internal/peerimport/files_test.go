@@ -122,8 +122,12 @@ func TestLinesUmami(t *testing.T) {
 func TestLinesUmamiBoundAllFiles(t *testing.T) {
 	defer peerimport.SetUmamiTotal(peerimport.SetUmamiTotal(3))
 	events := "session_id,created_at,url_path,event_type,event_id,event_name\ns1,2024-01-02 03:04:05,/a,1,e1,\n"
-	sess := func(ids ...string) string { return "session_id,browser,country\n" + strings.Join(ids, ",firefox,DE\n") + ",firefox,DE\n" }
-	data := func(ids ...string) string { return "website_event_id,data_key,string_value\n" + strings.Join(ids, ",plan,pro\n") + ",plan,pro\n" }
+	sess := func(ids ...string) string {
+		return "session_id,browser,country\n" + strings.Join(ids, ",firefox,DE\n") + ",firefox,DE\n"
+	}
+	data := func(ids ...string) string {
+		return "website_event_id,data_key,string_value\n" + strings.Join(ids, ",plan,pro\n") + ",plan,pro\n"
+	}
 	if lines, err := collect("umami", memFiles("ev.csv", events, "a.csv", sess("s1", "s2"), "b.csv", sess("s2", "s3"))); err != nil || len(lines) != 1 {
 		t.Fatalf("3 sessions in two files, bound 3: %v, %v", lines, err)
 	}
