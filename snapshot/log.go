@@ -46,7 +46,10 @@ type Pending struct {
 //     every later one (the flusher's error is sticky).
 //
 // Under Options.NoSync the batch is applied unsynced and Wait returns at once;
-// Flush syncs. A Store does not Close while a Pending is not yet waited for.
+// Flush syncs. Under Options.SyncInterval all of the above holds with
+// "written to the operating system" for "durable" and "synced": the commit
+// asks for a sync, so Pebble's flusher writes the record to the log file
+// before it releases Wait, but that sync is not an fsync (walsync.go). A Store does not Close while a Pending is not yet waited for.
 //
 // It fails with ErrDiskFull, without writing anything, when the file system
 // would be left with less than Options.MinFreeBytes.
@@ -133,15 +136,21 @@ func (s *Store) Append(entries ...LogEntry) error {
 
 // Flush returns once every entry appended and every record written before
 // it is durable: it syncs Pebble's write-ahead log, also under
-// Options.NoSync (where nothing else does). It is not refused on a full disk
-// (see ErrDiskFull): it adds an empty record, and makes durable what was
-// admitted before.
+// Options.NoSync (where nothing else does) and Options.SyncInterval (where
+// the background loop would later). It is not refused on a full disk (see
+// ErrDiskFull): it adds an empty record, and makes durable what was admitted
+// before.
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.exit()
-	return wrap("flush", s.syncWAL())
+	err := s.syncWAL()
+	if err == nil && s.wal != nil {
+		// syncWAL's sync wrote the record to the file, not to the disk.
+		err = s.wal.syncAll()
+	}
+	return wrap("flush", err)
 }
 
 // syncWAL commits an empty record, synced: the WAL syncs a prefix, so every
