@@ -20,6 +20,7 @@ type LogEntry struct {
 type Pending struct {
 	s     *Store
 	batch *pebble.Batch // nil under Options.NoSync: nothing to wait for
+	err   error         // Wait's error when nothing was committed (a failed interval sync)
 }
 
 // AppendAsync writes entries to the log without waiting for them to be
@@ -82,6 +83,15 @@ func (s *Store) appendAsync(entries []LogEntry) (*Pending, error) {
 	if err := s.disk.admit(uint64(size)); err != nil {
 		return nil, wrap("append", err)
 	}
+	if s.wal != nil {
+		if err := s.wal.failed(); err != nil {
+			// Not committed: Pebble's log is broken, and a commit
+			// could end in its Fatalf. Wait reports it, as it does
+			// a failed sync.
+			p.err = err
+			return p, nil
+		}
+	}
 	b := s.db.NewBatchWithSize(size)
 	var key [logKeyLen]byte
 	for _, e := range entries {
@@ -114,7 +124,7 @@ func (p *Pending) Wait() error {
 	defer p.s.exit()
 	p.s = nil
 	if p.batch == nil {
-		return nil
+		return wrap("append", p.err)
 	}
 	err := p.batch.SyncWait()
 	p.batch.Close()
@@ -171,6 +181,13 @@ func (s *Store) syncWAL() error {
 func (s *Store) commit(b *pebble.Batch) error {
 	if err := s.disk.admit(uint64(b.Len())); err != nil {
 		return err
+	}
+	if s.wal != nil {
+		// After a failed interval sync the log is broken: refuse
+		// rather than reach Pebble's Fatalf.
+		if err := s.wal.failed(); err != nil {
+			return err
+		}
 	}
 	return s.apply(b)
 }

@@ -206,7 +206,7 @@ func (fs failSyncFS) ReuseForWrite(o, n string, c vfs.DiskWriteCategory) (vfs.Fi
 
 // TestSyncIntervalSyncFailure: a failed background fsync is sticky: the
 // appends after it fail (Wait returns the error, as a failed fsync does by
-// default), so the engine stops acknowledging.
+// default), so the engine stops acknowledging, and so do the other writes.
 func TestSyncIntervalSyncFailure(t *testing.T) {
 	fail := &atomic.Bool{}
 	s, err := Open(&Options{Dir: "db", FS: failSyncFS{vfs.NewMem(), fail}, SyncInterval: time.Millisecond})
@@ -237,6 +237,13 @@ func TestSyncIntervalSyncFailure(t *testing.T) {
 	}
 	if err := s.Flush(); err == nil {
 		t.Error("Flush after a failed sync succeeded")
+	}
+	// Registry writes and snapshots are refused too, before Pebble.
+	if err := s.Put(KindAccount, 1, []byte("a")); err == nil || !strings.Contains(err.Error(), "injected fsync error") {
+		t.Errorf("Put after a failed sync: %v, want the fsync's error", err)
+	}
+	if err := s.WriteSnapshot(&Snapshot{Sites: []SiteRecord{{Website: 1, Data: []byte("x")}}}); err == nil {
+		t.Error("WriteSnapshot after a failed sync succeeded")
 	}
 	s.Close() // fails: the log is broken
 }
