@@ -50,7 +50,8 @@ type Pending struct {
 // Flush syncs. Under Options.SyncInterval all of the above holds with
 // "written to the operating system" for "durable" and "synced": the commit
 // asks for a sync, so Pebble's flusher writes the record to the log file
-// before it releases Wait, but that sync is not an fsync (walsync.go). A Store does not Close while a Pending is not yet waited for.
+// before it releases Wait, but that sync is not an fsync (walsync.go). A
+// Store does not Close while a Pending is not yet waited for.
 //
 // It fails with ErrDiskFull, without writing anything, when the file system
 // would be left with less than Options.MinFreeBytes.

@@ -286,8 +286,9 @@ func (s *Store) Close() error {
 	s.gateMu.Unlock()
 	var err error
 	if s.wal != nil {
-		// A last fsync of what the calls acknowledged; Pebble's Close
-		// would sync the log file too, but would not say if it failed.
+		// A last fsync of what the calls acknowledged, whose error
+		// Close returns (Pebble's Close closes the log files, which
+		// fsyncs them again only if written since).
 		s.wal.halt()
 		err = s.wal.syncAll()
 	}
