@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,13 +116,20 @@ func BenchmarkDurableTrack(b *testing.B) {
 }
 
 // BenchmarkHTTPTrack posts tracking requests to an in-process server from
-// keep-alive clients: run 2.
+// keep-alive clients: run 2. Modes: durable (the default: fsync before the
+// answer), interval (engine.Options.SyncInterval of 100 ms, webstatsd's
+// -sync interval) and nosync. It reports requests a second and the CPU of
+// the whole process (server and clients) per request.
 func BenchmarkHTTPTrack(b *testing.B) {
 	ctx := context.Background()
 	reqs := trackRequests(benchHits()[:20_000])
-	for _, mode := range []string{"durable", "nosync"} {
+	for _, mode := range []string{"durable", "interval", "nosync"} {
 		b.Run("mode="+mode, func(b *testing.B) {
-			e, err := engine.Open(&engine.Options{Dir: b.TempDir(), NoSync: mode == "nosync"})
+			o := &engine.Options{Dir: b.TempDir(), NoSync: mode == "nosync"}
+			if mode == "interval" {
+				o.SyncInterval = 100 * time.Millisecond
+			}
+			e, err := engine.Open(o)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -141,6 +149,11 @@ func BenchmarkHTTPTrack(b *testing.B) {
 			var next atomic.Int64
 			b.SetParallelism(32)
 			b.ResetTimer()
+			start, cpu0 := time.Now(), processCPU()
+			defer func() {
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+				b.ReportMetric(float64(processCPU()-cpu0)/1e3/float64(b.N), "cpu-us/req")
+			}()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					req, _ := reqs[int(next.Add(1))%len(reqs)].newRequest(ctx, srv.url)
@@ -277,4 +290,13 @@ func BenchmarkHTTPImport(b *testing.B) {
 		done += bytes.Count(body, []byte("\n"))
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "hits/s")
+}
+
+// processCPU returns the user and system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -241,7 +241,7 @@ func Open(opts *Options) (*Engine, error) {
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	so := &snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, Logger: o.Logger}
+	so := &snapshot.Options{Dir: o.Dir, FS: o.FS, NoSync: o.NoSync, SyncInterval: o.SyncInterval, Logger: o.Logger}
 	if o.MemoryBudget > 0 {
 		// Pebble's block cache and memtables live outside the Go heap
 		// (with cgo; in it without): a budget sizes them too, a

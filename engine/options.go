@@ -60,6 +60,17 @@ type Options struct {
 	// synced to disk. Default false: Track returns only once its hits are
 	// durable (group commit).
 	NoSync bool
+	// SyncInterval, when positive, acknowledges hits, imports and registry
+	// writes once they are written to the operating system, without an
+	// fsync, and syncs the log every SyncInterval in the background (and at
+	// each snapshot and at Close): a crash of the process (kill -9) loses
+	// nothing acknowledged, a crash of the machine at most about the last
+	// interval (snapshot.Options.SyncInterval says what else it risks). A
+	// failed background sync is logged and fails the writes after it as a
+	// failed sync does by default (ErrLogFailed). Not with NoSync, nor with
+	// Cluster (there the cluster's log acknowledges hits). Default 0: Track
+	// returns only once its hits are synced. Negative is invalid.
+	SyncInterval time.Duration
 
 	// SaltPeriod is how long a visitor stays the same visitor. Default SaltDay.
 	SaltPeriod SaltPeriod
@@ -146,6 +157,17 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MemoryBudget < 0 {
 		return c, fmt.Errorf("engine: negative memory budget %d", c.MemoryBudget)
+	}
+	if c.SyncInterval < 0 {
+		return c, fmt.Errorf("engine: negative sync interval %v", c.SyncInterval)
+	}
+	if c.SyncInterval > 0 && c.NoSync {
+		return c, errors.New("engine: SyncInterval and NoSync are exclusive")
+	}
+	if c.SyncInterval > 0 && c.Cluster != nil {
+		// Hits are acknowledged once the cluster's log has them; the
+		// store's syncs would change nothing a client is promised.
+		return c, errors.New("engine: SyncInterval with a cluster: the cluster's log acknowledges hits")
 	}
 	if c.Partitions != nil && c.Cluster == nil {
 		return c, errors.New("engine: partitions without a cluster")

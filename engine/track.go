@@ -22,7 +22,8 @@ import (
 // numbering and visit detection, and is applied to its day bucket, in the
 // order given. The hits of one website are logged as one atomic batch, and
 // applied only once that batch is durable in the log (unless
-// Options.NoSync), so what a query or a snapshot sees is always in the log:
+// Options.NoSync; under Options.SyncInterval once the operating system has
+// it), so what a query or a snapshot sees is always in the log:
 // an acknowledged hit is never lost and a failed call counted nothing of
 // that website. A hit of a website deleted meanwhile is dropped as unknown.
 //

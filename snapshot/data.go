@@ -108,10 +108,11 @@ func setOrDelete(b *pebble.Batch, key, val []byte) error {
 	return b.Set(key, val, nil)
 }
 
-// WriteSnapshot writes sn in one batch, synced (unless Options.NoSync), and in
-// the same batch moves the trim point forward and deletes the log entries at
-// or below it (one DeleteRange). Either all of sn is stored or none of it.
-// Data slices are copied.
+// WriteSnapshot writes sn in one batch, synced (unless Options.NoSync; under
+// Options.SyncInterval it fsyncs the log before it returns), and in the same
+// batch moves the trim point forward and deletes the log entries at or below
+// it (one DeleteRange). Either all of sn is stored or none of it. Data slices
+// are copied.
 func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	if err := s.enter(); err != nil {
 		return err
@@ -163,6 +164,9 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	}
 	if err == nil && !b.Empty() {
 		err = s.commit(b)
+	}
+	if err == nil && s.wal != nil {
+		err = s.wal.syncAll()
 	}
 	if err != nil {
 		return wrap("write snapshot", err)

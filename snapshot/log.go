@@ -20,6 +20,7 @@ type LogEntry struct {
 type Pending struct {
 	s     *Store
 	batch *pebble.Batch // nil under Options.NoSync: nothing to wait for
+	err   error         // Wait's error when nothing was committed (a failed interval sync)
 }
 
 // AppendAsync writes entries to the log without waiting for them to be
@@ -46,7 +47,11 @@ type Pending struct {
 //     every later one (the flusher's error is sticky).
 //
 // Under Options.NoSync the batch is applied unsynced and Wait returns at once;
-// Flush syncs. A Store does not Close while a Pending is not yet waited for.
+// Flush syncs. Under Options.SyncInterval all of the above holds with
+// "written to the operating system" for "durable" and "synced": the commit
+// asks for a sync, so Pebble's flusher writes the record to the log file
+// before it releases Wait, but that sync is not an fsync (walsync.go). A
+// Store does not Close while a Pending is not yet waited for.
 //
 // It fails with ErrDiskFull, without writing anything, when the file system
 // would be left with less than Options.MinFreeBytes.
@@ -78,6 +83,15 @@ func (s *Store) appendAsync(entries []LogEntry) (*Pending, error) {
 	}
 	if err := s.disk.admit(uint64(size)); err != nil {
 		return nil, wrap("append", err)
+	}
+	if s.wal != nil {
+		if err := s.wal.failed(); err != nil {
+			// Not committed: Pebble's log is broken, and a commit
+			// could end in its Fatalf. Wait reports it, as it does
+			// a failed sync.
+			p.err = err
+			return p, nil
+		}
 	}
 	b := s.db.NewBatchWithSize(size)
 	var key [logKeyLen]byte
@@ -111,7 +125,7 @@ func (p *Pending) Wait() error {
 	defer p.s.exit()
 	p.s = nil
 	if p.batch == nil {
-		return nil
+		return wrap("append", p.err)
 	}
 	err := p.batch.SyncWait()
 	p.batch.Close()
@@ -133,15 +147,21 @@ func (s *Store) Append(entries ...LogEntry) error {
 
 // Flush returns once every entry appended and every record written before
 // it is durable: it syncs Pebble's write-ahead log, also under
-// Options.NoSync (where nothing else does). It is not refused on a full disk
-// (see ErrDiskFull): it adds an empty record, and makes durable what was
-// admitted before.
+// Options.NoSync (where nothing else does) and Options.SyncInterval (where
+// the background loop would later). It is not refused on a full disk (see
+// ErrDiskFull): it adds an empty record, and makes durable what was admitted
+// before.
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.exit()
-	return wrap("flush", s.syncWAL())
+	err := s.syncWAL()
+	if err == nil && s.wal != nil {
+		// syncWAL's sync wrote the record to the file, not to the disk.
+		err = s.wal.syncAll()
+	}
+	return wrap("flush", err)
 }
 
 // syncWAL commits an empty record, synced: the WAL syncs a prefix, so every
@@ -162,6 +182,13 @@ func (s *Store) syncWAL() error {
 func (s *Store) commit(b *pebble.Batch) error {
 	if err := s.disk.admit(uint64(b.Len())); err != nil {
 		return err
+	}
+	if s.wal != nil {
+		// After a failed interval sync the log is broken: refuse
+		// rather than reach Pebble's Fatalf.
+		if err := s.wal.failed(); err != nil {
+			return err
+		}
 	}
 	return s.apply(b)
 }

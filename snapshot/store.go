@@ -28,6 +28,9 @@ type Store struct {
 	log  *slog.Logger
 	sync bool       // writes wait for their WAL sync (not Options.NoSync)
 	disk *diskGuard // refuses writes on a full disk; nil when off
+	// wal fsyncs the write-ahead log under Options.SyncInterval, where
+	// the syncs writes wait for are not fsyncs (walsync.go); nil otherwise.
+	wal *walSyncer
 
 	// trim is the trim point of the last snapshot; written under snapMu.
 	trim   atomic.Uint64
@@ -109,12 +112,18 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 		}
 		return nil, wrap(op, err)
 	}
-	db, err := pebble.Open(o.Dir, pebbleOptions(&o, lock))
+	po := o
+	var wal *walSyncer
+	if o.SyncInterval > 0 {
+		wal = newWALSyncer(o.Logger)
+		po.FS = walFS{FS: o.FS, w: wal}
+	}
+	db, err := pebble.Open(o.Dir, pebbleOptions(&po, lock))
 	if err != nil {
 		lock.Close()
 		return nil, wrap(op, err)
 	}
-	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync, disk: disk}
+	s := &Store{db: db, lock: lock, dir: o.Dir, log: o.Logger, sync: !o.NoSync, disk: disk, wal: wal}
 	s.gateCond.L = &s.gateMu
 	if err := s.prepare(target, migs); err != nil {
 		db.Close()
@@ -124,6 +133,9 @@ func open(opts *Options, target uint64, migs []migration) (*Store, error) {
 			return nil, err
 		}
 		return nil, wrap(op, err)
+	}
+	if wal != nil {
+		go wal.loop(o.SyncInterval)
 	}
 	return s, nil
 }
@@ -272,7 +284,17 @@ func (s *Store) Close() error {
 		s.gateCond.Wait()
 	}
 	s.gateMu.Unlock()
-	err := s.db.Close()
+	var err error
+	if s.wal != nil {
+		// A last fsync of what the calls acknowledged, whose error
+		// Close returns (Pebble's Close closes the log files, which
+		// fsyncs them again only if written since).
+		s.wal.halt()
+		err = s.wal.syncAll()
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}

@@ -42,6 +42,7 @@ func parseServe(args []string, env map[string]string) (Config, error) {
 func defaults() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", Data: "./webstats-data", RateLimit: 60, SaltPeriod: "day", TrustedProxies: "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7",
+		Sync: "always", SyncInterval: 100 * time.Millisecond,
 		SnapshotEvery: 30 * time.Second, ShutdownTimeout: 30 * time.Second, MaxValues: 50_000,
 		LogLevel: "info", LogFormat: "text", Reports: "weekly", Registration: "closed",
 		Cluster: Cluster{SeedEvery: 6 * time.Hour, Owners: 2},
@@ -97,6 +98,11 @@ func TestServeFlagPrecedence(t *testing.T) {
 		{name: "max values", args: []string{"-max-values", "1000"}, want: func(c *Config) { c.MaxValues = 1000 }},
 		{name: "max values off", env: map[string]string{"WEBSTATS_MAX_VALUES": "-1"}, want: func(c *Config) { c.MaxValues = -1 }},
 		{name: "max values zero", args: []string{"-max-values", "0"}, wantErr: "-max-values"},
+		{name: "sync interval", args: []string{"-sync", "interval"}, want: func(c *Config) { c.Sync = "interval" }},
+		{name: "sync interval by env", env: map[string]string{"WEBSTATS_SYNC": "interval", "WEBSTATS_SYNC_INTERVAL": "1s"}, want: func(c *Config) { c.Sync, c.SyncInterval = "interval", time.Second }},
+		{name: "bad sync", args: []string{"-sync", "never"}, wantErr: "-sync \"never\""},
+		{name: "zero sync interval", args: []string{"-sync", "interval", "-sync-interval", "0"}, wantErr: "-sync-interval"},
+		{name: "sync interval in cluster mode", args: []string{"-sync", "interval", "-nats", "nats://127.0.0.1:4222"}, wantErr: "-sync interval is for one process"},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
 		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},
 		{name: "public url with query", args: []string{"-public-url", "https://stats.example.org/?x"}, wantErr: "-public-url"},

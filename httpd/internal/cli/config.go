@@ -41,6 +41,12 @@ type Config struct {
 	MaxConns      int // -max-conns: open connections; 0 = from the file limit, < 0 = no cap
 	MaxConnsPerIP int // -max-conns-per-ip: open connections per client address; 0 = 1,000, < 0 = no cap
 
+	// Sync is -sync: when a write is acknowledged: "always" (once synced
+	// to disk) or "interval" (once written to the operating system; the
+	// log is synced every SyncInterval).
+	Sync         string
+	SyncInterval time.Duration // -sync-interval: with -sync interval, how often the log is synced
+
 	SnapshotEvery time.Duration // -snapshot-every: 0 = only at shutdown
 	MemoryBudget  ByteSize      // -memory-budget: bytes of closed days and visitor state kept resident; 0 = no cap
 	Retention     int           // -retention: days kept; 0 = all
@@ -104,6 +110,8 @@ func (cfg *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (IPv6: per /64) at most; 0: 1000; -1: no cap (with -trust-proxy, private and loopback peers are not capped)")
 	fs.StringVar(&cfg.SaltPeriod, "salt-period", "day", "how long a visitor stays the same visitor: day, week or month")
 	fs.StringVar(&cfg.GeoIP, "geoip", "", "`path` of a MaxMind or DB-IP .mmdb (City or Country); default: embedded countries, no cities")
+	fs.StringVar(&cfg.Sync, "sync", "always", "when a hit, an import or a registry write is acknowledged: always (once synced to disk, fsync) or interval (once written to the operating system: a crash of the process loses nothing, a power loss at most the last -sync-interval)")
+	fs.DurationVar(&cfg.SyncInterval, "sync-interval", 100*time.Millisecond, "with -sync interval, how often the write-ahead log is synced to disk")
 	fs.DurationVar(&cfg.SnapshotEvery, "snapshot-every", 30*time.Second, "snapshot interval; 0 snapshots only at shutdown")
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "`bytes` of closed days and visitor state kept in memory (e.g. 512MiB, 2GB); 0 = no cap")
 	fs.IntVar(&cfg.Retention, "retention", 0, "keep this many `days` of statistics; 0 keeps everything")
@@ -129,6 +137,13 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-data is empty")
 	case cfg.RateLimit < 0:
 		return fmt.Errorf("-rate-limit %d: want 0 (off) or more", cfg.RateLimit)
+	case cfg.Sync != "always" && cfg.Sync != "interval":
+		return fmt.Errorf("-sync %q: want always or interval", cfg.Sync)
+	case cfg.SyncInterval <= 0:
+		return fmt.Errorf("-sync-interval %v: want more than 0", cfg.SyncInterval)
+	case cfg.Sync == "interval" && cfg.Cluster.enabled():
+		// engine.Options.SyncInterval refuses it too.
+		return fmt.Errorf("-sync interval is for one process: in cluster mode a hit is acknowledged once the cluster's log has it on a quorum of disks")
 	case cfg.SnapshotEvery < 0:
 		return fmt.Errorf("-snapshot-every %v: want 0 (off) or more", cfg.SnapshotEvery)
 	case cfg.MaxValues == 0 || cfg.MaxValues < -1:

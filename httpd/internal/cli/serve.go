@@ -116,6 +116,9 @@ func run(ctx context.Context, cfg *Config, stdout io.Writer, log *slog.Logger) (
 		MaxValues:     cfg.MaxValues,
 		Logger:        log.With("component", "engine"),
 	}
+	if cfg.Sync == "interval" {
+		eo.SyncInterval = cfg.SyncInterval
+	}
 	var node *clusterNode
 	if cfg.Cluster.enabled() {
 		var err error
