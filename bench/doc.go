@@ -36,7 +36,8 @@
 //     stream with NoSync (one hit per call, and in batches); the apply rate
 //     of the log replay in engine.Open; durable Track from 64 goroutines.
 //  2. http: POST /api/event from keep-alive clients against an in-process
-//     server (durable and NoSync) or an external one; hits/s and latency.
+//     server (durable, the log fsynced every 100 ms, and NoSync) or an
+//     external one; hits/s and latency.
 //  3. query: engine.Stat latency of the statistics over 1, 30 and 365 days
 //     of the small, medium and large sites; GET /api/v1/stats and the
 //     statistics page over HTTP.

@@ -35,7 +35,8 @@ type HTTPResult struct {
 
 // HTTPPoint is one measurement: a durability mode and a number of clients.
 type HTTPPoint struct {
-	// Mode is "durable" (group commit, the default), "nosync" or
+	// Mode is "durable" (group commit, the default), "interval" (the
+	// log fsynced every 100 ms, webstatsd -sync interval), "nosync" or
 	// "external".
 	Mode    string
 	Clients int
@@ -258,6 +259,10 @@ func probe(ctx context.Context, base string, tr *trackRequest) (string, error) {
 	return "", nil
 }
 
+// httpSyncInterval is the "interval" mode's fsync period: webstatsd's
+// -sync-interval default.
+const httpSyncInterval = 100 * time.Millisecond
+
 func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 	c := r.cfg
 	res := &HTTPResult{Target: "in-process"}
@@ -267,7 +272,7 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 	// baseline: a handler that reads the body and answers 202, on the same
 	// loopback with the same clients — the ceiling of this machine's HTTP
 	// stack, to read the other modes against.
-	modes := []string{"baseline", "durable", "nosync"}
+	modes := []string{"baseline", "durable", "interval", "nosync"}
 	if c.Target != "" {
 		res.Target = redactURL(c.Target)
 		modes = []string{"external"}
@@ -291,7 +296,11 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 		} else if mode != "external" {
 			dir = r.newDir("http-" + mode)
 			var err error
-			e, err = engine.Open(&engine.Options{Dir: dir, NoSync: mode == "nosync"})
+			opts := &engine.Options{Dir: dir, NoSync: mode == "nosync"}
+			if mode == "interval" {
+				opts.SyncInterval = httpSyncInterval
+			}
+			e, err = engine.Open(opts)
 			if err != nil {
 				return err
 			}
@@ -335,8 +344,8 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 				// The last repetition at the most clients is profiled, in
 				// the modes whose targets are read against the baseline.
 				prof := Profile{Name: fmt.Sprintf("http-%s-%d", mode, n), What: fmt.Sprintf("POST /api/event, %d clients, %s", n, mode),
-					Targets: []string{fmt.Sprintf("POST /api/event, %d clients, %s", n, map[string]string{"durable": "durable", "nosync": "NoSync"}[mode])}}
-				on := i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency) && (mode == "durable" || mode == "nosync")
+					Targets: []string{fmt.Sprintf("POST /api/event, %d clients, %s", n, map[string]string{"durable": "durable", "interval": "interval", "nosync": "NoSync"}[mode])}}
+				on := i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency) && (mode == "durable" || mode == "interval" || mode == "nosync")
 				var lr loadResult
 				err := r.cpuProfile(on, true, prof, func() (err error) {
 					lr, err = load(ctx, n, c.HTTPDuration, http.StatusAccepted, func(ctx context.Context, i int) (*http.Request, error) {

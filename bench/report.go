@@ -415,7 +415,7 @@ func (r *Report) charts() map[string]*chart {
 			c.series = append(c.series, s)
 		}
 		if h != nil {
-			for _, m := range []string{"baseline", "durable", "nosync", "external"} {
+			for _, m := range []string{"baseline", "durable", "interval", "nosync", "external"} {
 				if slices.ContainsFunc(h.Points, func(p HTTPPoint) bool { return p.Mode == m }) {
 					add("POST /api/event "+m, h.Points, m)
 				}
@@ -621,7 +621,7 @@ func (r *Report) httpMD(b *strings.Builder, prefix string) {
 		table(b, []string{"mode", "clients", "median hits/s", "p50", "p99", "p99.9", "errors"}, rows)
 		if bl, ok := h.Point("baseline", 64); ok && bl.PerSec > 0 {
 			b.WriteString("`baseline` is a handler that only reads the body and answers 202, measured the same way: the ceiling of this machine's loopback HTTP stack with these clients.")
-			for _, mode := range []string{"durable", "nosync"} {
+			for _, mode := range []string{"durable", "interval", "nosync"} {
 				if p, ok := h.Point(mode, 64); ok {
 					fmt.Fprintf(b, " With 64 clients, %s tracking runs at %.0f%% of it.", mode, 100*p.PerSec/bl.PerSec)
 				}

@@ -295,7 +295,7 @@ func planSteps(c *RunConfig) int {
 		n += 2 * c.Repeats
 	}
 	if c.has(RunHTTP) {
-		modes := 3 // baseline, durable, nosync
+		modes := 4 // baseline, durable, interval, nosync
 		if c.Target != "" {
 			modes = 1
 		}

@@ -73,7 +73,7 @@ func TestRun(t *testing.T) {
 	if h := rep.HTTP; h == nil {
 		t.Error("no http section")
 	} else if h.Unavailable == "" {
-		if got, want := len(h.Points), 3*len(c.HTTPConcurrency); got != want { // baseline, durable, nosync
+		if got, want := len(h.Points), 4*len(c.HTTPConcurrency); got != want { // baseline, durable, interval, nosync
 			t.Errorf("http: %d points, want %d", got, want)
 		}
 		for _, p := range h.Points {
