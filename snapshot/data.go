@@ -458,6 +458,9 @@ func (s *Store) Backup(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
+	if err := s.wal.failed(); err != nil {
+		return wrap(op, err) // the log's fsync failed: not a copy to trust
+	}
 	// The checkpoint syncs the WAL and may copy files on this file system.
 	if err := s.disk.admit(0); err != nil {
 		return wrap(op, err)
@@ -473,6 +476,9 @@ func (s *Store) Compact() error {
 		return err
 	}
 	defer s.exit()
+	if err := s.wal.failed(); err != nil {
+		return wrap("compact", err)
+	}
 	if err := s.disk.admit(0); err != nil {
 		return wrap("compact", err)
 	}
@@ -493,6 +499,9 @@ func (s *Store) CompactLog() error {
 		return err
 	}
 	defer s.exit()
+	if err := s.wal.failed(); err != nil {
+		return wrap("compact log", err)
+	}
 	return wrap("compact log", s.db.Compact(context.Background(), logKey(0), logEnd, false))
 }
 

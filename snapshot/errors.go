@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/record"
 )
 
 var (
@@ -72,9 +73,15 @@ type opError struct {
 func (e *opError) Error() string { return "snapshot: " + e.op + ": " + e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
 
-// Is makes Pebble's own corruption errors match ErrCorrupt.
+// Is makes Pebble's own corruption errors match ErrCorrupt, and so its
+// log reader's, which it does not mark: a log chunk zeroed or invalid
+// where more of the log follows (under Options.SyncInterval, blocks of the
+// log lost out of order on a power loss: walsync.go).
 func (e *opError) Is(target error) bool {
-	return target == ErrCorrupt && errors.Is(e.err, pebble.ErrCorruption)
+	if target != ErrCorrupt {
+		return false
+	}
+	return errors.Is(e.err, pebble.ErrCorruption) || errors.Is(e.err, record.ErrZeroedChunk) || errors.Is(e.err, record.ErrInvalidChunk)
 }
 
 // wrap adds the operation's context to err (nil stays nil).

@@ -81,17 +81,14 @@ func (s *Store) appendAsync(entries []LogEntry) (*Pending, error) {
 	if len(entries) == 0 {
 		return p, nil
 	}
+	if err := s.wal.failed(); err != nil {
+		// Not committed (nor counted by the disk guard): the log's
+		// fsync failed. Wait reports it, as it does a failed sync.
+		p.err = err
+		return p, nil
+	}
 	if err := s.disk.admit(uint64(size)); err != nil {
 		return nil, wrap("append", err)
-	}
-	if s.wal != nil {
-		if err := s.wal.failed(); err != nil {
-			// Not committed: Pebble's log is broken, and a commit
-			// could end in its Fatalf. Wait reports it, as it does
-			// a failed sync.
-			p.err = err
-			return p, nil
-		}
 	}
 	b := s.db.NewBatchWithSize(size)
 	var key [logKeyLen]byte
@@ -122,12 +119,18 @@ func (p *Pending) Wait() error {
 	if p.s == nil {
 		return errors.New("snapshot: Pending.Wait called twice")
 	}
-	defer p.s.exit()
+	s := p.s
+	defer s.exit()
 	p.s = nil
 	if p.batch == nil {
 		return wrap("append", p.err)
 	}
 	err := p.batch.SyncWait()
+	if err == nil {
+		// Under Options.SyncInterval a commit's sync is a write to the
+		// operating system; a failed fsync of the log since fails it.
+		err = s.wal.failed()
+	}
 	p.batch.Close()
 	p.batch = nil
 	return wrap("append", err)
@@ -179,18 +182,25 @@ func (s *Store) syncWAL() error {
 }
 
 // commit commits b once the disk guard admits its size (see ErrDiskFull).
+//
+// Under Options.SyncInterval it also fsyncs the log before it returns:
+// registry records (a revoked session, a rotated cookie secret, the id
+// counter) are few, and undoing one on a power loss would hand out again
+// what was taken back or given away.
 func (s *Store) commit(b *pebble.Batch) error {
+	if err := s.wal.failed(); err != nil {
+		return err // the log's fsync failed (walSyncer)
+	}
 	if err := s.disk.admit(uint64(b.Len())); err != nil {
 		return err
 	}
-	if s.wal != nil {
-		// After a failed interval sync the log is broken: refuse
-		// rather than reach Pebble's Fatalf.
-		if err := s.wal.failed(); err != nil {
-			return err
-		}
+	if err := s.apply(b); err != nil {
+		return err
 	}
-	return s.apply(b)
+	if s.wal != nil {
+		return s.wal.syncAll()
+	}
+	return nil
 }
 
 // apply commits b, synced unless Options.NoSync. A synced commit goes through
@@ -203,7 +213,10 @@ func (s *Store) apply(b *pebble.Batch) error {
 	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		return err
 	}
-	return b.SyncWait()
+	if err := b.SyncWait(); err != nil {
+		return err
+	}
+	return s.wal.failed()
 }
 
 // ReplayLog calls fn for every log entry with Seq > after, in ascending Seq

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -40,10 +39,13 @@ import (
 
 // walSyncer fsyncs the store's open write-ahead log files: every interval
 // (loop), when asked (syncAll), and when Pebble closes one. Its first failed
-// fsync is sticky: every later sync that Pebble asks for returns it, so that
-// the commits waiting for one fail as they would on a failed fsync in the
-// default mode (the engine's ErrLogFailed), and nothing is acknowledged
-// again until the store is opened again.
+// fsync is sticky, and the Store reads it (failed): a write checks it before
+// it reaches Pebble and again after its commit's sync, so that the writes
+// waiting fail as they would on a failed fsync in the default mode (the
+// engine's ErrLogFailed), and nothing is acknowledged again until the store
+// is opened again. Pebble itself never sees the error: it panics (its
+// Logger.Fatalf) on a failed log sync or close, in a commit that raced the
+// Store's check, at a rotation, a flush or a backup.
 type walSyncer struct {
 	log *slog.Logger
 
@@ -98,7 +100,11 @@ func (w *walSyncer) syncAll() error {
 }
 
 // failed returns the error of the first failed fsync, or nil.
+// A nil walSyncer (the default: fsync before acknowledging) never failed.
 func (w *walSyncer) failed() error {
+	if w == nil {
+		return nil
+	}
 	if p := w.err.Load(); p != nil {
 		return *p
 	}
@@ -119,6 +125,9 @@ type walFS struct {
 	vfs.FS
 	w *walSyncer
 }
+
+// Unwrap returns the wrapped FS (vfs.Root).
+func (fs walFS) Unwrap() vfs.FS { return fs.FS }
 
 func (fs walFS) wrap(f vfs.File, err error, c vfs.DiskWriteCategory) (vfs.File, error) {
 	if err != nil || c != walCategory {
@@ -173,16 +182,16 @@ func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // Sync is Pebble's flusher asking for durability: what it wrote is in the
-// operating system already; the walSyncer makes it durable later. It fails
-// once an fsync has failed.
-func (f *walFile) Sync() error { return f.w.failed() }
+// operating system already; the walSyncer makes it durable later. It never
+// fails (see walSyncer: the Store reports a failed fsync).
+func (f *walFile) Sync() error { return nil }
 
 // SyncData is Sync.
-func (f *walFile) SyncData() error { return f.w.failed() }
+func (f *walFile) SyncData() error { return nil }
 
 // SyncTo queues nothing and promises nothing (fullSync false), as
 // vfs.File allows.
-func (f *walFile) SyncTo(int64) (bool, error) { return false, f.w.failed() }
+func (f *walFile) SyncTo(int64) (bool, error) { return false, nil }
 
 // sync fsyncs the file if it was written since its last fsync.
 func (f *walFile) sync() {
@@ -202,18 +211,14 @@ func (f *walFile) sync() {
 func (f *walFile) Close() error {
 	f.mu.Lock()
 	f.closed = true
-	var err error
 	if f.dirty.Swap(false) {
-		if err = f.File.Sync(); err != nil {
-			f.w.fail(err)
+		if err := f.File.Sync(); err != nil {
+			f.w.fail(err) // reported by the Store, not to Pebble (walSyncer)
 		}
 	}
 	f.mu.Unlock()
 	f.w.mu.Lock()
 	delete(f.w.files, f)
 	f.w.mu.Unlock()
-	if err == nil {
-		err = f.w.failed()
-	}
-	return errors.Join(err, f.File.Close())
+	return f.File.Close()
 }

@@ -102,6 +102,7 @@ func TestServeFlagPrecedence(t *testing.T) {
 		{name: "sync interval by env", env: map[string]string{"WEBSTATS_SYNC": "interval", "WEBSTATS_SYNC_INTERVAL": "1s"}, want: func(c *Config) { c.Sync, c.SyncInterval = "interval", time.Second }},
 		{name: "bad sync", args: []string{"-sync", "never"}, wantErr: "-sync \"never\""},
 		{name: "zero sync interval", args: []string{"-sync", "interval", "-sync-interval", "0"}, wantErr: "-sync-interval"},
+		{name: "sync interval unread by -sync always", args: []string{"-sync-interval", "0"}, want: func(c *Config) { c.SyncInterval = 0 }},
 		{name: "sync interval in cluster mode", args: []string{"-sync", "interval", "-nats", "nats://127.0.0.1:4222"}, wantErr: "-sync interval is for one process"},
 		{name: "bad reports", args: []string{"-reports", "daily"}, wantErr: "-reports"},
 		{name: "bad public url", args: []string{"-public-url", "stats.example.org"}, wantErr: "-public-url"},

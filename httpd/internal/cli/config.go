@@ -139,7 +139,7 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("-rate-limit %d: want 0 (off) or more", cfg.RateLimit)
 	case cfg.Sync != "always" && cfg.Sync != "interval":
 		return fmt.Errorf("-sync %q: want always or interval", cfg.Sync)
-	case cfg.SyncInterval <= 0:
+	case cfg.Sync == "interval" && cfg.SyncInterval <= 0:
 		return fmt.Errorf("-sync-interval %v: want more than 0", cfg.SyncInterval)
 	case cfg.Sync == "interval" && cfg.Cluster.enabled():
 		// engine.Options.SyncInterval refuses it too.
