@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -147,7 +148,7 @@ type replayRecs struct {
 
 // add decodes the log entry seq (a record, or an idempotency key's mark)
 // into b.
-func (b *replayRecs) add(seq uint64, data []byte, in *interner) error {
+func (b *replayRecs) add(seq uint64, data []byte, in *wire.Interner) error {
 	i := len(b.seqs)
 	var err error
 	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
@@ -220,7 +221,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 		}
 	}()
 	cur := <-free
-	var in interner
+	var in wire.Interner
 	err = e.store.ReplayLog(after, func(seq uint64, data []byte) error {
 		if failed.Load() {
 			return errReplayStopped
@@ -342,20 +343,20 @@ func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
 }
 
 func (st *siteState) decodeMeta(b []byte) error {
-	d := decoder{b: b}
-	v := d.byte()
+	d := wire.Decoder{B: b}
+	v := d.Byte()
 	if v < 1 || v > metaVersion {
 		return fmt.Errorf("unknown version %d: %w", v, snapshot.ErrCorrupt)
 	}
-	st.lastSeq = d.uvarint()
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
+	st.lastSeq = d.Uvarint()
+	n := d.Uvarint()
+	if d.Bad || n > uint64(len(d.B)) {
 		return fmt.Errorf("bad header: %w", snapshot.ErrCorrupt)
 	}
 	prev := int64(0)
 	for range n {
-		prev += d.varint()
-		if d.bad || prev < -1<<31 || prev > 1<<31-1 {
+		prev += d.Varint()
+		if d.Bad || prev < -1<<31 || prev > 1<<31-1 {
 			return fmt.Errorf("bad dates: %w", snapshot.ErrCorrupt)
 		}
 		st.dates[buckets.Date(prev)] = struct{}{}
@@ -366,7 +367,7 @@ func (st *siteState) decodeMeta(b []byte) error {
 			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
 		}
 	}
-	if len(d.b) != 0 {
+	if len(d.B) != 0 {
 		return fmt.Errorf("trailing bytes: %w", snapshot.ErrCorrupt)
 	}
 	return nil

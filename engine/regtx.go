@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -331,7 +332,7 @@ type regMessage struct {
 // decodeRegistry reads a message of encodeRegistry. Values alias msg.
 func decodeRegistry(msg []byte) (regMessage, error) {
 	var m regMessage
-	bad := fmt.Errorf("engine: registry transaction: %w", errRecord)
+	bad := fmt.Errorf("engine: registry transaction: %w", wire.ErrRecord)
 	if len(msg) == 0 || msg[0] != msgRegistry {
 		return m, bad
 	}

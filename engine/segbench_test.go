@@ -3,13 +3,14 @@ package engine_test
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/webstats/webstats/snapshot"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/snapshot"
 
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"

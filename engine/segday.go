@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // segDay is the segments store of one website for one local day (SPEC
@@ -653,7 +654,7 @@ func (d *segDay) appendRows(c []byte) []byte {
 // columns. It returns the encoding's version.
 func segColumns(b []byte) ([]byte, byte, error) {
 	bad := func(what string) ([]byte, byte, error) {
-		return nil, 0, fmt.Errorf("segments: %s: %w", what, errRecord)
+		return nil, 0, fmt.Errorf("segments: %s: %w", what, wire.ErrRecord)
 	}
 	if len(b) == 0 || b[0] < 1 || b[0] > segVersion {
 		return bad("version")
@@ -681,33 +682,33 @@ func decodeSegDay(b []byte) (*segDay, error) {
 		return nil, err
 	}
 	bad := func(what string) (*segDay, error) {
-		return nil, fmt.Errorf("segments: %s: %w", what, errRecord)
+		return nil, fmt.Errorf("segments: %s: %w", what, wire.ErrRecord)
 	}
-	dd := decoder{b: c}
+	dd := wire.Decoder{B: c}
 	d := &segDay{}
-	ns := dd.count()
+	ns := dd.Count()
 	if ns == 0 {
 		return bad("strings")
 	}
 	d.strs = make([]string, ns)
 	for i := 1; i < ns; i++ {
-		d.strs[i] = dd.string()
+		d.strs[i] = dd.String()
 	}
 	for i := range d.counts {
-		n := dd.uvarint()
+		n := dd.Uvarint()
 		if n > uint64(ns) {
-			dd.bad = true
+			dd.Bad = true
 		}
 		d.counts[i] = int32(n)
 	}
 	if version >= 2 {
-		n := dd.uvarint()
+		n := dd.Uvarint()
 		if n > maxParts {
-			dd.bad = true
+			dd.Bad = true
 		}
 		d.parts = uint32(n)
 	}
-	if dd.bad {
+	if dd.Bad {
 		return bad("header")
 	}
 	if err := d.decodeRows(&dd, ns, version); err != nil {
@@ -739,9 +740,9 @@ func decodePart(b []byte, ns int) (*segDay, error) {
 		return nil, err
 	}
 	if version < 2 {
-		return nil, fmt.Errorf("segments: part of version %d: %w", version, errRecord)
+		return nil, fmt.Errorf("segments: part of version %d: %w", version, wire.ErrRecord)
 	}
-	dd := decoder{b: c}
+	dd := wire.Decoder{B: c}
 	d := &segDay{strs: make([]string, 0)}
 	if err := d.decodeRows(&dd, ns, version); err != nil {
 		return nil, err
@@ -749,28 +750,17 @@ func decodePart(b []byte, ns int) (*segDay, error) {
 	return d, nil
 }
 
-// count reads a count of items that each take at least a byte of what is
-// left: larger is corrupt, so allocations are bounded by the data.
-func (dd *decoder) count() int {
-	v := dd.uvarint()
-	if dd.bad || v > uint64(len(dd.b)) {
-		dd.bad = true
-		return 0
-	}
-	return int(v)
-}
-
 // decodeRows decodes appendRows' encoding into d, whose strings number ns.
-func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
+func (d *segDay) decodeRows(dd *wire.Decoder, ns int, version byte) error {
 	bad := func(what string) error {
-		return fmt.Errorf("segments: %s: %w", what, errRecord)
+		return fmt.Errorf("segments: %s: %w", what, wire.ErrRecord)
 	}
 	u32s := func(n int) []uint32 {
 		out := make([]uint32, n)
 		for i := range out {
-			v := dd.uvarint()
+			v := dd.Uvarint()
 			if v > 1<<32-1 {
-				dd.bad = true
+				dd.Bad = true
 			}
 			out[i] = uint32(v)
 		}
@@ -780,38 +770,38 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	// the end, added through these pointers.
 	var pending []*int64
 	ms := func(dst *int64) {
-		*dst = dd.varint() * 1000
+		*dst = dd.Varint() * 1000
 		pending = append(pending, dst)
 	}
 	if version >= 2 {
-		ov, oh := dd.uvarint(), dd.uvarint()
+		ov, oh := dd.Uvarint(), dd.Uvarint()
 		if ov > 1<<32-1 || oh > 1<<32-1 {
-			dd.bad = true
+			dd.Bad = true
 		}
 		d.offV, d.offH = uint32(ov), uint32(oh)
 	}
-	nv := dd.count()
+	nv := dd.Count()
 	if uint64(d.offV)+uint64(nv) >= uint64(noVisit) {
-		dd.bad = true
+		dd.Bad = true
 	}
 	d.vPeriod = make([]int32, nv)
 	var prev int64
 	for i := range d.vPeriod {
-		prev += dd.varint()
+		prev += dd.Varint()
 		d.vPeriod[i] = int32(prev)
 	}
 	d.vVisitor = make([]uint32, nv)
 	prev = 0
 	for i := range d.vVisitor {
-		prev += dd.varint()
+		prev += dd.Varint()
 		if prev < 0 || prev > 1<<32-1 {
-			dd.bad = true
+			dd.Bad = true
 		}
 		d.vVisitor[i] = uint32(prev)
 	}
-	grouped := dd.byte() == 1
+	grouped := dd.Byte() == 1
 	if grouped && (d.offV != 0 || d.offH != 0) {
-		dd.bad = true
+		dd.Bad = true
 	}
 	d.vFirst, d.vStart, d.vEnd, d.vLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv), make([]int64, nv)
 	if !grouped {
@@ -826,27 +816,27 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	d.vCityID = u32s(nv)
 	d.vFlags = make([]uint8, nv)
 	for i := range d.vFlags {
-		d.vFlags[i] = dd.byte()
+		d.vFlags[i] = dd.Byte()
 	}
 	for a := range numVA {
 		col := make([]uint32, nv)
 		for i := range col {
-			v := dd.uvarint()
+			v := dd.Uvarint()
 			if v > 1<<32-1 {
-				dd.bad = true
+				dd.Bad = true
 			}
 			col[i] = uint32(v)
 		}
 		d.vAttr[a] = col
 	}
-	nh := dd.count()
+	nh := dd.Count()
 	d.hVisit, d.hMs = make([]uint32, nh), make([]int64, nh)
 	if grouped {
 		k := 0
 		for v := range nv {
-			n := dd.uvarint()
+			n := dd.Uvarint()
 			if n == 0 || n > uint64(nh-k) {
-				dd.bad = true // a visit has at least its first hit
+				dd.Bad = true // a visit has at least its first hit
 				break
 			}
 			for range n {
@@ -860,50 +850,50 @@ func (d *segDay) decodeRows(dd *decoder, ns int, version byte) error {
 	} else {
 		prev = 0
 		for i := range nh {
-			prev += dd.varint()
+			prev += dd.Varint()
 			d.hVisit[i] = uint32(prev - 1)
 		}
 	}
 	for i := range nh {
 		ms(&d.hMs[i])
 	}
-	if dd.bad {
+	if dd.Bad {
 		return bad("rows")
 	}
 	d.hKind = make([]uint8, nh)
 	for i := range d.hKind {
-		d.hKind[i] = dd.byte()
+		d.hKind[i] = dd.Byte()
 	}
 	d.hName, d.hPage, d.hHost = u32s(nh), u32s(nh), u32s(nh)
 	d.hValue, d.hUnit, d.hEngaged = u32s(nh), u32s(nh), u32s(nh)
 	d.hScroll = make([]int8, nh)
 	for i := range d.hScroll {
-		d.hScroll[i] = int8(dd.byte())
+		d.hScroll[i] = int8(dd.Byte())
 	}
 	d.hFlags = make([]uint8, nh)
 	if version >= 2 {
 		for i := range d.hFlags {
-			d.hFlags[i] = dd.byte()
+			d.hFlags[i] = dd.Byte()
 		}
 	}
 	d.hPropEnd = make([]uint32, nh)
 	var pe uint64
 	for i := range nh {
-		pe += dd.uvarint()
-		if pe > uint64(len(dd.b)) {
-			dd.bad = true
+		pe += dd.Uvarint()
+		if pe > uint64(len(dd.B)) {
+			dd.Bad = true
 			break
 		}
 		d.hPropEnd[i] = uint32(pe)
 	}
-	if dd.bad {
+	if dd.Bad {
 		return bad("columns")
 	}
 	d.props = u32s(int(2 * pe))
 	for _, p := range pending {
-		*p += int64(dd.uvarint())
+		*p += int64(dd.Uvarint())
 	}
-	if dd.bad || len(dd.b) != 0 {
+	if dd.Bad || len(dd.B) != 0 {
 		return bad("columns")
 	}
 	// Every reference must be in range, so that queries index without checks.
@@ -1074,7 +1064,7 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 		return d, nil
 	}
 	if len(parts) < int(d.parts) {
-		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, errRecord)
+		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, wire.ErrRecord)
 	}
 	w := &segDay{strs: d.strs, counts: d.counts, parts: d.parts, tail: d}
 	w.grow(int(d.offV)+d.visits(), int(d.offH)+d.hits())
@@ -1094,7 +1084,7 @@ func (d *segDay) whole(parts [][]byte, cache *partCache) (*segDay, error) {
 	// (A sealed visit's columns and flags are as they were when it was
 	// sealed: they are derived from its hits.)
 	if !w.visitsFromHits() {
-		return nil, fmt.Errorf("segments: a visit without a pageview or event: %w", errRecord)
+		return nil, fmt.Errorf("segments: a visit without a pageview or event: %w", wire.ErrRecord)
 	}
 	w.dm = newDayMemo(w.visits())
 	w.size = w.estimate() + d.rowBytes()
@@ -1138,7 +1128,7 @@ func (w *segDay) grow(nv, nh int) {
 // appendRowsOf appends p's rows, which must be the next rows of w's day.
 func (w *segDay) appendRowsOf(p *segDay) error {
 	if p.offV != uint32(w.visits()) || p.offH != uint32(w.hits()) {
-		return fmt.Errorf("segments: rows from %d/%d after %d/%d: %w", p.offV, p.offH, w.visits(), w.hits(), errRecord)
+		return fmt.Errorf("segments: rows from %d/%d after %d/%d: %w", p.offV, p.offH, w.visits(), w.hits(), wire.ErrRecord)
 	}
 	w.vPeriod = append(w.vPeriod, p.vPeriod...)
 	w.vVisitor = append(w.vVisitor, p.vVisitor...)

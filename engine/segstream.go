@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // Streaming a day too large to be made whole (SPEC §13: "a query over any
@@ -53,7 +55,7 @@ func (e *Engine) wholeEstimate(d *segDay) int64 {
 // strings; it is read only, and never kept.
 func (d *segDay) chunkOf(parts [][]byte, cache *partCache, k, n int, remap []uint32) (*segDay, error) {
 	if len(parts) < int(d.parts) {
-		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, errRecord)
+		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.parts, wire.ErrRecord)
 	}
 	clear(remap)
 	w := &segDay{strs: d.strs, counts: d.counts}
@@ -77,7 +79,7 @@ func (d *segDay) chunkOf(parts [][]byte, cache *partCache, k, n int, remap []uin
 	}
 	w.sortByVisit()
 	if !w.visitsFromHits() {
-		return nil, fmt.Errorf("segments: a visit without a pageview or event: %w", errRecord)
+		return nil, fmt.Errorf("segments: a visit without a pageview or event: %w", wire.ErrRecord)
 	}
 	w.size = w.estimate()
 	return w, nil
@@ -88,7 +90,7 @@ func (d *segDay) chunkOf(parts [][]byte, cache *partCache, k, n int, remap []uin
 // row in w plus one (0: in another chunk).
 func (w *segDay) appendChunkOf(p *segDay, k, n int, remap []uint32) error {
 	if int(p.offV)+p.visits() > len(remap) {
-		return fmt.Errorf("segments: visit rows past the day's: %w", errRecord)
+		return fmt.Errorf("segments: visit rows past the day's: %w", wire.ErrRecord)
 	}
 	for j, id := range p.vVisitor {
 		if int(id%uint32(n)) != k {
@@ -118,7 +120,7 @@ func (w *segDay) appendChunkOf(p *segDay, k, n int, remap []uint32) error {
 			continue // an orphan counts no visitor: spread by its row, as a day of them would be one chunk
 		case v == noVisit:
 		case int(v) >= len(remap):
-			return fmt.Errorf("segments: a hit of visit row %d past the day's: %w", v, errRecord)
+			return fmt.Errorf("segments: a hit of visit row %d past the day's: %w", v, wire.ErrRecord)
 		case remap[v] == 0:
 			continue // another chunk's (or a later row's: corrupt, found by visitsFromHits)
 		default:

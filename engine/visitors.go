@@ -8,6 +8,7 @@ import (
 	"math/bits"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // period is the visitor state of one salt period of one website: the dense
@@ -198,13 +199,13 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 // addChunk decodes chunk number c into p. Chunks must come in order, each
 // full but the last.
 func (p *period) addChunk(c uint32, b []byte) error {
-	d := decoder{b: b}
-	v := d.byte()
+	d := wire.Decoder{B: b}
+	v := d.Byte()
 	if v < 2 || v > chunkVersion {
 		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
-	first, n := d.uvarint(), d.uvarint()
-	if d.bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
+	first, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
 		return fmt.Errorf("visitor chunk %d: bad header", c)
 	}
 	if len(p.hashes) == 0 {
@@ -214,19 +215,19 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		return fmt.Errorf("visitor chunk %d: out of order", c)
 	}
 	for range n {
-		h := d.uint64()
-		last := d.varint()
-		host := d.uint64()
+		h := d.Uint64()
+		last := d.Varint()
+		host := d.Uint64()
 		day, row := int64(0), uint64(0)
 		if v >= 3 {
-			day, row = d.varint(), d.uvarint()
+			day, row = d.Varint(), d.Uvarint()
 		}
 		// Before version 4 the segments' visit was the phpAnalytics one.
 		sLast, sHost := last, host
 		if v >= 4 {
-			sLast, sHost = d.varint(), d.uint64()
+			sLast, sHost = d.Varint(), d.Uint64()
 		}
-		if d.bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
+		if d.Bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
 			return fmt.Errorf("visitor chunk %d: truncated", c)
 		}
 		if _, dup := p.index[h]; dup {
@@ -236,8 +237,8 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		p.hashes = append(p.hashes, h)
 		p.visits = append(p.visits, visit{last: last, host: host, sLast: sLast, sHost: sHost, day: buckets.Date(day), row: uint32(row) - 1})
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.b))
+	if len(d.B) != 0 {
+		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.B))
 	}
 	return nil
 }
@@ -246,20 +247,20 @@ func (p *period) addChunk(c uint32, b []byte) error {
 // whose visit hosts were ids of the website's old string table; host maps
 // such an id (1 + string id) to the host.
 func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) {
-	d := decoder{b: b}
-	if v := d.byte(); v != 1 {
+	d := wire.Decoder{B: b}
+	if v := d.Byte(); v != 1 {
 		return nil, fmt.Errorf("engine: visitor state: unknown version %d", v)
 	}
-	first, n := d.uvarint(), d.uvarint()
-	if d.bad || first > 1<<32-1 || n > uint64(len(d.b))/10+1 || first+n > 1<<32 {
+	first, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || first > 1<<32-1 || n > uint64(len(d.B))/10+1 || first+n > 1<<32 {
 		return nil, fmt.Errorf("engine: visitor state: bad header")
 	}
 	p := newPeriod(uint32(first))
 	for i := range n {
-		h := d.uint64()
-		last := d.varint()
-		hid := d.uvarint()
-		if d.bad || hid > 1<<32-1 {
+		h := d.Uint64()
+		last := d.Varint()
+		hid := d.Uvarint()
+		if d.Bad || hid > 1<<32-1 {
 			return nil, fmt.Errorf("engine: visitor state: truncated at visitor %d", i)
 		}
 		var hk uint64
@@ -270,8 +271,8 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 		p.hashes = append(p.hashes, h)
 		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: noVisit})
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))
+	if len(d.B) != 0 {
+		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.B))
 	}
 	p.markAllDirty()
 	return p, nil
