@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -98,7 +99,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	msg := body
 	if len(body) > zstdAbove {
 		msg = binary.AppendUvarint([]byte{msgZstd}, uint64(len(body)-1))
-		msg = zstdEncoder().EncodeAll(body[1:], msg)
+		msg = segments.ZstdEncoder().EncodeAll(body[1:], msg)
 	}
 	if mark != nil {
 		mb := mark.appendBinary(nil)
@@ -155,7 +156,7 @@ func decodeRecords(msg []byte, recs []record) ([]record, error) {
 			return recs, fmt.Errorf("engine: cluster message length: %w", wire.ErrRecord)
 		}
 		var err error
-		if msg, err = unzstd(msg[1+k:], int(n)); err != nil {
+		if msg, err = segments.Unzstd(msg[1+k:], int(n)); err != nil {
 			return recs, fmt.Errorf("engine: cluster message: %w: %w", wire.ErrRecord, err)
 		}
 	default:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -57,8 +58,8 @@ type Engine struct {
 	salts saltBox
 
 	// intern is the table of values queries group by (segintern.go).
-	intern      atomic.Pointer[internTable]
-	internStats internStats
+	intern      atomic.Pointer[segments.Interns]
+	internStats segments.InternStats
 
 	// held is the partitions this node holds (partition.go); unused
 	// without Options.Partitions. serveStop ends its answers to the
@@ -95,7 +96,7 @@ type Engine struct {
 	sealBytes int
 	kick      chan struct{}
 	// parts caches decoded sealed parts for queries.
-	parts *partCache
+	parts *segments.PartCache
 	// wholes caches open days made whole for queries.
 	wholes *wholeCache
 	// wholeLimit bounds the rows of a day with sealed parts a segment
@@ -230,7 +231,7 @@ func Open(opts *Options) (*Engine, error) {
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
-	e.parts = newPartCache(max(e.sealBytes, 1<<20))
+	e.parts = segments.NewPartCache(max(e.sealBytes, 1<<20))
 	if o.MemoryBudget > 0 {
 		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
@@ -329,7 +330,7 @@ func sealBytesFor(budget int64) int {
 // written, is a day a snapshot seals (not a past one) and holds sealBytes of
 // segment rows or more.
 func (e *Engine) kickLocked(ent *dayEntry) {
-	if ent.closed || ent.seg.rowBytes() < e.sealBytes {
+	if ent.closed || ent.seg.RowBytes() < e.sealBytes {
 		return
 	}
 	select {

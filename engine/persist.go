@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -286,7 +287,7 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 	// The day of the visit r may continue, when another.
 	if id, ok := p.index[r.hash]; ok {
 		v := &p.visits[id-p.first]
-		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != noVisit && v.day != r.date {
+		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != segments.NoVisit && v.day != r.date {
 			if _, listed := st.dates[v.day]; listed {
 				d, err := e.readDay(st.id, v.day)
 				if err != nil {
@@ -376,7 +377,7 @@ func (st *siteState) decodeMeta(b []byte) error {
 // storedDay is a day as the store holds it: its buckets and its segments.
 type storedDay struct {
 	day *buckets.Day
-	seg *segDay
+	seg *segments.Day
 	// open reports a day that may change: scanDays passes it under the
 	// shard lock.
 	open bool
@@ -390,16 +391,16 @@ type storedDay struct {
 const dayEnvelope = 0xd5
 
 // encodeDay encodes a day for the store.
-func encodeDay(d *buckets.Day, seg *segDay) ([]byte, error) {
+func encodeDay(d *buckets.Day, seg *segments.Day) ([]byte, error) {
 	bd, err := d.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(bd)+16+seg.hits()*4)
+	b := make([]byte, 0, len(bd)+16+seg.Hits()*4)
 	b = append(b, dayEnvelope)
 	b = binary.AppendUvarint(b, uint64(len(bd)))
 	b = append(b, bd...)
-	return seg.appendBinary(b), nil
+	return seg.AppendBinary(b), nil
 }
 
 // splitDay splits a day value of the store into its buckets day and its
@@ -431,9 +432,9 @@ func decodeDay(data []byte, withSeg bool) (storedDay, error) {
 	case !withSeg:
 		return storedDay{day: d}, nil
 	case !enveloped:
-		return storedDay{day: d, seg: newSegDay()}, nil
+		return storedDay{day: d, seg: segments.NewDay()}, nil
 	}
-	seg, err := decodeSegDay(segs)
+	seg, err := segments.DecodeDay(segs)
 	if err != nil {
 		return storedDay{}, fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
 	}

@@ -512,7 +512,7 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 			// A day read for queries is made whole: its sealed parts
 			// with it; one too large for that stays as stored, and
 			// scanSegs reads it in chunks (segstream.go).
-			d.seg, err = d.seg.whole(parts, e.parts)
+			d.seg, err = d.seg.Whole(parts, e.parts)
 		}
 		if err != nil {
 			return fmt.Errorf("engine: website %d day %v: %w", website, buckets.Date(date), err)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // One scan for a set of queries (issue #37: the statistics pages answer
@@ -86,7 +87,7 @@ func (e *Engine) planDays(p *plan) (lo, hi buckets.Date) {
 		// of its salt period before the range. An earlier hit imported
 		// after its visit began joins it only within 30 minutes of its
 		// last hit: on the day before the rows' at most (a negative
-		// dayFlags), which a range ending that day must scan too.
+		// segments.DayFlags), which a range ending that day must scan too.
 		lo = periodStart(lo, e.opts.SaltPeriod)
 		if p.byDay {
 			hi++
@@ -102,7 +103,7 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 	spansOf := make([][2]buckets.Date, len(ps))
 	lo, hi := buckets.Date(1<<31-1), buckets.Date(-1<<31)
 	for i, p := range ps {
-		p.intern, p.gidBits = e.interns(), gidPageBits
+		p.intern, p.gidBits = e.interns(), segments.GidPageBits
 		p.dimBytes = &e.counters.dimMemos
 		p.daily = e.opts.SaltPeriod == SaltDay
 		l, h := e.planDays(p)
@@ -111,27 +112,27 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 	}
 	// Days passed locked (open days, chunks) are scanned at once; the
 	// others, which never change, on every core (scanParallel).
-	var later []*segDay
+	var later []*segments.Day
 	var dates []buckets.Date // later's days
 	var spans [][2]int32     // the salt periods of the days scanned at once
 	var failed error
 	var others map[int32]bool // the periods of the days before the chunks
-	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segDay, locked bool) {
+	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segments.Day, locked bool) {
 		switch {
-		case sd.hits() == 0 || failed != nil:
+		case sd.Hits() == 0 || failed != nil:
 		case locked:
-			plo, phi := periodSpan(sd)
+			plo, phi := segments.PeriodSpan(sd)
 			// A chunk of the only day read in chunks, all of whose visits
 			// are of a salt period no other day holds, is counted as a
 			// day of its own period: the chunks' visitors are disjoint
 			// (segstream.go), and every other day was passed before.
-			var solo map[*segDay]bool
-			if sd.lone && e.opts.SaltPeriod == SaltDay && plo == phi {
+			var solo map[*segments.Day]bool
+			if sd.Lone && e.opts.SaltPeriod == SaltDay && plo == phi {
 				if others == nil {
 					others = periodsOf(later, spans)
 				}
 				if !others[plo] && !others[math.MinInt32] {
-					solo = map[*segDay]bool{sd: true}
+					solo = map[*segments.Day]bool{sd: true}
 				}
 			}
 			spans = append(spans, [2]int32{plo, phi})
@@ -167,7 +168,7 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 // scanParallel scans days into the plans ps (each the days of its span)
 // with up to workers goroutines, each into plans of its own, merged into
 // ps at the end. The days (of dates) are only read.
-func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, days []*segDay, dates []buckets.Date, workers int) error {
+func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, days []*segments.Day, dates []buckets.Date, workers int) error {
 	workers = min(workers, len(days))
 	scan := func(subs []*plan, i int) error {
 		for j, p := range subs {
@@ -252,7 +253,7 @@ func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, da
 // periodsOf returns the salt periods of the visits of days and of spans
 // (first to last period); MinInt32 among them when a span is too wide to
 // list.
-func periodsOf(days []*segDay, spans [][2]int32) map[int32]bool {
+func periodsOf(days []*segments.Day, spans [][2]int32) map[int32]bool {
 	out := make(map[int32]bool)
 	add := func(lo, hi int32) {
 		if lo > hi {
@@ -267,10 +268,10 @@ func periodsOf(days []*segDay, spans [][2]int32) map[int32]bool {
 		}
 	}
 	for _, sd := range days {
-		if m := sd.memo(); m != nil {
-			add(m.periods(sd))
+		if m := sd.Memo(); m != nil {
+			add(m.Periods(sd))
 		} else {
-			add(periodSpan(sd))
+			add(segments.PeriodSpan(sd))
 		}
 	}
 	for _, sp := range spans {

@@ -115,7 +115,7 @@ func BenchmarkSegments(b *testing.B) {
 				sub := fmt.Sprintf("%s/days=%d/%s", name, days, q.name)
 				if cold {
 					// Every run evaluates its filters: nothing kept from
-					// the last run's (dayMemo's filter memo), as for a
+					// the last run's (segments.Memo's filter memo), as for a
 					// filter just chosen. What the memo keeps of the day
 					// itself (its time span, its values' ids in the
 					// engine's table) is used, as after any query.

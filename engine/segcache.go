@@ -1,107 +1,15 @@
 package engine
 
 import (
-	"hash/maphash"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
-// partCache keeps decoded sealed parts (SPEC §13), so that queries of a
-// day with sealed parts (today, on a busy website) do not decode them
-// again: decoding was about 70% of such a query. A part never changes
-// once written, and the cache is addressed by the part's bytes (their
-// length and a 64-bit maphash), so it needs no invalidation: a day dropped
-// and sealed again has other bytes. Entries are read-only. The cache holds
-// at most max bytes of decoded parts (their estimate), evicting the least
-// recently used.
-type partCache struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	max   int
-	size  int
-	tick  uint64
-	parts map[partKey]*cachedPart
-	hits  uint64 // decodes answered from the cache, for tests
-}
-
-type partKey struct {
-	n    int
-	hash uint64
-}
-
-type cachedPart struct {
-	d     *segDay
-	size  int
-	used  uint64
-	maxID int // the largest string id d refers to; -1 for none
-}
-
-func newPartCache(max int) *partCache {
-	return &partCache{seed: maphash.MakeSeed(), max: max, parts: make(map[partKey]*cachedPart)}
-}
-
-// decode returns part b decoded (see decodePart), from the cache when it
-// has it; a nil c decodes. ns is the size of the day's dictionary now: a part checked
-// against a smaller one is valid against it, as dictionaries only grow.
-func (c *partCache) decode(b []byte, ns int) (*segDay, error) {
-	if c == nil {
-		return decodePart(b, ns)
-	}
-	k := partKey{len(b), maphash.Bytes(c.seed, b)}
-	c.mu.Lock()
-	if p, ok := c.parts[k]; ok && p.maxID < ns {
-		c.tick++
-		p.used = c.tick
-		c.hits++
-		c.mu.Unlock()
-		return p.d, nil
-	}
-	c.mu.Unlock()
-	d, err := decodePart(b, ns)
-	if err != nil {
-		return nil, err
-	}
-	size := d.estimate()
-	if size > c.max {
-		return d, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.parts[k]; ok {
-		return d, nil // decoded meanwhile by another query
-	}
-	for c.size+size > c.max {
-		var oldest partKey
-		var used uint64 = 1<<64 - 1
-		for k, p := range c.parts {
-			if p.used < used {
-				oldest, used = k, p.used
-			}
-		}
-		c.size -= c.parts[oldest].size
-		delete(c.parts, oldest)
-	}
-	c.tick++
-	c.parts[k] = &cachedPart{d: d, size: size, used: c.tick, maxID: d.maxStrID()}
-	c.size += size
-	return d, nil
-}
-
-// maxStrID returns the largest string id d's rows refer to, -1 for none.
-func (d *segDay) maxStrID() int {
-	m := -1
-	for _, col := range d.strCols() {
-		for _, v := range col {
-			m = max(m, int(v))
-		}
-	}
-	return m
-}
-
-// wholeCache keeps open days made whole (segDay.whole) for queries: an
+// wholeCache keeps open days made whole (segments.Day.Whole) for queries: an
 // open day with sealed parts is made whole again by every query that reads
 // it, which copies and sorts all of its rows (tens of milliseconds for a
 // busy website's today). An entry is keyed by the website and the day, and
@@ -128,9 +36,9 @@ type wholeKey struct {
 }
 
 type cachedWhole struct {
-	live   *segDay // the day's segments when w was made
-	nv, nh int     // and their rows then
-	w      *segDay
+	live   *segments.Day // the day's segments when w was made
+	nv, nh int           // and their rows then
+	w      *segments.Day
 	size   int // w's and live's rows
 	used   uint64
 }
@@ -141,11 +49,11 @@ func newWholeCache(max int) *wholeCache {
 
 // get returns the whole day of live, the segments of website site's open
 // day date, if cached and still valid. Call it under the shard lock.
-func (c *wholeCache) get(site uint32, date buckets.Date, live *segDay) *segDay {
+func (c *wholeCache) get(site uint32, date buckets.Date, live *segments.Day) *segments.Day {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.days[wholeKey{site, date}]
-	if !ok || e.live != live || e.nv != live.visits() || e.nh != live.hits() {
+	if !ok || e.live != live || e.nv != live.Visits() || e.nh != live.Hits() {
 		return nil
 	}
 	c.tick++
@@ -156,8 +64,8 @@ func (c *wholeCache) get(site uint32, date buckets.Date, live *segDay) *segDay {
 
 // put keeps w, made whole from live when live had nv visits, nh hits and
 // rowBytes of rows. The entry counts those rows too: it keeps live.
-func (c *wholeCache) put(site uint32, date buckets.Date, live *segDay, nv, nh, rowBytes int, w *segDay) {
-	size := w.size + rowBytes
+func (c *wholeCache) put(site uint32, date buckets.Date, live *segments.Day, nv, nh, rowBytes int, w *segments.Day) {
+	size := w.Size + rowBytes
 	if size > c.max {
 		return
 	}

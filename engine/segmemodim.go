@@ -3,12 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // The unfiltered breakdowns of a closed day (issue #37, "where the day
@@ -16,7 +15,7 @@ import (
 // the dashboard ask, without filters, a breakdown by one dimension of
 // every day of the range; a closed day's answer to each never changes. A
 // day's memo keeps, per dimension, what scanDay added for the day to each
-// of its values' groups (the values' dayTotals), once a scan has counted
+// of its values' groups (the values' segments.Totals), once a scan has counted
 // them; the next query of the dimension adds those instead of scanning
 // the day. Like the memo's totals (scanDay's plain), only for a day of a
 // salt period of its own (plan.solo), whose visitors add up across days
@@ -24,11 +23,11 @@ import (
 // range is scanned.
 //
 // The memo is the day's: a day that changes (a late import, retention, a
-// hit of a day reopened) is a new segDay, without a memo (clone), so what
+// hit of a day reopened) is a new segments.Day, without a memo (clone), so what
 // it keeps is never stale.
 //
 // Bounded: at most dimMemoKeys dimensions, and their values' totals at
-// most dimMemoBytes(nv) for a day of nv visits; the least recently used
+// most segments.DimMemoBytes(nv) for a day of nv visits; the least recently used
 // dimension gives way to a new one, and a breakdown larger than the bound
 // is not kept. What a memo keeps is counted as kept (dimAcct), in the
 // engine's memory budget (Engine.counters.dimMemos), not reserved with
@@ -37,12 +36,6 @@ import (
 // memo's bytes leave the count when its day is evicted (release) or, for
 // a day that left memory any other way (replaced, deleted, a query's own
 // copy), when the memo is garbage (a cleanup).
-
-// dimMemoKeys is the most dimensions a day's memo keeps.
-const dimMemoKeys = 32
-
-// dimMemoBytes is the most a day of nv visits keeps of its breakdowns.
-func dimMemoBytes(nv int) int { return 160 * nv }
 
 // useDimMemo is off only in the tests that compare answers with and
 // without it (SetDimMemo in export_test.go).
@@ -54,134 +47,14 @@ func init() { useDimMemo.Store(true) }
 // (for tests).
 var dimMemoHits atomic.Int64
 
-// dimValue is one value's totals for a day.
-type dimValue struct {
-	key  string // the group's key (globalGroup)
-	dims []any  // the group's values (shared, never written)
-	t    dayTotals
-}
-
-// dimAcct is what a day's memo counts of its breakdowns in an engine's
-// budget: held bytes in *to, until gone. It is apart from the memo so
-// that the memo's cleanup can reach it.
-type dimAcct struct {
-	mu   sync.Mutex
-	to   *atomic.Int64
-	held int64
-	gone bool
-}
-
-// set counts n bytes held in place of the last count; false once gone.
-func (a *dimAcct) set(to *atomic.Int64, n int64) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.gone {
-		return false
-	}
-	if a.to == nil {
-		a.to = to
-	}
-	a.to.Add(n - a.held)
-	a.held = n
-	return true
-}
-
-// release takes the bytes out of the count for good.
-func (a *dimAcct) release() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.gone && a.to != nil {
-		a.to.Add(-a.held)
-	}
-	a.gone, a.held = true, 0
-}
-
-// releaseDims drops what m keeps of its breakdowns and its count (its day
-// left memory): a query still reading the day keeps none again.
-func (m *dayMemo) releaseDims() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.acct != nil {
-		m.acct.release()
-	}
-	clear(m.dims)
-	m.dims = nil
-}
-
-// dimEntry is a day's breakdown by one dimension.
-type dimEntry struct {
-	key   string // dimMemoKey
-	sess  bool   // the session totals were counted
-	vals  []dimValue
-	bytes int
-	used  uint64
-}
-
-// dimValueBytes is the memory of one dimValue, its strings' bytes apart.
-const dimValueBytes = int(unsafe.Sizeof(dimValue{})) + 16
-
-// dimEntryOf returns the day's breakdown by dim, with its session totals
-// if sess, or nil.
-func (m *dayMemo) dimEntryOf(key string, sess bool) *dimEntry {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, en := range m.dims {
-		if en.key == key && (en.sess || !sess) {
-			m.tick++
-			en.used = m.tick
-			return en
-		}
-	}
-	return nil
-}
-
-// keepDim keeps en, in place of the dimension's older entry and of the
-// least recently used ones while the bytes are over limit.
-func (m *dayMemo) keepDim(en *dimEntry, limit int, to *atomic.Int64) {
-	if en.bytes > limit || to == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.acct == nil {
-		m.acct = new(dimAcct)
-		runtime.AddCleanup(m, func(a *dimAcct) { a.release() }, m.acct)
-	}
-	kept := m.dims[:0]
-	total := en.bytes
-	for _, o := range m.dims {
-		if o.key != en.key {
-			kept = append(kept, o)
-			total += o.bytes
-		}
-	}
-	for len(kept) >= dimMemoKeys || total > limit {
-		lru := 0
-		for i, o := range kept {
-			if o.used < kept[lru].used {
-				lru = i
-			}
-		}
-		total -= kept[lru].bytes
-		kept = append(kept[:lru], kept[lru+1:]...)
-	}
-	if !m.acct.set(to, int64(total)) {
-		return // released: its day left memory
-	}
-	m.tick++
-	en.used = m.tick
-	clear(m.dims[len(kept):])
-	m.dims = append(kept, en)
-}
-
 // dimMemoable reports whether the current day's answer may come from, or
 // go to, its memo: a whole day of its own salt period, no revenue nor
 // engagement metric, and a key (dimMemoKey).
-func (p *plan) dimMemoable(memo *dayMemo, whole bool) bool {
+func (p *plan) dimMemoable(memo *segments.Memo, whole bool) bool {
 	if memo == nil || !whole || !p.solo || p.needRev || p.needEng || !useDimMemo.Load() {
 		return false
 	}
-	if p.dayTime() && !memo.onDay(p.sd) {
+	if p.dayTime() && !memo.OnDay(p.sd) {
 		return false
 	}
 	return p.dimMemoKey() != ""
@@ -189,7 +62,7 @@ func (p *plan) dimMemoable(memo *dayMemo, whole bool) bool {
 
 // dayTime reports whether the plan's one dimension is a time label of a
 // day or longer, found by the day a hit was counted under (keysOf): on a
-// day whose hits are all counted under it (dayMemo.onDay) the day's
+// day whose hits are all counted under it (segments.Memo.OnDay) the day's
 // answer is its totals under the label of the day, those of the plan
 // without the dimension.
 func (p *plan) dayTime() bool {
@@ -199,7 +72,7 @@ func (p *plan) dayTime() bool {
 // dimMemoKey returns the key of the plan's breakdowns in a day's memo:
 // its dimensions and filters, "" when the answer of a day depends on more
 // than the day (a goal, as dimension or filter; a time label but dayTime)
-// or the key is longer than maxDayMemoKey. A dayTime plan's key is that
+// or the key is longer than segments.MaxDayMemoKey. A dayTime plan's key is that
 // of its totals: no dimensions.
 func (p *plan) dimMemoKey() string {
 	if p.memoDimKey != nil {
@@ -214,7 +87,7 @@ func (p *plan) dimMemoKey() string {
 	if f, err := json.Marshal(p.r.Filters); ok && err == nil && !bytes.Contains(f, []byte(`"event:goal"`)) {
 		key = strings.Join(dims, "\x00") + "\x01" + string(f)
 	}
-	if len(key) > maxDayMemoKey {
+	if len(key) > segments.MaxDayMemoKey {
 		key = ""
 	}
 	p.memoDimKey = &key
@@ -222,70 +95,61 @@ func (p *plan) dimMemoKey() string {
 }
 
 // addDimMemo adds the day's breakdown en to the plan's groups.
-func (p *plan) addDimMemo(en *dimEntry) {
+func (p *plan) addDimMemo(en *segments.DimEntry) {
 	if p.dayTime() {
-		for i := range en.vals { // one at most: the day's totals
+		for i := range en.Vals { // one at most: the day's totals
 			p.key[0] = p.dayLabel(p.date)
 			g := p.group(p.sd)
 			if g == nil {
 				return // p.err
 			}
-			g.addTotals(&en.vals[i].t)
+			g.addTotals(&en.Vals[i].T)
 		}
 		dimMemoHits.Add(1)
 		return
 	}
-	for i := range en.vals {
-		v := &en.vals[i]
-		g := p.groups[v.key]
+	for i := range en.Vals {
+		v := &en.Vals[i]
+		g := p.groups[v.Key]
 		if g == nil {
-			if g = p.newGroup(v.key, func(dims []any) { copy(dims, v.dims) }); g == nil {
+			if g = p.newGroup(v.Key, func(dims []any) { copy(dims, v.Dims) }); g == nil {
 				return // p.err
 			}
 		}
-		g.addTotals(&v.t)
+		g.addTotals(&v.T)
 	}
 	dimMemoHits.Add(1)
 }
 
 // keepDimMemo keeps in memo what the day just scanned added to the groups
 // it touched (p.touched, their totals before in p.bases).
-func (p *plan) keepDimMemo(memo *dayMemo, nv int) {
-	en := &dimEntry{key: p.dimMemoKey(), bytes: len(p.dimMemoKey()), sess: p.needSess, vals: make([]dimValue, 0, len(p.touched))}
-	limit := dimMemoBytes(nv)
+func (p *plan) keepDimMemo(memo *segments.Memo, nv int) {
+	en := &segments.DimEntry{Key: p.dimMemoKey(), Bytes: len(p.dimMemoKey()), Sess: p.needSess, Vals: make([]segments.DimValue, 0, len(p.touched))}
+	limit := segments.DimMemoBytes(nv)
 	if p.dayTime() && len(p.touched) > 1 {
 		return // never: every hit is under the day's label
 	}
 	for i, g := range p.touched {
 		t := g.totals()
-		t.sub(&p.bases[i])
+		t.Sub(&p.bases[i])
 		if p.dayTime() {
-			en.vals = append(en.vals, dimValue{key: "", dims: []any{}, t: t}) // as without the dimension
+			en.Vals = append(en.Vals, segments.DimValue{Key: "", Dims: []any{}, T: t}) // as without the dimension
 			break
 		}
 		// The values copied: g.dims is a window on the plan's slab of
 		// groupSlab groups' values, which kept so would hold every other
 		// value of the slab (other days' among them) alive uncounted.
-		en.vals = append(en.vals, dimValue{key: g.key, dims: slices.Clone(g.dims), t: t})
-		en.bytes += dimValueBytes + len(g.key)
+		en.Vals = append(en.Vals, segments.DimValue{Key: g.key, Dims: slices.Clone(g.dims), T: t})
+		en.Bytes += segments.DimValueBytes + len(g.key)
 		for _, d := range g.dims {
-			en.bytes += 16
+			en.Bytes += 16
 			if s, ok := d.(string); ok {
-				en.bytes += len(s)
+				en.Bytes += len(s)
 			}
 		}
-		if en.bytes > limit {
+		if en.Bytes > limit {
 			return
 		}
 	}
-	memo.keepDim(en, limit, p.dimBytes)
-}
-
-// onDay reports whether every hit of sd is counted under its day (the
-// flag wholeDay tests), computed once.
-func (m *dayMemo) onDay(sd *segDay) bool {
-	m.onDayOnce.Do(func() {
-		m.allOnDay = !slices.ContainsFunc(sd.hFlags, func(f uint8) bool { return f|hfInteractive != hfDay|hfInteractive })
-	})
-	return m.allOnDay
+	memo.KeepDim(en, limit, p.dimBytes)
 }

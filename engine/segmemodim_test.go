@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestDimMemoEqualsScan (issue #37: "where the day buckets answer faster,
@@ -233,8 +234,8 @@ func TestDimMemoBytesCounted(t *testing.T) {
 	sh := e.shardOf(site)
 	sh.mu.Lock()
 	for _, ent := range s.state.days {
-		if ent.seg != nil && ent.seg.dm != nil {
-			bound += int64(dimMemoBytes(ent.seg.visits()))
+		if ent.seg != nil && ent.seg.Memo() != nil {
+			bound += int64(segments.DimMemoBytes(ent.seg.Visits()))
 		}
 	}
 	sh.mu.Unlock()

@@ -25,6 +25,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
@@ -310,7 +311,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *plan) error {
 // periods of other days scanned, first to last). With daily salts (the
 // default) that is every day: their visitors are counted per day, not
 // merged in bitmaps across days.
-func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
+func soloDays(days []*segments.Day, spans [][2]int32) map[*segments.Day]bool {
 	if len(days) == 0 {
 		return nil
 	}
@@ -318,10 +319,10 @@ func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
 	once := make(map[int32]int, len(days)) // days of each period
 	for i, sd := range days {
 		var plo, phi int32
-		if m := sd.memo(); m != nil {
-			plo, phi = m.periods(sd)
+		if m := sd.Memo(); m != nil {
+			plo, phi = m.Periods(sd)
 		} else {
-			plo, phi = periodSpan(sd)
+			plo, phi = segments.PeriodSpan(sd)
 		}
 		if plo == phi {
 			periods[i] = plo
@@ -331,7 +332,7 @@ func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
 			spans = append(spans, [2]int32{plo, phi})
 		}
 	}
-	solo := make(map[*segDay]bool, len(days))
+	solo := make(map[*segments.Day]bool, len(days))
 	for i, sd := range days {
 		per := periods[i]
 		if per == math.MinInt32 || once[per] != 1 {
@@ -340,16 +341,6 @@ func soloDays(days []*segDay, spans [][2]int32) map[*segDay]bool {
 		solo[sd] = !slices.ContainsFunc(spans, func(sp [2]int32) bool { return per >= sp[0] && per <= sp[1] })
 	}
 	return solo
-}
-
-// periodSpan returns the first and last salt periods of sd's visits
-// (MaxInt32, MinInt32 for a day without visits: a period of none).
-func periodSpan(sd *segDay) (lo, hi int32) {
-	lo, hi = math.MaxInt32, math.MinInt32
-	for _, per := range sd.vPeriod {
-		lo, hi = min(lo, per), max(hi, per)
-	}
-	return lo, hi
 }
 
 // scanShared is what the workers of one scan share: the groups they made
@@ -390,11 +381,11 @@ func (p *plan) merge(sub *plan) {
 				g.visitors[per] = bm
 			}
 		}
-		g.sess.n += sg.sess.n
-		g.sess.bounceN += sg.sess.bounceN
-		g.sess.bounced += sg.sess.bounced
-		g.sess.duration += sg.sess.duration
-		g.sess.pageviews += sg.sess.pageviews
+		g.sess.N += sg.sess.N
+		g.sess.BounceN += sg.sess.BounceN
+		g.sess.Bounced += sg.sess.Bounced
+		g.sess.Duration += sg.sess.Duration
+		g.sess.Pageviews += sg.sess.Pageviews
 		g.revenue = addMicros(g.revenue, sg.revenue)
 		g.revenueN += sg.revenueN
 		if sg.revCurrency != "" {
@@ -417,29 +408,29 @@ func (p *plan) merge(sub *plan) {
 // (segstream.go), each passed to fn as a day of its own, with locked set.
 // locked: fn must read sd at once and not keep it: an open day without
 // parts (fn is called under the shard lock), or a chunk.
-func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segDay, locked bool)) error {
+func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segments.Day, locked bool)) error {
 	type sealedDay struct {
 		date   buckets.Date
-		seg    *segDay
+		seg    *segments.Day
 		frozen bool
 		// Of an open day: its live segments and their rows, for e.wholes.
-		live             *segDay
+		live             *segments.Day
 		nv, nh, rowBytes int
 		chunks           int // > 1: read in chunks, never made whole
 	}
 	var sealed []sealedDay
 	type cachedDay struct {
 		date buckets.Date
-		seg  *segDay
+		seg  *segments.Day
 	}
 	var cached []cachedDay
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
 		switch n := chunks(e.wholeEstimate(d.seg), e.wholeLimit); {
-		case d.seg.parts == 0 || d.seg.tail != nil:
+		case d.seg.Parts == 0 || d.seg.Tail != nil:
 			fn(date, d.seg, d.open)
 		case n > 1 && d.open:
-			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), chunks: n})
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg.Clone(), chunks: n})
 		case n > 1:
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, chunks: n})
 		case d.open:
@@ -447,7 +438,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 				cached = append(cached, cachedDay{date, w})
 				return
 			}
-			sealed = append(sealed, sealedDay{date: date, seg: d.seg.clone(), live: d.seg, nv: d.seg.visits(), nh: d.seg.hits(), rowBytes: d.seg.rowBytes()})
+			sealed = append(sealed, sealedDay{date: date, seg: d.seg.Clone(), live: d.seg, nv: d.seg.Visits(), nh: d.seg.Hits(), rowBytes: d.seg.RowBytes()})
 		default:
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, frozen: true})
 		}
@@ -478,7 +469,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 			if sd.chunks > 1 {
 				return e.streamDay(ctx, sd.date, sd.seg, parts, sd.chunks, streamed == 1, fn)
 			}
-			w, err := sd.seg.whole(parts, e.parts)
+			w, err := sd.seg.Whole(parts, e.parts)
 			if err != nil {
 				return err
 			}
@@ -512,16 +503,16 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 
 // streamDay passes the n chunks of day d (with sealed parts, read from
 // parts) to fn, one at a time, locked: read at once, never kept.
-func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segDay, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segDay, bool)) error {
-	remap := make([]uint32, int(d.offV)+d.visits())
+func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segments.Day, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segments.Day, bool)) error {
+	remap := make([]uint32, int(d.OffV)+d.Visits())
 	for k := range n {
 		if err := e.streamChunk(ctx, func() error {
-			c, err := d.chunkOf(parts, e.parts, k, n, remap)
+			c, err := d.ChunkOf(parts, e.parts, k, n, remap)
 			if err != nil {
 				return err
 			}
 			e.streamed.Add(1)
-			c.lone = lone
+			c.Lone = lone
 			fn(date, c, true)
 			return nil
 		}); err != nil {
@@ -556,7 +547,7 @@ func (e *Engine) listed(s *site, date buckets.Date) bool {
 
 // installWhole replaces the segments of a resident closed day, tail, by
 // the whole form read for a query, unless the day changed meanwhile.
-func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segDay) {
+func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segments.Day) {
 	sh := e.shardOf(s.cfg.Load().id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -565,7 +556,7 @@ func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segDay) {
 		return
 	}
 	ent.seg = w
-	size := ent.day.SizeBytes() + w.size
+	size := ent.day.SizeBytes() + w.Size
 	e.counters.resident.Add(int64(size - ent.size))
 	ent.size = size
 }
@@ -670,25 +661,25 @@ const (
 
 // visitDims maps visit:* dimensions to visit row columns.
 var visitDims = map[string]dimSpec{
-	"visit:source":              {kind: dkVisitAttr, attr: vaSource},
-	"visit:referrer":            {kind: dkVisitAttr, attr: vaReferrer},
-	"visit:channel":             {kind: dkVisitAttr, attr: vaChannel},
-	"visit:utm_medium":          {kind: dkVisitAttr, attr: vaUTMMedium},
-	"visit:utm_source":          {kind: dkVisitAttr, attr: vaUTMSource},
-	"visit:utm_campaign":        {kind: dkVisitAttr, attr: vaUTMCampaign},
-	"visit:utm_content":         {kind: dkVisitAttr, attr: vaUTMContent},
-	"visit:utm_term":            {kind: dkVisitAttr, attr: vaUTMTerm},
-	"visit:screen":              {kind: dkVisitAttr, attr: vaDevice},
-	"visit:device":              {kind: dkVisitAttr, attr: vaDevice},
-	"visit:browser":             {kind: dkVisitAttr, attr: vaBrowser},
-	"visit:browser_version":     {kind: dkVisitAttr, attr: vaBrowserVer},
-	"visit:os":                  {kind: dkVisitAttr, attr: vaOS},
-	"visit:os_version":          {kind: dkVisitAttr, attr: vaOSVer},
-	"visit:country":             {kind: dkVisitAttr, attr: vaCountry},
-	"visit:region":              {kind: dkVisitAttr, attr: vaRegion},
-	"visit:city_name":           {kind: dkVisitAttr, attr: vaCity},
-	"visit:region_name":         {kind: dkVisitAttr, attr: vaRegionName},
-	"visit:country_name":        {kind: dkCountryName, attr: vaCountry},
+	"visit:source":              {kind: dkVisitAttr, attr: segments.AttrSource},
+	"visit:referrer":            {kind: dkVisitAttr, attr: segments.AttrReferrer},
+	"visit:channel":             {kind: dkVisitAttr, attr: segments.AttrChannel},
+	"visit:utm_medium":          {kind: dkVisitAttr, attr: segments.AttrUTMMedium},
+	"visit:utm_source":          {kind: dkVisitAttr, attr: segments.AttrUTMSource},
+	"visit:utm_campaign":        {kind: dkVisitAttr, attr: segments.AttrUTMCampaign},
+	"visit:utm_content":         {kind: dkVisitAttr, attr: segments.AttrUTMContent},
+	"visit:utm_term":            {kind: dkVisitAttr, attr: segments.AttrUTMTerm},
+	"visit:screen":              {kind: dkVisitAttr, attr: segments.AttrDevice},
+	"visit:device":              {kind: dkVisitAttr, attr: segments.AttrDevice},
+	"visit:browser":             {kind: dkVisitAttr, attr: segments.AttrBrowser},
+	"visit:browser_version":     {kind: dkVisitAttr, attr: segments.AttrBrowserVer},
+	"visit:os":                  {kind: dkVisitAttr, attr: segments.AttrOS},
+	"visit:os_version":          {kind: dkVisitAttr, attr: segments.AttrOSVer},
+	"visit:country":             {kind: dkVisitAttr, attr: segments.AttrCountry},
+	"visit:region":              {kind: dkVisitAttr, attr: segments.AttrRegion},
+	"visit:city_name":           {kind: dkVisitAttr, attr: segments.AttrCity},
+	"visit:region_name":         {kind: dkVisitAttr, attr: segments.AttrRegionName},
+	"visit:country_name":        {kind: dkCountryName, attr: segments.AttrCountry},
 	"visit:city":                {kind: dkCity},
 	"visit:entry_page":          {kind: dkEntry},
 	"visit:exit_page":           {kind: dkExit},
@@ -737,20 +728,20 @@ func (s dimSpec) display(v string) string {
 		return geo.CountryName(v)
 	case dkVisitAttr:
 		switch s.attr {
-		case vaSource, vaReferrer:
+		case segments.AttrSource, segments.AttrReferrer:
 			if v == "" {
 				return "Direct / None"
 			}
-		case vaChannel:
+		case segments.AttrChannel:
 			if v == "" {
 				return "Direct"
 			}
-		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm,
-			vaBrowserVer, vaOSVer:
+		case segments.AttrUTMMedium, segments.AttrUTMSource, segments.AttrUTMCampaign, segments.AttrUTMContent, segments.AttrUTMTerm,
+			segments.AttrBrowserVer, segments.AttrOSVer:
 			if v == "" {
 				return "(not set)"
 			}
-		case vaBrowser, vaOS, vaDevice:
+		case segments.AttrBrowser, segments.AttrOS, segments.AttrDevice:
 			// Plausible's names ("Microsoft Edge", "GNU/Linux",
 			// "Desktop"): ua's table (plausible.go).
 			if v == "" {
@@ -773,10 +764,10 @@ func (s dimSpec) blankLabel() string {
 		return "(none)"
 	case dkVisitAttr:
 		switch s.attr {
-		case vaSource, vaReferrer:
+		case segments.AttrSource, segments.AttrReferrer:
 			return "Direct / None"
-		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm,
-			vaDevice, vaBrowser, vaBrowserVer, vaOS, vaOSVer:
+		case segments.AttrUTMMedium, segments.AttrUTMSource, segments.AttrUTMCampaign, segments.AttrUTMContent, segments.AttrUTMTerm,
+			segments.AttrDevice, segments.AttrBrowser, segments.AttrBrowserVer, segments.AttrOS, segments.AttrOSVer:
 			return "(not set)"
 		}
 	}
@@ -798,16 +789,16 @@ func (s dimSpec) filterValue(v string) string {
 // webstats' (stored, and the phpAnalytics API's) and Plausible's (shown):
 // visit:browser, visit:os and visit:device. A filter matches either.
 func (s dimSpec) twoNames() bool {
-	return s.kind == dkVisitAttr && (s.attr == vaBrowser || s.attr == vaOS || s.attr == vaDevice)
+	return s.kind == dkVisitAttr && (s.attr == segments.AttrBrowser || s.attr == segments.AttrOS || s.attr == segments.AttrDevice)
 }
 
 // plausibleName is Plausible's name of a browser, OS or device v (not
 // blank).
 func plausibleName(attr int, v string) string {
 	switch attr {
-	case vaBrowser:
+	case segments.AttrBrowser:
 		return ua.PlausibleBrowser(v)
-	case vaOS:
+	case segments.AttrOS:
 		return ua.PlausibleOS(v)
 	}
 	return ua.PlausibleDevice(v)
@@ -879,14 +870,14 @@ type plan struct {
 	vgroup  []*group // scanDay's groups by visit row
 	mark    []int32  // by visit row: the id of the group that last counted it
 	dense   []uint64
-	sd      *segDay
+	sd      *segments.Day
 	// soloDays are the days of the scan whose visits are all of one salt
 	// period that no other day of the scan holds (scanPlan; read only,
 	// shared with the workers' plans). solo says the current day is one:
 	// a group's visitors of the day are then counted, not kept in a
 	// bitmap, with stamp (by visitor id, the stampGen of the last group
 	// that counted it).
-	soloDays  map[*segDay]bool
+	soloDays  map[*segments.Day]bool
 	solo      bool
 	stamp     []uint32
 	stampGen  uint32
@@ -899,7 +890,7 @@ type plan struct {
 	dayGroup1 []*group
 	// bases are the totals of p.touched before the current day, kept
 	// while keepBases (the day's breakdown goes to its memo).
-	bases     []dayTotals
+	bases     []segments.Totals
 	keepBases bool
 	// memoDimKey is dimMemoKey's answer, once asked.
 	memoDimKey *string
@@ -907,14 +898,14 @@ type plan struct {
 	// current day's ids in it, nil when the day has none or the plan's
 	// dimensions are not one of dictionary values; gidGroups the groups
 	// by those ids, in pages of 1<<gidBits (valueGroup).
-	intern *internTable
+	intern *segments.Interns
 	// dimBytes counts what the days' memos keep of breakdowns
 	// (Engine.counters.dimMemos); nil: keep none.
 	dimBytes  *atomic.Int64
-	gids      *dayGids
+	gids      *segments.Gids
 	gidGroups [][]*group
-	gidFound  int64 // groups found by id, this day (internStats.found)
-	gidBits   int   // gidPageBits when the plan started
+	gidFound  int64 // groups found by id, this day (segments.InternStats.Found)
+	gidBits   int   // segments.GidPageBits when the plan started
 	// slots memoises timeLabel by 15-minute slot, direct-mapped: a day's
 	// 96-odd consecutive slots never collide, and a lookup is an index,
 	// not a hash.
@@ -963,7 +954,7 @@ type group struct {
 	visits   int64
 	id       int32    // 1 + its index in plan.order
 	sessRows []uint32 // visit rows of the current day, session grouping (repeats)
-	sess     sessAcc
+	sess     segments.Sess
 	// revenue is the sum in millionths of the currency unit: integers,
 	// so that the sum does not depend on the order days are added in
 	// (scanParallel's workers take days in any order).
@@ -976,12 +967,6 @@ type group struct {
 	scroll      map[uint32]int8 // visit row → max scroll, this day
 	scrollSum   int64
 	scrollN     int64
-}
-
-type sessAcc struct {
-	n, bounceN, bounced int64
-	duration            int64 // seconds
-	pageviews           int64
 }
 
 // outRow is a finished row.
@@ -1166,7 +1151,7 @@ type fnode struct {
 	// prop leaves: the key id of the current day (noKey if absent).
 	keyID uint32
 	// key names a leaf's test (operator, dimension, clauses, modifier),
-	// for dayMemo.
+	// for segments.Memo.
 	key string
 }
 
@@ -1271,15 +1256,15 @@ func (p *plan) compile(f *Filter) (*fnode, error) {
 }
 
 // startDay resets the per-day memos of the filter tree.
-func (n *fnode) startDay(p *plan, sd *segDay) {
+func (n *fnode) startDay(p *plan, sd *segments.Day) {
 	if n == nil {
 		return
 	}
 	if n.leaf {
-		n.memo = make([]uint8, len(sd.strs))
+		n.memo = make([]uint8, len(sd.Strs))
 		if n.spec.kind == dkProp {
 			n.keyID = noKey
-			for i, s := range sd.strs {
+			for i, s := range sd.Strs {
 				if s == n.spec.prop {
 					n.keyID = uint32(i)
 					break
@@ -1293,12 +1278,12 @@ func (n *fnode) startDay(p *plan, sd *segDay) {
 	}
 	if n.op == "has_done" || n.op == "has_not_done" {
 		n.done = roaring.New()
-		for i := range sd.hits() {
-			if sd.hKind[i] == hkEngagement || sd.hVisit[i] == noVisit || !p.inRange(sd, i) {
+		for i := range sd.Hits() {
+			if sd.HKind[i] == segments.KindEngagement || sd.HVisit[i] == segments.NoVisit || !p.inRange(sd, i) {
 				continue
 			}
 			if n.kids[0].match(p, sd, i) {
-				n.done.Add(sd.hVisit[i])
+				n.done.Add(sd.HVisit[i])
 			}
 		}
 	}
@@ -1326,8 +1311,8 @@ func (n *fnode) visitLevel() bool {
 // column and the leaf's memo, instead of a tree walk per visit. memo (sd's,
 // if frozen) keeps the visits they exclude for the next query with the
 // same filters: a dashboard asks a dozen of the same days.
-func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
-	if memo != nil && p.memoKey != "" && memo.excluded(p.memoKey, p.vpass) {
+func (p *plan) visitLeaves(sd *segments.Day, memo *segments.Memo) {
+	if memo != nil && p.memoKey != "" && memo.Excluded(p.memoKey, p.vpass) {
 		p.settle(p.allSimple)
 		return
 	}
@@ -1351,25 +1336,25 @@ func (p *plan) visitLeaves(sd *segDay, memo *dayMemo) {
 		}
 	}
 	if memo != nil && p.memoKey != "" {
-		memo.keepExcluded(p.memoKey, p.vpass)
+		memo.KeepExcluded(p.memoKey, p.vpass)
 	}
 	p.settle(p.allSimple)
 }
 
 // visitCol returns the column of sd that holds visit dimension s by visit
 // row (visitValue's), nil for a dimension found otherwise (keysOf).
-func visitCol(sd *segDay, s dimSpec) []uint32 {
+func visitCol(sd *segments.Day, s dimSpec) []uint32 {
 	switch s.kind {
 	case dkEntry:
-		return sd.vEntry
+		return sd.VEntry
 	case dkExit:
-		return sd.vExit
+		return sd.VExit
 	case dkEntryHost:
-		return sd.vEntryHost
+		return sd.VEntryHost
 	case dkExitHost:
-		return sd.vExitHost
+		return sd.VExitHost
 	case dkVisitAttr, dkCountryName:
-		return sd.vAttr[s.attr]
+		return sd.VAttr[s.attr]
 	}
 	return nil
 }
@@ -1381,21 +1366,21 @@ func (s dimSpec) onHitColumn() bool {
 
 // hitCol returns the column of sd that holds hit dimension s by hit row,
 // nil for a dimension found otherwise (keysOf).
-func hitCol(sd *segDay, s dimSpec) []uint32 {
+func hitCol(sd *segments.Day, s dimSpec) []uint32 {
 	switch s.kind {
 	case dkHitName:
-		return sd.hName
+		return sd.HName
 	case dkHitPage:
-		return sd.hPage
+		return sd.HPage
 	case dkHitHost:
-		return sd.hHost
+		return sd.HHost
 	}
 	return nil
 }
 
 // group1 returns the group of value id of the plan's one dimension (a
 // column's: hitCol, visitCol) on the current day, nil on error (p.err).
-func (p *plan) group1(sd *segDay, id uint32) *group {
+func (p *plan) group1(sd *segments.Day, id uint32) *group {
 	if int(id) < len(p.dayGroup1) {
 		if g := p.dayGroup1[id]; g != nil {
 			return g
@@ -1418,8 +1403,8 @@ func (n *fnode) simpleVisitLeaf() bool {
 
 // visitPasses evaluates the visit-level filters for the visit of hit i,
 // once per visit and day.
-func (p *plan) visitPasses(sd *segDay, i int) bool {
-	if v := sd.hVisit[i]; v != noVisit {
+func (p *plan) visitPasses(sd *segments.Day, i int) bool {
+	if v := sd.HVisit[i]; v != segments.NoVisit {
 		if st := p.vpass[v]; st != 0 || p.settled {
 			return st != 2
 		}
@@ -1429,10 +1414,10 @@ func (p *plan) visitPasses(sd *segDay, i int) bool {
 
 // visitTest evaluates the visit-level filters for the visit of hit i
 // and keeps the answer in vpass (orphanPass for an orphan).
-func (p *plan) visitTest(sd *segDay, i int) bool {
-	v := sd.hVisit[i]
+func (p *plan) visitTest(sd *segments.Day, i int) bool {
+	v := sd.HVisit[i]
 	st := &p.orphanPass
-	if v != noVisit {
+	if v != segments.NoVisit {
 		st = &p.vpass[v]
 	}
 	if *st == 0 {
@@ -1449,7 +1434,7 @@ func (p *plan) visitTest(sd *segDay, i int) bool {
 
 // passes evaluates the plan's filters on hit i: the visit-level ones once
 // per visit and day.
-func (p *plan) passes(sd *segDay, i int) bool {
+func (p *plan) passes(sd *segments.Day, i int) bool {
 	if len(p.visitConj) > 0 && !p.visitPasses(sd, i) {
 		return false
 	}
@@ -1462,7 +1447,7 @@ func (p *plan) passes(sd *segDay, i int) bool {
 }
 
 // memoTest tests a string id with the leaf's memo.
-func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) bool {
+func (n *fnode) memoTest(sd *segments.Day, id uint32, display func(string) string) bool {
 	if int(id) < len(n.memo) {
 		switch n.memo[id] {
 		case 1:
@@ -1470,7 +1455,7 @@ func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) boo
 		case 2:
 			return false
 		}
-		ok := n.test(display(sd.strs[id]))
+		ok := n.test(display(sd.Strs[id]))
 		n.memo[id] = 2
 		if ok {
 			n.memo[id] = 1
@@ -1481,7 +1466,7 @@ func (n *fnode) memoTest(sd *segDay, id uint32, display func(string) string) boo
 }
 
 // match evaluates the node on hit i of sd.
-func (n *fnode) match(p *plan, sd *segDay, i int) bool {
+func (n *fnode) match(p *plan, sd *segments.Day, i int) bool {
 	switch n.op {
 	case "and":
 		for _, k := range n.kids {
@@ -1500,21 +1485,21 @@ func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 	case "not":
 		return !n.kids[0].match(p, sd, i)
 	case "has_done":
-		v := sd.hVisit[i]
-		return v != noVisit && n.done.Contains(v)
+		v := sd.HVisit[i]
+		return v != segments.NoVisit && n.done.Contains(v)
 	case "has_not_done":
-		v := sd.hVisit[i]
-		return v == noVisit || !n.done.Contains(v)
+		v := sd.HVisit[i]
+		return v == segments.NoVisit || !n.done.Contains(v)
 	}
 	s := n.spec
-	v := sd.hVisit[i]
+	v := sd.HVisit[i]
 	switch s.kind {
 	case dkHitName:
-		return n.memoTest(sd, sd.hName[i], s.filterValue)
+		return n.memoTest(sd, sd.HName[i], s.filterValue)
 	case dkHitPage:
-		return n.memoTest(sd, sd.hPage[i], s.filterValue)
+		return n.memoTest(sd, sd.HPage[i], s.filterValue)
 	case dkHitHost:
-		return n.memoTest(sd, sd.hHost[i], s.filterValue)
+		return n.memoTest(sd, sd.HHost[i], s.filterValue)
 	case dkGoal:
 		for _, g := range n.goalSet {
 			if p.hitMatchesGoal(sd, i, g) {
@@ -1526,24 +1511,24 @@ func (n *fnode) match(p *plan, sd *segDay, i int) bool {
 		return n.test(p.propValue(sd, i, n.keyID))
 	case dkCity:
 		city := uint32(0)
-		if v != noVisit {
-			city = sd.vCityID[v]
+		if v != segments.NoVisit {
+			city = sd.VCityID[v]
 		}
 		return n.test(strconv.FormatUint(uint64(city), 10))
 	}
-	if v == noVisit {
+	if v == segments.NoVisit {
 		return n.test(s.filterValue(""))
 	}
 	return n.memoTest(sd, p.visitValue(sd, v, s), s.filterValue)
 }
 
 // propValue is the value of a hit's prop of key id, or "\x00none".
-func (p *plan) propValue(sd *segDay, i int, key uint32) string {
+func (p *plan) propValue(sd *segments.Day, i int, key uint32) string {
 	if key != noKey {
-		kv := sd.propsOf(i)
+		kv := sd.PropsOf(i)
 		for j := 0; j < len(kv); j += 2 {
 			if kv[j] == key {
-				return sd.strs[kv[j+1]]
+				return sd.Strs[kv[j+1]]
 			}
 		}
 	}
@@ -1551,17 +1536,17 @@ func (p *plan) propValue(sd *segDay, i int, key uint32) string {
 }
 
 // visitValue is the string id of a visit dimension of visit row v.
-func (p *plan) visitValue(sd *segDay, v uint32, s dimSpec) uint32 {
+func (p *plan) visitValue(sd *segments.Day, v uint32, s dimSpec) uint32 {
 	return visitCol(sd, s)[v]
 }
 
 // hitMatchesGoal reports whether hit i converts goal g.
-func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
+func (p *plan) hitMatchesGoal(sd *segments.Day, i int, g int) bool {
 	goal := &p.goals.Goals[g]
-	switch sd.hKind[i] {
-	case hkEvent:
-		return goal.EventName != "" && sd.strs[sd.hName[i]] == goal.EventName
-	case hkPageview:
+	switch sd.HKind[i] {
+	case segments.KindEvent:
+		return goal.EventName != "" && sd.Strs[sd.HName[i]] == goal.EventName
+	case segments.KindPageview:
 		re := p.goals.pages[g]
 		if re == nil {
 			return false
@@ -1570,17 +1555,17 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 			p.goalMemo = make([][]uint8, len(p.goals.Goals))
 		}
 		memo := p.goalMemo[g]
-		if len(memo) == 0 && len(sd.strs)*len(p.goals.Goals) > maxGoalMemo {
-			return re.MatchString(sd.strs[sd.hPage[i]]) // too many to memoise
+		if len(memo) == 0 && len(sd.Strs)*len(p.goals.Goals) > maxGoalMemo {
+			return re.MatchString(sd.Strs[sd.HPage[i]]) // too many to memoise
 		}
 		if len(memo) == 0 {
-			memo = slices.Grow(memo[:0], len(sd.strs))[:len(sd.strs)]
+			memo = slices.Grow(memo[:0], len(sd.Strs))[:len(sd.Strs)]
 			clear(memo)
 			p.goalMemo[g] = memo
 		}
-		page := sd.hPage[i]
+		page := sd.HPage[i]
 		if int(page) >= len(memo) {
-			return re.MatchString(sd.strs[page])
+			return re.MatchString(sd.Strs[page])
 		}
 		switch memo[page] {
 		case 1:
@@ -1588,7 +1573,7 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 		case 2:
 			return false
 		}
-		ok := re.MatchString(sd.strs[page])
+		ok := re.MatchString(sd.Strs[page])
 		memo[page] = 2
 		if ok {
 			memo[page] = 1
@@ -1598,22 +1583,14 @@ func (p *plan) hitMatchesGoal(sd *segDay, i int, g int) bool {
 	return false
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 // ---------------------------------------------------------------------------
 // Scanning
 
 // scanDay adds one day's segments to the groups. frozen: sd no longer
 // changes (it is not an open day read under the shard lock), so what the
-// query finds of it may be kept on it for the next (dayMemo).
-func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
-	if sd.hits() == 0 {
+// query finds of it may be kept on it for the next (segments.Memo).
+func (p *plan) scanDay(sd *segments.Day, date buckets.Date, frozen bool) {
+	if sd.Hits() == 0 {
 		return
 	}
 	p.sd = sd
@@ -1634,14 +1611,14 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	p.filter.startDay(p, sd)
 	// When every dimension is the visit's, a visit's hits all fall in one
 	// group: it is found once per visit.
-	var memo *dayMemo
+	var memo *segments.Memo
 	if frozen {
-		memo = sd.memo()
+		memo = sd.Memo()
 	}
 	p.gids = nil
 	if memo != nil && p.intern != nil && len(p.dims) == 1 && p.dims[0].dictValue() {
-		if p.gids = memo.gids(p.intern, len(sd.strs)); p.gids != nil {
-			p.intern.stats.days.Add(1)
+		if p.gids = memo.Gids(p.intern, len(sd.Strs)); p.gids != nil {
+			p.intern.Stats.Days.Add(1)
 		}
 	}
 	whole := p.wholeDay(sd, memo)
@@ -1651,7 +1628,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	p.bases = p.bases[:0]
 	p.keepBases = false
 	if byDim {
-		if en := memo.dimEntryOf(p.dimMemoKey(), p.needSess); en != nil {
+		if en := memo.DimEntryOf(p.dimMemoKey(), p.needSess); en != nil {
 			p.addDimMemo(en)
 			return
 		}
@@ -1660,9 +1637,9 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	// plain: the day's contribution is its unfiltered totals, which its
 	// memo keeps once a query with every total has scanned it.
 	plain := memo != nil && whole && p.solo && p.filter == nil && len(p.dims) == 0 && !p.needRev && !p.needEng
-	var base dayTotals
+	var base segments.Totals
 	if plain {
-		if t := memo.totals.Load(); t != nil {
+		if t := memo.Totals.Load(); t != nil {
 			if g := p.group(sd); g != nil {
 				g.addTotals(t)
 			}
@@ -1673,20 +1650,20 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		}
 	}
 	// byVisit: every hit of a visit counts in its group, found once.
-	byVisit := sd.grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng
+	byVisit := sd.Grouped && whole && p.visitOnly && len(p.hitConj) == 0 && !p.needRev && !p.needEng
 	var vgroup []*group
 	var orphans *group
 	if p.visitOnly && !byVisit {
-		p.vgroup = slices.Grow(p.vgroup[:0], sd.visits())[:sd.visits()]
+		p.vgroup = slices.Grow(p.vgroup[:0], sd.Visits())[:sd.Visits()]
 		clear(p.vgroup)
 		vgroup = p.vgroup
 	}
-	p.mark = slices.Grow(p.mark[:0], sd.visits())[:sd.visits()]
+	p.mark = slices.Grow(p.mark[:0], sd.Visits())[:sd.Visits()]
 	clear(p.mark)
-	p.vpass = slices.Grow(p.vpass[:0], sd.visits())[:sd.visits()]
+	p.vpass = slices.Grow(p.vpass[:0], sd.Visits())[:sd.Visits()]
 	clear(p.vpass)
 	p.orphanPass, p.settled = 0, false
-	if useFilterMemo.Load() {
+	if segments.UseFilterMemo.Load() {
 		p.visitLeaves(sd, memo)
 	} else {
 		p.visitLeaves(sd, nil)
@@ -1712,11 +1689,11 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 	}
 	visitChecked := false
 	hit := func(i int) {
-		kind := sd.hKind[i]
+		kind := sd.HKind[i]
 		if !whole && !p.inRange(sd, i) {
 			return
 		}
-		if kind == hkEngagement {
+		if kind == segments.KindEngagement {
 			if p.needEng {
 				p.engagement(sd, i)
 			}
@@ -1733,20 +1710,20 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 				return
 			}
 		}
-		v := sd.hVisit[i]
+		v := sd.HVisit[i]
 		if p.visitOnly {
 			var g *group
 			switch {
-			case v == noVisit && orphans != nil:
+			case v == segments.NoVisit && orphans != nil:
 				g = orphans
-			case v != noVisit && vgroup[v] != nil:
+			case v != segments.NoVisit && vgroup[v] != nil:
 				g = vgroup[v]
 			default:
 				p.keysOf(sd, i, false, 0, func(x *group) { g = x })
 				if g == nil {
 					return // p.err
 				}
-				if v == noVisit {
+				if v == segments.NoVisit {
 					orphans = g
 				} else {
 					vgroup[v] = g
@@ -1762,7 +1739,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		} else {
 			p.keysOf(sd, i, false, 0, func(g *group) { p.count(g, sd, i, kind, v) })
 		}
-		if p.needSess && p.page >= 0 && v != noVisit {
+		if p.needSess && p.page >= 0 && v != segments.NoVisit {
 			p.keysOf(sd, i, true, 0, func(g *group) {
 				p.touch(g)
 				g.sessRows = append(g.sessRows, v)
@@ -1779,7 +1756,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		}
 		test := len(p.visitConj) > 0 && !p.settled
 		lo := 0
-		for v, end := range sd.hitEnd {
+		for v, end := range sd.HitEnd {
 			hi := int(end)
 			if lo == hi {
 				continue
@@ -1800,10 +1777,10 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 			p.countVisit(g, sd, uint32(v), lo, hi)
 			lo = hi
 		}
-		for i := lo; i < sd.hits() && p.err == nil; i++ {
+		for i := lo; i < sd.Hits() && p.err == nil; i++ {
 			hit(i) // orphans
 		}
-	} else if sd.grouped && (len(p.visitConj) > 0 || visitHits) {
+	} else if sd.Grouped && (len(p.visitConj) > 0 || visitHits) {
 		// A visit its visit-level filters exclude is skipped whole.
 		lo := 0
 		visitChecked = true
@@ -1813,7 +1790,7 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 				return
 			}
 		} else {
-			for v, end := range sd.hitEnd {
+			for v, end := range sd.HitEnd {
 				hi := int(end)
 				if st := p.vpass[v]; lo < hi && st != 2 && (st == 1 || !test || p.visitTest(sd, lo)) {
 					switch {
@@ -1835,11 +1812,11 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 			}
 		}
 		visitChecked = false
-		for i := lo; i < sd.hits() && p.err == nil; i++ {
+		for i := lo; i < sd.Hits() && p.err == nil; i++ {
 			hit(i) // orphans
 		}
 	} else {
-		for i := range sd.hits() {
+		for i := range sd.Hits() {
 			if hit(i); p.err != nil {
 				return
 			}
@@ -1852,63 +1829,40 @@ func (p *plan) scanDay(sd *segDay, date buckets.Date, frozen bool) {
 		p.finishDay(sd, g)
 	}
 	if p.gidFound > 0 {
-		p.intern.stats.found.Add(p.gidFound)
+		p.intern.Stats.Found.Add(p.gidFound)
 		p.gidFound = 0
 	}
 	if byDim {
-		p.keepDimMemo(memo, sd.visits())
+		p.keepDimMemo(memo, sd.Visits())
 		p.keepBases = false
 	}
 	if plain && p.needSess {
-		t := &dayTotals{}
+		t := &segments.Totals{}
 		if g := p.groups[""]; g != nil {
 			*t = g.totals()
-			t.sub(&base)
+			t.Sub(&base)
 		}
-		memo.totals.CompareAndSwap(nil, t)
+		memo.Totals.CompareAndSwap(nil, t)
 	}
 }
 
-// dayTotals is what a query without filters or dimensions adds to its one
-// group for a whole day of one salt period of its own (scanDay's plain),
-// session totals included.
-type dayTotals struct {
-	visits, pageviews, events, visitors int64
-	sess                                sessAcc
-	rows                                bool // visits > 0 || events > 0
-}
-
 // totals returns g's totals, its visitors those counted without a bitmap.
-func (g *group) totals() dayTotals {
-	return dayTotals{visits: g.visits, pageviews: g.pageviews, events: g.events, visitors: g.solo, sess: g.sess, rows: g.hasRows}
-}
-
-// sub subtracts b from t: what a day added.
-func (t *dayTotals) sub(b *dayTotals) {
-	t.visits -= b.visits
-	t.pageviews -= b.pageviews
-	t.events -= b.events
-	t.visitors -= b.visitors
-	t.sess.n -= b.sess.n
-	t.sess.bounceN -= b.sess.bounceN
-	t.sess.bounced -= b.sess.bounced
-	t.sess.duration -= b.sess.duration
-	t.sess.pageviews -= b.sess.pageviews
-	t.rows = t.visits > 0 || t.events > 0
+func (g *group) totals() segments.Totals {
+	return segments.Totals{Visits: g.visits, Pageviews: g.pageviews, Events: g.events, Visitors: g.solo, Sess: g.sess, Rows: g.hasRows}
 }
 
 // addTotals adds a day's totals to g.
-func (g *group) addTotals(t *dayTotals) {
-	g.visits += t.visits
-	g.pageviews += t.pageviews
-	g.events += t.events
-	g.solo += t.visitors
-	g.sess.n += t.sess.n
-	g.sess.bounceN += t.sess.bounceN
-	g.sess.bounced += t.sess.bounced
-	g.sess.duration += t.sess.duration
-	g.sess.pageviews += t.sess.pageviews
-	g.hasRows = g.hasRows || t.rows
+func (g *group) addTotals(t *segments.Totals) {
+	g.visits += t.Visits
+	g.pageviews += t.Pageviews
+	g.events += t.Events
+	g.solo += t.Visitors
+	g.sess.N += t.Sess.N
+	g.sess.BounceN += t.Sess.BounceN
+	g.sess.Bounced += t.Sess.Bounced
+	g.sess.Duration += t.Sess.Duration
+	g.sess.Pageviews += t.Sess.Pageviews
+	g.hasRows = g.hasRows || t.Rows
 }
 
 // leaveDay drops what the plan held of the day scanDay scanned: a chunk
@@ -1933,17 +1887,17 @@ func (p *plan) touch(g *group) {
 }
 
 // count adds matching hit i (of visit v) to group g.
-func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
+func (p *plan) count(g *group, sd *segments.Day, i int, kind uint8, v uint32) {
 	p.touch(g)
 	g.hasRows = true
 	g.events++
-	if kind == hkPageview {
+	if kind == segments.KindPageview {
 		g.pageviews++
 	}
-	if p.needRev && kind == hkEvent {
+	if p.needRev && kind == segments.KindEvent {
 		p.addRevenue(g, sd, i)
 	}
-	if v == noVisit {
+	if v == segments.NoVisit {
 		return // an orphan event has no visitor and no visit
 	}
 	switch m := p.mark[v]; m {
@@ -1964,8 +1918,8 @@ func (p *plan) count(g *group, sd *segDay, i int, kind uint8, v uint32) {
 // first orphan hit. The passing visits are listed first without a branch
 // on each: whether a visit passes is as likely as not, and a mispredicted
 // branch a visit cost more than the list.
-func (p *plan) countPassing(sd *segDay, col []uint32, visitHits bool, vgroup []*group) int {
-	nv := len(sd.hitEnd)
+func (p *plan) countPassing(sd *segments.Day, col []uint32, visitHits bool, vgroup []*group) int {
+	nv := len(sd.HitEnd)
 	pass := slices.Grow(p.passing[:0], nv)[:nv]
 	n := 0
 	for v := range nv {
@@ -1977,12 +1931,12 @@ func (p *plan) countPassing(sd *segDay, col []uint32, visitHits bool, vgroup []*
 	for _, v := range pass[:n] {
 		lo := 0
 		if v > 0 {
-			lo = int(sd.hitEnd[v-1])
+			lo = int(sd.HitEnd[v-1])
 		}
 		if visitHits {
-			p.countVisitHits(sd, vgroup, v, lo, int(sd.hitEnd[v]))
+			p.countVisitHits(sd, vgroup, v, lo, int(sd.HitEnd[v]))
 		} else {
-			p.countHits(sd, col, v, lo, int(sd.hitEnd[v]))
+			p.countHits(sd, col, v, lo, int(sd.HitEnd[v]))
 		}
 		if p.err != nil {
 			return 0
@@ -1991,7 +1945,7 @@ func (p *plan) countPassing(sd *segDay, col []uint32, visitHits bool, vgroup []*
 	if nv == 0 {
 		return 0
 	}
-	return int(sd.hitEnd[nv-1])
+	return int(sd.HitEnd[nv-1])
 }
 
 // countHits adds the hits [lo, hi) of visit v, all in range and all
@@ -2001,10 +1955,10 @@ func (p *plan) countPassing(sd *segDay, col []uint32, visitHits bool, vgroup []*
 // this day only if it was the last it counted (lastV): a group's rows
 // never repeat a visit, and mark is not needed. (Orphans, which count
 // no visit, go through count after the visits.)
-func (p *plan) countHits(sd *segDay, col []uint32, v uint32, lo, hi int) {
+func (p *plan) countHits(sd *segments.Day, col []uint32, v uint32, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		kind := sd.hKind[i]
-		if kind == hkEngagement {
+		kind := sd.HKind[i]
+		if kind == segments.KindEngagement {
 			continue
 		}
 		id := col[i]
@@ -2020,7 +1974,7 @@ func (p *plan) countHits(sd *segDay, col []uint32, v uint32, lo, hi int) {
 		p.touch(g)
 		g.hasRows = true
 		g.events++
-		if kind == hkPageview {
+		if kind == segments.KindPageview {
 			g.pageviews++
 		}
 		if g.lastV != v+1 {
@@ -2036,12 +1990,12 @@ func (p *plan) countHits(sd *segDay, col []uint32, v uint32, lo, hi int) {
 // and a walk of the filter tree per hit. Each hit filter is a leaf on a
 // column of hit rows (hitLeaves, the columns in hitCols), tested with
 // its memo of the day's values.
-func (p *plan) countVisitHits(sd *segDay, vgroup []*group, v uint32, lo, hi int) {
+func (p *plan) countVisitHits(sd *segments.Day, vgroup []*group, v uint32, lo, hi int) {
 	var g *group
 hits:
 	for i := lo; i < hi; i++ {
-		kind := sd.hKind[i]
-		if kind == hkEngagement {
+		kind := sd.HKind[i]
+		if kind == segments.KindEngagement {
 			continue
 		}
 		for k, n := range p.hitConj {
@@ -2056,7 +2010,7 @@ hits:
 		}
 		if g != nil { // the visit's group, counted once already
 			g.events++
-			if kind == hkPageview {
+			if kind == segments.KindPageview {
 				g.pageviews++
 			}
 			continue
@@ -2074,12 +2028,12 @@ hits:
 
 // countVisit adds the hits [lo, hi) of visit v, all in range and all
 // matching, to g: count for a whole visit.
-func (p *plan) countVisit(g *group, sd *segDay, v uint32, lo, hi int) {
+func (p *plan) countVisit(g *group, sd *segments.Day, v uint32, lo, hi int) {
 	p.touch(g)
 	g.hasRows = true
-	g.pageviews += int64(sd.vPageviews[v])
-	for _, k := range sd.hKind[lo:hi] {
-		if k != hkEngagement {
+	g.pageviews += int64(sd.VPageviews[v])
+	for _, k := range sd.HKind[lo:hi] {
+		if k != segments.KindEngagement {
 			g.events++
 		}
 	}
@@ -2093,11 +2047,11 @@ func (p *plan) groupByID(id int32) *group { return p.order[id-1] }
 // eachKey calls fn with each group hit i belongs to (several for a hit
 // converting several goals; none for a hit converting no goal when
 // grouping by goal).
-func (p *plan) eachKey(sd *segDay, i int, fn func(*group)) {
+func (p *plan) eachKey(sd *segments.Day, i int, fn func(*group)) {
 	p.keysOf(sd, i, false, 0, fn)
 }
 
-func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
+func (p *plan) keysOf(sd *segments.Day, i int, sess bool, pos int, fn func(*group)) {
 	if pos == len(p.dims) {
 		if g := p.group(sd); g != nil {
 			fn(g)
@@ -2105,22 +2059,22 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 		return
 	}
 	s := p.dims[pos]
-	v := sd.hVisit[i]
+	v := sd.HVisit[i]
 	switch s.kind {
 	case dkHitName:
-		p.key[pos] = sd.hName[i]
+		p.key[pos] = sd.HName[i]
 	case dkHitPage:
-		p.key[pos] = sd.hPage[i]
+		p.key[pos] = sd.HPage[i]
 		if sess {
-			p.key[pos] = sd.vEntry[v]
+			p.key[pos] = sd.VEntry[v]
 		}
 	case dkHitHost:
-		p.key[pos] = sd.hHost[i]
+		p.key[pos] = sd.HHost[i]
 	case dkProp:
 		p.key[pos] = keyNone
-		kv := sd.propsOf(i)
+		kv := sd.PropsOf(i)
 		for j := 0; j < len(kv); j += 2 {
-			if sd.strs[kv[j]] == s.prop {
+			if sd.Strs[kv[j]] == s.prop {
 				p.key[pos] = kv[j+1]
 				break
 			}
@@ -2129,7 +2083,7 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 		if p.byDay && p.r.TimeDimension() != "time:hour" {
 			p.key[pos] = p.dayLabel(p.hitDay(sd, i))
 		} else {
-			p.key[pos] = p.timeLabel(sd.hMs[i])
+			p.key[pos] = p.timeLabel(sd.HMs[i])
 		}
 	case dkGoal:
 		for _, g := range p.dimGoals {
@@ -2141,12 +2095,12 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 		return
 	case dkCity:
 		p.key[pos] = 0
-		if v != noVisit {
-			p.key[pos] = sd.vCityID[v]
+		if v != segments.NoVisit {
+			p.key[pos] = sd.VCityID[v]
 		}
 	default:
 		p.key[pos] = 0
-		if v != noVisit {
+		if v != segments.NoVisit {
 			p.key[pos] = p.visitValue(sd, v, s)
 		}
 	}
@@ -2157,7 +2111,7 @@ func (p *plan) keysOf(sd *segDay, i int, sess bool, pos int, fn func(*group)) {
 // 15-minute slot (every time zone offset is a multiple of 15 minutes, so
 // a slot never spans two local hours).
 func (p *plan) timeLabel(ms int64) uint32 {
-	slot := floorDiv(ms, 15*60*1000)
+	slot := segments.FloorDiv(ms, 15*60*1000)
 	if p.slots == nil {
 		p.slots = new([slotCacheSize]slotEntry)
 	}
@@ -2195,7 +2149,7 @@ type gkey [query.MaxQueryDimensions]uint32
 const maxDenseKey = 1 << 17
 
 // group returns the group of the current key, creating it.
-func (p *plan) group(sd *segDay) *group {
+func (p *plan) group(sd *segments.Day) *group {
 	switch {
 	case len(p.dims) == 0:
 		if p.dayGroup0 == nil {
@@ -2238,7 +2192,7 @@ func (p *plan) group(sd *segDay) *group {
 // globalGroup returns the group of the current key's values, creating it.
 // Its key is each value length-prefixed (a city's id in decimal), built in
 // a reused buffer: only a new group allocates.
-func (p *plan) globalGroup(sd *segDay) *group {
+func (p *plan) globalGroup(sd *segments.Day) *group {
 	b := p.keyBuf[:0]
 	for j, s := range p.dims {
 		if s.kind == dkCity {
@@ -2298,7 +2252,7 @@ func (p *plan) newGroup(key string, fill func(dims []any)) *group {
 const groupSlab = 64
 
 // dimString is the value shown for id of dimension s (any but a city).
-func (p *plan) dimString(sd *segDay, s dimSpec, id uint32) string {
+func (p *plan) dimString(sd *segments.Day, s dimSpec, id uint32) string {
 	switch s.kind {
 	case dkTime:
 		return p.labels[id]
@@ -2308,15 +2262,15 @@ func (p *plan) dimString(sd *segDay, s dimSpec, id uint32) string {
 		if id == keyNone {
 			return "(none)"
 		}
-		return sd.strs[id]
+		return sd.Strs[id]
 	}
-	return s.display(sd.strs[id])
+	return s.display(sd.Strs[id])
 }
 
 // engagement adds engagement report i to its groups.
-func (p *plan) engagement(sd *segDay, i int) {
-	v := sd.hVisit[i]
-	if v == noVisit {
+func (p *plan) engagement(sd *segments.Day, i int) {
+	v := sd.HVisit[i]
+	if v == segments.NoVisit {
 		return
 	}
 	// Tested like a hit, with its own page and its visit's values (the
@@ -2337,9 +2291,9 @@ func (p *plan) engagement(sd *segDay, i int) {
 			g.engVisits = roaring.New()
 			g.scroll = make(map[uint32]int8)
 		}
-		g.engMs += int64(sd.hEngaged[i])
+		g.engMs += int64(sd.HEngaged[i])
 		g.engVisits.Add(v)
-		if sc := sd.hScroll[i]; sc >= 0 {
+		if sc := sd.HScroll[i]; sc >= 0 {
 			if old, ok := g.scroll[v]; !ok || sc > old {
 				g.scroll[v] = sc
 			}
@@ -2349,9 +2303,9 @@ func (p *plan) engagement(sd *segDay, i int) {
 
 // addRevenue adds custom event i's revenue to g for the goals in scope it
 // converts (one goal per group when grouping by goal).
-func (p *plan) addRevenue(g *group, sd *segDay, i int) {
-	unit := sd.strs[sd.hUnit[i]]
-	amount, err := strconv.ParseFloat(sd.strs[sd.hValue[i]], 64)
+func (p *plan) addRevenue(g *group, sd *segments.Day, i int) {
+	unit := sd.Strs[sd.HUnit[i]]
+	amount, err := strconv.ParseFloat(sd.Strs[sd.HValue[i]], 64)
 	if err != nil {
 		return
 	}
@@ -2385,7 +2339,7 @@ func addMicros(a, b int64) int64 {
 
 // finishDay folds the current day's visit rows of g into its totals: a
 // visit lives in one day, so the day's distinct rows are exact.
-func (p *plan) finishDay(sd *segDay, g *group) {
+func (p *plan) finishDay(sd *segments.Day, g *group) {
 	rows := g.rows
 	if g.dups {
 		rows = sortedUnique(rows)
@@ -2400,7 +2354,7 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 		}
 		// Visitors by salt period, added sorted (roaring appends).
 		ids := p.scratch[:0]
-		per := sd.vPeriod[rows[0]]
+		per := sd.VPeriod[rows[0]]
 		flush := func() {
 			add := p.visitorBitmap(ids)
 			if bm := g.visitors[per]; bm != nil {
@@ -2411,11 +2365,11 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 			ids = ids[:0]
 		}
 		for _, v := range rows {
-			if sd.vPeriod[v] != per {
+			if sd.VPeriod[v] != per {
 				flush()
-				per = sd.vPeriod[v]
+				per = sd.VPeriod[v]
 			}
-			ids = append(ids, sd.vVisitor[v])
+			ids = append(ids, sd.VVisitor[v])
 		}
 		flush()
 		p.scratch = ids
@@ -2426,24 +2380,24 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 			sess = sortedUnique(g.sessRows)
 		}
 		for _, v := range sess {
-			g.sess.n++
-			pv := int64(sd.vPageviews[v])
+			g.sess.N++
+			pv := int64(sd.VPageviews[v])
 			// SPEC §10.1: a bounce has at most one pageview and no
 			// interactive hit after its first; the duration runs from the
 			// first hit to the last, whatever their interactivity.
-			bounce := pv <= 1 && sd.vFlags[v]&vfInteractive == 0
-			g.sess.duration += floorDiv(sd.vEnd[v]-sd.vFirst[v], 1000)
-			g.sess.pageviews += pv
+			bounce := pv <= 1 && sd.VFlags[v]&segments.VisitInteractive == 0
+			g.sess.Duration += segments.FloorDiv(sd.VEnd[v]-sd.VFirst[v], 1000)
+			g.sess.Pageviews += pv
 			entryOK := true
 			for _, n := range p.pageFilters {
-				if !n.test(sd.strs[sd.vEntry[v]]) {
+				if !n.test(sd.Strs[sd.VEntry[v]]) {
 					entryOK = false
 				}
 			}
 			if entryOK {
-				g.sess.bounceN++
+				g.sess.BounceN++
 				if bounce {
-					g.sess.bounced++
+					g.sess.Bounced++
 				}
 			}
 		}
@@ -2464,15 +2418,15 @@ func (p *plan) finishDay(sd *segDay, g *group) {
 // are stamped in an array by id; ids far above the rows' number (which
 // the store's decoding does not rule out) are sorted instead, as
 // visitorBitmap does, so that the array stays within a few words a row.
-func (p *plan) distinctVisitors(sd *segDay, rows []uint32) int64 {
+func (p *plan) distinctVisitors(sd *segments.Day, rows []uint32) int64 {
 	hi := uint32(0)
 	for _, v := range rows {
-		hi = max(hi, sd.vVisitor[v])
+		hi = max(hi, sd.VVisitor[v])
 	}
 	if uint64(hi) >= uint64(max(len(p.stamp), 8*len(rows)+1024)) {
 		ids := p.scratch[:0]
 		for _, v := range rows {
-			ids = append(ids, sd.vVisitor[v])
+			ids = append(ids, sd.VVisitor[v])
 		}
 		slices.Sort(ids)
 		p.scratch = ids
@@ -2487,7 +2441,7 @@ func (p *plan) distinctVisitors(sd *segDay, rows []uint32) int64 {
 	}
 	gen, n := p.stampGen, int64(0)
 	for _, v := range rows {
-		if id := sd.vVisitor[v]; p.stamp[id] != gen {
+		if id := sd.VVisitor[v]; p.stamp[id] != gen {
 			p.stamp[id] = gen
 			n++
 		}
@@ -2560,20 +2514,20 @@ func (p *plan) metric(m string, g *group, visitors int64) any {
 	case "events":
 		return g.events
 	case "views_per_visit":
-		if g.sess.n == 0 {
+		if g.sess.N == 0 {
 			return 0.0
 		}
-		return round(float64(g.sess.pageviews)/float64(g.sess.n), 2)
+		return round(float64(g.sess.Pageviews)/float64(g.sess.N), 2)
 	case "bounce_rate":
-		if g.sess.bounceN == 0 {
+		if g.sess.BounceN == 0 {
 			return int64(0)
 		}
-		return int64(math.Round(100 * float64(g.sess.bounced) / float64(g.sess.bounceN)))
+		return int64(math.Round(100 * float64(g.sess.Bounced) / float64(g.sess.BounceN)))
 	case "visit_duration":
-		if g.sess.n == 0 {
+		if g.sess.N == 0 {
 			return nil
 		}
-		return int64(math.Round(float64(g.sess.duration) / float64(g.sess.n)))
+		return int64(math.Round(float64(g.sess.Duration) / float64(g.sess.N)))
 	case "time_on_page":
 		if g.engN == 0 {
 			return nil

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"math"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // Which hits a query's range holds (SPEC §10.1): over whole local days, the
@@ -13,12 +13,12 @@ import (
 
 // inRange reports whether hit i of the current day sd is in the range: by
 // its day over whole days, by its time over a sub-day range.
-func (p *plan) inRange(sd *segDay, i int) bool {
+func (p *plan) inRange(sd *segments.Day, i int) bool {
 	if p.byDay {
 		d := p.hitDay(sd, i)
 		return d >= p.firstDay && d <= p.lastDay
 	}
-	sec := floorDiv(sd.hMs[i], 1000)
+	sec := segments.FloorDiv(sd.HMs[i], 1000)
 	return sec >= p.from && sec <= p.to
 }
 
@@ -30,23 +30,23 @@ func (p *plan) inRange(sd *segDay, i int) bool {
 // salts a visit's hits are all of its salt period's one day, the current
 // one (its row's period is that day): read in another time zone since, a
 // visit that crosses the new zone's midnight stays on its day.
-func (p *plan) hitDay(sd *segDay, i int) buckets.Date {
-	if d, ok := flagDay(sd.hFlags[i]); ok {
+func (p *plan) hitDay(sd *segments.Day, i int) buckets.Date {
+	if d, ok := segments.FlagDay(sd.HFlags[i]); ok {
 		return p.date + d
 	}
-	v := sd.hVisit[i]
-	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) ||
-		p.daily && sd.vPeriod[v] == int32(p.date) {
+	v := sd.HVisit[i]
+	if v == segments.NoVisit || sd.HMs[i] < p.nextMid || int(v) >= len(sd.VFirst) ||
+		p.daily && sd.VPeriod[v] == int32(p.date) {
 		return p.date
 	}
 	loc := p.r.Location
-	d := DateFromTime(time.UnixMilli(sd.hMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.vFirst[v]).In(loc))
+	d := DateFromTime(time.UnixMilli(sd.HMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.VFirst[v]).In(loc))
 	return p.date + max(d, 0)
 }
 
 // wholeDay reports whether every hit of sd is in the range (most days of
 // a range): no per-hit time check is needed then. memo: sd's, if frozen.
-func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
+func (p *plan) wholeDay(sd *segments.Day, memo *segments.Memo) bool {
 	if p.byDay {
 		if p.date < p.firstDay || p.date > p.lastDay {
 			return false
@@ -54,8 +54,8 @@ func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
 		if p.date-p.firstDay > 32 && p.lastDay-p.date > 32 {
 			return true // farther than any hit's day from its visit's
 		}
-		for i, f := range sd.hFlags {
-			if f|hfInteractive == hfDay|hfInteractive {
+		for i, f := range sd.HFlags {
+			if f|segments.HitInteractive == segments.HitDay|segments.HitInteractive {
 				continue // on the day itself (the common case)
 			}
 			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
@@ -66,20 +66,11 @@ func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
 	}
 	var lo, hi int64
 	if memo != nil {
-		lo, hi = memo.span(sd)
+		lo, hi = memo.Span(sd)
 	} else {
-		lo, hi = hitSpan(sd)
+		lo, hi = segments.HitSpan(sd)
 	}
-	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
-}
-
-// hitSpan returns the first and last hit times of sd (Unix ms).
-func hitSpan(sd *segDay) (lo, hi int64) {
-	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
-	for _, ms := range sd.hMs {
-		lo, hi = min(lo, ms), max(hi, ms)
-	}
-	return lo, hi
+	return segments.FloorDiv(lo, 1000) >= p.from && segments.FloorDiv(hi, 1000) <= p.to
 }
 
 // dayLabel returns the id of the time label of a hit counted under local

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/query"
 )
 
@@ -18,16 +19,16 @@ func TestHitDay(t *testing.T) {
 	}
 	day := DateOf(2026, 3, 10)
 	utc := func(h, m int) int64 { return time.Date(2026, 3, 10, h, m, 0, 0, time.UTC).UnixMilli() }
-	d := newSegDay()
-	var attr [numVA]uint32
-	late := d.addVisit(int32(day), 1, utc(23, 10), &attr, 0, 0, 0)     // 00:10 in Berlin, the next day
-	cross := d.addVisit(int32(day), 2, utc(20, 0), &attr, 0, 0, 0)     // 21:00 in Berlin
-	d.addHit(&segHit{visit: late, ms: utc(23, 30), kind: hkPageview})  // old: no day
-	d.addHit(&segHit{visit: cross, ms: utc(23, 30), kind: hkPageview}) // old: no day, after Berlin's midnight
-	d.addHit(&segHit{visit: cross, ms: utc(20, 5), kind: hkPageview})  // old: no day, before it
-	d.addHit(&segHit{visit: cross, ms: utc(21, 0), kind: hkEvent, flags: dayFlags(2) | hfInteractive})
-	d.addHit(&segHit{visit: noVisit, ms: utc(23, 50), kind: hkEvent}) // an old orphan
-	d.addHit(&segHit{visit: late, ms: utc(23, 40), kind: hkEvent, flags: dayFlags(-1)})
+	d := segments.NewDay()
+	var attr [segments.NumAttrs]uint32
+	late := d.AddVisit(int32(day), 1, utc(23, 10), &attr, 0, 0, 0)                      // 00:10 in Berlin, the next day
+	cross := d.AddVisit(int32(day), 2, utc(20, 0), &attr, 0, 0, 0)                      // 21:00 in Berlin
+	d.AddHit(&segments.Hit{Visit: late, Ms: utc(23, 30), Kind: segments.KindPageview})  // old: no day
+	d.AddHit(&segments.Hit{Visit: cross, Ms: utc(23, 30), Kind: segments.KindPageview}) // old: no day, after Berlin's midnight
+	d.AddHit(&segments.Hit{Visit: cross, Ms: utc(20, 5), Kind: segments.KindPageview})  // old: no day, before it
+	d.AddHit(&segments.Hit{Visit: cross, Ms: utc(21, 0), Kind: segments.KindEvent, Flags: segments.DayFlags(2) | segments.HitInteractive})
+	d.AddHit(&segments.Hit{Visit: segments.NoVisit, Ms: utc(23, 50), Kind: segments.KindEvent}) // an old orphan
+	d.AddHit(&segments.Hit{Visit: late, Ms: utc(23, 40), Kind: segments.KindEvent, Flags: segments.DayFlags(-1)})
 	p := &plan{r: &ResolvedQuery{Location: berlin}}
 	p.date, p.nextMid = day, query.LocalDayStart(day+1, berlin).UnixMilli()
 	want := []Date{day, day + 1, day, day + 2, day, day - 1}
@@ -36,7 +37,7 @@ func TestHitDay(t *testing.T) {
 			t.Errorf("hit %d: day %v, want %v", i, got, w)
 		}
 	}
-	if f, ok := flagDay(dayFlags(-40)); !ok || f != -32 {
+	if f, ok := segments.FlagDay(segments.DayFlags(-40)); !ok || f != -32 {
 		t.Errorf("an offset below the bound: %v, %v", f, ok)
 	}
 }

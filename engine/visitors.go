@@ -8,6 +8,7 @@ import (
 	"math/bits"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 )
 
@@ -51,7 +52,7 @@ type visit struct {
 	sLast int64
 	sHost uint64
 	// day and row locate the segments' visit's row: the local day it
-	// started and its row there; row is noVisit when unknown (state
+	// started and its row there; row is segments.NoVisit when unknown (state
 	// migrated from before the segments store).
 	day buckets.Date
 	row uint32
@@ -94,7 +95,7 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 	id = p.first + uint32(len(p.hashes))
 	p.index[hash] = id
 	p.hashes = append(p.hashes, hash)
-	p.visits = append(p.visits, visit{row: noVisit})
+	p.visits = append(p.visits, visit{row: segments.NoVisit})
 	return id, true, true
 }
 
@@ -106,8 +107,8 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 // chunks are not marked changed: read back, they are forgotten again.
 func (p *period) forgetRowsBefore(cut buckets.Date) {
 	for i := range p.visits {
-		if v := &p.visits[i]; v.row != noVisit && v.day < cut {
-			v.row = noVisit
+		if v := &p.visits[i]; v.row != segments.NoVisit && v.day < cut {
+			v.row = segments.NoVisit
 		}
 	}
 }
@@ -189,7 +190,7 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 		b = binary.AppendVarint(b, c.visits[i].last)
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].host)
 		b = binary.AppendVarint(b, int64(c.visits[i].day))
-		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // noVisit+1 is 0
+		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // segments.NoVisit+1 is 0
 		b = binary.AppendVarint(b, c.visits[i].sLast)
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].sHost)
 	}
@@ -269,7 +270,7 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: noVisit})
+		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: segments.NoVisit})
 	}
 	if len(d.B) != 0 {
 		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.B))
