@@ -97,8 +97,8 @@ type Engine struct {
 	kick      chan struct{}
 	// parts caches decoded sealed parts for queries.
 	parts *segments.PartCache
-	// wholes caches open days made whole for queries.
-	wholes *wholeCache
+	// wholes caches open days made whole for queries (segments.WholeCache).
+	wholes *segments.WholeCache
 	// wholeLimit bounds the rows of a day with sealed parts a segment
 	// query makes whole (a quarter of MemoryBudget, at least 4 MiB; 0,
 	// none, without a budget): a day beyond it is read in chunks of at
@@ -235,7 +235,7 @@ func Open(opts *Options) (*Engine, error) {
 	if o.MemoryBudget > 0 {
 		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
-	e.wholes = newWholeCache(max(e.sealBytes, 1<<20))
+	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)

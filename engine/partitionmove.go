@@ -574,7 +574,7 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 		e.resetSiteLocked(st)
 	}
 	sh.mu.Unlock()
-	e.wholes.drop(id)
+	e.wholes.Drop(id)
 	e.results.drop(id)
 	e.forgetValues() // its values go with its days
 	if deleted {

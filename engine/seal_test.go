@@ -159,9 +159,7 @@ func TestSealedSegments(t *testing.T) {
 			if hits == 0 {
 				t.Error("no query read a sealed part from the cache: the test did not exercise it")
 			}
-			sealing.wholes.mu.Lock()
-			hits = sealing.wholes.hits
-			sealing.wholes.mu.Unlock()
+			hits = sealing.wholes.Hits()
 			if hits == 0 {
 				t.Error("no query read an open day made whole from the cache: the test did not exercise it")
 			}

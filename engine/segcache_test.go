@@ -44,7 +44,7 @@ func TestResultCache(t *testing.T) {
 	hits := func() uint64 {
 		e.results.mu.Lock()
 		defer e.results.mu.Unlock()
-		return e.results.hits
+		return e.results.lru.Hits()
 	}
 	q.DateRange = DateRange{FromDay: DateOf(2026, 11, 15), ToDay: DateOf(2026, 11, 21)}
 	first := ask()
@@ -249,7 +249,7 @@ func TestWholeLimit(t *testing.T) {
 		t.Fatalf("under the limit: %v", err)
 	}
 	e.wholeLimit = 2 * int64(e.sealBytes)
-	e.wholes.drop(site)
+	e.wholes.Drop(site)
 	e.results.drop(site) // else the answer above is served again
 	got, err := e.Unscoped().Query(ctx, site, q)
 	if err != nil {

@@ -434,7 +434,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 		case n > 1:
 			sealed = append(sealed, sealedDay{date: date, seg: d.seg, chunks: n})
 		case d.open:
-			if w := e.wholes.get(id, date, d.seg); w != nil {
+			if w := e.wholes.Get(id, date, d.seg); w != nil {
 				cached = append(cached, cachedDay{date, w})
 				return
 			}
@@ -477,7 +477,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 				e.installWhole(s, sd.date, sd.seg, w)
 				installed = true
 			} else {
-				e.wholes.put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
+				e.wholes.Put(id, sd.date, sd.live, sd.nv, sd.nh, sd.rowBytes, w)
 			}
 			fn(sd.date, w, false)
 			return nil

@@ -48,8 +48,8 @@ func TestPartCache(t *testing.T) {
 	if _, err := c.Decode(part3, len(d3.Strs)); err != nil {
 		t.Fatal(err)
 	}
-	if c.size > c.max || len(c.parts) != 2 {
-		t.Errorf("%d parts of %d bytes cached, bound %d", len(c.parts), c.size, c.max)
+	if c.lru.Size() > c.max || c.lru.Len() != 2 {
+		t.Errorf("%d parts of %d bytes cached, bound %d", c.lru.Len(), c.lru.Size(), c.max)
 	}
 	if again, _ := c.Decode(part, len(d.Strs)); again != got {
 		t.Error("the most recently used part was evicted")
@@ -59,7 +59,7 @@ func TestPartCache(t *testing.T) {
 	}
 	// A part larger than the bound is decoded, never cached.
 	small := NewPartCache(size - 1)
-	if _, err := small.Decode(part, len(d.Strs)); err != nil || len(small.parts) != 0 {
-		t.Errorf("a part over the bound: %d cached, %v", len(small.parts), err)
+	if _, err := small.Decode(part, len(d.Strs)); err != nil || small.lru.Len() != 0 {
+		t.Errorf("a part over the bound: %d cached, %v", small.lru.Len(), err)
 	}
 }
