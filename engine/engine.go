@@ -57,7 +57,7 @@ type Engine struct {
 
 	salts saltBox
 
-	// intern is the table of values queries group by (segintern.go).
+	// intern is the table of values queries group by (segments.Interns).
 	intern      atomic.Pointer[segments.Interns]
 	internStats segments.InternStats
 
@@ -147,7 +147,7 @@ type shard struct {
 // without locks, and its statistics state.
 type site struct {
 	web   *Website                   // guarded by Engine.regMu
-	goals *goalSet                   // guarded by Engine.regMu; nil: none
+	goals *segments.GoalSet          // guarded by Engine.regMu; nil: none
 	cfg   atomic.Pointer[siteConfig] // replaced on update; read without locks
 	state *siteState                 // guarded by the shard's mu
 }

@@ -77,8 +77,8 @@ func init() { segments.MinMemoVisits = 1 }
 // SetQueryGroupLimit sets the most groups a query may make (MaxQueryGroups
 // outside tests) and returns the old limit.
 func SetQueryGroupLimit(n int) int {
-	old := queryGroupLimit
-	queryGroupLimit = n
+	old := segments.QueryGroupLimit
+	segments.QueryGroupLimit = n
 	return old
 }
 
@@ -146,7 +146,7 @@ func QueryRuns() int64 { return queryRuns.Load() }
 
 // SetDimMemo turns the memo of closed days' unfiltered breakdowns
 // (segmemodim.go) on or off, and returns what it was.
-func SetDimMemo(on bool) bool { return useDimMemo.Swap(on) }
+func SetDimMemo(on bool) bool { return segments.UseDimMemo.Swap(on) }
 
 // DimMemoHits counts the days a query added from their memo's breakdown.
-func DimMemoHits() int64 { return dimMemoHits.Load() }
+func DimMemoHits() int64 { return segments.DimMemoHits.Load() }

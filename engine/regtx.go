@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -516,13 +517,13 @@ func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 				return nil
 			}
 		case snapshot.KindGoals:
-			var g *goalSet
+			var g *segments.GoalSet
 			if !o.Delete {
-				g = new(goalSet)
+				g = new(segments.GoalSet)
 				if err := json.Unmarshal(o.Value, g); err != nil || len(g.Goals) > MaxGoals {
 					return nil, bad(err)
 				}
-				if err := g.compile(); err != nil {
+				if err := g.Compile(); err != nil {
 					return nil, bad(err)
 				}
 			}

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/segments"
@@ -47,7 +44,7 @@ func (o Owner) QueryBatch(ctx context.Context, website uint32, qs []Query) ([]Qu
 		return nil, err
 	}
 	pqs := make([]*preparedQuery, len(qs))
-	var plans []*plan
+	var plans []*segments.Plan
 	for i, q := range qs {
 		if pqs[i], err = qc.prepare(ctx, o, q); err != nil {
 			return nil, err
@@ -74,9 +71,9 @@ func (o Owner) QueryBatch(ctx context.Context, website uint32, qs []Query) ([]Qu
 }
 
 // planDays returns the days p's scan reads.
-func (e *Engine) planDays(p *plan) (lo, hi buckets.Date) {
-	lo, hi = p.r.FirstDay, p.r.LastDay
-	if !p.byDay {
+func (e *Engine) planDays(p *segments.Plan) (lo, hi buckets.Date) {
+	lo, hi = p.Query.FirstDay, p.Query.LastDay
+	if !p.ByDay {
 		// A sub-day range compares times: a hit in it may have been
 		// counted under a day of another time zone (SPEC §2.3: changing
 		// the zone does not move old hits), up to 26 hours away.
@@ -89,7 +86,7 @@ func (e *Engine) planDays(p *plan) (lo, hi buckets.Date) {
 		// last hit: on the day before the rows' at most (a negative
 		// segments.DayFlags), which a range ending that day must scan too.
 		lo = periodStart(lo, e.opts.SaltPeriod)
-		if p.byDay {
+		if p.ByDay {
 			hi++
 		}
 	}
@@ -99,19 +96,19 @@ func (e *Engine) planDays(p *plan) (lo, hi buckets.Date) {
 // scanPlans scans the days of the plans' ranges into them, each day read
 // once for all of them (scanSegs over the days any of them reads) and
 // passed to each plan whose range holds it.
-func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
+func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*segments.Plan) error {
 	spansOf := make([][2]buckets.Date, len(ps))
 	lo, hi := buckets.Date(1<<31-1), buckets.Date(-1<<31)
 	for i, p := range ps {
-		p.intern, p.gidBits = e.interns(), segments.GidPageBits
-		p.dimBytes = &e.counters.dimMemos
-		p.daily = e.opts.SaltPeriod == SaltDay
+		p.Intern, p.GidBits = e.interns(), segments.GidPageBits
+		p.DimBytes = &e.counters.dimMemos
+		p.Daily = e.opts.SaltPeriod == SaltDay
 		l, h := e.planDays(p)
 		spansOf[i] = [2]buckets.Date{l, h}
 		lo, hi = min(lo, l), max(hi, h)
 	}
 	// Days passed locked (open days, chunks) are scanned at once; the
-	// others, which never change, on every core (scanParallel).
+	// others, which never change, on every core (segments.ScanParallel).
 	var later []*segments.Day
 	var dates []buckets.Date // later's days
 	var spans [][2]int32     // the salt periods of the days scanned at once
@@ -129,7 +126,7 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 			var solo map[*segments.Day]bool
 			if sd.Lone && e.opts.SaltPeriod == SaltDay && plo == phi {
 				if others == nil {
-					others = periodsOf(later, spans)
+					others = segments.PeriodsOf(later, spans)
 				}
 				if !others[plo] && !others[math.MinInt32] {
 					solo = map[*segments.Day]bool{sd: true}
@@ -138,11 +135,11 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 			spans = append(spans, [2]int32{plo, phi})
 			for i, p := range ps {
 				if date >= spansOf[i][0] && date <= spansOf[i][1] {
-					p.soloDays = solo
-					p.scanDay(sd, date, false)
-					p.soloDays = nil // a chunk is garbage once scanned
-					if p.err != nil {
-						failed = p.err
+					p.SoloDays = solo
+					p.ScanDay(sd, date, false)
+					p.SoloDays = nil // a chunk is garbage once scanned
+					if p.Err != nil {
+						failed = p.Err
 						return
 					}
 				}
@@ -158,124 +155,9 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*plan) error {
 	if failed != nil {
 		return failed
 	}
-	solo := soloDays(later, spans)
+	solo := segments.SoloDays(later, spans)
 	for _, p := range ps {
-		p.soloDays = solo
+		p.SoloDays = solo
 	}
-	return scanParallel(ctx, ps, spansOf, later, dates, runtime.GOMAXPROCS(0))
-}
-
-// scanParallel scans days into the plans ps (each the days of its span)
-// with up to workers goroutines, each into plans of its own, merged into
-// ps at the end. The days (of dates) are only read.
-func scanParallel(ctx context.Context, ps []*plan, spansOf [][2]buckets.Date, days []*segments.Day, dates []buckets.Date, workers int) error {
-	workers = min(workers, len(days))
-	scan := func(subs []*plan, i int) error {
-		for j, p := range subs {
-			if d := dates[i]; d >= spansOf[j][0] && d <= spansOf[j][1] {
-				if p.scanDay(days[i], d, true); p.err != nil {
-					return p.err
-				}
-			}
-		}
-		return nil
-	}
-	if workers <= 1 {
-		for i := range days {
-			if i%16 == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err := scan(ps, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	subs := make([][]*plan, workers)
-	shared := make([]*scanShared, len(ps))
-	for j := range ps {
-		shared[j] = new(scanShared)
-	}
-	for w := range subs {
-		for j, p := range ps {
-			sub, err := newPlan(p.r, p.goals)
-			if err != nil {
-				return err
-			}
-			sub.shared, sub.soloDays, sub.intern, sub.gidBits, sub.daily = shared[j], p.soloDays, p.intern, p.gidBits, p.daily
-			sub.dimBytes = p.dimBytes
-			subs[w] = append(subs[w], sub)
-		}
-	}
-	var next atomic.Int64
-	var stop atomic.Bool
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range subs {
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					errs[w] = fmt.Errorf("engine: query: %v", r)
-				}
-				if errs[w] != nil {
-					stop.Store(true) // the others stop too
-				}
-			}()
-			for errs[w] == nil && ctx.Err() == nil && !stop.Load() {
-				i := int(next.Add(1)) - 1
-				if i >= len(days) {
-					return
-				}
-				errs[w] = scan(subs[w], i)
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for w := range subs {
-		if errs[w] != nil {
-			return errs[w]
-		}
-		for j, sub := range subs[w] {
-			if sub.err != nil {
-				return sub.err
-			}
-			if ps[j].merge(sub); ps[j].err != nil {
-				return ps[j].err
-			}
-		}
-	}
-	return nil
-}
-
-// periodsOf returns the salt periods of the visits of days and of spans
-// (first to last period); MinInt32 among them when a span is too wide to
-// list.
-func periodsOf(days []*segments.Day, spans [][2]int32) map[int32]bool {
-	out := make(map[int32]bool)
-	add := func(lo, hi int32) {
-		if lo > hi {
-			return // no visits
-		}
-		if int64(hi)-int64(lo) >= 400 {
-			out[math.MinInt32] = true
-			return
-		}
-		for per := lo; per <= hi; per++ {
-			out[per] = true
-		}
-	}
-	for _, sd := range days {
-		if m := sd.Memo(); m != nil {
-			add(m.Periods(sd))
-		} else {
-			add(segments.PeriodSpan(sd))
-		}
-	}
-	for _, sp := range spans {
-		add(sp[0], sp[1])
-	}
-	return out
+	return segments.ScanParallel(ctx, ps, spansOf, later, dates, runtime.GOMAXPROCS(0))
 }

@@ -36,7 +36,7 @@ type resultCache struct {
 type cachedResult struct {
 	site  uint32
 	cfg   *siteConfig
-	goals *goalSet
+	goals *segments.GoalSet
 	res   QueryResult
 }
 
@@ -56,7 +56,7 @@ func newResultCache(n, maxBytes int) *resultCache {
 
 // get returns a copy of the answer under key, if it was answered with cfg
 // and goals.
-func (c *resultCache) get(key string, cfg *siteConfig, goals *goalSet) (QueryResult, bool) {
+func (c *resultCache) get(key string, cfg *siteConfig, goals *segments.GoalSet) (QueryResult, bool) {
 	if c == nil {
 		return QueryResult{}, false
 	}
@@ -71,7 +71,7 @@ func (c *resultCache) get(key string, cfg *siteConfig, goals *goalSet) (QueryRes
 
 // put keeps a copy of res, the answer of website site with cfg and goals,
 // under key, if it is small enough.
-func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *goalSet, res QueryResult) {
+func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *segments.GoalSet, res QueryResult) {
 	if c == nil {
 		return
 	}

@@ -75,7 +75,7 @@ type Day struct {
 	Parts      uint32
 	OffV, OffH uint32
 	Tail       *Day
-	// lone: a chunk (segstream.go) of the only day of its scan read in
+	// lone: a chunk (ChunkOf; the engine's segstream.go) of the only day of its scan read in
 	// chunks, which scanSegs passes after every other day of the scan.
 	Lone bool
 
@@ -164,8 +164,8 @@ func DayFlags(delta buckets.Date) uint8 {
 	return HitDay | uint8(delta&63)<<2
 }
 
-// FlagDay returns the day offset DayFlags put in flags, and whether it did.
-func FlagDay(flags uint8) (delta buckets.Date, ok bool) {
+// flagDay returns the day offset DayFlags put in flags, and whether it did.
+func flagDay(flags uint8) (delta buckets.Date, ok bool) {
 	if flags&HitDay == 0 {
 		return 0, false
 	}
@@ -441,8 +441,8 @@ func FloorDiv(a, b int64) int64 {
 	return q
 }
 
-// HitSpan returns the first and last hit times of sd (Unix ms).
-func HitSpan(sd *Day) (lo, hi int64) {
+// hitSpan returns the first and last hit times of sd (Unix ms).
+func hitSpan(sd *Day) (lo, hi int64) {
 	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
 	for _, ms := range sd.HMs {
 		lo, hi = min(lo, ms), max(hi, ms)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/engine/query"
 )
 
 // sampleDay is a small day with every kind of row: visits, pageviews,
@@ -67,7 +69,7 @@ func TestDayRoundTrip(t *testing.T) {
 }
 
 // FuzzDay: decoding never panics nor allocates beyond the input's
-// bounds; what decodes re-encodes to the same day.
+// bounds; what decodes re-encodes to the same day and can be queried.
 func FuzzDay(f *testing.F) {
 	enc := sampleDay().AppendBinary(nil)
 	f.Add(enc)
@@ -90,6 +92,31 @@ func FuzzDay(f *testing.F) {
 		d.Size, d2.Size = 0, 0
 		if !reflect.DeepEqual(d, d2) {
 			t.Fatal("re-encoding changed the day")
+		}
+		for _, body := range []string{
+			`{"site_id":"x","metrics":["visitors","visits","bounce_rate","visit_duration","events","time_on_page"],"date_range":["1970-01-01","2069-12-31"],"filters":[["is","event:page",["/pricing"]]]}`,
+			`{"site_id":"x","metrics":["visitors","events"],"date_range":["1970-01-01","2069-12-31"],"dimensions":["time:day","event:props:plan","visit:city","event:goal"]}`,
+		} {
+			q, err := query.ParseQuery([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := q.Resolve(query.QuerySite{Goals: []string{"Signup"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			goals := &GoalSet{Goals: []query.Goal{{ID: 1, DisplayName: "Signup", EventName: "Signup", Currency: "USD"}}}
+			if err := goals.Compile(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPlan(&r, goals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.ScanDay(d, 0, false)
+			rows := p.Rows()
+			// The partial sort from 4 rows (n < len/2), the full one below.
+			p.SortRows(rows, max(len(rows)/3, min(len(rows), 1)))
 		}
 	})
 }

@@ -85,27 +85,93 @@ func DecodePart(b []byte, ns int) (*Day, error) {
 
 // decodeRows decodes appendRows' encoding into d, whose strings number ns.
 func (d *Day) decodeRows(dd *wire.Decoder, ns int, version byte) error {
-	bad := func(what string) error {
-		return fmt.Errorf("segments: %s: %w", what, wire.ErrRecord)
+	r := &rowReader{dd: dd}
+	nv, grouped := d.decodeVisits(r, version)
+	nh := dd.Count()
+	d.decodeHitVisits(r, nv, nh, grouped)
+	for i := range nh {
+		r.ms(&d.HMs[i])
 	}
-	u32s := func(n int) []uint32 {
-		out := make([]uint32, n)
-		for i := range out {
-			v := dd.Uvarint()
-			if v > 1<<32-1 {
-				dd.Bad = true
+	if dd.Bad {
+		return corrupt("rows")
+	}
+	pe := d.decodeHits(r, nh, version)
+	if dd.Bad {
+		return corrupt("columns")
+	}
+	d.Props = r.u32s(int(2 * pe))
+	for _, p := range r.pending {
+		*p += int64(dd.Uvarint())
+	}
+	if dd.Bad || len(dd.B) != 0 {
+		return corrupt("columns")
+	}
+	// Every reference must be in range, so that queries index without checks.
+	for _, col := range d.strCols() {
+		for _, v := range col {
+			if int(v) >= ns {
+				return corrupt("string id")
 			}
-			out[i] = uint32(v)
 		}
-		return out
 	}
+	end := uint64(d.OffV) + uint64(nv)
+	for i, v := range d.HVisit {
+		if v != NoVisit && uint64(v) >= end || d.HKind[i] > KindEngagement || i > 0 && d.hPropEnd[i] < d.hPropEnd[i-1] {
+			return corrupt("hit row")
+		}
+	}
+	if err := d.absoluteTimes(nv, nh, grouped); err != nil {
+		return err
+	}
+	if d.OffV != 0 || d.OffH != 0 {
+		return nil // rows of a day with sealed parts: never grouped
+	}
+	d.index()
+	if grouped && !d.Grouped {
+		return corrupt("hit order")
+	}
+	if !grouped && d.Grouped {
+		d.checkGrouped()
+	}
+	return nil
+}
+
+// corrupt returns the error of a malformed encoding: what was wrong.
+func corrupt(what string) error {
+	return fmt.Errorf("segments: %s: %w", what, wire.ErrRecord)
+}
+
+// rowReader reads appendRows' columns.
+type rowReader struct {
+	dd *wire.Decoder
 	// Times are read as whole-second deltas; their milliseconds come at
 	// the end, added through these pointers.
-	var pending []*int64
-	ms := func(dst *int64) {
-		*dst = dd.Varint() * 1000
-		pending = append(pending, dst)
+	pending []*int64
+}
+
+// u32s reads a column of n ids.
+func (r *rowReader) u32s(n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		v := r.dd.Uvarint()
+		if v > 1<<32-1 {
+			r.dd.Bad = true
+		}
+		out[i] = uint32(v)
 	}
+	return out
+}
+
+// ms reads a time's whole seconds into dst; its milliseconds come later.
+func (r *rowReader) ms(dst *int64) {
+	*dst = r.dd.Varint() * 1000
+	r.pending = append(r.pending, dst)
+}
+
+// decodeVisits reads the visit columns: nv rows, grouped reports that the
+// hits follow by visit (the visits' times and pages are derived from them).
+func (d *Day) decodeVisits(r *rowReader, version byte) (nv int, grouped bool) {
+	dd := r.dd
 	if version >= 2 {
 		ov, oh := dd.Uvarint(), dd.Uvarint()
 		if ov > 1<<32-1 || oh > 1<<32-1 {
@@ -113,7 +179,7 @@ func (d *Day) decodeRows(dd *wire.Decoder, ns int, version byte) error {
 		}
 		d.OffV, d.OffH = uint32(ov), uint32(oh)
 	}
-	nv := dd.Count()
+	nv = dd.Count()
 	if uint64(d.OffV)+uint64(nv) >= uint64(NoVisit) {
 		dd.Bad = true
 	}
@@ -132,73 +198,71 @@ func (d *Day) decodeRows(dd *wire.Decoder, ns int, version byte) error {
 		}
 		d.VVisitor[i] = uint32(prev)
 	}
-	grouped := dd.Byte() == 1
+	grouped = dd.Byte() == 1
 	if grouped && (d.OffV != 0 || d.OffH != 0) {
 		dd.Bad = true
 	}
 	d.VFirst, d.vStart, d.VEnd, d.VLastPV = make([]int64, nv), make([]int64, nv), make([]int64, nv), make([]int64, nv)
 	if !grouped {
 		for i := range nv {
-			ms(&d.vStart[i])
-			ms(&d.VEnd[i])
-			ms(&d.VLastPV[i])
+			r.ms(&d.vStart[i])
+			r.ms(&d.VEnd[i])
+			r.ms(&d.VLastPV[i])
 		}
-		d.VPageviews, d.VEntry, d.VExit = u32s(nv), u32s(nv), u32s(nv)
-		d.VEntryHost, d.VExitHost = u32s(nv), u32s(nv)
+		d.VPageviews, d.VEntry, d.VExit = r.u32s(nv), r.u32s(nv), r.u32s(nv)
+		d.VEntryHost, d.VExitHost = r.u32s(nv), r.u32s(nv)
 	}
-	d.VCityID = u32s(nv)
+	d.VCityID = r.u32s(nv)
 	d.VFlags = make([]uint8, nv)
 	for i := range d.VFlags {
 		d.VFlags[i] = dd.Byte()
 	}
 	for a := range NumAttrs {
-		col := make([]uint32, nv)
-		for i := range col {
-			v := dd.Uvarint()
-			if v > 1<<32-1 {
-				dd.Bad = true
-			}
-			col[i] = uint32(v)
-		}
-		d.VAttr[a] = col
+		d.VAttr[a] = r.u32s(nv)
 	}
-	nh := dd.Count()
+	return nv, grouped
+}
+
+// decodeHitVisits reads the visit rows of nh hits: grouped, the number of
+// hits of each of the nv visits (the orphans after them); else each hit's.
+func (d *Day) decodeHitVisits(r *rowReader, nv, nh int, grouped bool) {
+	dd := r.dd
 	d.HVisit, d.HMs = make([]uint32, nh), make([]int64, nh)
-	if grouped {
-		k := 0
-		for v := range nv {
-			n := dd.Uvarint()
-			if n == 0 || n > uint64(nh-k) {
-				dd.Bad = true // a visit has at least its first hit
-				break
-			}
-			for range n {
-				d.HVisit[k] = uint32(v)
-				k++
-			}
-		}
-		for ; k < nh; k++ {
-			d.HVisit[k] = NoVisit
-		}
-	} else {
-		prev = 0
+	if !grouped {
+		var prev int64
 		for i := range nh {
 			prev += dd.Varint()
 			d.HVisit[i] = uint32(prev - 1)
 		}
+		return
 	}
-	for i := range nh {
-		ms(&d.HMs[i])
+	k := 0
+	for v := range nv {
+		n := dd.Uvarint()
+		if n == 0 || n > uint64(nh-k) {
+			dd.Bad = true // a visit has at least its first hit
+			break
+		}
+		for range n {
+			d.HVisit[k] = uint32(v)
+			k++
+		}
 	}
-	if dd.Bad {
-		return bad("rows")
+	for ; k < nh; k++ {
+		d.HVisit[k] = NoVisit
 	}
+}
+
+// decodeHits reads the other hit columns of nh hits, and returns the
+// number of their props.
+func (d *Day) decodeHits(r *rowReader, nh int, version byte) (props uint64) {
+	dd := r.dd
 	d.HKind = make([]uint8, nh)
 	for i := range d.HKind {
 		d.HKind[i] = dd.Byte()
 	}
-	d.HName, d.HPage, d.HHost = u32s(nh), u32s(nh), u32s(nh)
-	d.HValue, d.HUnit, d.HEngaged = u32s(nh), u32s(nh), u32s(nh)
+	d.HName, d.HPage, d.HHost = r.u32s(nh), r.u32s(nh), r.u32s(nh)
+	d.HValue, d.HUnit, d.HEngaged = r.u32s(nh), r.u32s(nh), r.u32s(nh)
 	d.HScroll = make([]int8, nh)
 	for i := range d.HScroll {
 		d.HScroll[i] = int8(dd.Byte())
@@ -219,33 +283,14 @@ func (d *Day) decodeRows(dd *wire.Decoder, ns int, version byte) error {
 		}
 		d.hPropEnd[i] = uint32(pe)
 	}
-	if dd.Bad {
-		return bad("columns")
-	}
-	d.Props = u32s(int(2 * pe))
-	for _, p := range pending {
-		*p += int64(dd.Uvarint())
-	}
-	if dd.Bad || len(dd.B) != 0 {
-		return bad("columns")
-	}
-	// Every reference must be in range, so that queries index without checks.
-	for _, col := range d.strCols() {
-		for _, v := range col {
-			if int(v) >= ns {
-				return bad("string id")
-			}
-		}
-	}
-	end := uint64(d.OffV) + uint64(nv)
-	for i, v := range d.HVisit {
-		if v != NoVisit && uint64(v) >= end || d.HKind[i] > KindEngagement || i > 0 && d.hPropEnd[i] < d.hPropEnd[i-1] {
-			return bad("hit row")
-		}
-	}
-	// Times: deltas to absolute.
+	return pe
+}
+
+// absoluteTimes turns the times' deltas into times: grouped, by visit, and
+// derives the visits' times and pages from their hits.
+func (d *Day) absoluteTimes(nv, nh int, grouped bool) error {
+	var prev int64
 	if grouped {
-		prev = 0
 		for i := range nh {
 			if i > 0 && d.HVisit[i-1] == d.HVisit[i] {
 				d.HMs[i] += d.HMs[i-1]
@@ -255,46 +300,39 @@ func (d *Day) decodeRows(dd *wire.Decoder, ns int, version byte) error {
 			}
 		}
 		if !d.visitsFromHits() {
-			return bad("a visit without a pageview or event")
+			return corrupt("a visit without a pageview or event")
 		}
-	} else {
-		prev = 0
-		for i := range nv {
-			d.vStart[i] += prev
-			prev = d.vStart[i]
-			d.VEnd[i] += prev
-			d.VLastPV[i] += prev
-		}
-		prev = 0
-		for i := range nh {
-			d.HMs[i] += prev
-			prev = d.HMs[i]
-		}
-		d.firstFromHits()
+		return nil
 	}
-	if d.OffV != 0 || d.OffH != 0 {
-		return nil // rows of a day with sealed parts: never grouped
+	for i := range nv {
+		d.vStart[i] += prev
+		prev = d.vStart[i]
+		d.VEnd[i] += prev
+		d.VLastPV[i] += prev
 	}
-	d.index()
-	if grouped && !d.Grouped {
-		return bad("hit order")
+	prev = 0
+	for i := range nh {
+		d.HMs[i] += prev
+		prev = d.HMs[i]
 	}
-	if !grouped && d.Grouped {
-		// Stored in hit order, and that order happens to be by visit: it
-		// counts as grouped only if the visit columns agree with the hits
-		// (a grouped encoding derives them).
-		c := *d
-		c.VFirst, c.vStart, c.VEnd, c.VLastPV = slices.Clone(d.VFirst), slices.Clone(d.vStart), slices.Clone(d.VEnd), slices.Clone(d.VLastPV)
-		c.VFlags = slices.Clone(d.VFlags)
-		if !c.visitsFromHits() || !slices.Equal(c.vStart, d.vStart) || !slices.Equal(c.VEnd, d.VEnd) ||
-			!slices.Equal(c.VFirst, d.VFirst) || !slices.Equal(c.VFlags, d.VFlags) ||
-			!slices.Equal(c.VLastPV, d.VLastPV) || !slices.Equal(c.VPageviews, d.VPageviews) ||
-			!slices.Equal(c.VEntry, d.VEntry) || !slices.Equal(c.VExit, d.VExit) ||
-			!slices.Equal(c.VEntryHost, d.VEntryHost) || !slices.Equal(c.VExitHost, d.VExitHost) {
-			d.Grouped, d.HitEnd = false, nil
-		}
-	}
+	d.firstFromHits()
 	return nil
+}
+
+// checkGrouped keeps d, stored in hit order, grouped (index found that
+// order by visit) only if the visit columns agree with the hits (a grouped
+// encoding derives them).
+func (d *Day) checkGrouped() {
+	c := *d
+	c.VFirst, c.vStart, c.VEnd, c.VLastPV = slices.Clone(d.VFirst), slices.Clone(d.vStart), slices.Clone(d.VEnd), slices.Clone(d.VLastPV)
+	c.VFlags = slices.Clone(d.VFlags)
+	if !c.visitsFromHits() || !slices.Equal(c.vStart, d.vStart) || !slices.Equal(c.VEnd, d.VEnd) ||
+		!slices.Equal(c.VFirst, d.VFirst) || !slices.Equal(c.VFlags, d.VFlags) ||
+		!slices.Equal(c.VLastPV, d.VLastPV) || !slices.Equal(c.VPageviews, d.VPageviews) ||
+		!slices.Equal(c.VEntry, d.VEntry) || !slices.Equal(c.VExit, d.VExit) ||
+		!slices.Equal(c.VEntryHost, d.VEntryHost) || !slices.Equal(c.VExitHost, d.VExitHost) {
+		d.Grouped, d.HitEnd = false, nil
+	}
 }
 
 // visitsFromHits sets what a grouped day's hits determine of its visits

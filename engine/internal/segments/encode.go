@@ -136,104 +136,128 @@ func (d *Day) encode(b []byte, day bool) []byte {
 // previous hit of its visit, a visit's first from the previous visit's.
 // Only rows from row 0 are written grouped.
 func (d *Day) appendRows(c []byte) []byte {
-	u := func(v uint64) { c = binary.AppendUvarint(c, v) }
-	s := func(v int64) { c = binary.AppendVarint(c, v) }
-	u32 := func(col []uint32) {
-		for _, v := range col {
-			u(uint64(v))
-		}
-	}
-	var rems []int64
-	ms := func(delta int64) {
-		sec := FloorDiv(delta, 1000)
-		s(sec)
-		rems = append(rems, delta-sec*1000)
-	}
-	u(uint64(d.OffV))
-	u(uint64(d.OffH))
+	w := &rowWriter{c: c}
+	w.u(uint64(d.OffV))
+	w.u(uint64(d.OffH))
 	grouped := d.Grouped && d.OffV == 0 && d.OffH == 0
+	d.appendVisits(w, grouped)
+	d.appendHitTimes(w, grouped)
+	w.c = append(w.c, d.HKind...)
+	for _, col := range [][]uint32{d.HName, d.HPage, d.HHost, d.HValue, d.HUnit, d.HEngaged} {
+		w.u32(col)
+	}
+	for _, v := range d.HScroll {
+		w.c = append(w.c, byte(v))
+	}
+	w.c = append(w.c, d.HFlags...)
+	var pe uint32
+	for _, v := range d.hPropEnd {
+		w.u(uint64(v - pe))
+		pe = v
+	}
+	w.u32(d.Props)
+	for _, r := range w.rems {
+		w.u(uint64(r))
+	}
+	return w.c
+}
+
+// rowWriter appends appendRows' columns to c.
+type rowWriter struct {
+	c []byte
+	// rems are the milliseconds of the times written as whole seconds,
+	// appended at the end.
+	rems []int64
+}
+
+func (w *rowWriter) u(v uint64) { w.c = binary.AppendUvarint(w.c, v) }
+func (w *rowWriter) s(v int64)  { w.c = binary.AppendVarint(w.c, v) }
+
+func (w *rowWriter) u32(col []uint32) {
+	for _, v := range col {
+		w.u(uint64(v))
+	}
+}
+
+// ms writes a time delta's whole seconds, keeping its milliseconds for
+// the end.
+func (w *rowWriter) ms(delta int64) {
+	sec := FloorDiv(delta, 1000)
+	w.s(sec)
+	w.rems = append(w.rems, delta-sec*1000)
+}
+
+// appendVisits writes the visit columns (grouped: without those derived
+// from the hits).
+func (d *Day) appendVisits(w *rowWriter, grouped bool) {
 	nv := len(d.vStart)
-	u(uint64(nv))
+	w.u(uint64(nv))
 	var prev int64
 	for _, v := range d.VPeriod {
-		s(int64(v) - prev)
+		w.s(int64(v) - prev)
 		prev = int64(v)
 	}
 	prev = 0
 	for _, v := range d.VVisitor {
-		s(int64(v) - prev) // new visitors come in order: mostly 1
+		w.s(int64(v) - prev) // new visitors come in order: mostly 1
 		prev = int64(v)
 	}
 	if grouped {
-		c = append(c, 1)
+		w.c = append(w.c, 1)
 	} else {
-		c = append(c, 0)
+		w.c = append(w.c, 0)
 		prev = 0
 		for i, v := range d.vStart {
-			ms(v - prev)
+			w.ms(v - prev)
 			prev = v
-			ms(d.VEnd[i] - v)
-			ms(d.VLastPV[i] - v)
+			w.ms(d.VEnd[i] - v)
+			w.ms(d.VLastPV[i] - v)
 		}
 		for _, col := range [][]uint32{d.VPageviews, d.VEntry, d.VExit, d.VEntryHost, d.VExitHost} {
-			u32(col)
+			w.u32(col)
 		}
 	}
-	u32(d.VCityID)
-	c = append(c, d.VFlags...)
+	w.u32(d.VCityID)
+	w.c = append(w.c, d.VFlags...)
 	for a := range NumAttrs {
 		for _, id := range d.VAttr[a][:nv] {
-			u(uint64(id))
+			w.u(uint64(id))
 		}
 	}
+}
+
+// appendHitTimes writes the hits' visits (grouped: each visit's number of
+// hits) and times (grouped: by visit).
+func (d *Day) appendHitTimes(w *rowWriter, grouped bool) {
 	nh := len(d.HMs)
-	u(uint64(nh))
+	w.u(uint64(nh))
+	var prev int64
 	if grouped {
 		lo := 0
-		for v := range nv {
+		for v := range len(d.vStart) {
 			_, hi := d.VisitHits(uint32(v))
-			u(uint64(hi - lo))
+			w.u(uint64(hi - lo))
 			lo = hi
 		}
-		prev = 0
 		for i, t := range d.HMs {
 			if i > 0 && d.HVisit[i-1] == d.HVisit[i] {
-				ms(t - d.HMs[i-1])
+				w.ms(t - d.HMs[i-1])
 			} else {
-				ms(t - prev) // a visit's first hit (or the first orphan)
+				w.ms(t - prev) // a visit's first hit (or the first orphan)
 				prev = t
 			}
 		}
-	} else {
-		prev = 0
-		for _, v := range d.HVisit {
-			s(int64(v+1) - prev) // NoVisit+1 is 0
-			prev = int64(v + 1)
-		}
-		prev = 0
-		for _, t := range d.HMs {
-			ms(t - prev)
-			prev = t
-		}
+		return
 	}
-	c = append(c, d.HKind...)
-	for _, col := range [][]uint32{d.HName, d.HPage, d.HHost, d.HValue, d.HUnit, d.HEngaged} {
-		u32(col)
+	for _, v := range d.HVisit {
+		w.s(int64(v+1) - prev) // NoVisit+1 is 0
+		prev = int64(v + 1)
 	}
-	for _, v := range d.HScroll {
-		c = append(c, byte(v))
+	prev = 0
+	for _, t := range d.HMs {
+		w.ms(t - prev)
+		prev = t
 	}
-	c = append(c, d.HFlags...)
-	var pe uint32
-	for _, v := range d.hPropEnd {
-		u(uint64(v - pe))
-		pe = v
-	}
-	u32(d.Props)
-	for _, r := range rems {
-		u(uint64(r))
-	}
-	return c
 }
 
 // segColumns checks the envelope of an encoded value and decompresses its

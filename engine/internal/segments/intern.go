@@ -13,7 +13,7 @@ import (
 // query by one dimension used to find a value's group once per day it
 // appears, by its string: over 30 days of the large site by page, about
 // 150,000 string-map lookups at about 290 ns each, a fifth of the query's
-// CPU. With the table a query finds it once per query (plan.valueGroup);
+// CPU. With the table a query finds it once per query (Plan.valueGroup);
 // each day keeps its dictionary's ids in the table (Gids, on its memo).
 //
 // Bounded: the table holds at most maxBytes of strings and entries
@@ -28,7 +28,7 @@ import (
 // started with it run. It holds copies of values, so a website's delete
 // and retention's drops forget it (Engine.forgetValues).
 type Interns struct {
-	Gen      uint64 // unique: InternGens
+	Gen      uint64 // unique: internGens
 	MaxBytes int
 	Made     time.Time    // by the monotonic clock: a bound on work, not statistics
 	Stats    *InternStats // the engine's
@@ -41,7 +41,7 @@ type Interns struct {
 
 // NewInterns returns an empty table of at most maxBytes, counting in stats.
 func NewInterns(maxBytes int, stats *InternStats) *Interns {
-	return &Interns{Gen: InternGens.Add(1), MaxBytes: maxBytes, Made: time.Now(), Stats: stats, ids: make(map[string]uint32)}
+	return &Interns{Gen: internGens.Add(1), MaxBytes: maxBytes, Made: time.Now(), Stats: stats, ids: make(map[string]uint32)}
 }
 
 // Values returns how many values t holds.
@@ -61,8 +61,8 @@ const internEntryBytes = 64
 // tests (export_test.go).
 var InternRefill = time.Minute
 
-// InternGens numbers the tables of every engine.
-var InternGens atomic.Uint64
+// internGens numbers the tables of every engine.
+var internGens atomic.Uint64
 
 // InternStats counts, for the tests, the tables an engine made, the days
 // queries scanned with their values' ids in one (stale: after dropping
@@ -148,8 +148,8 @@ func (m *Memo) Gids(t *Interns, ns int) *Gids {
 	return g
 }
 
-// GidPageBits is the log2 of the size of the pages of plan.gidGroups
+// GidPageBits is the log2 of the size of the pages of Plan.gidGroups
 // (512 entries, 4 KiB): a query of few values whose ids are far apart
 // (the table is the engine's) allocates a page for each. A variable for
-// the tests (export_test.go), read once per plan (plan.gidBits).
+// the tests (export_test.go), read once per plan (Plan.GidBits).
 var GidPageBits = 9

@@ -13,7 +13,7 @@ import (
 // this answers all but the first from a bitset.
 //
 // Bounded: dayMemoKeys entries of a bit a visit, keys of at most
-// MaxDayMemoKey bytes, counted in the day's memory estimate. Only a day
+// maxDayMemoKey bytes, counted in the day's memory estimate. Only a day
 // that may be read without the shard lock gets one, when it is made: one
 // decoded from the store, one made whole, and one closed (compact); and
 // only with MinMemoVisits visits or more, below which a filter's pass
@@ -24,7 +24,7 @@ type Memo struct {
 	lo, hi   int64
 	perOnce  sync.Once
 	plo, phi int32
-	// totals are the day's unfiltered totals (plan.scanDay), once a
+	// totals are the day's unfiltered totals (Plan.ScanDay), once a
 	// query has counted them.
 	Totals atomic.Pointer[Totals]
 
@@ -34,9 +34,9 @@ type Memo struct {
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
-	// dims are the day's breakdowns (segmemodim.go); allOnDay says
+	// dims are the day's breakdowns (memodim.go, dimmemo.go); allOnDay says
 	// every hit is counted under the day (onDay).
-	dims      []*DimEntry
+	dims      []*dimEntry
 	acct      *dimAcct // nil until a breakdown is kept
 	onDayOnce sync.Once
 	allOnDay  bool
@@ -53,7 +53,7 @@ type memoEntry struct {
 
 const (
 	dayMemoKeys   = 4
-	MaxDayMemoKey = 512
+	maxDayMemoKey = 512
 )
 
 // MinMemoVisits is the fewest visits of a day with a memo. A variable so
@@ -63,7 +63,7 @@ var MinMemoVisits = 1024
 // memoBytes is what a memo may hold for a day of nv visits and ns
 // strings, at most, its breakdowns apart (counted as kept: dimAcct).
 func memoBytes(nv, ns int) int {
-	return 384 + dayMemoKeys*(MaxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
+	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
 }
 
 // newMemo returns a memo for a day of nv visits, nil for a small day.
@@ -99,9 +99,9 @@ func init() {
 // DayMemoHits counts the times a memo knew a query's filters (for tests).
 var DayMemoHits atomic.Int64
 
-// Span returns the first and last hit times of sd (HitSpan), computed once.
+// Span returns the first and last hit times of sd (hitSpan), computed once.
 func (m *Memo) Span(sd *Day) (lo, hi int64) {
-	m.spanOnce.Do(func() { m.lo, m.hi = HitSpan(sd) })
+	m.spanOnce.Do(func() { m.lo, m.hi = hitSpan(sd) })
 	return m.lo, m.hi
 }
 
@@ -115,7 +115,7 @@ func (m *Memo) Periods(sd *Day) (lo, hi int32) {
 // Excluded marks in vpass (2) the visits the filters named key excluded,
 // and reports whether the memo knew them. vpass has a byte a visit, all 0.
 func (m *Memo) Excluded(key string, vpass []uint8) bool {
-	if m == nil || len(key) > MaxDayMemoKey {
+	if m == nil || len(key) > maxDayMemoKey {
 		return false
 	}
 	var excl []uint64
@@ -145,7 +145,7 @@ func (m *Memo) Excluded(key string, vpass []uint8) bool {
 // KeepExcluded keeps which visits vpass excludes (2) under key, in place
 // of the least recently used entry.
 func (m *Memo) KeepExcluded(key string, vpass []uint8) {
-	if m == nil || len(key) > MaxDayMemoKey {
+	if m == nil || len(key) > maxDayMemoKey {
 		return
 	}
 	excl := make([]uint64, (len(vpass)+63)/64)

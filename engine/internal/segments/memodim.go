@@ -14,8 +14,8 @@ const dimMemoKeys = 32
 // DimMemoBytes is the most a day of nv visits keeps of its breakdowns.
 func DimMemoBytes(nv int) int { return 160 * nv }
 
-// DimValue is one value's totals for a day.
-type DimValue struct {
+// dimValue is one value's totals for a day.
+type dimValue struct {
 	Key  string // the group's key (globalGroup)
 	Dims []any  // the group's values (shared, never written)
 	T    Totals
@@ -76,21 +76,21 @@ func (m *Memo) ReleaseDims() {
 	m.dims = nil
 }
 
-// DimEntry is a day's breakdown by one dimension.
-type DimEntry struct {
+// dimEntry is a day's breakdown by one dimension.
+type dimEntry struct {
 	Key   string // dimMemoKey
 	Sess  bool   // the session totals were counted
-	Vals  []DimValue
+	Vals  []dimValue
 	Bytes int
 	used  uint64
 }
 
-// DimValueBytes is the memory of one DimValue, its strings' bytes apart.
-const DimValueBytes = int(unsafe.Sizeof(DimValue{})) + 16
+// dimValueBytes is the memory of one dimValue, its strings' bytes apart.
+const dimValueBytes = int(unsafe.Sizeof(dimValue{})) + 16
 
 // DimEntryOf returns the day's breakdown by dim, with its session totals
 // if sess, or nil.
-func (m *Memo) DimEntryOf(key string, sess bool) *DimEntry {
+func (m *Memo) DimEntryOf(key string, sess bool) *dimEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, en := range m.dims {
@@ -105,7 +105,7 @@ func (m *Memo) DimEntryOf(key string, sess bool) *DimEntry {
 
 // KeepDim keeps en, in place of the dimension's older entry and of the
 // least recently used ones while the bytes are over limit.
-func (m *Memo) KeepDim(en *DimEntry, limit int, to *atomic.Int64) {
+func (m *Memo) KeepDim(en *dimEntry, limit int, to *atomic.Int64) {
 	if en.Bytes > limit || to == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package engine
+package segments
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-
-	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // The unfiltered breakdowns of a closed day (issue #37, "where the day
@@ -15,19 +13,19 @@ import (
 // the dashboard ask, without filters, a breakdown by one dimension of
 // every day of the range; a closed day's answer to each never changes. A
 // day's memo keeps, per dimension, what scanDay added for the day to each
-// of its values' groups (the values' segments.Totals), once a scan has counted
+// of its values' groups (the values' Totals), once a scan has counted
 // them; the next query of the dimension adds those instead of scanning
 // the day. Like the memo's totals (scanDay's plain), only for a day of a
-// salt period of its own (plan.solo), whose visitors add up across days
+// salt period of its own (Plan.solo), whose visitors add up across days
 // without a bitmap; a day of a salt period shared with another day of the
 // range is scanned.
 //
 // The memo is the day's: a day that changes (a late import, retention, a
-// hit of a day reopened) is a new segments.Day, without a memo (clone), so what
+// hit of a day reopened) is a new Day, without a memo (clone), so what
 // it keeps is never stale.
 //
 // Bounded: at most dimMemoKeys dimensions, and their values' totals at
-// most segments.DimMemoBytes(nv) for a day of nv visits; the least recently used
+// most DimMemoBytes(nv) for a day of nv visits; the least recently used
 // dimension gives way to a new one, and a breakdown larger than the bound
 // is not kept. What a memo keeps is counted as kept (dimAcct), in the
 // engine's memory budget (Engine.counters.dimMemos), not reserved with
@@ -37,21 +35,21 @@ import (
 // a day that left memory any other way (replaced, deleted, a query's own
 // copy), when the memo is garbage (a cleanup).
 
-// useDimMemo is off only in the tests that compare answers with and
+// UseDimMemo is off only in the tests that compare answers with and
 // without it (SetDimMemo in export_test.go).
-var useDimMemo atomic.Bool
+var UseDimMemo atomic.Bool
 
-func init() { useDimMemo.Store(true) }
+func init() { UseDimMemo.Store(true) }
 
-// dimMemoHits counts the days a query added from their memo's breakdown
+// DimMemoHits counts the days a query added from their memo's breakdown
 // (for tests).
-var dimMemoHits atomic.Int64
+var DimMemoHits atomic.Int64
 
 // dimMemoable reports whether the current day's answer may come from, or
 // go to, its memo: a whole day of its own salt period, no revenue nor
 // engagement metric, and a key (dimMemoKey).
-func (p *plan) dimMemoable(memo *segments.Memo, whole bool) bool {
-	if memo == nil || !whole || !p.solo || p.needRev || p.needEng || !useDimMemo.Load() {
+func (p *Plan) dimMemoable(memo *Memo, whole bool) bool {
+	if memo == nil || !whole || !p.solo || p.needRev || p.needEng || !UseDimMemo.Load() {
 		return false
 	}
 	if p.dayTime() && !memo.OnDay(p.sd) {
@@ -62,32 +60,32 @@ func (p *plan) dimMemoable(memo *segments.Memo, whole bool) bool {
 
 // dayTime reports whether the plan's one dimension is a time label of a
 // day or longer, found by the day a hit was counted under (keysOf): on a
-// day whose hits are all counted under it (segments.Memo.OnDay) the day's
+// day whose hits are all counted under it (Memo.OnDay) the day's
 // answer is its totals under the label of the day, those of the plan
 // without the dimension.
-func (p *plan) dayTime() bool {
-	return len(p.dims) == 1 && p.dims[0].kind == dkTime && p.byDay && p.r.TimeDimension() != "time:hour"
+func (p *Plan) dayTime() bool {
+	return len(p.dims) == 1 && p.dims[0].kind == dkTime && p.ByDay && p.Query.TimeDimension() != "time:hour"
 }
 
 // dimMemoKey returns the key of the plan's breakdowns in a day's memo:
 // its dimensions and filters, "" when the answer of a day depends on more
 // than the day (a goal, as dimension or filter; a time label but dayTime)
-// or the key is longer than segments.MaxDayMemoKey. A dayTime plan's key is that
+// or the key is longer than maxDayMemoKey. A dayTime plan's key is that
 // of its totals: no dimensions.
-func (p *plan) dimMemoKey() string {
+func (p *Plan) dimMemoKey() string {
 	if p.memoDimKey != nil {
 		return *p.memoDimKey
 	}
 	key := ""
-	dims := p.r.Dimensions
+	dims := p.Query.Dimensions
 	if p.dayTime() {
 		dims = nil
 	}
 	ok := p.dayTime() || !slices.ContainsFunc(p.dims, func(s dimSpec) bool { return s.kind == dkTime || s.kind == dkGoal })
-	if f, err := json.Marshal(p.r.Filters); ok && err == nil && !bytes.Contains(f, []byte(`"event:goal"`)) {
+	if f, err := json.Marshal(p.Query.Filters); ok && err == nil && !bytes.Contains(f, []byte(`"event:goal"`)) {
 		key = strings.Join(dims, "\x00") + "\x01" + string(f)
 	}
-	if len(key) > segments.MaxDayMemoKey {
+	if len(key) > maxDayMemoKey {
 		key = ""
 	}
 	p.memoDimKey = &key
@@ -95,7 +93,7 @@ func (p *plan) dimMemoKey() string {
 }
 
 // addDimMemo adds the day's breakdown en to the plan's groups.
-func (p *plan) addDimMemo(en *segments.DimEntry) {
+func (p *Plan) addDimMemo(en *dimEntry) {
 	if p.dayTime() {
 		for i := range en.Vals { // one at most: the day's totals
 			p.key[0] = p.dayLabel(p.date)
@@ -105,7 +103,7 @@ func (p *plan) addDimMemo(en *segments.DimEntry) {
 			}
 			g.addTotals(&en.Vals[i].T)
 		}
-		dimMemoHits.Add(1)
+		DimMemoHits.Add(1)
 		return
 	}
 	for i := range en.Vals {
@@ -118,14 +116,14 @@ func (p *plan) addDimMemo(en *segments.DimEntry) {
 		}
 		g.addTotals(&v.T)
 	}
-	dimMemoHits.Add(1)
+	DimMemoHits.Add(1)
 }
 
 // keepDimMemo keeps in memo what the day just scanned added to the groups
 // it touched (p.touched, their totals before in p.bases).
-func (p *plan) keepDimMemo(memo *segments.Memo, nv int) {
-	en := &segments.DimEntry{Key: p.dimMemoKey(), Bytes: len(p.dimMemoKey()), Sess: p.needSess, Vals: make([]segments.DimValue, 0, len(p.touched))}
-	limit := segments.DimMemoBytes(nv)
+func (p *Plan) keepDimMemo(memo *Memo, nv int) {
+	en := &dimEntry{Key: p.dimMemoKey(), Bytes: len(p.dimMemoKey()), Sess: p.needSess, Vals: make([]dimValue, 0, len(p.touched))}
+	limit := DimMemoBytes(nv)
 	if p.dayTime() && len(p.touched) > 1 {
 		return // never: every hit is under the day's label
 	}
@@ -133,15 +131,15 @@ func (p *plan) keepDimMemo(memo *segments.Memo, nv int) {
 		t := g.totals()
 		t.Sub(&p.bases[i])
 		if p.dayTime() {
-			en.Vals = append(en.Vals, segments.DimValue{Key: "", Dims: []any{}, T: t}) // as without the dimension
+			en.Vals = append(en.Vals, dimValue{Key: "", Dims: []any{}, T: t}) // as without the dimension
 			break
 		}
 		// The values copied: g.dims is a window on the plan's slab of
 		// groupSlab groups' values, which kept so would hold every other
 		// value of the slab (other days' among them) alive uncounted.
-		en.Vals = append(en.Vals, segments.DimValue{Key: g.key, Dims: slices.Clone(g.dims), T: t})
-		en.Bytes += segments.DimValueBytes + len(g.key)
-		for _, d := range g.dims {
+		en.Vals = append(en.Vals, dimValue{Key: g.key, Dims: slices.Clone(g.Dims), T: t})
+		en.Bytes += dimValueBytes + len(g.key)
+		for _, d := range g.Dims {
 			en.Bytes += 16
 			if s, ok := d.(string); ok {
 				en.Bytes += len(s)
@@ -151,5 +149,5 @@ func (p *plan) keepDimMemo(memo *segments.Memo, nv int) {
 			return
 		}
 	}
-	memo.KeepDim(en, limit, p.dimBytes)
+	memo.KeepDim(en, limit, p.DimBytes)
 }

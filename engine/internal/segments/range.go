@@ -1,10 +1,9 @@
-package engine
+package segments
 
 import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
-	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // Which hits a query's range holds (SPEC §10.1): over whole local days, the
@@ -13,12 +12,12 @@ import (
 
 // inRange reports whether hit i of the current day sd is in the range: by
 // its day over whole days, by its time over a sub-day range.
-func (p *plan) inRange(sd *segments.Day, i int) bool {
-	if p.byDay {
+func (p *Plan) inRange(sd *Day, i int) bool {
+	if p.ByDay {
 		d := p.hitDay(sd, i)
 		return d >= p.firstDay && d <= p.lastDay
 	}
-	sec := segments.FloorDiv(sd.HMs[i], 1000)
+	sec := FloorDiv(sd.HMs[i], 1000)
 	return sec >= p.from && sec <= p.to
 }
 
@@ -30,24 +29,24 @@ func (p *plan) inRange(sd *segments.Day, i int) bool {
 // salts a visit's hits are all of its salt period's one day, the current
 // one (its row's period is that day): read in another time zone since, a
 // visit that crosses the new zone's midnight stays on its day.
-func (p *plan) hitDay(sd *segments.Day, i int) buckets.Date {
-	if d, ok := segments.FlagDay(sd.HFlags[i]); ok {
+func (p *Plan) hitDay(sd *Day, i int) buckets.Date {
+	if d, ok := flagDay(sd.HFlags[i]); ok {
 		return p.date + d
 	}
 	v := sd.HVisit[i]
-	if v == segments.NoVisit || sd.HMs[i] < p.nextMid || int(v) >= len(sd.VFirst) ||
-		p.daily && sd.VPeriod[v] == int32(p.date) {
+	if v == NoVisit || sd.HMs[i] < p.nextMid || int(v) >= len(sd.VFirst) ||
+		p.Daily && sd.VPeriod[v] == int32(p.date) {
 		return p.date
 	}
-	loc := p.r.Location
-	d := DateFromTime(time.UnixMilli(sd.HMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.VFirst[v]).In(loc))
+	loc := p.Query.Location
+	d := buckets.DateFromTime(time.UnixMilli(sd.HMs[i]).In(loc)) - buckets.DateFromTime(time.UnixMilli(sd.VFirst[v]).In(loc))
 	return p.date + max(d, 0)
 }
 
 // wholeDay reports whether every hit of sd is in the range (most days of
 // a range): no per-hit time check is needed then. memo: sd's, if frozen.
-func (p *plan) wholeDay(sd *segments.Day, memo *segments.Memo) bool {
-	if p.byDay {
+func (p *Plan) wholeDay(sd *Day, memo *Memo) bool {
+	if p.ByDay {
 		if p.date < p.firstDay || p.date > p.lastDay {
 			return false
 		}
@@ -55,7 +54,7 @@ func (p *plan) wholeDay(sd *segments.Day, memo *segments.Memo) bool {
 			return true // farther than any hit's day from its visit's
 		}
 		for i, f := range sd.HFlags {
-			if f|segments.HitInteractive == segments.HitDay|segments.HitInteractive {
+			if f|HitInteractive == HitDay|HitInteractive {
 				continue // on the day itself (the common case)
 			}
 			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
@@ -68,18 +67,18 @@ func (p *plan) wholeDay(sd *segments.Day, memo *segments.Memo) bool {
 	if memo != nil {
 		lo, hi = memo.Span(sd)
 	} else {
-		lo, hi = segments.HitSpan(sd)
+		lo, hi = hitSpan(sd)
 	}
-	return segments.FloorDiv(lo, 1000) >= p.from && segments.FloorDiv(hi, 1000) <= p.to
+	return FloorDiv(lo, 1000) >= p.from && FloorDiv(hi, 1000) <= p.to
 }
 
 // dayLabel returns the id of the time label of a hit counted under local
 // day d (time:day, time:week, time:month over whole days).
-func (p *plan) dayLabel(d buckets.Date) uint32 {
+func (p *Plan) dayLabel(d buckets.Date) uint32 {
 	if id, ok := p.dayLabels[d]; ok {
 		return id
 	}
-	label := p.r.DayBucket(d)
+	label := p.Query.DayBucket(d)
 	id, ok := p.labelIDs[label]
 	if !ok {
 		id = uint32(len(p.labels))
