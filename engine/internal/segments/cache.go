@@ -81,7 +81,7 @@ func (c *PartCache) Hits() uint64 {
 // busy website's today). An entry is keyed by the website and the day, and
 // is valid while the day's live segments are the same object with the same
 // row counts: every write to an open day's segments adds a hit to them
-// (the engine's segPageviewLocked, segEventLocked: a visit's columns change only with a
+// (the engine's segHitLocked, segEventLocked: a visit's columns change only with a
 // hit of that visit in the same segments), and whatever replaces them
 // (a seal's DropSealed, copy on write, retention, a restart) makes another
 // object. So an entry answers until the day is written to again. At most
