@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -97,7 +99,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	msg := body
 	if len(body) > zstdAbove {
 		msg = binary.AppendUvarint([]byte{msgZstd}, uint64(len(body)-1))
-		msg = zstdEncoder().EncodeAll(body[1:], msg)
+		msg = segments.ZstdEncoder().EncodeAll(body[1:], msg)
 	}
 	if mark != nil {
 		mb := mark.appendBinary(nil)
@@ -125,7 +127,7 @@ func decodeMessage(msg []byte, recs []record) ([]record, *idemMark, error) {
 	if len(msg) > 0 && msg[0] == msgKeyed {
 		n, k := binary.Uvarint(msg[1:])
 		if k <= 0 || n > uint64(len(msg)-1-k) {
-			return recs, nil, fmt.Errorf("engine: cluster message key: %w", errRecord)
+			return recs, nil, fmt.Errorf("engine: cluster message key: %w", wire.ErrRecord)
 		}
 		mark = new(idemMark)
 		if err := mark.decode(msg[1+k : 1+k+int(n)]); err != nil {
@@ -135,7 +137,7 @@ func decodeMessage(msg []byte, recs []record) ([]record, *idemMark, error) {
 	}
 	recs, err := decodeRecords(msg, recs)
 	if err == nil && mark != nil && mark.website != recs[0].website {
-		err = fmt.Errorf("engine: cluster message key of another website: %w", errRecord)
+		err = fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
 	}
 	return recs, mark, err
 }
@@ -143,7 +145,7 @@ func decodeMessage(msg []byte, recs []record) ([]record, *idemMark, error) {
 // decodeRecords splits the records of a message (after its key).
 func decodeRecords(msg []byte, recs []record) ([]record, error) {
 	if len(msg) == 0 {
-		return recs, fmt.Errorf("engine: empty cluster message: %w", errRecord)
+		return recs, fmt.Errorf("engine: empty cluster message: %w", wire.ErrRecord)
 	}
 	switch msg[0] {
 	case msgPlain:
@@ -151,19 +153,19 @@ func decodeRecords(msg []byte, recs []record) ([]record, error) {
 	case msgZstd:
 		n, k := binary.Uvarint(msg[1:])
 		if k <= 0 || n > maxMessageRecords {
-			return recs, fmt.Errorf("engine: cluster message length: %w", errRecord)
+			return recs, fmt.Errorf("engine: cluster message length: %w", wire.ErrRecord)
 		}
 		var err error
-		if msg, err = unzstd(msg[1+k:], int(n)); err != nil {
-			return recs, fmt.Errorf("engine: cluster message: %w: %w", errRecord, err)
+		if msg, err = segments.Unzstd(msg[1+k:], int(n)); err != nil {
+			return recs, fmt.Errorf("engine: cluster message: %w: %w", wire.ErrRecord, err)
 		}
 	default:
-		return recs, fmt.Errorf("engine: cluster message of kind %q: %w", msg[0], errRecord)
+		return recs, fmt.Errorf("engine: cluster message of kind %q: %w", msg[0], wire.ErrRecord)
 	}
 	for len(msg) > 0 {
 		n, k := binary.Uvarint(msg)
 		if k <= 0 || n > uint64(len(msg)-k) {
-			return recs, fmt.Errorf("engine: cluster message: %w", errRecord)
+			return recs, fmt.Errorf("engine: cluster message: %w", wire.ErrRecord)
 		}
 		recs = append(recs, record{})
 		if err := recs[len(recs)-1].decode(msg[k : k+int(n)]); err != nil {
@@ -172,7 +174,7 @@ func decodeRecords(msg []byte, recs []record) ([]record, error) {
 		msg = msg[k+int(n):]
 	}
 	if len(recs) == 0 {
-		return recs, fmt.Errorf("engine: cluster message without records: %w", errRecord)
+		return recs, fmt.Errorf("engine: cluster message without records: %w", wire.ErrRecord)
 	}
 	return recs, nil
 }
@@ -391,7 +393,7 @@ func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
 	website := recs[0].website
 	for i := range recs {
 		if recs[i].website != website {
-			return fmt.Errorf("engine: cluster message %d: records of two websites: %w", seq, errRecord)
+			return fmt.Errorf("engine: cluster message %d: records of two websites: %w", seq, wire.ErrRecord)
 		}
 	}
 	e.regMu.RLock()

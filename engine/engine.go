@@ -12,6 +12,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -56,9 +57,9 @@ type Engine struct {
 
 	salts saltBox
 
-	// intern is the table of values queries group by (segintern.go).
-	intern      atomic.Pointer[internTable]
-	internStats internStats
+	// intern is the table of values queries group by (segments.Interns).
+	intern      atomic.Pointer[segments.Interns]
+	internStats segments.InternStats
 
 	// held is the partitions this node holds (partition.go); unused
 	// without Options.Partitions. serveStop ends its answers to the
@@ -95,9 +96,9 @@ type Engine struct {
 	sealBytes int
 	kick      chan struct{}
 	// parts caches decoded sealed parts for queries.
-	parts *partCache
-	// wholes caches open days made whole for queries.
-	wholes *wholeCache
+	parts *segments.PartCache
+	// wholes caches open days made whole for queries (segments.WholeCache).
+	wholes *segments.WholeCache
 	// wholeLimit bounds the rows of a day with sealed parts a segment
 	// query makes whole (a quarter of MemoryBudget, at least 4 MiB; 0,
 	// none, without a budget): a day beyond it is read in chunks of at
@@ -146,7 +147,7 @@ type shard struct {
 // without locks, and its statistics state.
 type site struct {
 	web   *Website                   // guarded by Engine.regMu
-	goals *goalSet                   // guarded by Engine.regMu; nil: none
+	goals *segments.GoalSet          // guarded by Engine.regMu; nil: none
 	cfg   atomic.Pointer[siteConfig] // replaced on update; read without locks
 	state *siteState                 // guarded by the shard's mu
 }
@@ -230,11 +231,11 @@ func Open(opts *Options) (*Engine, error) {
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
-	e.parts = newPartCache(max(e.sealBytes, 1<<20))
+	e.parts = segments.NewPartCache(max(e.sealBytes, 1<<20))
 	if o.MemoryBudget > 0 {
 		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
-	e.wholes = newWholeCache(max(e.sealBytes, 1<<20))
+	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
@@ -329,7 +330,7 @@ func sealBytesFor(budget int64) int {
 // written, is a day a snapshot seals (not a past one) and holds sealBytes of
 // segment rows or more.
 func (e *Engine) kickLocked(ent *dayEntry) {
-	if ent.closed || ent.seg.rowBytes() < e.sealBytes {
+	if ent.closed || ent.seg.RowBytes() < e.sealBytes {
 		return
 	}
 	select {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // ExportedHit is one stored pageview or custom event of a website, as
@@ -96,7 +97,7 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 		var hints exportHints
 		err := e.scanDays(ctx, s, date, date, false, nil, func(_ buckets.Date, d storedDay) { hints = newExportHints(d.day) })
 		if err == nil {
-			err = e.scanSegs(ctx, s, date, date, func(_ buckets.Date, sd *segDay, _ bool) {
+			err = e.scanSegs(ctx, s, date, date, func(_ buckets.Date, sd *segments.Day, _ bool) {
 				hits = appendExported(hits, website, sd, hints)
 			})
 		}
@@ -120,46 +121,46 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 // dst; the first hit in time of each visit carries the visit's referrer
 // and landing campaign parameters. Orphan events (written before events
 // had visits) get a visitor of their own.
-func appendExported(dst []ExportedHit, website uint32, sd *segDay, hints exportHints) []ExportedHit {
+func appendExported(dst []ExportedHit, website uint32, sd *segments.Day, hints exportHints) []ExportedHit {
 	firstOf := make(map[uint32]int) // visit row → index in dst of its earliest hit
-	for i := range sd.hMs {
-		kind := sd.hKind[i]
-		if kind == hkEngagement {
+	for i := range sd.HMs {
+		kind := sd.HKind[i]
+		if kind == segments.KindEngagement {
 			continue
 		}
 		h := ExportedHit{
-			Time: time.UnixMilli(segTime(sd.hMs[i])).UTC(),
-			Host: sd.strs[sd.hHost[i]], Path: sd.strs[sd.hPage[i]],
+			Time: time.UnixMilli(segTime(sd.HMs[i])).UTC(),
+			Host: sd.Strs[sd.HHost[i]], Path: sd.Strs[sd.HPage[i]],
 		}
-		if kind == hkEvent {
+		if kind == segments.KindEvent {
 			h.Event = true
-			h.Name, h.Value, h.Unit = sd.strs[sd.hName[i]], sd.strs[sd.hValue[i]], sd.strs[sd.hUnit[i]]
-			h.NonInteractive = sd.hFlags[i]&hfInteractive == 0
+			h.Name, h.Value, h.Unit = sd.Strs[sd.HName[i]], sd.Strs[sd.HValue[i]], sd.Strs[sd.HUnit[i]]
+			h.NonInteractive = sd.HFlags[i]&segments.HitInteractive == 0
 		}
-		for kv := sd.propsOf(i); len(kv) >= 2; kv = kv[2:] {
-			h.Props = append(h.Props, Prop{Key: sd.strs[kv[0]], Value: sd.strs[kv[1]]})
+		for kv := sd.PropsOf(i); len(kv) >= 2; kv = kv[2:] {
+			h.Props = append(h.Props, Prop{Key: sd.Strs[kv[0]], Value: sd.Strs[kv[1]]})
 		}
-		v := sd.hVisit[i]
-		if v == noVisit || int(v) >= len(sd.vVisitor) {
-			h.Visitor = exportVisitor(website, uint64(sd.hMs[i]), uint64(i)|1<<63)
+		v := sd.HVisit[i]
+		if v == segments.NoVisit || int(v) >= len(sd.VVisitor) {
+			h.Visitor = exportVisitor(website, uint64(sd.HMs[i]), uint64(i)|1<<63)
 			dst = append(dst, h)
 			continue
 		}
-		h.Visitor = exportVisitor(website, uint64(uint32(sd.vPeriod[v])), uint64(sd.vVisitor[v]))
-		a := func(col int) string { return sd.strs[sd.vAttr[col][v]] }
-		h.Browser, h.BrowserVersion, h.OS, h.OSVersion, h.Device = a(vaBrowser), a(vaBrowserVer), a(vaOS), a(vaOSVer), a(vaDevice)
-		h.Country, h.Region, h.RegionName, h.City = a(vaCountry), a(vaRegion), a(vaRegionName), a(vaCity)
-		h.CityID = sd.vCityID[v]
-		h.Language, h.Screen = a(vaLanguage), a(vaScreen)
+		h.Visitor = exportVisitor(website, uint64(uint32(sd.VPeriod[v])), uint64(sd.VVisitor[v]))
+		a := func(col int) string { return sd.Strs[sd.VAttr[col][v]] }
+		h.Browser, h.BrowserVersion, h.OS, h.OSVersion, h.Device = a(segments.AttrBrowser), a(segments.AttrBrowserVer), a(segments.AttrOS), a(segments.AttrOSVer), a(segments.AttrDevice)
+		h.Country, h.Region, h.RegionName, h.City = a(segments.AttrCountry), a(segments.AttrRegion), a(segments.AttrRegionName), a(segments.AttrCity)
+		h.CityID = sd.VCityID[v]
+		h.Language, h.Screen = a(segments.AttrLanguage), a(segments.AttrScreen)
 		if j, ok := firstOf[v]; !ok || h.Time.Before(dst[j].Time) {
 			firstOf[v] = len(dst)
 		}
 		dst = append(dst, h)
 	}
 	for v, j := range firstOf {
-		a := func(col int) string { return sd.strs[sd.vAttr[col][v]] }
-		dst[j].Referrer = hints.referrer(a(vaReferrer))
-		dst[j].Query = campaignQuery(a(vaUTMSource), a(vaUTMMedium), a(vaUTMCampaign), a(vaUTMContent), a(vaUTMTerm), a(vaSource), dst[j].Referrer)
+		a := func(col int) string { return sd.Strs[sd.VAttr[col][v]] }
+		dst[j].Referrer = hints.referrer(a(segments.AttrReferrer))
+		dst[j].Query = campaignQuery(a(segments.AttrUTMSource), a(segments.AttrUTMMedium), a(segments.AttrUTMCampaign), a(segments.AttrUTMContent), a(segments.AttrUTMTerm), a(segments.AttrSource), dst[j].Referrer)
 	}
 	return dst
 }

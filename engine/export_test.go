@@ -3,31 +3,33 @@ package engine
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
-// SetDayMemo turns the queries' memo of frozen days (dayMemo) on or off,
+// SetDayMemo turns the queries' memo of frozen days (segments.Memo) on or off,
 // for benchmarks that measure a query on its own (off: every query
 // evaluates its filters). It returns the previous setting.
 func SetDayMemo(on bool) bool {
-	return useDayMemo.Swap(on)
+	return segments.UseDayMemo.Swap(on)
 }
 
 // DayMemoHits counts the times a day's memo knew a query's filters.
-func DayMemoHits() int64 { return dayMemoHits.Load() }
+func DayMemoHits() int64 { return segments.DayMemoHits.Load() }
 
 // SetFilterMemo turns on or off only the part of the day memo that keeps
 // the visits recent queries' filters excluded, for benchmarks of a query
 // whose filters were just chosen. It returns the previous setting.
 func SetFilterMemo(on bool) bool {
-	return useFilterMemo.Swap(on)
+	return segments.UseFilterMemo.Swap(on)
 }
 
 // SetInternMaxBytes sets the most an engine's table of query values
 // holds (segintern.go), for tables that fill within a test; it returns
 // the previous setting. Set it before the engine's first query.
 func SetInternMaxBytes(n int) int {
-	old := internMaxBytes
-	internMaxBytes = n
+	old := segments.InternMaxBytes
+	segments.InternMaxBytes = n
 	return old
 }
 
@@ -43,12 +45,10 @@ type InternCounts struct {
 
 // InternStats returns e's InternCounts.
 func InternStats(e *Engine) InternCounts {
-	c := InternCounts{Tables: e.internStats.tables.Load(), Days: e.internStats.days.Load(), Stale: e.internStats.stale.Load(), Found: e.internStats.found.Load()}
+	c := InternCounts{Tables: e.internStats.Tables.Load(), Days: e.internStats.Days.Load(), Stale: e.internStats.Stale.Load(), Found: e.internStats.Found.Load()}
 	if t := e.intern.Load(); t != nil {
-		t.mu.RLock()
-		c.Values = len(t.ids)
-		t.mu.RUnlock()
-		c.Full = t.full.Load()
+		c.Values = t.Values()
+		c.Full = t.Full.Load()
 	}
 	return c
 }
@@ -56,29 +56,29 @@ func InternStats(e *Engine) InternCounts {
 // SetInternRefill sets how often a full table of query values may be
 // replaced, and returns the previous setting.
 func SetInternRefill(d time.Duration) time.Duration {
-	old := internRefill
-	internRefill = d
+	old := segments.InternRefill
+	segments.InternRefill = d
 	return old
 }
 
 // SetGidPageBits sets the log2 of the pages of a plan's groups by value
 // id, and returns the previous setting.
 func SetGidPageBits(n int) int {
-	old := gidPageBits
-	gidPageBits = n
+	old := segments.GidPageBits
+	segments.GidPageBits = n
 	return old
 }
 
 // Every day of a test has a memo, however small, so that the randomized
 // tests (model, metamorphic, sealed, determinism) check it against their
 // references; TestDayMemo sets the threshold back to test it.
-func init() { minMemoVisits = 1 }
+func init() { segments.MinMemoVisits = 1 }
 
 // SetQueryGroupLimit sets the most groups a query may make (MaxQueryGroups
 // outside tests) and returns the old limit.
 func SetQueryGroupLimit(n int) int {
-	old := queryGroupLimit
-	queryGroupLimit = n
+	old := segments.QueryGroupLimit
+	segments.QueryGroupLimit = n
 	return old
 }
 
@@ -146,7 +146,7 @@ func QueryRuns() int64 { return queryRuns.Load() }
 
 // SetDimMemo turns the memo of closed days' unfiltered breakdowns
 // (segmemodim.go) on or off, and returns what it was.
-func SetDimMemo(on bool) bool { return useDimMemo.Swap(on) }
+func SetDimMemo(on bool) bool { return segments.UseDimMemo.Swap(on) }
 
 // DimMemoHits counts the days a query added from their memo's breakdown.
-func DimMemoHits() int64 { return dimMemoHits.Load() }
+func DimMemoHits() int64 { return segments.DimMemoHits.Load() }

@@ -4,50 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/snapshot"
 )
-
-// goalSet is the goals of one website, as stored (snapshot.KindGoals, one
-// JSON record a website). It is immutable: a change stores and publishes a
-// new set.
-type goalSet struct {
-	Next  uint64 `json:"next"` // the last id given
-	Goals []Goal `json:"goals"`
-
-	pages []*regexp.Regexp // compiled PagePath of each goal; nil for event goals
-}
-
-// compile builds the path matchers of the pageview goals.
-func (g *goalSet) compile() error {
-	g.pages = make([]*regexp.Regexp, len(g.Goals))
-	for i, goal := range g.Goals {
-		if goal.PagePath == "" {
-			continue
-		}
-		re, err := pagePathRegexp(goal.PagePath)
-		if err != nil {
-			return err
-		}
-		g.pages[i] = re
-	}
-	return nil
-}
-
-// pagePathRegexp is the anchored matcher of a pageview goal's path: "*"
-// and "**" match any run of characters (plausible-api.md §6.5).
-func pagePathRegexp(path string) (*regexp.Regexp, error) {
-	parts := strings.Split(strings.ReplaceAll(path, "**", "*"), "*")
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
-	}
-	return regexp.Compile("^" + strings.Join(parts, ".*") + "$")
-}
 
 // Bounds of a goal's fields, in characters.
 const (
@@ -121,7 +85,7 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 		}
 		old := s.goals
 		if old == nil {
-			old = &goalSet{}
+			old = &segments.GoalSet{}
 		}
 		for _, x := range old.Goals {
 			if g.EventName != "" && x.EventName == g.EventName || g.PagePath != "" && x.PagePath == g.PagePath {
@@ -137,7 +101,7 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 			verr.add("goal", fmt.Sprintf("a website has at most %d goals", MaxGoals))
 			return verr
 		}
-		next := &goalSet{Next: old.Next + 1, Goals: append(slices.Clone(old.Goals), g)}
+		next := &segments.GoalSet{Next: old.Next + 1, Goals: append(slices.Clone(old.Goals), g)}
 		g := g
 		g.ID = next.Next
 		next.Goals[len(next.Goals)-1] = g
@@ -168,14 +132,14 @@ func (o Owner) deleteGoal(ctx context.Context, website uint32, id uint64) error 
 		if i < 0 {
 			return ErrNotFound
 		}
-		next := &goalSet{Next: s.goals.Next, Goals: slices.Delete(slices.Clone(s.goals.Goals), i, i+1)}
+		next := &segments.GoalSet{Next: s.goals.Next, Goals: slices.Delete(slices.Clone(s.goals.Goals), i, i+1)}
 		return e.putGoalsLocked(s, website, next)
 	})
 }
 
 // putGoalsLocked stores and publishes a website's new goals. regMu is held.
-func (e *Engine) putGoalsLocked(s *site, website uint32, g *goalSet) error {
-	if err := g.compile(); err != nil {
+func (e *Engine) putGoalsLocked(s *site, website uint32, g *segments.GoalSet) error {
+	if err := g.Compile(); err != nil {
 		return &ValidationError{Fields: []FieldError{{Field: "page_path", Msg: err.Error()}}}
 	}
 	if err := e.putJSON(snapshot.KindGoals, uint64(website), g); err != nil {
@@ -195,11 +159,11 @@ func (e *Engine) loadGoals() error {
 			orphans = append(orphans, id)
 			return nil
 		}
-		g := new(goalSet)
+		g := new(segments.GoalSet)
 		if err := json.Unmarshal(v, g); err != nil || len(g.Goals) > MaxGoals {
 			return fmt.Errorf("engine: goals of website %d: %w", id, snapshot.ErrCorrupt)
 		}
-		if err := g.compile(); err != nil {
+		if err := g.Compile(); err != nil {
 			return fmt.Errorf("engine: goals of website %d: %w", id, snapshot.ErrCorrupt)
 		}
 		s.goals = g

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // fullDisk is a file system whose free space the test sets: the store's
@@ -220,7 +221,7 @@ func TestPartialSortCost(t *testing.T) {
 			}
 			slices.SortFunc(want, cmpRow)
 			calls = 0
-			partialSort(rows, end, cmpRow)
+			segments.PartialSort(rows, end, cmpRow)
 			if !slices.Equal(want[:end], rows[:end]) {
 				t.Fatal("partialSort's first rows differ from a full sort's")
 			}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // Retried imports (SPEC §3.4 "Retries"): a call of TrackOnce with an
@@ -146,36 +148,36 @@ func (m *idemMark) appendBinary(b []byte) []byte {
 }
 
 func (m *idemMark) decode(b []byte) error {
-	d := decoder{b: b}
-	if d.byte() != idemTag {
-		return fmt.Errorf("%w: key mark", errRecord)
+	d := wire.Decoder{B: b}
+	if d.Byte() != idemTag {
+		return fmt.Errorf("%w: key mark", wire.ErrRecord)
 	}
-	w := d.uvarint()
-	if d.bad || w == 0 || w > 1<<32-1 || len(d.b) < len(m.key) {
-		return fmt.Errorf("%w: key mark", errRecord)
+	w := d.Uvarint()
+	if d.Bad || w == 0 || w > 1<<32-1 || len(d.B) < len(m.key) {
+		return fmt.Errorf("%w: key mark", wire.ErrRecord)
 	}
 	m.website = uint32(w)
-	copy(m.key[:], d.b)
-	d.b = d.b[len(m.key):]
-	m.ms = d.varint()
-	m.nonce = d.uint64()
+	copy(m.key[:], d.B)
+	d.B = d.B[len(m.key):]
+	m.ms = d.Varint()
+	m.nonce = d.Uint64()
 	m.res = idemResult{}
-	acc, n := d.uvarint(), d.uvarint()
-	if d.bad || acc > 1<<32-1 || n > 64 {
-		return fmt.Errorf("%w: key mark", errRecord)
+	acc, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || acc > 1<<32-1 || n > 64 {
+		return fmt.Errorf("%w: key mark", wire.ErrRecord)
 	}
 	m.res.accepted = uint32(acc)
 	for i := range int(n) {
-		v := d.uvarint()
+		v := d.Uvarint()
 		if v > 1<<32-1 {
-			d.bad = true
+			d.Bad = true
 		}
 		if i < len(m.res.dropped) { // a newer version's reasons: not kept
 			m.res.dropped[i] = uint32(v)
 		}
 	}
-	if d.bad || len(d.b) != 0 {
-		return fmt.Errorf("%w: key mark", errRecord)
+	if d.Bad || len(d.B) != 0 {
+		return fmt.Errorf("%w: key mark", wire.ErrRecord)
 	}
 	return nil
 }
@@ -283,9 +285,9 @@ func (t *idemTable) appendBinary(b []byte) []byte {
 }
 
 // decode reads what appendBinary wrote (at most one key per 17 bytes).
-func (t *idemTable) decode(d *decoder) error {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b))/17 {
+func (t *idemTable) decode(d *wire.Decoder) error {
+	n := d.Uvarint()
+	if d.Bad || n > uint64(len(d.B))/17 {
 		return errors.New("bad idempotency keys")
 	}
 	*t = idemTable{}
@@ -296,17 +298,17 @@ func (t *idemTable) decode(d *decoder) error {
 	t.order = make([]idemOrder, 0, n)
 	for range n {
 		var k idemKey
-		if len(d.b) < len(k) {
+		if len(d.B) < len(k) {
 			return errors.New("bad idempotency keys")
 		}
-		copy(k[:], d.b)
-		d.b = d.b[len(k):]
-		e := idemEntry{ms: d.varint()}
-		e.res.accepted = uint32(d.uvarint())
+		copy(k[:], d.B)
+		d.B = d.B[len(k):]
+		e := idemEntry{ms: d.Varint()}
+		e.res.accepted = uint32(d.Uvarint())
 		for i := range e.res.dropped {
-			e.res.dropped[i] = uint32(d.uvarint())
+			e.res.dropped[i] = uint32(d.Uvarint())
 		}
-		if d.bad {
+		if d.Bad {
 			return errors.New("bad idempotency keys")
 		}
 		t.m[k] = e

@@ -120,7 +120,7 @@ func TestLazySegments(t *testing.T) {
 				sum += int64(ent.size)
 				want := ent.day.SizeBytes()
 				if ent.seg != nil {
-					want += ent.seg.size
+					want += ent.seg.Size
 				}
 				if ent.size != want {
 					t.Errorf("a day charged %d bytes, holds %d", ent.size, want)

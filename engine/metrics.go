@@ -72,7 +72,7 @@ func (e *Engine) Metrics() Metrics {
 		sh.mu.Lock()
 		for _, ent := range s.state.days {
 			if !ent.frozen {
-				m.OpenSegmentBytes += int64(ent.seg.size)
+				m.OpenSegmentBytes += int64(ent.seg.Size)
 			}
 		}
 		sh.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -469,7 +470,7 @@ func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) err
 	br := bufio.NewReaderSize(r, 64<<10)
 	var magic [4]byte
 	if _, err := io.ReadFull(br, magic[:]); err != nil || !bytes.Equal(magic[:], partMagic) {
-		return 0, fmt.Errorf("engine: partition %d: not a partition's state: %w", p, errors.Join(err, errRecord))
+		return 0, fmt.Errorf("engine: partition %d: not a partition's state: %w", p, errors.Join(err, wire.ErrRecord))
 	}
 	trim, err := binary.ReadUvarint(br)
 	if err != nil {
@@ -493,7 +494,7 @@ func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) err
 		case kl == 0:
 			return nil, nil, false, nil
 		case kl > maxPartKey:
-			return nil, nil, false, fmt.Errorf("a key of %d bytes: %w", kl, errRecord)
+			return nil, nil, false, fmt.Errorf("a key of %d bytes: %w", kl, wire.ErrRecord)
 		}
 		key = slices.Grow(key[:0], int(kl))[:kl]
 		if _, err := io.ReadFull(br, key); err != nil {
@@ -504,7 +505,7 @@ func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) err
 			return nil, nil, false, err
 		}
 		if vl > maxPartValue {
-			return nil, nil, false, fmt.Errorf("a value of %d bytes: %w", vl, errRecord)
+			return nil, nil, false, fmt.Errorf("a value of %d bytes: %w", vl, wire.ErrRecord)
 		}
 		val = slices.Grow(val[:0], int(vl))[:vl]
 		if _, err := io.ReadFull(br, val); err != nil {
@@ -521,7 +522,7 @@ func (e *Engine) importPartition(p int, r io.Reader, check func(trim uint64) err
 			break
 		}
 		if id > 1<<32-1 || PartitionOf(uint32(id), n) != p {
-			return 0, fmt.Errorf("engine: partition %d: website %d is not of it: %w", p, id, errRecord)
+			return 0, fmt.Errorf("engine: partition %d: website %d is not of it: %w", p, id, wire.ErrRecord)
 		}
 		s := mine[uint32(id)]
 		if s == nil {
@@ -573,7 +574,7 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 		e.resetSiteLocked(st)
 	}
 	sh.mu.Unlock()
-	e.wholes.drop(id)
+	e.wholes.Drop(id)
 	e.results.drop(id)
 	e.forgetValues() // its values go with its days
 	if deleted {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -147,7 +149,7 @@ type replayRecs struct {
 
 // add decodes the log entry seq (a record, or an idempotency key's mark)
 // into b.
-func (b *replayRecs) add(seq uint64, data []byte, in *interner) error {
+func (b *replayRecs) add(seq uint64, data []byte, in *wire.Interner) error {
 	i := len(b.seqs)
 	var err error
 	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
@@ -220,7 +222,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 		}
 	}()
 	cur := <-free
-	var in interner
+	var in wire.Interner
 	err = e.store.ReplayLog(after, func(seq uint64, data []byte) error {
 		if failed.Load() {
 			return errReplayStopped
@@ -285,7 +287,7 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 	// The day of the visit r may continue, when another.
 	if id, ok := p.index[r.hash]; ok {
 		v := &p.visits[id-p.first]
-		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != noVisit && v.day != r.date {
+		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != segments.NoVisit && v.day != r.date {
 			if _, listed := st.dates[v.day]; listed {
 				d, err := e.readDay(st.id, v.day)
 				if err != nil {
@@ -342,20 +344,20 @@ func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
 }
 
 func (st *siteState) decodeMeta(b []byte) error {
-	d := decoder{b: b}
-	v := d.byte()
+	d := wire.Decoder{B: b}
+	v := d.Byte()
 	if v < 1 || v > metaVersion {
 		return fmt.Errorf("unknown version %d: %w", v, snapshot.ErrCorrupt)
 	}
-	st.lastSeq = d.uvarint()
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
+	st.lastSeq = d.Uvarint()
+	n := d.Uvarint()
+	if d.Bad || n > uint64(len(d.B)) {
 		return fmt.Errorf("bad header: %w", snapshot.ErrCorrupt)
 	}
 	prev := int64(0)
 	for range n {
-		prev += d.varint()
-		if d.bad || prev < -1<<31 || prev > 1<<31-1 {
+		prev += d.Varint()
+		if d.Bad || prev < -1<<31 || prev > 1<<31-1 {
 			return fmt.Errorf("bad dates: %w", snapshot.ErrCorrupt)
 		}
 		st.dates[buckets.Date(prev)] = struct{}{}
@@ -366,7 +368,7 @@ func (st *siteState) decodeMeta(b []byte) error {
 			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
 		}
 	}
-	if len(d.b) != 0 {
+	if len(d.B) != 0 {
 		return fmt.Errorf("trailing bytes: %w", snapshot.ErrCorrupt)
 	}
 	return nil
@@ -375,7 +377,7 @@ func (st *siteState) decodeMeta(b []byte) error {
 // storedDay is a day as the store holds it: its buckets and its segments.
 type storedDay struct {
 	day *buckets.Day
-	seg *segDay
+	seg *segments.Day
 	// open reports a day that may change: scanDays passes it under the
 	// shard lock.
 	open bool
@@ -389,16 +391,16 @@ type storedDay struct {
 const dayEnvelope = 0xd5
 
 // encodeDay encodes a day for the store.
-func encodeDay(d *buckets.Day, seg *segDay) ([]byte, error) {
+func encodeDay(d *buckets.Day, seg *segments.Day) ([]byte, error) {
 	bd, err := d.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(bd)+16+seg.hits()*4)
+	b := make([]byte, 0, len(bd)+16+seg.Hits()*4)
 	b = append(b, dayEnvelope)
 	b = binary.AppendUvarint(b, uint64(len(bd)))
 	b = append(b, bd...)
-	return seg.appendBinary(b), nil
+	return seg.AppendBinary(b), nil
 }
 
 // splitDay splits a day value of the store into its buckets day and its
@@ -430,9 +432,9 @@ func decodeDay(data []byte, withSeg bool) (storedDay, error) {
 	case !withSeg:
 		return storedDay{day: d}, nil
 	case !enveloped:
-		return storedDay{day: d, seg: newSegDay()}, nil
+		return storedDay{day: d, seg: segments.NewDay()}, nil
 	}
-	seg, err := decodeSegDay(segs)
+	seg, err := segments.DecodeDay(segs)
 	if err != nil {
 		return storedDay{}, fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -175,57 +176,7 @@ func sortRows(rows []Row, byValue, desc bool, n int) {
 		}
 		return cmp.Or(c, strings.Compare(a.Value, b.Value))
 	}
-	sortFirst(rows, n, cmpRow)
-}
-
-// sortFirst puts the first n rows by cmpRow (a total order) in their final
-// place: with partialSort when n is well below len(rows), else by sorting
-// them all.
-func sortFirst[T any](rows []T, n int, cmpRow func(a, b T) int) {
-	switch {
-	case n <= 0:
-	case n < len(rows)/2:
-		partialSort(rows, n, cmpRow)
-	default:
-		slices.SortFunc(rows, cmpRow)
-	}
-}
-
-// partialSort puts the n smallest rows, sorted, at the front of rows, in
-// O(len(rows)·log n): a bounded max-heap of the n best rows seen so far,
-// whose root is the worst of them. 0 < n <= len(rows); cmpRow is a total
-// order (no two rows compare equal), or the rows that tie with the n-th
-// are chosen among in no particular order.
-func partialSort[T any](rows []T, n int, cmpRow func(a, b T) int) {
-	h := rows[:n]
-	worse := func(i, j int) bool { return cmpRow(h[i], h[j]) > 0 }
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= n {
-				return
-			}
-			c := l
-			if r := l + 1; r < n && worse(r, l) {
-				c = r
-			}
-			if !worse(c, i) {
-				return
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-	}
-	for i := n/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for i := n; i < len(rows); i++ {
-		if cmpRow(rows[i], h[0]) < 0 {
-			rows[i], h[0] = h[0], rows[i]
-			down(0)
-		}
-	}
-	slices.SortFunc(h, cmpRow)
+	segments.SortFirst(rows, n, cmpRow)
 }
 
 // rows computes every row of statistic name over [from, to].
@@ -512,7 +463,7 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 			// A day read for queries is made whole: its sealed parts
 			// with it; one too large for that stays as stored, and
 			// scanSegs reads it in chunks (segstream.go).
-			d.seg, err = d.seg.whole(parts, e.parts)
+			d.seg, err = d.seg.Whole(parts, e.parts)
 		}
 		if err != nil {
 			return fmt.Errorf("engine: website %d day %v: %w", website, buckets.Date(date), err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // Realtime after a restart (issue #37): the realtime slots (siteState.rt)
@@ -98,13 +99,13 @@ func (e *Engine) realtimeRows(ctx context.Context, s *site, since, until int64, 
 		// of every website, not up to a month of each.
 		from = min(from, to-1)
 	}
-	return e.scanSegs(ctx, s, from, to, func(_ buckets.Date, sd *segDay, _ bool) {
-		for i, ms := range sd.hMs {
-			v := sd.hVisit[i]
-			if ms < since || ms >= until || sd.hKind[i] != hkPageview || v == noVisit || int(v) >= len(sd.vVisitor) {
+	return e.scanSegs(ctx, s, from, to, func(_ buckets.Date, sd *segments.Day, _ bool) {
+		for i, ms := range sd.HMs {
+			v := sd.HVisit[i]
+			if ms < since || ms >= until || sd.HKind[i] != segments.KindPageview || v == segments.NoVisit || int(v) >= len(sd.VVisitor) {
 				continue
 			}
-			fn(ms, rtKey(buckets.Date(sd.vPeriod[v]), sd.vVisitor[v]))
+			fn(ms, rtKey(buckets.Date(sd.VPeriod[v]), sd.VVisitor[v]))
 		}
 	})
 }

@@ -42,7 +42,7 @@ func TestRealtimeRebuildOverWholeLimit(t *testing.T) {
 		t.Fatalf("realtime before: %+v, %v; want %+v", rt, err, want)
 	}
 	e.wholeLimit = 2 * int64(e.sealBytes)
-	e.wholes.drop(site)
+	e.wholes.Drop(site)
 	if err := e.rebuildRealtime(); err != nil {
 		t.Fatalf("rebuildRealtime over the whole limit: %v (Open would fail)", err)
 	}

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // record is an enriched hit: what the write-ahead log holds. Replaying
@@ -64,9 +64,6 @@ func (f *segFields) strs() [9]*string {
 // decode with the fields they lack empty.
 const recordVersion = 3
 
-// errRecord reports a malformed log record.
-var errRecord = errors.New("engine: malformed log record")
-
 func (r *record) strs() [12]*string {
 	return [12]*string{&r.page, &r.refHost, &r.campaign, &r.browser, &r.os, &r.device,
 		&r.resolution, &r.language, &r.country, &r.continent, &r.city, &r.eventRow}
@@ -124,32 +121,32 @@ func (r *record) decode(b []byte) error { return r.decodeWith(b, nil) }
 
 // decodeWith is decode taking r's strings from in (nil: none), which
 // saves allocating a string that in holds already.
-func (r *record) decodeWith(b []byte, in *interner) error {
-	d := decoder{b: b, in: in}
-	v := d.byte()
+func (r *record) decodeWith(b []byte, in *wire.Interner) error {
+	d := wire.Decoder{B: b, In: in}
+	v := d.Byte()
 	if v < 1 || v > recordVersion {
-		return fmt.Errorf("%w: version %d", errRecord, v)
+		return fmt.Errorf("%w: version %d", wire.ErrRecord, v)
 	}
-	w, date, back := d.uvarint(), d.varint(), d.varint()
-	if d.bad || w > 1<<32-1 || date < -1<<31 || date > 1<<31-1 || back < 0 || back > 31 {
-		return fmt.Errorf("%w: header", errRecord)
+	w, date, back := d.Uvarint(), d.Varint(), d.Varint()
+	if d.Bad || w > 1<<32-1 || date < -1<<31 || date > 1<<31-1 || back < 0 || back > 31 {
+		return fmt.Errorf("%w: header", wire.ErrRecord)
 	}
 	r.website, r.date, r.period = uint32(w), buckets.Date(date), buckets.Date(date-back)
-	flags := d.byte()
+	flags := d.Byte()
 	r.hour, r.event = flags&0x1f, flags&0x80 != 0
-	r.ms = d.varint()
-	r.hash = d.uint64()
-	if d.bad || r.hour > 23 {
-		return fmt.Errorf("%w: hour, time or hash", errRecord)
+	r.ms = d.Varint()
+	r.hash = d.Uint64()
+	if d.Bad || r.hour > 23 {
+		return fmt.Errorf("%w: hour, time or hash", wire.ErrRecord)
 	}
 	for i, s := range r.strs() {
 		if s == &r.eventRow {
-			*s = d.uniqueString() // event values rarely repeat
+			*s = d.UniqueString() // event values rarely repeat
 		} else {
-			*s = d.string()
+			*s = d.String()
 		}
-		if d.bad {
-			return fmt.Errorf("%w: string %d", errRecord, i)
+		if d.Bad {
+			return fmt.Errorf("%w: string %d", wire.ErrRecord, i)
 		}
 	}
 	r.seg = segFields{scroll: -1}
@@ -158,148 +155,44 @@ func (r *record) decodeWith(b []byte, in *interner) error {
 			return err
 		}
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", errRecord, len(d.b))
+	if len(d.B) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", wire.ErrRecord, len(d.B))
 	}
 	return nil
 }
 
-func (f *segFields) decode(d *decoder, version byte) error {
-	sf := d.byte()
+func (f *segFields) decode(d *wire.Decoder, version byte) error {
+	sf := d.Byte()
 	f.engagement, f.nonInteractive = sf&1 != 0, sf&2 != 0
 	for _, s := range f.strs() {
 		if s == &f.landing {
-			*s = d.uniqueString() // click ids make it unique to a visit
+			*s = d.UniqueString() // click ids make it unique to a visit
 		} else {
-			*s = d.string()
+			*s = d.String()
 		}
 	}
-	id := d.uvarint()
-	n := d.uvarint()
-	if d.bad || id > 1<<32-1 || n > MaxProps {
-		return fmt.Errorf("%w: segment fields", errRecord)
+	id := d.Uvarint()
+	n := d.Uvarint()
+	if d.Bad || id > 1<<32-1 || n > MaxProps {
+		return fmt.Errorf("%w: segment fields", wire.ErrRecord)
 	}
 	f.cityID = uint32(id)
 	if n > 0 {
 		f.props = make([]Prop, n)
 		for i := range f.props {
-			f.props[i] = Prop{Key: d.string(), Value: d.string()}
+			f.props[i] = Prop{Key: d.String(), Value: d.String()}
 		}
 	}
-	f.engagedMs = d.varint()
-	f.scroll = int8(d.byte())
-	if d.bad || f.scroll < -1 || f.scroll > 100 {
-		return fmt.Errorf("%w: segment fields", errRecord)
+	f.engagedMs = d.Varint()
+	f.scroll = int8(d.Byte())
+	if d.Bad || f.scroll < -1 || f.scroll > 100 {
+		return fmt.Errorf("%w: segment fields", wire.ErrRecord)
 	}
 	if version >= 3 {
-		f.name, f.unit = d.string(), d.string()
-		if d.bad {
-			return fmt.Errorf("%w: event name", errRecord)
+		f.name, f.unit = d.String(), d.String()
+		if d.Bad {
+			return fmt.Errorf("%w: event name", wire.ErrRecord)
 		}
 	}
 	return nil
-}
-
-// decoder reads a binary encoding; after the first error bad is set and every
-// read returns zero. Its strings come from in when not nil.
-type decoder struct {
-	b   []byte
-	bad bool
-	in  *interner
-}
-
-// interner hands out one string per distinct value, so that decoding the
-// same value again allocates nothing: log records repeat their browsers,
-// countries, pages and so on. It holds at most maxInterned strings of at
-// most maxInternLen bytes, and forgets them all when full.
-type interner struct {
-	m map[string]string
-}
-
-const (
-	maxInterned  = 1 << 14
-	maxInternLen = 256
-)
-
-func (in *interner) get(b []byte) string {
-	if len(b) > maxInternLen {
-		return string(b)
-	}
-	if s, ok := in.m[string(b)]; ok { // no allocation: a lookup
-		return s
-	}
-	if in.m == nil {
-		in.m = make(map[string]string, 1024)
-	} else if len(in.m) == maxInterned {
-		clear(in.m) // keeps its buckets
-	}
-	s := string(b)
-	in.m[s] = s
-	return s
-}
-
-func (d *decoder) byte() byte {
-	if d.bad || len(d.b) < 1 {
-		d.bad = true
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if d.bad || n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if d.bad || n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uint64() uint64 {
-	if d.bad || len(d.b) < 8 {
-		d.bad = true
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(d.b)
-	d.b = d.b[8:]
-	return v
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
-		d.bad = true
-		return ""
-	}
-	var s string
-	if d.in != nil && n > 0 {
-		s = d.in.get(d.b[:n])
-	} else {
-		s = string(d.b[:n])
-	}
-	d.b = d.b[n:]
-	return s
-}
-
-// uniqueString is string for a value that rarely repeats: interning it
-// would cost a hash and an insert for nothing.
-func (d *decoder) uniqueString() string {
-	in := d.in
-	d.in = nil
-	s := d.string()
-	d.in = in
-	return s
 }

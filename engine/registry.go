@@ -406,7 +406,7 @@ func (e *Engine) dropSiteData(s *site) error {
 	sh.mu.Unlock()
 	// (A query in flight may still cache a day of it: ids are never
 	// reused, and the cache's bound evicts it.)
-	e.wholes.drop(id)
+	e.wholes.Drop(id)
 	e.results.drop(id)
 	e.forgetValues()
 	// No import of the website may be stored after its keys are deleted:

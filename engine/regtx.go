@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -331,7 +333,7 @@ type regMessage struct {
 // decodeRegistry reads a message of encodeRegistry. Values alias msg.
 func decodeRegistry(msg []byte) (regMessage, error) {
 	var m regMessage
-	bad := fmt.Errorf("engine: registry transaction: %w", errRecord)
+	bad := fmt.Errorf("engine: registry transaction: %w", wire.ErrRecord)
 	if len(msg) == 0 || msg[0] != msgRegistry {
 		return m, bad
 	}
@@ -515,13 +517,13 @@ func (e *Engine) decodeOps(ops []snapshot.Op) ([]func() *site, error) {
 				return nil
 			}
 		case snapshot.KindGoals:
-			var g *goalSet
+			var g *segments.GoalSet
 			if !o.Delete {
-				g = new(goalSet)
+				g = new(segments.GoalSet)
 				if err := json.Unmarshal(o.Value, g); err != nil || len(g.Goals) > MaxGoals {
 					return nil, bad(err)
 				}
-				if err := g.compile(); err != nil {
+				if err := g.Compile(); err != nil {
 					return nil, bad(err)
 				}
 			}

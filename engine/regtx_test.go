@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzDecodeRegistry: a registry transaction's message, whatever its bytes,
-// decodes or is refused (errRecord) without a panic, and so do its records
+// decodes or is refused (wire.ErrRecord) without a panic, and so do its records
 // (a follower refuses a message it cannot read before changing anything);
 // a message encodeRegistry made decodes to what it was made of.
 func FuzzDecodeRegistry(f *testing.F) {

@@ -22,9 +22,9 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			// this one encodes after maintenance).
 			ent.shared = false
 			ent.day.Compact()
-			ent.seg.compact()
-			ent.seg.size = ent.seg.estimate()
-			ent.frozen, ent.closed, ent.size = true, true, ent.day.SizeBytes()+ent.seg.size
+			ent.seg.Compact()
+			ent.seg.Size = ent.seg.Estimate()
+			ent.frozen, ent.closed, ent.size = true, true, ent.day.SizeBytes()+ent.seg.Size
 			ent.used = e.counters.tick.Add(1)
 			e.counters.resident.Add(int64(ent.size))
 		}

@@ -108,7 +108,7 @@ func TestRetentionDropsPinnedSealedDay(t *testing.T) {
 	setNow(time.Date(2026, 7, 22, 23, 30, 0, 0, time.UTC))
 	sh := e.shardOf(site)
 	sh.mu.Lock()
-	parts := e.sites[site].state.days[D].seg.parts
+	parts := e.sites[site].state.days[D].seg.Parts
 	sh.mu.Unlock()
 	if parts == 0 {
 		t.Fatal("setup: D not sealed")

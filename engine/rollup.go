@@ -60,10 +60,10 @@ type segment struct {
 	rolled   bool
 }
 
-// segments splits [from, to] into whole months that ended before today
+// splitRange splits [from, to] into whole months that ended before today
 // (in the website's time zone), whole weeks (Monday to Sunday) that ended
 // before today among the days around them, and the days left.
-func segments(from, to, today buckets.Date) []segment {
+func splitRange(from, to, today buckets.Date) []segment {
 	var out []segment
 	days := func(from, to buckets.Date) {
 		split(from, to, today, weekOf, func(s segment) { out = append(out, s) })
@@ -163,7 +163,7 @@ func (e *Engine) sumDim(ctx context.Context, s *site, dim buckets.Dim, from, to 
 	today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
 	var sum buckets.Sum
 	add := func(_ buckets.Date, d *buckets.Day) { sum.Add(dim, d) }
-	for _, seg := range segments(from, to, today) {
+	for _, seg := range splitRange(from, to, today) {
 		if seg.rolled {
 			r, err := e.rollup(ctx, s, seg.from, seg.to)
 			if err != nil {

@@ -47,7 +47,7 @@ func TestSegments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, segments(d(tt.from), d(tt.to), d(tt.today)), cmp.AllowUnexported(segment{})); diff != "" {
+			if diff := cmp.Diff(tt.want, splitRange(d(tt.from), d(tt.to), d(tt.today)), cmp.AllowUnexported(segment{})); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // sealQueries are segment queries whose answers depend on every visit
@@ -91,7 +92,7 @@ func sealedParts(e *Engine, site uint32) (parts int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for _, ent := range s.state.days {
-		parts += int(ent.seg.parts)
+		parts += int(ent.seg.Parts)
 	}
 	return parts
 }
@@ -154,15 +155,11 @@ func TestSealedSegments(t *testing.T) {
 			if maxParts < 5 {
 				t.Errorf("at most %d sealed parts resident: the test did not seal", maxParts)
 			}
-			sealing.parts.mu.Lock()
-			hits := sealing.parts.hits
-			sealing.parts.mu.Unlock()
+			hits := sealing.parts.Hits()
 			if hits == 0 {
 				t.Error("no query read a sealed part from the cache: the test did not exercise it")
 			}
-			sealing.wholes.mu.Lock()
-			hits = sealing.wholes.hits
-			sealing.wholes.mu.Unlock()
+			hits = sealing.wholes.Hits()
 			if hits == 0 {
 				t.Error("no query read an open day made whole from the cache: the test did not exercise it")
 			}
@@ -196,7 +193,7 @@ func TestKickOnlySealableDays(t *testing.T) {
 			if _, err := e.Track(ctx, hits...); err != nil {
 				t.Fatal(err)
 			}
-			if e.sealBytes > 3000*segHitBytes {
+			if e.sealBytes > 3000*segments.HitBytes {
 				t.Fatalf("sealBytes %d: the day is too small to ask for a snapshot", e.sealBytes)
 			}
 			if err := e.Close(); err != nil {

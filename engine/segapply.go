@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/source"
 )
 
@@ -16,13 +17,13 @@ import (
 // truncated to the second, as Plausible keeps them (a range is tested and a
 // duration counted in whole seconds), so that the milliseconds column of
 // the encoding is all zeros.
-func segTime(ms int64) int64 { return floorDiv(ms, 1000) * 1000 }
+func segTime(ms int64) int64 { return segments.FloorDiv(ms, 1000) * 1000 }
 
 // sid interns s in sd as a value of kind cat: at most MaxValues new
 // values a kind and day, more count as "(other)" (SPEC §13), counted in
 // Metrics.Overflow.
-func (e *Engine) sid(sd *segDay, cat segCat, s string) uint32 {
-	id, other := sd.id(s, cat, e.opts.MaxValues)
+func (e *Engine) sid(sd *segments.Day, cat segments.Cat, s string) uint32 {
+	id, other := sd.ID(s, cat, e.opts.MaxValues)
 	if other {
 		e.counters.overflow.Add(1)
 	}
@@ -42,8 +43,8 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	newVisit := v.sLast == 0 || r.ms-v.sLast > visitGap || r.ms < v.sLast-visitGap ||
 		(pageview && external && host != v.sHost)
 	vent, row := ent, v.row
-	var vd *segDay
-	if !newVisit && row != noVisit {
+	var vd *segments.Day
+	if !newVisit && row != segments.NoVisit {
 		if vent = e.visitDayLocked(st, r, id, v); vent != nil {
 			vd = vent.seg
 		}
@@ -55,13 +56,13 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 		// segments store, or a day retention dropped): a row here. A visit
 		// an event starts has blank entry and exit pages.
 		vent, vd = ent, ent.seg
-		var attr [numVA]uint32
+		var attr [segments.NumAttrs]uint32
 		e.visitAttrs(vd, r, external, &attr)
 		var page, phost uint32
 		if pageview {
-			page, phost = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
+			page, phost = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
 		}
-		row = vd.addVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, phost)
+		row = vd.AddVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, phost)
 		if !newVisit || v.sLast == 0 || r.ms >= v.sLast {
 			v.day, v.row = r.date, row
 			if newVisit {
@@ -79,65 +80,20 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	if !fresh {
 		delta = r.date - v.day
 	}
-	h := segHit{visit: row, ms: at, scroll: -1, flags: dayFlags(delta)}
+	h := segments.Hit{Visit: row, Ms: at, Scroll: -1, Flags: segments.DayFlags(delta)}
 	if pageview {
-		h.kind = hkPageview
+		h.Kind = segments.KindPageview
 	} else {
 		e.segEventFields(vd, r, &h)
 	}
-	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
-	h.props = e.propIDs(vd, r.seg.props)
-	if row >= vd.offV {
+	h.Page, h.Host = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
+	h.Props = e.propIDs(vd, r.seg.props)
+	if row >= vd.OffV {
 		// (A sealed visit's columns are derived from its hits.)
-		vd.extendVisit(row-vd.offV, &h, fresh)
+		vd.ExtendVisit(row-vd.OffV, &h, fresh)
 	}
-	vd.addHit(&h)
+	vd.AddHit(&h)
 	e.kickLocked(vent)
-}
-
-// extendVisit updates the columns of visit row i (an open row) for its new
-// hit h, a pageview or custom event; fresh: h started the row.
-func (d *segDay) extendVisit(i uint32, h *segHit, fresh bool) {
-	at := h.ms
-	inter := h.kind == hkPageview || h.flags&hfInteractive != 0
-	switch {
-	case fresh:
-		if inter {
-			d.vFlags[i] |= vfFirstInteractive
-		}
-	case at >= d.vFirst[i]:
-		if inter {
-			d.vFlags[i] |= vfInteractive
-		}
-	default:
-		// An earlier hit imported later: it is the first, and the one
-		// that was is after it.
-		if d.vFlags[i]&vfFirstInteractive != 0 {
-			d.vFlags[i] |= vfInteractive
-		}
-		d.vFlags[i] &^= vfFirstInteractive
-		if inter {
-			d.vFlags[i] |= vfFirstInteractive
-		}
-		d.vFirst[i] = at
-	}
-	d.vEnd[i] = max(d.vEnd[i], at)
-	if h.kind != hkPageview {
-		if d.vPageviews[i] == 0 && at < d.vStart[i] {
-			// No pageview yet: start and last pageview stay the first
-			// hit's time, as the hits of a closed day say (visitsFromHits).
-			d.vStart[i], d.vLastPV[i] = at, at
-		}
-		return
-	}
-	if d.vPageviews[i] == 0 || at < d.vStart[i] {
-		// The first pageview, or an earlier one imported later: the entry.
-		d.vStart[i], d.vEntry[i], d.vEntryHost[i] = at, h.page, h.host
-	}
-	if d.vPageviews[i] == 0 || at >= d.vLastPV[i] {
-		d.vLastPV[i], d.vExit[i], d.vExitHost[i] = at, h.page, h.host
-	}
-	d.vPageviews[i]++
 }
 
 // visitDayLocked returns the day holding visit v of visitor id (r's),
@@ -150,7 +106,7 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *
 		// retention can have dropped it.
 		return nil
 	}
-	if int(v.row) >= int(vent.seg.offV)+vent.seg.visits() {
+	if int(v.row) >= int(vent.seg.OffV)+vent.seg.Visits() {
 		return nil
 	}
 	// A row another visitor's (or period's) is not this visit's: state
@@ -159,8 +115,8 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *
 	// forgetRowsBefore) would otherwise merge two visitors' visits in the
 	// day made again. A row < offV is sealed, of a day that was today
 	// then: a day made again is past, frozen before it could be sealed.
-	if s := vent.seg; v.row >= s.offV {
-		if i := v.row - s.offV; s.vVisitor[i] != id || s.vPeriod[i] != int32(r.period) {
+	if s := vent.seg; v.row >= s.OffV {
+		if i := v.row - s.OffV; s.VVisitor[i] != id || s.VPeriod[i] != int32(r.period) {
 			return nil
 		}
 	}
@@ -176,50 +132,50 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *
 // no visitor state). ent is r's day, writable for an event (nil for an
 // engagement report).
 func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *period) {
-	var vd *segDay
+	var vd *segments.Day
 	vent := ent
-	row := noVisit
+	row := segments.NoVisit
 	var delta buckets.Date
 	if p != nil {
 		if id, ok := p.index[r.hash]; ok {
 			v := &p.visits[id-p.first]
-			if v.row != noVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
+			if v.row != segments.NoVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
 				if x := e.visitDayLocked(st, r, id, v); x != nil {
 					vent, vd, row, delta = x, x.seg, v.row, r.date-v.day
 				}
 			}
 		}
 	}
-	h := segHit{visit: row, ms: segTime(r.ms), scroll: -1, flags: dayFlags(delta)}
+	h := segments.Hit{Visit: row, Ms: segTime(r.ms), Scroll: -1, Flags: segments.DayFlags(delta)}
 	if r.seg.engagement {
 		if vd == nil {
 			return
 		}
-		h.kind, h.engaged, h.scroll = hkEngagement, uint32(r.seg.engagedMs), r.seg.scroll
+		h.Kind, h.Engaged, h.Scroll = segments.KindEngagement, uint32(r.seg.engagedMs), r.seg.scroll
 	} else {
-		vent, vd, h.visit, h.flags = ent, ent.seg, noVisit, dayFlags(0)
+		vent, vd, h.Visit, h.Flags = ent, ent.seg, segments.NoVisit, segments.DayFlags(0)
 		e.segEventFields(vd, r, &h)
 	}
-	h.page, h.host = e.sid(vd, catPath, r.seg.path), e.sid(vd, catHost, r.seg.host)
-	h.props = e.propIDs(vd, r.seg.props)
-	vd.addHit(&h)
+	h.Page, h.Host = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
+	h.Props = e.propIDs(vd, r.seg.props)
+	vd.AddHit(&h)
 	e.kickLocked(vent)
 }
 
 // propIDs interns a hit's props as key, value id pairs.
-func (e *Engine) propIDs(sd *segDay, props []Prop) []uint32 {
+func (e *Engine) propIDs(sd *segments.Day, props []Prop) []uint32 {
 	if len(props) == 0 {
 		return nil
 	}
 	out := make([]uint32, 0, 2*len(props))
 	for _, p := range props {
-		out = append(out, e.sid(sd, catPropKey, p.Key), e.sid(sd, catPropVal, p.Value))
+		out = append(out, e.sid(sd, segments.CatPropKey, p.Key), e.sid(sd, segments.CatPropVal, p.Value))
 	}
 	return out
 }
 
 // visitAttrs fills the visit attributes of a visit started by pageview r.
-func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]uint32) {
+func (e *Engine) visitAttrs(sd *segments.Day, r *record, external bool, attr *[segments.NumAttrs]uint32) {
 	refHost, refURL := "", ""
 	if external {
 		refHost, refURL = r.refHost, r.seg.refURL
@@ -227,34 +183,34 @@ func (e *Engine) visitAttrs(sd *segDay, r *record, external bool, attr *[numVA]u
 	l := source.ParseLanding(r.seg.landing, refHost)
 	src, channel, medium := source.Classify(l)
 	country, _, _ := strings.Cut(r.country, ":")
-	vals := [numVA]string{
-		vaSource:      src,
-		vaReferrer:    refURL,
-		vaChannel:     channel,
-		vaUTMMedium:   medium,
-		vaUTMSource:   l.UTMSource,
-		vaUTMCampaign: l.UTMCampaign,
-		vaUTMContent:  l.UTMContent,
-		vaUTMTerm:     l.UTMTerm,
-		vaDevice:      r.device,
-		vaBrowser:     r.browser,
-		vaBrowserVer:  r.seg.browserVer,
-		vaOS:          r.os,
-		vaOSVer:       r.seg.osVer,
-		vaCountry:     country,
-		vaRegion:      r.seg.region,
-		vaCity:        r.seg.cityName,
-		vaRegionName:  r.seg.regionName,
-		vaLanguage:    r.language,
-		vaScreen:      r.resolution,
+	vals := [segments.NumAttrs]string{
+		segments.AttrSource:      src,
+		segments.AttrReferrer:    refURL,
+		segments.AttrChannel:     channel,
+		segments.AttrUTMMedium:   medium,
+		segments.AttrUTMSource:   l.UTMSource,
+		segments.AttrUTMCampaign: l.UTMCampaign,
+		segments.AttrUTMContent:  l.UTMContent,
+		segments.AttrUTMTerm:     l.UTMTerm,
+		segments.AttrDevice:      r.device,
+		segments.AttrBrowser:     r.browser,
+		segments.AttrBrowserVer:  r.seg.browserVer,
+		segments.AttrOS:          r.os,
+		segments.AttrOSVer:       r.seg.osVer,
+		segments.AttrCountry:     country,
+		segments.AttrRegion:      r.seg.region,
+		segments.AttrCity:        r.seg.cityName,
+		segments.AttrRegionName:  r.seg.regionName,
+		segments.AttrLanguage:    r.language,
+		segments.AttrScreen:      r.resolution,
 	}
 	for i, s := range vals {
-		cat := catVisit
+		cat := segments.CatVisit
 		switch i {
-		case vaSource, vaReferrer:
-			cat = catReferrer
-		case vaUTMMedium, vaUTMSource, vaUTMCampaign, vaUTMContent, vaUTMTerm:
-			cat = catUTM
+		case segments.AttrSource, segments.AttrReferrer:
+			cat = segments.CatReferrer
+		case segments.AttrUTMMedium, segments.AttrUTMSource, segments.AttrUTMCampaign, segments.AttrUTMContent, segments.AttrUTMTerm:
+			cat = segments.CatUTM
 		}
 		attr[i] = e.sid(sd, cat, s)
 	}
@@ -274,11 +230,11 @@ func (r *record) segEvent() (name, value, unit string) {
 
 // segEventFields makes h, a hit row of day vd, custom event r: its kind,
 // name, value and unit, and whether it is interactive.
-func (e *Engine) segEventFields(vd *segDay, r *record, h *segHit) {
-	h.kind = hkEvent
+func (e *Engine) segEventFields(vd *segments.Day, r *record, h *segments.Hit) {
+	h.Kind = segments.KindEvent
 	name, value, unit := r.segEvent()
-	h.name, h.value, h.unit = e.sid(vd, catEvent, name), e.sid(vd, catEvent, value), e.sid(vd, catEvent, unit)
+	h.Name, h.Value, h.Unit = e.sid(vd, segments.CatEvent, name), e.sid(vd, segments.CatEvent, value), e.sid(vd, segments.CatEvent, unit)
 	if !r.seg.nonInteractive {
-		h.flags |= hfInteractive
+		h.Flags |= segments.HitInteractive
 	}
 }

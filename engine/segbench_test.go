@@ -3,13 +3,14 @@ package engine_test
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/webstats/webstats/snapshot"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/snapshot"
 
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/engine"
@@ -114,7 +115,7 @@ func BenchmarkSegments(b *testing.B) {
 				sub := fmt.Sprintf("%s/days=%d/%s", name, days, q.name)
 				if cold {
 					// Every run evaluates its filters: nothing kept from
-					// the last run's (dayMemo's filter memo), as for a
+					// the last run's (segments.Memo's filter memo), as for a
 					// filter just chosen. What the memo keeps of the day
 					// itself (its time span, its values' ids in the
 					// engine's table) is used, as after any query.

@@ -1,200 +1,12 @@
 package engine
 
 import (
-	"hash/maphash"
 	"maps"
 	"slices"
 	"sync"
 
-	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
-
-// partCache keeps decoded sealed parts (SPEC §13), so that queries of a
-// day with sealed parts (today, on a busy website) do not decode them
-// again: decoding was about 70% of such a query. A part never changes
-// once written, and the cache is addressed by the part's bytes (their
-// length and a 64-bit maphash), so it needs no invalidation: a day dropped
-// and sealed again has other bytes. Entries are read-only. The cache holds
-// at most max bytes of decoded parts (their estimate), evicting the least
-// recently used.
-type partCache struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	max   int
-	size  int
-	tick  uint64
-	parts map[partKey]*cachedPart
-	hits  uint64 // decodes answered from the cache, for tests
-}
-
-type partKey struct {
-	n    int
-	hash uint64
-}
-
-type cachedPart struct {
-	d     *segDay
-	size  int
-	used  uint64
-	maxID int // the largest string id d refers to; -1 for none
-}
-
-func newPartCache(max int) *partCache {
-	return &partCache{seed: maphash.MakeSeed(), max: max, parts: make(map[partKey]*cachedPart)}
-}
-
-// decode returns part b decoded (see decodePart), from the cache when it
-// has it; a nil c decodes. ns is the size of the day's dictionary now: a part checked
-// against a smaller one is valid against it, as dictionaries only grow.
-func (c *partCache) decode(b []byte, ns int) (*segDay, error) {
-	if c == nil {
-		return decodePart(b, ns)
-	}
-	k := partKey{len(b), maphash.Bytes(c.seed, b)}
-	c.mu.Lock()
-	if p, ok := c.parts[k]; ok && p.maxID < ns {
-		c.tick++
-		p.used = c.tick
-		c.hits++
-		c.mu.Unlock()
-		return p.d, nil
-	}
-	c.mu.Unlock()
-	d, err := decodePart(b, ns)
-	if err != nil {
-		return nil, err
-	}
-	size := d.estimate()
-	if size > c.max {
-		return d, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.parts[k]; ok {
-		return d, nil // decoded meanwhile by another query
-	}
-	for c.size+size > c.max {
-		var oldest partKey
-		var used uint64 = 1<<64 - 1
-		for k, p := range c.parts {
-			if p.used < used {
-				oldest, used = k, p.used
-			}
-		}
-		c.size -= c.parts[oldest].size
-		delete(c.parts, oldest)
-	}
-	c.tick++
-	c.parts[k] = &cachedPart{d: d, size: size, used: c.tick, maxID: d.maxStrID()}
-	c.size += size
-	return d, nil
-}
-
-// maxStrID returns the largest string id d's rows refer to, -1 for none.
-func (d *segDay) maxStrID() int {
-	m := -1
-	for _, col := range d.strCols() {
-		for _, v := range col {
-			m = max(m, int(v))
-		}
-	}
-	return m
-}
-
-// wholeCache keeps open days made whole (segDay.whole) for queries: an
-// open day with sealed parts is made whole again by every query that reads
-// it, which copies and sorts all of its rows (tens of milliseconds for a
-// busy website's today). An entry is keyed by the website and the day, and
-// is valid while the day's live segments are the same object with the same
-// row counts: every write to an open day's segments adds a hit to them
-// (segPageviewLocked, segEventLocked: a visit's columns change only with a
-// hit of that visit in the same segments), and whatever replaces them
-// (a seal's dropSealed, copy on write, retention, a restart) makes another
-// object. So an entry answers until the day is written to again. At most
-// max bytes (the whole days' estimates) are kept, the least recently used
-// evicted. Entries are read-only.
-type wholeCache struct {
-	mu   sync.Mutex
-	max  int
-	size int
-	tick uint64
-	days map[wholeKey]*cachedWhole
-	hits uint64 // for tests
-}
-
-type wholeKey struct {
-	site uint32
-	date buckets.Date
-}
-
-type cachedWhole struct {
-	live   *segDay // the day's segments when w was made
-	nv, nh int     // and their rows then
-	w      *segDay
-	size   int // w's and live's rows
-	used   uint64
-}
-
-func newWholeCache(max int) *wholeCache {
-	return &wholeCache{max: max, days: make(map[wholeKey]*cachedWhole)}
-}
-
-// get returns the whole day of live, the segments of website site's open
-// day date, if cached and still valid. Call it under the shard lock.
-func (c *wholeCache) get(site uint32, date buckets.Date, live *segDay) *segDay {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.days[wholeKey{site, date}]
-	if !ok || e.live != live || e.nv != live.visits() || e.nh != live.hits() {
-		return nil
-	}
-	c.tick++
-	e.used = c.tick
-	c.hits++
-	return e.w
-}
-
-// put keeps w, made whole from live when live had nv visits, nh hits and
-// rowBytes of rows. The entry counts those rows too: it keeps live.
-func (c *wholeCache) put(site uint32, date buckets.Date, live *segDay, nv, nh, rowBytes int, w *segDay) {
-	size := w.size + rowBytes
-	if size > c.max {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := wholeKey{site, date}
-	if old, ok := c.days[k]; ok {
-		c.size -= old.size
-		delete(c.days, k)
-	}
-	for c.size+size > c.max {
-		var oldest wholeKey
-		var used uint64 = 1<<64 - 1
-		for k, e := range c.days {
-			if e.used < used {
-				oldest, used = k, e.used
-			}
-		}
-		c.size -= c.days[oldest].size
-		delete(c.days, oldest)
-	}
-	c.tick++
-	c.days[k] = &cachedWhole{live: live, nv: nv, nh: nh, w: w, size: size, used: c.tick}
-	c.size += size
-}
-
-// drop forgets website site's days (deleted).
-func (c *wholeCache) drop(site uint32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, e := range c.days {
-		if k.site == site {
-			c.size -= e.size
-			delete(c.days, k)
-		}
-	}
-}
 
 // resultCache keeps the answers of recent queries (Owner.Query) that the
 // segments answered, so that a dashboard shown again, or a query repeated,
@@ -217,21 +29,15 @@ func (c *wholeCache) drop(site uint32) {
 // nothing.
 type resultCache struct {
 	mu       sync.Mutex
-	max      int
 	maxBytes int
-	size     int
-	tick     uint64
-	entries  map[string]*cachedResult
-	hits     uint64 // for tests
+	lru      *segments.LRU[string, cachedResult]
 }
 
 type cachedResult struct {
 	site  uint32
 	cfg   *siteConfig
-	goals *goalSet
+	goals *segments.GoalSet
 	res   QueryResult
-	size  int
-	used  uint64
 }
 
 const defaultResults = 256
@@ -245,30 +51,27 @@ func newResultCache(n, maxBytes int) *resultCache {
 	case n == 0:
 		n = defaultResults
 	}
-	return &resultCache{max: n, maxBytes: maxBytes, entries: make(map[string]*cachedResult)}
+	return &resultCache{maxBytes: maxBytes, lru: segments.NewLRU[string, cachedResult](n, maxBytes)}
 }
 
 // get returns a copy of the answer under key, if it was answered with cfg
 // and goals.
-func (c *resultCache) get(key string, cfg *siteConfig, goals *goalSet) (QueryResult, bool) {
+func (c *resultCache) get(key string, cfg *siteConfig, goals *segments.GoalSet) (QueryResult, bool) {
 	if c == nil {
 		return QueryResult{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || e.cfg != cfg || e.goals != goals {
+	e, ok := c.lru.Get(key, func(e cachedResult) bool { return e.cfg == cfg && e.goals == goals })
+	if !ok {
 		return QueryResult{}, false
 	}
-	c.tick++
-	e.used = c.tick
-	c.hits++
 	return e.res.clone(), true
 }
 
 // put keeps a copy of res, the answer of website site with cfg and goals,
 // under key, if it is small enough.
-func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *goalSet, res QueryResult) {
+func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *segments.GoalSet, res QueryResult) {
 	if c == nil {
 		return
 	}
@@ -279,24 +82,7 @@ func (c *resultCache) put(key string, site uint32, cfg *siteConfig, goals *goalS
 	res = res.clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.entries[key]; ok {
-		c.size -= old.size
-		delete(c.entries, key)
-	}
-	for len(c.entries) > 0 && (len(c.entries) >= c.max || c.size+size > c.maxBytes) {
-		var oldest string
-		var used uint64 = 1<<64 - 1
-		for k, e := range c.entries {
-			if e.used < used {
-				oldest, used = k, e.used
-			}
-		}
-		c.size -= c.entries[oldest].size
-		delete(c.entries, oldest)
-	}
-	c.tick++
-	c.entries[key] = &cachedResult{site: site, cfg: cfg, goals: goals, res: res, size: size, used: c.tick}
-	c.size += size
+	c.lru.Put(key, cachedResult{site: site, cfg: cfg, goals: goals, res: res}, size)
 }
 
 // drop forgets website site's answers (deleted).
@@ -306,12 +92,7 @@ func (c *resultCache) drop(site uint32) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.entries {
-		if e.site == site {
-			c.size -= e.size
-			delete(c.entries, k)
-		}
-	}
+	c.lru.DeleteFunc(func(_ string, e cachedResult) bool { return e.site == site })
 }
 
 // estimate returns about how many bytes r holds: its rows' values and the

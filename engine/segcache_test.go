@@ -12,66 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPartCache: a part decodes as decodePart does, once; the cache keeps
-// within its bound, evicting the least recently used; a part is checked
-// against the dictionary of the day asking for it.
-func TestPartCache(t *testing.T) {
-	d := sampleSegDay()
-	part := d.appendPart(nil)
-	want, err := decodePart(part, len(d.strs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := want.estimate()
-	c := newPartCache(2 * size)
-	got, err := c.decode(part, len(d.strs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("cached decode:\n got %+v\nwant %+v", got, want)
-	}
-	again, err := c.decode(slicesClone(part), len(d.strs))
-	if err != nil || again != got {
-		t.Errorf("the same bytes decoded again (%p, then %p; %v)", got, again, err)
-	}
-	// A dictionary too small for the part's ids is an error, cached or not.
-	if _, err := c.decode(part, 1); err == nil {
-		t.Error("a part with ids beyond the dictionary decoded from the cache")
-	}
-	// Other bytes are another part; a third evicts the least recently used.
-	d2 := sampleSegDay()
-	d2.vPageviews[0] = 9
-	part2 := d2.appendPart(nil)
-	d3 := sampleSegDay()
-	d3.vPageviews[0] = 5
-	part3 := d3.appendPart(nil)
-	p2, err := c.decode(part2, len(d2.strs))
-	if err != nil || p2 == got || p2.vPageviews[0] != 9 {
-		t.Fatalf("another part: %+v, %v", p2, err)
-	}
-	c.decode(part, len(d.strs)) // part is now used more recently than part2
-	if _, err := c.decode(part3, len(d3.strs)); err != nil {
-		t.Fatal(err)
-	}
-	if c.size > c.max || len(c.parts) != 2 {
-		t.Errorf("%d parts of %d bytes cached, bound %d", len(c.parts), c.size, c.max)
-	}
-	if again, _ := c.decode(part, len(d.strs)); again != got {
-		t.Error("the most recently used part was evicted")
-	}
-	if again, _ := c.decode(part2, len(d2.strs)); again == p2 {
-		t.Error("the least recently used part was kept")
-	}
-	// A part larger than the bound is decoded, never cached.
-	small := newPartCache(size - 1)
-	if _, err := small.decode(part, len(d.strs)); err != nil || len(small.parts) != 0 {
-		t.Errorf("a part over the bound: %d cached, %v", len(small.parts), err)
-	}
-}
-
-func slicesClone(b []byte) []byte { return append([]byte(nil), b...) }
-
 // TestResultCache: a repeated query is answered from the cache with the
 // same answer, which the caller may change without changing the next; a
 // new hit, a new goal, a time zone change and the retention cut each
@@ -104,7 +44,7 @@ func TestResultCache(t *testing.T) {
 	hits := func() uint64 {
 		e.results.mu.Lock()
 		defer e.results.mu.Unlock()
-		return e.results.hits
+		return e.results.lru.Hits()
 	}
 	q.DateRange = DateRange{FromDay: DateOf(2026, 11, 15), ToDay: DateOf(2026, 11, 21)}
 	first := ask()
@@ -309,7 +249,7 @@ func TestWholeLimit(t *testing.T) {
 		t.Fatalf("under the limit: %v", err)
 	}
 	e.wholeLimit = 2 * int64(e.sealBytes)
-	e.wholes.drop(site)
+	e.wholes.Drop(site)
 	e.results.drop(site) // else the answer above is served again
 	got, err := e.Unscoped().Query(ctx, site, q)
 	if err != nil {

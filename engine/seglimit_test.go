@@ -22,7 +22,7 @@ import (
 // workers scan a day each and merge their groups (merge). Over four
 // days the open one is scanned first.
 func TestQueryGroupLimit(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // two workers (scanParallel)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // two workers (segments.ScanParallel)
 	c := newClock("2024-03-01T00:00:00Z")
 	e, _, a, w := soloSite(t, c, engine.SaltDay, noAnswerCache)
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestDimMemoReleasedOnWrite: a closed day written again (a late hit:
@@ -59,21 +60,21 @@ func TestDimMemoReleasedOnWrite(t *testing.T) {
 // and of old data; chunkOf put every one of them in chunk 0, which for a
 // day of orphans is the whole day, whatever the budget.
 func TestChunksSplitOrphans(t *testing.T) {
-	d := newSegDay()
+	d := segments.NewDay()
 	const hits, n = 4000, 8
 	for i := range hits {
-		d.addHit(&segHit{visit: noVisit, ms: int64(1_700_000_000_000 + i), kind: hkEvent, scroll: -1})
+		d.AddHit(&segments.Hit{Visit: segments.NoVisit, Ms: int64(1_700_000_000_000 + i), Kind: segments.KindEvent, Scroll: -1})
 	}
-	remap := make([]uint32, int(d.offV)+d.visits())
+	remap := make([]uint32, int(d.OffV)+d.Visits())
 	total := 0
 	for k := range n {
-		c, err := d.chunkOf(nil, newPartCache(1<<20), k, n, remap)
+		c, err := d.ChunkOf(nil, segments.NewPartCache(1<<20), k, n, remap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += c.hits()
-		if c.hits() > 2*hits/n {
-			t.Errorf("chunk %d of %d holds %d of the day's %d orphan events", k, n, c.hits(), hits)
+		total += c.Hits()
+		if c.Hits() > 2*hits/n {
+			t.Errorf("chunk %d of %d holds %d of the day's %d orphan events", k, n, c.Hits(), hits)
 		}
 	}
 	if total != hits {

@@ -7,26 +7,27 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestDayMemo: a closed day's memo answers a repeated filter (counted in
-// dayMemoHits), a set of filters it does not know is evaluated, and the
+// segments.DayMemoHits), a set of filters it does not know is evaluated, and the
 // visits written to the day later (copy on write, closed again) are
 // counted: no entry outlives the rows it was made of. Each query's
 // answer is the number of visitors from Google the test tracked.
 func TestDayMemo(t *testing.T) {
-	defer func(n int) { minMemoVisits = n }(minMemoVisits)
+	defer func(n int) { segments.MinMemoVisits = n }(segments.MinMemoVisits)
 	// The filter memo under test: the day's answer not taken whole from
 	// its memo of breakdowns (TestDimMemoEqualsScan).
 	defer SetDimMemo(SetDimMemo(false))
-	minMemoVisits = 1024 // the server's: the small days of other tests get one too
+	segments.MinMemoVisits = 1024 // the server's: the small days of other tests get one too
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	now := day.Add(36 * time.Hour) // the day is closed in every time zone
 	e, site := hardEngine(t, vfs.NewMem(), Options{QueryCache: -1, Now: func() time.Time { return now }})
 	var err error
 	defer func() { e.Close() }()
-	visits := minMemoVisits + 100
+	visits := segments.MinMemoVisits + 100
 	google := 0
 	track := func(first, n int) {
 		t.Helper()
@@ -63,17 +64,17 @@ func TestDayMemo(t *testing.T) {
 	if err := e.Snapshot(ctx); err != nil { // closes the day: compacted, with a memo
 		t.Fatal(err)
 	}
-	h0 := dayMemoHits.Load()
+	h0 := segments.DayMemoHits.Load()
 	ask("first", fromGoogle, google)
-	if n := dayMemoHits.Load() - h0; n != 0 {
+	if n := segments.DayMemoHits.Load() - h0; n != 0 {
 		t.Errorf("the first query found %d memo entries", n)
 	}
 	ask("again", fromGoogle, google)
-	if n := dayMemoHits.Load() - h0; n != 1 {
+	if n := segments.DayMemoHits.Load() - h0; n != 1 {
 		t.Errorf("the repeated query found %d memo entries, want 1", n)
 	}
 	ask("other filters", notDirect+`,`+fromGoogle, google)
-	if n := dayMemoHits.Load() - h0; n != 1 {
+	if n := segments.DayMemoHits.Load() - h0; n != 1 {
 		t.Errorf("other filters found a memo entry (%d in all, want 1)", n)
 	}
 	// Later visits on the closed day, some from Google.
@@ -85,7 +86,7 @@ func TestDayMemo(t *testing.T) {
 	ask("closed again", fromGoogle, google)
 	ask("closed again, repeated", fromGoogle, google)
 	ask("closed again, other filters", notDirect+`,`+fromGoogle, google)
-	if n := dayMemoHits.Load() - h0; n < 2 {
+	if n := segments.DayMemoHits.Load() - h0; n < 2 {
 		t.Errorf("the closed day's new memo was never used (%d entries found in all)", n)
 	}
 	// Least recently used out: five sets of filters, the first asked again
@@ -96,13 +97,13 @@ func TestDayMemo(t *testing.T) {
 	}
 	ask("refresh", sets[0]+`,`+fromGoogle, google)
 	ask("fifth", sets[4]+`,`+fromGoogle, google)
-	h1 := dayMemoHits.Load()
+	h1 := segments.DayMemoHits.Load()
 	ask("kept", sets[0]+`,`+fromGoogle, google)
-	if dayMemoHits.Load() != h1+1 {
+	if segments.DayMemoHits.Load() != h1+1 {
 		t.Error("the most recently used entry was dropped")
 	}
 	ask("dropped", sets[1]+`,`+fromGoogle, google)
-	if dayMemoHits.Load() != h1+1 {
+	if segments.DayMemoHits.Load() != h1+1 {
 		t.Error("the least recently used entry was kept")
 	}
 	// After a restart the day is decoded from the store with a memo of its
@@ -116,11 +117,11 @@ func TestDayMemo(t *testing.T) {
 	if e, err = Open(&o); err != nil {
 		t.Fatal(err)
 	}
-	h2 := dayMemoHits.Load()
+	h2 := segments.DayMemoHits.Load()
 	ask("reopened", fromGoogle, google)
 	ask("reopened, repeated", fromGoogle, google)
-	if dayMemoHits.Load() != h2+1 {
-		t.Errorf("the reopened day's memo found %d entries, want 1", dayMemoHits.Load()-h2)
+	if segments.DayMemoHits.Load() != h2+1 {
+		t.Errorf("the reopened day's memo found %d entries, want 1", segments.DayMemoHits.Load()-h2)
 	}
 }
 

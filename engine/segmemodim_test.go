@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestDimMemoEqualsScan (issue #37: "where the day buckets answer faster,
@@ -20,7 +21,7 @@ import (
 // scanning every day, over random hits on closed and open days, late hits
 // on days closed before, daily and weekly salts (a week's days share
 // their visitors: scanned, never from the memo). The memo is used
-// (dimMemoHits grows) under daily salts.
+// (segments.DimMemoHits grows) under daily salts.
 func TestDimMemoEqualsScan(t *testing.T) {
 	defer SetDimMemo(SetDimMemo(true))
 	for _, salt := range []SaltPeriod{SaltDay, SaltWeek} {
@@ -34,7 +35,7 @@ func TestDimMemoEqualsScan(t *testing.T) {
 				if _, err := e.Unscoped().AddGoal(ctx, site, Goal{EventName: "Signup"}); err != nil {
 					t.Fatal(err)
 				}
-				h0 := dimMemoHits.Load()
+				h0 := segments.DimMemoHits.Load()
 				for step := range 40 {
 					if _, err := e.Track(ctx, sealHits(rng, site, now, 15, 600)...); err != nil {
 						t.Fatal(err)
@@ -47,7 +48,7 @@ func TestDimMemoEqualsScan(t *testing.T) {
 					}
 					now = now.Add(time.Duration(30+rng.IntN(120)) * time.Minute)
 				}
-				if n := dimMemoHits.Load() - h0; salt == SaltDay && n == 0 {
+				if n := segments.DimMemoHits.Load() - h0; salt == SaltDay && n == 0 {
 					t.Error("no day's breakdown came from its memo")
 				}
 			})
@@ -166,11 +167,11 @@ func TestDimMemoInvalidated(t *testing.T) {
 	if err := e.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h0 := dimMemoHits.Load()
+	h0 := segments.DimMemoHits.Load()
 	ask("first")
 	ask("again")
-	if dimMemoHits.Load() != h0+1 {
-		t.Fatalf("the repeated query found the memo %d times, want 1", dimMemoHits.Load()-h0)
+	if segments.DimMemoHits.Load() != h0+1 {
+		t.Fatalf("the repeated query found the memo %d times, want 1", segments.DimMemoHits.Load()-h0)
 	}
 	track(30)
 	ask("written again")
@@ -233,8 +234,8 @@ func TestDimMemoBytesCounted(t *testing.T) {
 	sh := e.shardOf(site)
 	sh.mu.Lock()
 	for _, ent := range s.state.days {
-		if ent.seg != nil && ent.seg.dm != nil {
-			bound += int64(dimMemoBytes(ent.seg.visits()))
+		if ent.seg != nil && ent.seg.Memo() != nil {
+			bound += int64(segments.DimMemoBytes(ent.seg.Visits()))
 		}
 	}
 	sh.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/webstats/webstats/engine/query"
 )
 
 // Prop is one custom property of a hit (SPEC §2.4: at most MaxProps per
@@ -38,20 +40,13 @@ type Engagement struct {
 	ScrollDepth int
 }
 
-// Goal is a conversion goal of a website (SPEC §10.1): a custom-event goal
-// (EventName, optionally with a revenue Currency) or a pageview goal
-// (PagePath, where "*" and "**" match any run of characters).
-type Goal struct {
-	ID uint64 `json:"id"`
-	// DisplayName is how queries name the goal (event:goal). Default: the
-	// event name, or "Visit " + PagePath.
-	DisplayName string `json:"display_name"`
-	EventName   string `json:"event_name,omitempty"`
-	PagePath    string `json:"page_path,omitempty"`
-	// Currency is the ISO 4217 code of a revenue goal; only events whose
-	// unit is this currency add to its revenue.
-	Currency string `json:"currency,omitempty"`
-}
+// Goal, MetricWarning and Revenue are the query model's (package query):
+// a website's goal, why a metric is null, a revenue metric's value.
+type (
+	Goal          = query.Goal
+	MetricWarning = query.MetricWarning
+	Revenue       = query.Revenue
+)
 
 // MaxGoals bounds the goals of one website.
 const MaxGoals = 1000
@@ -79,20 +74,6 @@ type QueryMeta struct {
 	MetricWarnings    map[string]MetricWarning `json:"metric_warnings,omitempty"`
 	TimeLabels        []string                 `json:"time_labels,omitempty"`
 	TotalRows         *int                     `json:"total_rows,omitempty"`
-}
-
-// MetricWarning says why a metric is null (revenue metrics).
-type MetricWarning struct {
-	Code    string `json:"code"`
-	Warning string `json:"warning"`
-}
-
-// Revenue is a revenue metric's value.
-type Revenue struct {
-	Value    float64 `json:"value"`
-	Currency string  `json:"currency"`
-	Short    string  `json:"short"`
-	Long     string  `json:"long"`
 }
 
 var _ json.Marshaler = QueryResult{}

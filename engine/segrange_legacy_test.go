@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestLegacyHitDayDailySalt: a hit written before hits kept their day
@@ -33,8 +34,8 @@ func TestLegacyHitDayDailySalt(t *testing.T) {
 	sh := e.shardOf(site)
 	sh.mu.Lock()
 	ent := s.state.days[DateOf(2026, 3, 10)]
-	for i := range ent.seg.hFlags {
-		ent.seg.hFlags[i] &= hfInteractive
+	for i := range ent.seg.HFlags {
+		ent.seg.HFlags[i] &= segments.HitInteractive
 	}
 	sh.mu.Unlock()
 	tz := "Europe/Berlin"

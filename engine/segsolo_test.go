@@ -41,7 +41,7 @@ func soloSite(t *testing.T, c *clock, salt engine.SaltPeriod, mod ...func(*engin
 // once per salt period when the days of one period are scanned apart: a
 // week of weekly salts read by an engine now on daily ones. The scan
 // counts a day's visitors without a bitmap only when no other day holds
-// its period (soloDays): here every day shares the week's.
+// its period (segments.SoloDays): here every day shares the week's.
 func TestQueryVisitorsAfterSaltChange(t *testing.T) {
 	c := newClock("2024-01-08T10:00:00Z") // a Monday
 	e, o, a, w := soloSite(t, c, engine.SaltWeek)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestStreamedDays (SPEC §13 "a query over any range streams its days
@@ -111,10 +112,10 @@ func TestChunksOfADay(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 40} {
 		visits, hits := 0, 0
 		seen := map[[2]int64]int{} // period, visitor → chunk
-		var d *segDay
+		var d *segments.Day
 		sh := e.shardOf(site)
 		sh.mu.Lock()
-		d = s.state.days[DateOf(2026, 11, 21)].seg.clone()
+		d = s.state.days[DateOf(2026, 11, 21)].seg.Clone()
 		sh.mu.Unlock()
 		var parts [][]byte
 		if err := e.store.DaysWithParts(site, int32(DateOf(2026, 11, 21)), int32(DateOf(2026, 11, 21)), nil, func(_ int32, _ []byte, p [][]byte) error {
@@ -123,22 +124,22 @@ func TestChunksOfADay(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		remap := make([]uint32, int(d.offV)+d.visits())
+		remap := make([]uint32, int(d.OffV)+d.Visits())
 		for k := range n {
-			c, err := d.chunkOf(parts, e.parts, k, n, remap)
+			c, err := d.ChunkOf(parts, e.parts, k, n, remap)
 			if err != nil {
 				t.Fatal(err)
 			}
-			visits += c.visits()
-			hits += c.hits()
-			for v := range c.visits() {
-				key := [2]int64{int64(c.vPeriod[v]), int64(c.vVisitor[v])}
+			visits += c.Visits()
+			hits += c.Hits()
+			for v := range c.Visits() {
+				key := [2]int64{int64(c.VPeriod[v]), int64(c.VVisitor[v])}
 				if prev, ok := seen[key]; ok && prev != k {
 					t.Errorf("n=%d: visitor %v in chunks %d and %d", n, key, prev, k)
 				}
 				seen[key] = k
-				if lo, hi := c.visitHits(uint32(v)); hi-lo != int(c.vPageviews[v]) {
-					t.Errorf("n=%d chunk %d: visit %d has %d hits, %d pageviews", n, k, v, hi-lo, c.vPageviews[v])
+				if lo, hi := c.VisitHits(uint32(v)); hi-lo != int(c.VPageviews[v]) {
+					t.Errorf("n=%d chunk %d: visit %d has %d hits, %d pageviews", n, k, v, hi-lo, c.VPageviews[v])
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -33,11 +34,11 @@ type pendingDay struct {
 	date buckets.Date
 	ent  *dayEntry
 	day  *buckets.Day // frozen: encoded after the lock is released
-	seg  *segDay
+	seg  *segments.Day
 	data []byte
 	// part, when the day's rows are sealed, is the day as it was: its rows
 	// are written as part number part.parts, and seg is its value after.
-	part *segDay
+	part *segments.Day
 }
 
 // pendingChunks are the changed chunks of a period collected for a
@@ -141,10 +142,10 @@ func (e *Engine) writeSnapshot() error {
 				ent.shared = true
 			}
 			p.day, p.seg = ent.day, ent.seg
-			if !ent.frozen && !ent.closed && ent.seg.rowBytes() >= e.sealBytes && ent.seg.hits() > 0 {
+			if !ent.frozen && !ent.closed && ent.seg.RowBytes() >= e.sealBytes && ent.seg.Hits() > 0 {
 				// Its rows go to the store as a part; the value keeps
 				// the strings. They leave memory once written (below).
-				p.part, p.seg = ent.seg, ent.seg.sealed()
+				p.part, p.seg = ent.seg, ent.seg.Sealed()
 			}
 			pend = append(pend, p)
 		}
@@ -177,7 +178,7 @@ func (e *Engine) writeSnapshot() error {
 		}
 		sn.Days = append(sn.Days, snapshot.DayRecord{Website: p.st.id, Date: int32(p.date), Data: p.data})
 		if p.part != nil {
-			sn.Parts = append(sn.Parts, snapshot.DayPart{Website: p.st.id, Date: int32(p.date), Part: p.part.parts, Data: p.part.appendPart(nil)})
+			sn.Parts = append(sn.Parts, snapshot.DayPart{Website: p.st.id, Date: int32(p.date), Part: p.part.Parts, Data: p.part.AppendPart(nil)})
 		}
 	}
 	for _, pc := range chunks {
@@ -243,10 +244,10 @@ func (e *Engine) dropSealed(p pendingDay) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	ent := p.st.days[p.date]
-	if p.st.deleted || ent != p.ent || ent.frozen || ent.seg.parts != p.part.parts {
+	if p.st.deleted || ent != p.ent || ent.frozen || ent.seg.Parts != p.part.Parts {
 		return
 	}
-	ent.seg = ent.seg.dropSealed(p.part)
+	ent.seg = ent.seg.DropSealed(p.part)
 	ent.shared = false // a new copy: no snapshot encodes it
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -80,7 +81,7 @@ type dayEntry struct {
 	// day, so they stay in the store until a segment query or a write
 	// needs them, and are then read and set (fillSegLocked). Only frozen
 	// days may lack segments: a day is made writable only with them.
-	seg *segDay
+	seg *segments.Day
 	// frozen days are never modified: queries read them without the lock,
 	// and a write replaces day with a modified clone (copy on write).
 	frozen bool
@@ -100,8 +101,8 @@ type dayEntry struct {
 // releaseMemo takes what the day's memo keeps of breakdowns out of the
 // budget: the day left memory (evicted, dropped).
 func (ent *dayEntry) releaseMemo() {
-	if ent.seg != nil && ent.seg.dm != nil {
-		ent.seg.dm.releaseDims()
+	if ent.seg != nil {
+		ent.seg.ReleaseDims()
 	}
 }
 
@@ -276,7 +277,7 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		ent = cur
 	} else {
 		// New, or dropped by retention since it was pinned: a new day.
-		ent = &dayEntry{day: buckets.NewDay(first), seg: newSegDay()}
+		ent = &dayEntry{day: buckets.NewDay(first), seg: segments.NewDay()}
 		st.days[date] = ent
 	}
 	if _, ok := st.dates[date]; !ok {
@@ -291,11 +292,11 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		e.counters.resident.Add(-int64(ent.size))
 		ent.releaseMemo() // the copy is the day now: the old memo's breakdowns leave the budget with it
 		ent.day = ent.day.Clone()
-		ent.seg = ent.seg.clone()
+		ent.seg = ent.seg.Clone()
 		ent.frozen, ent.size = false, 0
 	} else if ent.shared {
 		ent.day = ent.day.Clone() // a snapshot may be encoding it
-		ent.seg = ent.seg.clone()
+		ent.seg = ent.seg.Clone()
 		ent.shared = false
 	}
 	return ent
@@ -308,7 +309,7 @@ func (e *Engine) residentLocked(st *siteState, date buckets.Date, d storedDay) *
 	closed := date < buckets.DateFromTime(e.now().UTC())-1
 	ent := &dayEntry{day: d.day, seg: d.seg, frozen: true, closed: closed, size: d.day.SizeBytes(), used: e.counters.tick.Add(1)}
 	if d.seg != nil {
-		ent.size += d.seg.size
+		ent.size += d.seg.Size
 	}
 	st.days[date] = ent
 	e.counters.resident.Add(int64(ent.size))
@@ -318,13 +319,13 @@ func (e *Engine) residentLocked(st *siteState, date buckets.Date, d storedDay) *
 // fillSegLocked gives a resident day read without its segments (frozen,
 // unchanged since: a day is made writable only with them) the segments of
 // the same day read again from the store, and charges them.
-func (e *Engine) fillSegLocked(ent *dayEntry, seg *segDay) {
+func (e *Engine) fillSegLocked(ent *dayEntry, seg *segments.Day) {
 	if ent.seg != nil || !ent.frozen {
 		return
 	}
 	ent.seg = seg
-	ent.size += seg.size
-	e.counters.resident.Add(int64(seg.size))
+	ent.size += seg.Size
+	e.counters.resident.Add(int64(seg.Size))
 }
 
 // segMissing reports a day resident without its segments.

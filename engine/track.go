@@ -14,6 +14,7 @@ import (
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -338,7 +339,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 			// salts: a visit's rows live in the day it started).
 			if id, ok := p.index[r.hash]; ok {
 				v := &p.visits[id-p.first]
-				if v.row != noVisit && v.day != r.date {
+				if v.row != segments.NoVisit && v.day != r.date {
 					if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
 						if _, ok := st.dates[v.day]; ok {
 							add(need{v.day, 0, true})
@@ -414,7 +415,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 		if !ok {
 			// A new day: an empty entry to pin (not in dates until a
 			// hit is applied to it).
-			ent = &dayEntry{day: buckets.NewDay(r.period), seg: newSegDay()}
+			ent = &dayEntry{day: buckets.NewDay(r.period), seg: segments.NewDay()}
 			st.days[r.date] = ent
 		}
 		ent.pins++
@@ -435,7 +436,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 			hits[k].per = p
 			if id, ok := p.index[r.hash]; ok {
 				v := &p.visits[id-p.first]
-				if vent, ok := st.days[v.day]; ok && v.row != noVisit && v.day != r.date {
+				if vent, ok := st.days[v.day]; ok && v.row != segments.NoVisit && v.day != r.date {
 					vent.pins++
 					vent.used = tick
 					hits[k].vday = vent

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/webstats/webstats/engine/internal/segments"
 )
 
 // TestVisitorChunkVersion3: visitor state written before the segments had
@@ -28,7 +30,7 @@ func TestVisitorChunkVersion3(t *testing.T) {
 		t.Fatalf("version 3: %+v (id %d), want %+v (id 10)", p.visits[0], p.index[0xabc], want)
 	}
 
-	v := visit{last: 1_700_000_000_000, host: 77, sLast: 1_700_000_900_000, sHost: 0, day: 19000, row: noVisit}
+	v := visit{last: 1_700_000_000_000, host: 77, sLast: 1_700_000_900_000, sHost: 0, day: 19000, row: segments.NoVisit}
 	c := chunkCopy{first: 10, hashes: []uint64{0xabc}, visits: []visit{v}}
 	q := newPeriod(0)
 	if err := q.addChunk(0, c.appendBinary(nil)); err != nil {

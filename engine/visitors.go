@@ -8,6 +8,8 @@ import (
 	"math/bits"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // period is the visitor state of one salt period of one website: the dense
@@ -50,7 +52,7 @@ type visit struct {
 	sLast int64
 	sHost uint64
 	// day and row locate the segments' visit's row: the local day it
-	// started and its row there; row is noVisit when unknown (state
+	// started and its row there; row is segments.NoVisit when unknown (state
 	// migrated from before the segments store).
 	day buckets.Date
 	row uint32
@@ -93,7 +95,7 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 	id = p.first + uint32(len(p.hashes))
 	p.index[hash] = id
 	p.hashes = append(p.hashes, hash)
-	p.visits = append(p.visits, visit{row: noVisit})
+	p.visits = append(p.visits, visit{row: segments.NoVisit})
 	return id, true, true
 }
 
@@ -105,8 +107,8 @@ func (p *period) visitor(hash uint64) (id uint32, added, ok bool) {
 // chunks are not marked changed: read back, they are forgotten again.
 func (p *period) forgetRowsBefore(cut buckets.Date) {
 	for i := range p.visits {
-		if v := &p.visits[i]; v.row != noVisit && v.day < cut {
-			v.row = noVisit
+		if v := &p.visits[i]; v.row != segments.NoVisit && v.day < cut {
+			v.row = segments.NoVisit
 		}
 	}
 }
@@ -188,7 +190,7 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 		b = binary.AppendVarint(b, c.visits[i].last)
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].host)
 		b = binary.AppendVarint(b, int64(c.visits[i].day))
-		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // noVisit+1 is 0
+		b = binary.AppendUvarint(b, uint64(c.visits[i].row+1)) // segments.NoVisit+1 is 0
 		b = binary.AppendVarint(b, c.visits[i].sLast)
 		b = binary.LittleEndian.AppendUint64(b, c.visits[i].sHost)
 	}
@@ -198,13 +200,13 @@ func (c *chunkCopy) appendBinary(b []byte) []byte {
 // addChunk decodes chunk number c into p. Chunks must come in order, each
 // full but the last.
 func (p *period) addChunk(c uint32, b []byte) error {
-	d := decoder{b: b}
-	v := d.byte()
+	d := wire.Decoder{B: b}
+	v := d.Byte()
 	if v < 2 || v > chunkVersion {
 		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
-	first, n := d.uvarint(), d.uvarint()
-	if d.bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
+	first, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
 		return fmt.Errorf("visitor chunk %d: bad header", c)
 	}
 	if len(p.hashes) == 0 {
@@ -214,19 +216,19 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		return fmt.Errorf("visitor chunk %d: out of order", c)
 	}
 	for range n {
-		h := d.uint64()
-		last := d.varint()
-		host := d.uint64()
+		h := d.Uint64()
+		last := d.Varint()
+		host := d.Uint64()
 		day, row := int64(0), uint64(0)
 		if v >= 3 {
-			day, row = d.varint(), d.uvarint()
+			day, row = d.Varint(), d.Uvarint()
 		}
 		// Before version 4 the segments' visit was the phpAnalytics one.
 		sLast, sHost := last, host
 		if v >= 4 {
-			sLast, sHost = d.varint(), d.uint64()
+			sLast, sHost = d.Varint(), d.Uint64()
 		}
-		if d.bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
+		if d.Bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
 			return fmt.Errorf("visitor chunk %d: truncated", c)
 		}
 		if _, dup := p.index[h]; dup {
@@ -236,8 +238,8 @@ func (p *period) addChunk(c uint32, b []byte) error {
 		p.hashes = append(p.hashes, h)
 		p.visits = append(p.visits, visit{last: last, host: host, sLast: sLast, sHost: sHost, day: buckets.Date(day), row: uint32(row) - 1})
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.b))
+	if len(d.B) != 0 {
+		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.B))
 	}
 	return nil
 }
@@ -246,20 +248,20 @@ func (p *period) addChunk(c uint32, b []byte) error {
 // whose visit hosts were ids of the website's old string table; host maps
 // such an id (1 + string id) to the host.
 func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) {
-	d := decoder{b: b}
-	if v := d.byte(); v != 1 {
+	d := wire.Decoder{B: b}
+	if v := d.Byte(); v != 1 {
 		return nil, fmt.Errorf("engine: visitor state: unknown version %d", v)
 	}
-	first, n := d.uvarint(), d.uvarint()
-	if d.bad || first > 1<<32-1 || n > uint64(len(d.b))/10+1 || first+n > 1<<32 {
+	first, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || first > 1<<32-1 || n > uint64(len(d.B))/10+1 || first+n > 1<<32 {
 		return nil, fmt.Errorf("engine: visitor state: bad header")
 	}
 	p := newPeriod(uint32(first))
 	for i := range n {
-		h := d.uint64()
-		last := d.varint()
-		hid := d.uvarint()
-		if d.bad || hid > 1<<32-1 {
+		h := d.Uint64()
+		last := d.Varint()
+		hid := d.Uvarint()
+		if d.Bad || hid > 1<<32-1 {
 			return nil, fmt.Errorf("engine: visitor state: truncated at visitor %d", i)
 		}
 		var hk uint64
@@ -268,10 +270,10 @@ func decodeLegacyPeriod(b []byte, host func(id uint32) string) (*period, error) 
 		}
 		p.index[h] = p.first + uint32(len(p.hashes))
 		p.hashes = append(p.hashes, h)
-		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: noVisit})
+		p.visits = append(p.visits, visit{last: last, host: hk, sLast: last, sHost: hk, row: segments.NoVisit})
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.b))
+	if len(d.B) != 0 {
+		return nil, fmt.Errorf("engine: visitor state: %d trailing bytes", len(d.B))
 	}
 	p.markAllDirty()
 	return p, nil

@@ -1,4 +1,4 @@
-package engine
+package segments
 
 import (
 	"math/bits"
@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// dayMemo keeps, on a day that no longer changes, what queries found of it
+// Memo keeps, on a day that no longer changes, what queries found of it
 // that the next query may use again: the span of its hit times, and which
 // visits recent queries' simple visit-level filters excluded. The cards
 // of one dashboard ask the same filters of the same days a dozen times;
@@ -16,25 +16,25 @@ import (
 // maxDayMemoKey bytes, counted in the day's memory estimate. Only a day
 // that may be read without the shard lock gets one, when it is made: one
 // decoded from the store, one made whole, and one closed (compact); and
-// only with minMemoVisits visits or more, below which a filter's pass
+// only with MinMemoVisits visits or more, below which a filter's pass
 // over the visits costs microseconds. The field is never written once the
 // day is shared: a copy for writing (clone) has none.
-type dayMemo struct {
+type Memo struct {
 	spanOnce sync.Once
 	lo, hi   int64
 	perOnce  sync.Once
 	plo, phi int32
-	// totals are the day's unfiltered totals (plan.scanDay), once a
+	// totals are the day's unfiltered totals (Plan.ScanDay), once a
 	// query has counted them.
-	totals atomic.Pointer[dayTotals]
+	Totals atomic.Pointer[Totals]
 
 	// gidMap is the day's dictionary in the engine's table of values
-	// (dayGids), once a query has looked one up.
-	gidMap atomic.Pointer[dayGids]
+	// (Gids), once a query has looked one up.
+	gidMap atomic.Pointer[Gids]
 
 	mu      sync.Mutex
 	entries [dayMemoKeys]memoEntry
-	// dims are the day's breakdowns (segmemodim.go); allOnDay says
+	// dims are the day's breakdowns (memodim.go, dimmemo.go); allOnDay says
 	// every hit is counted under the day (onDay).
 	dims      []*dimEntry
 	acct      *dimAcct // nil until a breakdown is kept
@@ -56,9 +56,9 @@ const (
 	maxDayMemoKey = 512
 )
 
-// minMemoVisits is the fewest visits of a day with a memo. A variable so
+// MinMemoVisits is the fewest visits of a day with a memo. A variable so
 // that the tests' small days have one too (export_test.go).
-var minMemoVisits = 1024
+var MinMemoVisits = 1024
 
 // memoBytes is what a memo may hold for a day of nv visits and ns
 // strings, at most, its breakdowns apart (counted as kept: dimAcct).
@@ -66,55 +66,55 @@ func memoBytes(nv, ns int) int {
 	return 384 + dayMemoKeys*(maxDayMemoKey+(nv+63)/64*8) + gidsBytes(ns) // 384: the struct and its totals
 }
 
-// newDayMemo returns a memo for a day of nv visits, nil for a small day.
-func newDayMemo(nv int) *dayMemo {
-	if nv < minMemoVisits {
+// newMemo returns a memo for a day of nv visits, nil for a small day.
+func newMemo(nv int) *Memo {
+	if nv < MinMemoVisits {
 		return nil
 	}
-	return new(dayMemo)
+	return new(Memo)
 }
 
-// memo returns d's memo: nil for a day without one.
-func (d *segDay) memo() *dayMemo {
-	if !useDayMemo.Load() {
+// Memo returns d's memo: nil for a day without one.
+func (d *Day) Memo() *Memo {
+	if !UseDayMemo.Load() {
 		return nil
 	}
 	return d.dm
 }
 
-// useDayMemo is off only in benchmarks that measure a query on its own
+// UseDayMemo is off only in benchmarks that measure a query on its own
 // (SetDayMemo in export_test.go).
-var useDayMemo atomic.Bool
+var UseDayMemo atomic.Bool
 
-// useFilterMemo is off only in benchmarks of a query whose filters were
+// UseFilterMemo is off only in benchmarks of a query whose filters were
 // just chosen (SetFilterMemo in export_test.go): the visits its filters
 // exclude are found again, what the memo keeps of the day itself is used.
-var useFilterMemo atomic.Bool
+var UseFilterMemo atomic.Bool
 
 func init() {
-	useDayMemo.Store(true)
-	useFilterMemo.Store(true)
+	UseDayMemo.Store(true)
+	UseFilterMemo.Store(true)
 }
 
-// dayMemoHits counts the times a memo knew a query's filters (for tests).
-var dayMemoHits atomic.Int64
+// DayMemoHits counts the times a memo knew a query's filters (for tests).
+var DayMemoHits atomic.Int64
 
-// span returns the first and last hit times of sd (hitSpan), computed once.
-func (m *dayMemo) span(sd *segDay) (lo, hi int64) {
+// Span returns the first and last hit times of sd (hitSpan), computed once.
+func (m *Memo) Span(sd *Day) (lo, hi int64) {
 	m.spanOnce.Do(func() { m.lo, m.hi = hitSpan(sd) })
 	return m.lo, m.hi
 }
 
-// periods returns the first and last salt periods of sd's visits
-// (periodSpan), computed once.
-func (m *dayMemo) periods(sd *segDay) (lo, hi int32) {
-	m.perOnce.Do(func() { m.plo, m.phi = periodSpan(sd) })
+// Periods returns the first and last salt periods of sd's visits
+// (PeriodSpan), computed once.
+func (m *Memo) Periods(sd *Day) (lo, hi int32) {
+	m.perOnce.Do(func() { m.plo, m.phi = PeriodSpan(sd) })
 	return m.plo, m.phi
 }
 
-// excluded marks in vpass (2) the visits the filters named key excluded,
+// Excluded marks in vpass (2) the visits the filters named key excluded,
 // and reports whether the memo knew them. vpass has a byte a visit, all 0.
-func (m *dayMemo) excluded(key string, vpass []uint8) bool {
+func (m *Memo) Excluded(key string, vpass []uint8) bool {
 	if m == nil || len(key) > maxDayMemoKey {
 		return false
 	}
@@ -138,13 +138,13 @@ func (m *dayMemo) excluded(key string, vpass []uint8) bool {
 			word &= word - 1
 		}
 	}
-	dayMemoHits.Add(1)
+	DayMemoHits.Add(1)
 	return true
 }
 
-// keepExcluded keeps which visits vpass excludes (2) under key, in place
+// KeepExcluded keeps which visits vpass excludes (2) under key, in place
 // of the least recently used entry.
-func (m *dayMemo) keepExcluded(key string, vpass []uint8) {
+func (m *Memo) KeepExcluded(key string, vpass []uint8) {
 	if m == nil || len(key) > maxDayMemoKey {
 		return
 	}

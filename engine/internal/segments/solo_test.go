@@ -1,13 +1,15 @@
-package engine
+package segments
 
-import "testing"
+import (
+	"testing"
+)
 
 // TestDistinctVisitorsBounded checks that counting a group's visitors
 // without a bitmap stays within a few words a row whatever the ids (the
 // store's decoding accepts any), and counts right both ways.
 func TestDistinctVisitorsBounded(t *testing.T) {
-	sd := &segDay{vVisitor: []uint32{7, 1 << 30, 7, 3, 1 << 30, 0}}
-	p := &plan{}
+	sd := &Day{VVisitor: []uint32{7, 1 << 30, 7, 3, 1 << 30, 0}}
+	p := &Plan{}
 	if n := p.distinctVisitors(sd, []uint32{0, 1, 2, 3, 4, 5}); n != 4 {
 		t.Errorf("sparse ids: %d visitors, want 4", n)
 	}

@@ -1,9 +1,11 @@
-package engine
+package segments
 
 import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+
+	"github.com/webstats/webstats/engine/query"
 )
 
 // Bounds of a query's regular expressions (matches and matches_not
@@ -36,10 +38,10 @@ func (b *regexpBudget) compile(pattern string) (*regexp.Regexp, error) {
 		shown = shown[:100] + "…"
 	}
 	if len(pattern) > MaxRegexpLength {
-		return nil, &QueryError{Msg: fmt.Sprintf("Invalid filter '%s': a regular expression may be at most %d bytes long.", shown, MaxRegexpLength), Limit: "MaxRegexpLength"}
+		return nil, &query.QueryError{Msg: fmt.Sprintf("Invalid filter '%s': a regular expression may be at most %d bytes long.", shown, MaxRegexpLength), Limit: "MaxRegexpLength"}
 	}
-	invalid := &QueryError{Msg: fmt.Sprintf("Invalid filter '%s': invalid regular expression", pattern)}
-	tooLarge := &QueryError{Msg: fmt.Sprintf("Invalid filter '%s': the regular expressions of a query may compile to at most %d instructions in all; this one is too large (fewer or smaller repetitions).", shown, MaxRegexpProgram), Limit: "MaxRegexpProgram"}
+	invalid := &query.QueryError{Msg: fmt.Sprintf("Invalid filter '%s': invalid regular expression", pattern)}
+	tooLarge := &query.QueryError{Msg: fmt.Sprintf("Invalid filter '%s': the regular expressions of a query may compile to at most %d instructions in all; this one is too large (fewer or smaller repetitions).", shown, MaxRegexpProgram), Limit: "MaxRegexpProgram"}
 	re, err := syntax.Parse(pattern, syntax.Perl) // regexp.Compile's flags
 	if err != nil {
 		return nil, invalid

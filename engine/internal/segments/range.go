@@ -1,7 +1,6 @@
-package engine
+package segments
 
 import (
-	"math"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
@@ -13,12 +12,12 @@ import (
 
 // inRange reports whether hit i of the current day sd is in the range: by
 // its day over whole days, by its time over a sub-day range.
-func (p *plan) inRange(sd *segDay, i int) bool {
-	if p.byDay {
+func (p *Plan) inRange(sd *Day, i int) bool {
+	if p.ByDay {
 		d := p.hitDay(sd, i)
 		return d >= p.firstDay && d <= p.lastDay
 	}
-	sec := floorDiv(sd.hMs[i], 1000)
+	sec := FloorDiv(sd.HMs[i], 1000)
 	return sec >= p.from && sec <= p.to
 }
 
@@ -30,32 +29,32 @@ func (p *plan) inRange(sd *segDay, i int) bool {
 // salts a visit's hits are all of its salt period's one day, the current
 // one (its row's period is that day): read in another time zone since, a
 // visit that crosses the new zone's midnight stays on its day.
-func (p *plan) hitDay(sd *segDay, i int) buckets.Date {
-	if d, ok := flagDay(sd.hFlags[i]); ok {
+func (p *Plan) hitDay(sd *Day, i int) buckets.Date {
+	if d, ok := flagDay(sd.HFlags[i]); ok {
 		return p.date + d
 	}
-	v := sd.hVisit[i]
-	if v == noVisit || sd.hMs[i] < p.nextMid || int(v) >= len(sd.vFirst) ||
-		p.daily && sd.vPeriod[v] == int32(p.date) {
+	v := sd.HVisit[i]
+	if v == NoVisit || sd.HMs[i] < p.nextMid || int(v) >= len(sd.VFirst) ||
+		p.Daily && sd.VPeriod[v] == int32(p.date) {
 		return p.date
 	}
-	loc := p.r.Location
-	d := DateFromTime(time.UnixMilli(sd.hMs[i]).In(loc)) - DateFromTime(time.UnixMilli(sd.vFirst[v]).In(loc))
+	loc := p.Query.Location
+	d := buckets.DateFromTime(time.UnixMilli(sd.HMs[i]).In(loc)) - buckets.DateFromTime(time.UnixMilli(sd.VFirst[v]).In(loc))
 	return p.date + max(d, 0)
 }
 
 // wholeDay reports whether every hit of sd is in the range (most days of
 // a range): no per-hit time check is needed then. memo: sd's, if frozen.
-func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
-	if p.byDay {
+func (p *Plan) wholeDay(sd *Day, memo *Memo) bool {
+	if p.ByDay {
 		if p.date < p.firstDay || p.date > p.lastDay {
 			return false
 		}
 		if p.date-p.firstDay > 32 && p.lastDay-p.date > 32 {
 			return true // farther than any hit's day from its visit's
 		}
-		for i, f := range sd.hFlags {
-			if f|hfInteractive == hfDay|hfInteractive {
+		for i, f := range sd.HFlags {
+			if f|HitInteractive == HitDay|HitInteractive {
 				continue // on the day itself (the common case)
 			}
 			if d := p.hitDay(sd, i); d < p.firstDay || d > p.lastDay {
@@ -66,29 +65,20 @@ func (p *plan) wholeDay(sd *segDay, memo *dayMemo) bool {
 	}
 	var lo, hi int64
 	if memo != nil {
-		lo, hi = memo.span(sd)
+		lo, hi = memo.Span(sd)
 	} else {
 		lo, hi = hitSpan(sd)
 	}
-	return floorDiv(lo, 1000) >= p.from && floorDiv(hi, 1000) <= p.to
-}
-
-// hitSpan returns the first and last hit times of sd (Unix ms).
-func hitSpan(sd *segDay) (lo, hi int64) {
-	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
-	for _, ms := range sd.hMs {
-		lo, hi = min(lo, ms), max(hi, ms)
-	}
-	return lo, hi
+	return FloorDiv(lo, 1000) >= p.from && FloorDiv(hi, 1000) <= p.to
 }
 
 // dayLabel returns the id of the time label of a hit counted under local
 // day d (time:day, time:week, time:month over whole days).
-func (p *plan) dayLabel(d buckets.Date) uint32 {
+func (p *Plan) dayLabel(d buckets.Date) uint32 {
 	if id, ok := p.dayLabels[d]; ok {
 		return id
 	}
-	label := p.r.DayBucket(d)
+	label := p.Query.DayBucket(d)
 	id, ok := p.labelIDs[label]
 	if !ok {
 		id = uint32(len(p.labels))

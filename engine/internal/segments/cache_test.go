@@ -1,0 +1,65 @@
+package segments
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// TestPartCache: a part decodes as DecodePart does, once; the cache keeps
+// within its bound, evicting the least recently used; a part is checked
+// against the dictionary of the day asking for it.
+func TestPartCache(t *testing.T) {
+	d := sampleDay()
+	part := d.AppendPart(nil)
+	want, err := DecodePart(part, len(d.Strs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := want.Estimate()
+	c := NewPartCache(2 * size)
+	got, err := c.Decode(part, len(d.Strs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cached decode:\n got %+v\nwant %+v", got, want)
+	}
+	again, err := c.Decode(slices.Clone(part), len(d.Strs))
+	if err != nil || again != got {
+		t.Errorf("the same bytes decoded again (%p, then %p; %v)", got, again, err)
+	}
+	// A dictionary too small for the part's ids is an error, cached or not.
+	if _, err := c.Decode(part, 1); err == nil {
+		t.Error("a part with ids beyond the dictionary decoded from the cache")
+	}
+	// Other bytes are another part; a third evicts the least recently used.
+	d2 := sampleDay()
+	d2.VPageviews[0] = 9
+	part2 := d2.AppendPart(nil)
+	d3 := sampleDay()
+	d3.VPageviews[0] = 5
+	part3 := d3.AppendPart(nil)
+	p2, err := c.Decode(part2, len(d2.Strs))
+	if err != nil || p2 == got || p2.VPageviews[0] != 9 {
+		t.Fatalf("another part: %+v, %v", p2, err)
+	}
+	c.Decode(part, len(d.Strs)) // part is now used more recently than part2
+	if _, err := c.Decode(part3, len(d3.Strs)); err != nil {
+		t.Fatal(err)
+	}
+	if c.lru.Size() > c.max || c.lru.Len() != 2 {
+		t.Errorf("%d parts of %d bytes cached, bound %d", c.lru.Len(), c.lru.Size(), c.max)
+	}
+	if again, _ := c.Decode(part, len(d.Strs)); again != got {
+		t.Error("the most recently used part was evicted")
+	}
+	if again, _ := c.Decode(part2, len(d2.Strs)); again == p2 {
+		t.Error("the least recently used part was kept")
+	}
+	// A part larger than the bound is decoded, never cached.
+	small := NewPartCache(size - 1)
+	if _, err := small.Decode(part, len(d.Strs)); err != nil || small.lru.Len() != 0 {
+		t.Errorf("a part over the bound: %d cached, %v", small.lru.Len(), err)
+	}
+}
