@@ -19,43 +19,10 @@ func (e *Engine) load() error {
 	if err := e.loadRegistry(); err != nil {
 		return err
 	}
-	err := e.store.Scan(snapshot.KindSalt, func(id uint64, v []byte) error {
-		if len(v) != 16 {
-			return fmt.Errorf("engine: salt %d: %w", id, snapshot.ErrCorrupt)
-		}
-		e.salts.m[buckets.Date(int32(uint32(id)))] = [16]byte(v)
-		return nil
-	})
-	if err != nil {
+	if err := e.loadSalts(); err != nil {
 		return err
 	}
-	maxSeq := e.store.Trim()
-	err = e.store.ScanSites(func(website uint32, data []byte) error {
-		s := e.sites[website]
-		if s == nil {
-			return nil // deleted; its keys are being removed
-		}
-		st := s.state
-		if err := e.decodeMetaLocked(st, data); err != nil {
-			return fmt.Errorf("engine: website %d state: %w", website, err)
-		}
-		if e.opts.Retention > 0 {
-			// Days retention drops now are dropped before replay reads
-			// any (a store written before retention's deletions went
-			// into the snapshot batch may list dates with no day), and
-			// deleted from the store by the snapshot at the end of load.
-			cut := buckets.DateFromTime(e.now().In(s.cfg.Load().loc)) - buckets.Date(e.opts.Retention)
-			st.keptFrom = max(st.keptFrom, cut)
-			for date := range st.dates {
-				if date < cut {
-					delete(st.dates, date)
-					st.cut, st.cutPending, st.metaDirt = cut, true, true
-				}
-			}
-		}
-		maxSeq = max(maxSeq, st.lastSeq)
-		return nil
-	})
+	maxSeq, err := e.loadSites()
 	if err != nil {
 		return err
 	}
@@ -93,21 +60,7 @@ func (e *Engine) load() error {
 	if err := e.rebuildRealtime(); err != nil {
 		return err
 	}
-	dropped := false
-	if e.opts.Retention > 0 {
-		// Replay may have brought back days retention had dropped (hits
-		// logged before the snapshot that dropped them): drop them again,
-		// so that what a query sees after Open does not depend on whether
-		// the process stopped cleanly.
-		for _, s := range e.sites {
-			st := s.state
-			today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
-			var sn snapshot.Snapshot
-			e.maintainLocked(st, today, &sn)
-			st.dropped = append(st.dropped, sn.DropPeriods...)
-			dropped = dropped || st.cutPending || len(st.dropped) > 0
-		}
-	}
+	dropped := e.retainAfterReplay()
 	if e.opts.Cluster != nil {
 		// Follow the shared log from the last snapshot's trim point, not
 		// from the highest sequence a website applied: another website's
@@ -129,6 +82,71 @@ func (e *Engine) load() error {
 	}
 	e.opts.Logger.Info("engine opened", "websites", len(e.sites), "replayed", replayed)
 	return nil
+}
+
+// loadSalts reads the salts of the salt periods kept.
+func (e *Engine) loadSalts() error {
+	return e.store.Scan(snapshot.KindSalt, func(id uint64, v []byte) error {
+		if len(v) != 16 {
+			return fmt.Errorf("engine: salt %d: %w", id, snapshot.ErrCorrupt)
+		}
+		e.salts.m[buckets.Date(int32(uint32(id)))] = [16]byte(v)
+		return nil
+	})
+}
+
+// loadSites reads each website's saved state, dropping the dates retention
+// drops now, and returns the highest log sequence number the snapshot and
+// the websites applied.
+func (e *Engine) loadSites() (maxSeq uint64, err error) {
+	maxSeq = e.store.Trim()
+	err = e.store.ScanSites(func(website uint32, data []byte) error {
+		s := e.sites[website]
+		if s == nil {
+			return nil // deleted; its keys are being removed
+		}
+		st := s.state
+		if err := e.decodeMetaLocked(st, data); err != nil {
+			return fmt.Errorf("engine: website %d state: %w", website, err)
+		}
+		if e.opts.Retention > 0 {
+			// Days retention drops now are dropped before replay reads
+			// any (a store written before retention's deletions went
+			// into the snapshot batch may list dates with no day), and
+			// deleted from the store by the snapshot at the end of load.
+			cut := buckets.DateFromTime(e.now().In(s.cfg.Load().loc)) - buckets.Date(e.opts.Retention)
+			st.keptFrom = max(st.keptFrom, cut)
+			for date := range st.dates {
+				if date < cut {
+					delete(st.dates, date)
+					st.cut, st.cutPending, st.metaDirt = cut, true, true
+				}
+			}
+		}
+		maxSeq = max(maxSeq, st.lastSeq)
+		return nil
+	})
+	return maxSeq, err
+}
+
+// retainAfterReplay applies retention again after the replay, and reports
+// whether it dropped anything. Replay may have brought back days retention
+// had dropped (hits logged before the snapshot that dropped them): they are
+// dropped again, so that what a query sees after Open does not depend on
+// whether the process stopped cleanly.
+func (e *Engine) retainAfterReplay() (dropped bool) {
+	if e.opts.Retention <= 0 {
+		return false
+	}
+	for _, s := range e.sites {
+		st := s.state
+		today := buckets.DateFromTime(e.now().In(s.cfg.Load().loc))
+		var sn snapshot.Snapshot
+		e.maintainLocked(st, today, &sn)
+		st.dropped = append(st.dropped, sn.DropPeriods...)
+		dropped = dropped || st.cutPending || len(st.dropped) > 0
+	}
+	return dropped
 }
 
 // replayBatch is how many log records replay decodes before handing them

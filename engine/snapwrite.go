@@ -61,6 +61,17 @@ func (e *Engine) snapshot() error {
 	return nil
 }
 
+// snapBatch is what one snapshot collected: the store's batch, the days
+// and visitor-state chunks to encode into it after the locks, the websites
+// whose retention cut it writes, and the log position it trims to.
+type snapBatch struct {
+	sn     *snapshot.Snapshot
+	pend   []pendingDay
+	chunks []pendingChunks
+	cuts   []*siteState // retention's deletions: see siteState.cut
+	trim   uint64
+}
+
 // writeSnapshot writes a snapshot. Eviction runs only under snapMu, so
 // nothing collected here (marked clean before it is written) can leave
 // memory before the write is done.
@@ -68,31 +79,26 @@ func (e *Engine) writeSnapshot() error {
 	// In cluster mode the flush waits for the follower, which takes
 	// snapMu to delete a website's data: it runs before the lock.
 	shared := e.opts.Cluster != nil
-	flush := func() {
-		if err := e.flushRecords(); err != nil {
-			// Only last-use times: the snapshot goes on, they wait for
-			// the next.
-			e.opts.Logger.Error("write key and session uses", "err", err)
-		}
-	}
 	if shared {
 		select {
 		case <-e.stop:
 			// Closing: the follower has stopped; Close flushed them
 			// before it stopped it.
 		default:
-			flush()
+			e.flushUses()
 		}
 	}
 	e.snapMu.Lock()
 	defer e.snapMu.Unlock()
 	if !shared {
-		flush()
+		e.flushUses()
 	}
 	start := time.Now()
 	// Every record up to trim is applied, except those still pending,
-	// which lower it below the first of them (see ingest).
-	trim := e.seq.Load()
+	// which lower it below the first of them (see ingest). It is read
+	// before the websites are listed: a website made after the listing
+	// has only records after trim.
+	b := &snapBatch{sn: &snapshot.Snapshot{}, trim: e.seq.Load()}
 	now := e.now()
 	snapTick := e.counters.tick.Add(1)
 
@@ -103,99 +109,129 @@ func (e *Engine) writeSnapshot() error {
 	}
 	e.regMu.RUnlock()
 
-	sn := &snapshot.Snapshot{}
-	var pend []pendingDay
-	var chunks []pendingChunks
-	var cuts []*siteState // retention's deletions: see siteState.cut
 	for _, s := range sites {
-		cfg := s.cfg.Load()
-		sh := e.shardOf(cfg.id)
-		sh.mu.Lock()
-		st := s.state
-		if st.deleted {
-			sh.mu.Unlock()
-			continue
-		}
-		if len(st.pending) > 0 {
-			trim = min(trim, st.pending[0].seq-1)
-		}
-		today := buckets.DateFromTime(now.In(cfg.loc))
-		sn.DropPeriods = append(sn.DropPeriods, st.dropped...)
-		st.dropped = nil
-		e.maintainLocked(st, today, sn)
-		if st.cutPending {
-			cuts = append(cuts, st)
-			sn.DropDays = append(sn.DropDays, snapshot.DaysBefore{Website: st.id, Date: int32(st.cut)})
-		}
-		for date, ent := range st.days {
-			if !ent.dirty {
-				continue
-			}
-			ent.dirty = false
-			p := pendingDay{st: st, date: date, ent: ent}
-			// Encoded after the lock is released: a frozen day never
-			// changes, and an open one is marked shared, so the next
-			// write copies it first (copy on write) instead of every
-			// snapshot encoding today's day under the lock (48–207 ms
-			// with 50,000 values a dimension, stalling tracking).
-			if !ent.frozen {
-				ent.shared = true
-			}
-			p.day, p.seg = ent.day, ent.seg
-			if !ent.frozen && !ent.closed && ent.seg.RowBytes() >= e.sealBytes && ent.seg.Hits() > 0 {
-				// Its rows go to the store as a part; the value keeps
-				// the strings. They leave memory once written (below).
-				p.part, p.seg = ent.seg, ent.seg.Sealed()
-			}
-			pend = append(pend, p)
-		}
-		for first, p := range st.periods {
-			if p.used > e.lastSnapTick {
-				p.idle = 0
-			} else {
-				p.idle++
-			}
-			if c := p.takeDirty(); len(c) > 0 {
-				chunks = append(chunks, pendingChunks{st, first, p, c})
-			}
-		}
-		if st.metaDirt {
-			st.metaDirt = false
-			sn.Sites = append(sn.Sites, snapshot.SiteRecord{Website: st.id, Data: st.appendMeta(nil)})
-		}
-		sh.mu.Unlock()
+		e.collectSite(s, now, b)
 	}
-	sn.Trim = trim
-	for i := range pend {
-		p := &pend[i]
-		if p.day != nil {
-			data, err := encodeDay(p.day, p.seg)
-			if err != nil {
-				e.unsaved(sites, pend, chunks, sn)
-				return fmt.Errorf("engine: encode day: %w", err)
-			}
-			p.data = data
-		}
-		sn.Days = append(sn.Days, snapshot.DayRecord{Website: p.st.id, Date: int32(p.date), Data: p.data})
-		if p.part != nil {
-			sn.Parts = append(sn.Parts, snapshot.DayPart{Website: p.st.id, Date: int32(p.date), Part: p.part.Parts, Data: p.part.AppendPart(nil)})
-		}
-	}
-	for _, pc := range chunks {
-		for i := range pc.chunks {
-			c := &pc.chunks[i]
-			sn.Chunks = append(sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.chunk, Data: c.appendBinary(nil)})
-		}
+	b.sn.Trim = b.trim
+	if err := b.encode(); err != nil {
+		e.unsaved(sites, b.pend, b.chunks, b.sn)
+		return err
 	}
 	// Retention's deletions are in the batch (sn.DropDays), with the site
 	// records that no longer list the days: separate, a crash between the
 	// two left dates with no day, or, the other way round, days that the
 	// next Open kept when a time zone change had moved its cut back.
-	if err := e.store.WriteSnapshot(sn); err != nil {
-		e.unsaved(sites, pend, chunks, sn)
+	if err := e.store.WriteSnapshot(b.sn); err != nil {
+		e.unsaved(sites, b.pend, b.chunks, b.sn)
 		return fmt.Errorf("engine: snapshot: %w", err)
 	}
-	for _, st := range cuts {
+	e.snapshotWritten(b)
+	e.lastSnapTick = snapTick
+	e.compactLogAfter(b.trim, now)
+	e.counters.lastSnapNs.Store(int64(time.Since(start)))
+	e.evictLocked(now)
+	return nil
+}
+
+// flushUses writes the last uses of keys and sessions.
+func (e *Engine) flushUses() {
+	if err := e.flushRecords(); err != nil {
+		// Only last-use times: the snapshot goes on, they wait for the
+		// next.
+		e.opts.Logger.Error("write key and session uses", "err", err)
+	}
+}
+
+// collectSite adds what changed of website s since the last snapshot to
+// b, under its shard's lock, and applies retention to it (maintainLocked).
+func (e *Engine) collectSite(s *site, now time.Time, b *snapBatch) {
+	cfg := s.cfg.Load()
+	sh := e.shardOf(cfg.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := s.state
+	if st.deleted {
+		return
+	}
+	if len(st.pending) > 0 {
+		b.trim = min(b.trim, st.pending[0].seq-1)
+	}
+	today := buckets.DateFromTime(now.In(cfg.loc))
+	b.sn.DropPeriods = append(b.sn.DropPeriods, st.dropped...)
+	st.dropped = nil
+	e.maintainLocked(st, today, b.sn)
+	if st.cutPending {
+		b.cuts = append(b.cuts, st)
+		b.sn.DropDays = append(b.sn.DropDays, snapshot.DaysBefore{Website: st.id, Date: int32(st.cut)})
+	}
+	for date, ent := range st.days {
+		if !ent.dirty {
+			continue
+		}
+		ent.dirty = false
+		p := pendingDay{st: st, date: date, ent: ent}
+		// Encoded after the lock is released: a frozen day never
+		// changes, and an open one is marked shared, so the next write
+		// copies it first (copy on write) instead of every snapshot
+		// encoding today's day under the lock (48–207 ms with 50,000
+		// values a dimension, stalling tracking).
+		if !ent.frozen {
+			ent.shared = true
+		}
+		p.day, p.seg = ent.day, ent.seg
+		if !ent.frozen && !ent.closed && ent.seg.RowBytes() >= e.sealBytes && ent.seg.Hits() > 0 {
+			// Its rows go to the store as a part; the value keeps the
+			// strings. They leave memory once written (snapshotWritten).
+			p.part, p.seg = ent.seg, ent.seg.Sealed()
+		}
+		b.pend = append(b.pend, p)
+	}
+	for first, p := range st.periods {
+		if p.used > e.lastSnapTick {
+			p.idle = 0
+		} else {
+			p.idle++
+		}
+		if c := p.takeDirty(); len(c) > 0 {
+			b.chunks = append(b.chunks, pendingChunks{st, first, p, c})
+		}
+	}
+	if st.metaDirt {
+		st.metaDirt = false
+		b.sn.Sites = append(b.sn.Sites, snapshot.SiteRecord{Website: st.id, Data: st.appendMeta(nil)})
+	}
+}
+
+// encode encodes the collected days, sealed parts and visitor-state chunks
+// into the batch, with no lock held.
+func (b *snapBatch) encode() error {
+	for i := range b.pend {
+		p := &b.pend[i]
+		if p.day != nil {
+			data, err := encodeDay(p.day, p.seg)
+			if err != nil {
+				return fmt.Errorf("engine: encode day: %w", err)
+			}
+			p.data = data
+		}
+		b.sn.Days = append(b.sn.Days, snapshot.DayRecord{Website: p.st.id, Date: int32(p.date), Data: p.data})
+		if p.part != nil {
+			b.sn.Parts = append(b.sn.Parts, snapshot.DayPart{Website: p.st.id, Date: int32(p.date), Part: p.part.Parts, Data: p.part.AppendPart(nil)})
+		}
+	}
+	for _, pc := range b.chunks {
+		for i := range pc.chunks {
+			c := &pc.chunks[i]
+			b.sn.Chunks = append(b.sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.chunk, Data: c.appendBinary(nil)})
+		}
+	}
+	return nil
+}
+
+// snapshotWritten records that b is in the store: retention's cuts are
+// done, sealed rows leave memory, and the chunks' periods are stored.
+func (e *Engine) snapshotWritten(b *snapBatch) {
+	for _, st := range b.cuts {
 		// Only snapshots (serialised) and load set cut; a failed write
 		// leaves it pending for the next snapshot.
 		sh := e.shardOf(st.id)
@@ -203,12 +239,12 @@ func (e *Engine) writeSnapshot() error {
 		st.cutPending = false
 		sh.mu.Unlock()
 	}
-	for _, p := range pend {
+	for _, p := range b.pend {
 		if p.part != nil {
 			e.dropSealed(p)
 		}
 	}
-	for _, pc := range chunks {
+	for _, pc := range b.chunks {
 		sh := e.shardOf(pc.st.id)
 		sh.mu.Lock()
 		pc.p.isStored = true
@@ -217,11 +253,14 @@ func (e *Engine) writeSnapshot() error {
 		}
 		sh.mu.Unlock()
 	}
+}
 
-	e.lastSnapTick = snapTick
-	// The trimmed log's space comes back only when Pebble compacts it: every
-	// compactLogEvery, or sooner after many hits (by time, not by count of
-	// snapshots: early ones come up to one a second).
+// compactLogAfter counts a snapshot that trimmed the log to trim, and
+// compacts the log's key range when due: the trimmed log's space comes back
+// only when Pebble compacts it, every compactLogEvery, or sooner after many
+// hits (by time, not by count of snapshots: early ones come up to one a
+// second).
+func (e *Engine) compactLogAfter(trim uint64, now time.Time) {
 	e.trimmedSince += trim - min(trim, e.lastTrim)
 	e.lastTrim = max(trim, e.lastTrim)
 	if e.counters.snapshots.Add(1); now.Sub(e.lastCompact) >= compactLogEvery || e.trimmedSince >= compactLogHits {
@@ -230,9 +269,6 @@ func (e *Engine) writeSnapshot() error {
 			e.opts.Logger.Error("compact log", "err", err)
 		}
 	}
-	e.counters.lastSnapNs.Store(int64(time.Since(start)))
-	e.evictLocked(now)
-	return nil
 }
 
 // dropSealed takes the rows that snapshot p sealed, now in the store, out

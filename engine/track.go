@@ -304,51 +304,7 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 // pending hits, in dst's array when it has room, or nil when the website
 // was deleted meanwhile.
 func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, dst []pendingHit) ([]pendingHit, error) {
-	type need struct {
-		date, first buckets.Date
-		day         bool // else the visitor state of period first
-	}
-	var missing []need
-	find := func() {
-		missing = missing[:0]
-		var seen map[need]bool
-		add := func(n need) {
-			if seen == nil {
-				seen = make(map[need]bool)
-			}
-			if !seen[n] {
-				seen[n] = true
-				missing = append(missing, n)
-			}
-		}
-		for _, i := range idx {
-			r := &recs[i]
-			if ent, ok := st.days[r.date]; !ok || segMissing(ent) {
-				if _, ok := st.dates[r.date]; ok {
-					add(need{r.date, 0, true})
-				}
-			}
-			p, ok := st.periods[r.period]
-			if !ok {
-				if _, ok := st.stored[r.period]; ok {
-					add(need{0, r.period, false})
-				}
-				continue
-			}
-			// The day of the visit r may continue (weekly and monthly
-			// salts: a visit's rows live in the day it started).
-			if id, ok := p.index[r.hash]; ok {
-				v := &p.visits[id-p.first]
-				if v.row != segments.NoVisit && v.day != r.date {
-					if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
-						if _, ok := st.dates[v.day]; ok {
-							add(need{v.day, 0, true})
-						}
-					}
-				}
-			}
-		}
-	}
+	var missing []pinNeed
 	// Each round reads what was missing; what it reads may be evicted
 	// again before the lock is taken back (eviction runs beside), so
 	// rounds repeat, a bounded number of times.
@@ -356,7 +312,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 		if st.deleted {
 			return nil, nil
 		}
-		find()
+		missing = missingLocked(st, recs, idx, missing[:0])
 		if len(missing) == 0 {
 			break
 		}
@@ -368,19 +324,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 		if !locked {
 			sh.mu.Unlock()
 		}
-		days := make([]storedDay, len(missing))
-		pers := make([]*period, len(missing))
-		var err error
-		for j, m := range missing {
-			if m.day {
-				days[j], err = e.readDay(st.id, m.date)
-			} else {
-				pers[j], err = e.loadPeriod(st.id, m.first)
-			}
-			if err != nil {
-				break
-			}
-		}
+		days, pers, err := e.readMissing(st.id, missing)
 		if !locked {
 			sh.mu.Lock()
 		}
@@ -407,6 +351,83 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 			}
 		}
 	}
+	return e.pinHitsLocked(st, recs, idx, dst), nil
+}
+
+// pinNeed is a day (or its segments), or the visitor state of the period
+// starting on first, that a record needs resident and the store has.
+type pinNeed struct {
+	date, first buckets.Date
+	day         bool // else the visitor state of period first
+}
+
+// missingLocked appends to missing, once each, what the records recs[idx]
+// need resident that is only in the store: their days, the visitor state
+// of their periods, and the day of the visit each may continue.
+func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) []pinNeed {
+	var seen map[pinNeed]bool
+	add := func(n pinNeed) {
+		if seen == nil {
+			seen = make(map[pinNeed]bool)
+		}
+		if !seen[n] {
+			seen[n] = true
+			missing = append(missing, n)
+		}
+	}
+	for _, i := range idx {
+		r := &recs[i]
+		if ent, ok := st.days[r.date]; !ok || segMissing(ent) {
+			if _, ok := st.dates[r.date]; ok {
+				add(pinNeed{r.date, 0, true})
+			}
+		}
+		p, ok := st.periods[r.period]
+		if !ok {
+			if _, ok := st.stored[r.period]; ok {
+				add(pinNeed{0, r.period, false})
+			}
+			continue
+		}
+		// The day of the visit r may continue (weekly and monthly salts:
+		// a visit's rows live in the day it started).
+		if id, ok := p.index[r.hash]; ok {
+			v := &p.visits[id-p.first]
+			if v.row != segments.NoVisit && v.day != r.date {
+				if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
+					if _, ok := st.dates[v.day]; ok {
+						add(pinNeed{v.day, 0, true})
+					}
+				}
+			}
+		}
+	}
+	return missing
+}
+
+// readMissing reads from the store what missing lists, in its order: a
+// day at days[j] or a period's visitor state at pers[j].
+func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDay, pers []*period, err error) {
+	days = make([]storedDay, len(missing))
+	pers = make([]*period, len(missing))
+	for j, m := range missing {
+		if m.day {
+			days[j], err = e.readDay(website, m.date)
+		} else {
+			pers[j], err = e.loadPeriod(website, m.first)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return days, pers, nil
+}
+
+// pinHitsLocked pins, for each record recs[idx], its day (made empty when
+// new), its period's visitor state (made new for a pageview or custom
+// event) and the day of the visit it may continue, and returns the records
+// as pending hits in dst's array when it has room.
+func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pendingHit) []pendingHit {
 	hits := slices.Grow(dst[:0], len(idx))[:len(idx)]
 	tick := e.counters.tick.Add(1)
 	for k, i := range idx {
@@ -444,7 +465,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, d
 			}
 		}
 	}
-	return hits, nil
+	return hits
 }
 
 // unpinLocked releases the pins of hits that were not logged, and drops
