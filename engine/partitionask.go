@@ -126,8 +126,14 @@ func init() {
 	gob.Register(int64(0))
 	gob.Register(float64(0))
 	gob.Register("")
-	gob.Register(&Revenue{})
+	// Under the name it had when Revenue was engine's own type (it is
+	// engine/query's now): nodes of both versions answer each other
+	// (TestAskRevenueWireName).
+	gob.RegisterName(revenueWireName, &Revenue{})
 }
+
+// revenueWireName is the name a *Revenue in a reply's metrics goes by.
+const revenueWireName = "*engine.Revenue"
 
 // ask answers o's question from the node that holds website.
 func (o Owner) ask(ctx context.Context, website uint32, req askRequest) (askReply, error) {
