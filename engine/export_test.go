@@ -25,7 +25,7 @@ func SetFilterMemo(on bool) bool {
 }
 
 // SetInternMaxBytes sets the most an engine's table of query values
-// holds (segintern.go), for tables that fill within a test; it returns
+// holds (engine/internal/segments/intern.go), for tables that fill within a test; it returns
 // the previous setting. Set it before the engine's first query.
 func SetInternMaxBytes(n int) int {
 	old := segments.InternMaxBytes
@@ -34,7 +34,7 @@ func SetInternMaxBytes(n int) int {
 }
 
 // InternCounts are the counts of an engine's tables of query values
-// (segintern.go): tables made, days scanned with their values' ids in
+// (engine/internal/segments/intern.go): tables made, days scanned with their values' ids in
 // one (Stale: after dropping those of an older table), groups found by a
 // value's id, and the values in the current table.
 type InternCounts struct {
@@ -145,7 +145,7 @@ func ImportedResident(e *Engine) (sites, rows int) {
 func QueryRuns() int64 { return queryRuns.Load() }
 
 // SetDimMemo turns the memo of closed days' unfiltered breakdowns
-// (segmemodim.go) on or off, and returns what it was.
+// (engine/internal/segments/memodim.go) on or off, and returns what it was.
 func SetDimMemo(on bool) bool { return segments.UseDimMemo.Swap(on) }
 
 // DimMemoHits counts the days a query added from their memo's breakdown.

@@ -13,7 +13,7 @@ import (
 )
 
 // TestQueryInternTable checks the engine's table of query values
-// (segintern.go): queries by one dimension find each value's group by its
+// (engine/internal/segments/intern.go): queries by one dimension find each value's group by its
 // id in the table, and must answer as with the table unused (memos off),
 // with queries at once: with a table that never fills; one that fills and
 // is not replaced (new values found by their strings); one that fills and

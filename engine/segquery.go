@@ -509,8 +509,11 @@ func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery,
 }
 
 // Bounds of a query's regular expressions (matches and matches_not
-// filters): beyond one the query fails with a *QueryError whose Limit
-// names it (see segments.MaxRegexpLength, segments.MaxRegexpProgram).
+// filters). RE2 runs in time linear in the input, but its compiled program
+// grows with the pattern's repetitions: x{0,1000} is 2,000 instructions,
+// some 80 bytes each, so 50 patterns of a few hundred bytes could hold
+// hundreds of megabytes for one query. Beyond a bound the query fails with
+// a *QueryError whose Limit names it.
 const (
 	// MaxRegexpLength bounds one pattern, in bytes: 2,000 (as a goal's
 	// page path).

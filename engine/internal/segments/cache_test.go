@@ -63,3 +63,41 @@ func TestPartCache(t *testing.T) {
 		t.Errorf("a part over the bound: %d cached, %v", small.lru.Len(), err)
 	}
 }
+
+// TestWholeCache: a cached whole day is found only for the same live
+// segments with the rows they had when it was made (a row added since, or
+// other segments of the day, is a miss), and Drop forgets only its
+// website's days.
+func TestWholeCache(t *testing.T) {
+	c := NewWholeCache(1 << 20)
+	live := sampleDay()
+	w := live.Clone()
+	c.Put(1, 20410, live, live.Visits(), live.Hits(), live.RowBytes(), w)
+	c.Put(2, 20410, live, live.Visits(), live.Hits(), live.RowBytes(), w)
+	if got := c.Get(1, 20410, live); got != w {
+		t.Fatalf("the same live day, unchanged: %p, want %p", got, w)
+	}
+	if got := c.Get(1, 20410, sampleDay()); got != nil {
+		t.Error("other segments of the day found the whole day made of the first")
+	}
+	if got := c.Get(1, 20411, live); got != nil {
+		t.Error("another date found the whole day")
+	}
+	live.AddHit(&Hit{Visit: NoVisit, Ms: 1, Kind: KindEvent, Scroll: -1})
+	if got := c.Get(1, 20410, live); got != nil {
+		t.Error("a hit added to the live day since: the whole day still found")
+	}
+	live2 := sampleDay()
+	c.Put(1, 20410, live2, live2.Visits(), live2.Hits(), live2.RowBytes(), w)
+	live2.AddVisit(20410, 8, 1, new([NumAttrs]uint32), 0, 0, 0)
+	if got := c.Get(1, 20410, live2); got != nil {
+		t.Error("a visit added to the live day since: the whole day still found")
+	}
+	l3 := sampleDay()
+	c.Put(2, 20410, l3, l3.Visits(), l3.Hits(), l3.RowBytes(), w)
+	c.Put(3, 20410, l3, l3.Visits(), l3.Hits(), l3.RowBytes(), w)
+	c.Drop(3)
+	if c.Get(2, 20410, l3) != w || c.Get(3, 20410, l3) != nil {
+		t.Error("Drop(3) did not forget only website 3's days")
+	}
+}

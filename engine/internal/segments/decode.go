@@ -60,13 +60,13 @@ func DecodeDay(b []byte) (*Day, error) {
 // maxParts bounds the sealed parts of one day.
 const maxParts = 1 << 20
 
-// DecodePart decodes a sealed part (appendPart) of a day with ns strings.
 // strCols returns the columns of d that hold string ids.
 func (d *Day) strCols() [][]uint32 {
 	cols := [][]uint32{d.VEntry, d.VExit, d.VEntryHost, d.VExitHost, d.HName, d.HPage, d.HHost, d.HValue, d.HUnit, d.Props}
 	return append(cols, d.VAttr[:]...)
 }
 
+// DecodePart decodes a sealed part (AppendPart) of a day with ns strings.
 func DecodePart(b []byte, ns int) (*Day, error) {
 	c, version, err := segColumns(b)
 	if err != nil {

@@ -50,3 +50,42 @@ func TestLRU(t *testing.T) {
 		t.Errorf("after DeleteFunc: size %d, hits %d; mismatch (-want +got):\n%s", c.Size(), c.Hits(), diff)
 	}
 }
+
+// TestLRUExactBounds: the bounds are inclusive (entries filling the size
+// bound exactly are all kept, and so is one value of exactly the bound); a
+// Get that valid refuses does not count as a use; a value over the bound
+// leaves the entry under its key in place.
+func TestLRUExactBounds(t *testing.T) {
+	c := NewLRU[string, int](0, 10)
+	c.Put("a", 1, 4)
+	c.Put("b", 2, 4)
+	c.Put("c", 3, 2)
+	if c.Len() != 3 || c.Size() != 10 {
+		t.Fatalf("4+4+2 under a bound of 10: %d entries, size %d; want all 3 kept", c.Len(), c.Size())
+	}
+	if _, ok := c.Get("a", func(int) bool { return false }); ok {
+		t.Fatal("Get found a value valid refused")
+	}
+	c.Put("d", 4, 1) // a is still the least recently used: the refused Get did not use it
+	if c.Has("a") || !c.Has("b") {
+		t.Errorf("after a refused Get of a: a kept %v, b kept %v; want a evicted, b kept", c.Has("a"), c.Has("b"))
+	}
+	c.Put("b", 5, 11) // over the bound: not kept, and b stays as it was
+	if v, ok := c.Get("b", nil); !ok || v != 2 {
+		t.Errorf("a value over the bound under b: b is %d, %v; want the old 2 kept", v, ok)
+	}
+	c.Put("whole", 6, 10) // exactly the bound: kept, every other entry evicted
+	if !c.Has("whole") || c.Len() != 1 || c.Size() != 10 {
+		t.Errorf("a value of exactly the bound: kept %v, %d entries, size %d", c.Has("whole"), c.Len(), c.Size())
+	}
+	c.Put("x", 7, 1) // 10+1 is over the bound by one: whole goes
+	if c.Has("whole") || c.Size() != 1 {
+		t.Errorf("one over the bound: whole kept %v, size %d; want it evicted, size 1", c.Has("whole"), c.Size())
+	}
+	n := NewLRU[int, int](2, 100)
+	n.Put(1, 1, 1)
+	n.Put(2, 2, 1)
+	if n.Len() != 2 {
+		t.Errorf("2 entries under a count bound of 2: %d kept", n.Len())
+	}
+}
