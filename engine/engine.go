@@ -47,6 +47,8 @@ type Engine struct {
 	regSeq     uint64
 	regWaiting regWaiters
 	regTxSem   chan struct{} // one change at a time on this node (regDo)
+	// importWaiting are the imports this node published (cluster mode).
+	importWaiting importWaiters
 
 	gate hashGate // password hashes running at once (password.go)
 

@@ -25,10 +25,11 @@ import (
 	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
-// ErrImportCluster is the refusal of an import in cluster mode: the
-// imported layer is kept by the node's own store and not yet replicated
-// through the cluster's log, so the nodes would answer differently.
-var ErrImportCluster = errors.New("engine: imports of Plausible's export are not available in cluster mode yet (they are not replicated); import on a single-node server")
+// ErrImportCluster is the refusal, with partitions (Options.Partitions),
+// of an import, a deletion or a listing of imports made on a node that
+// does not hold the website's partition: the imported layer is kept by
+// the nodes that hold it, and goes through the log to them only.
+var ErrImportCluster = errors.New("engine: this node does not hold the website's partition; import, list and delete its imports through a node that holds it")
 
 // MaxImports bounds the imports of one website.
 const MaxImports = 100
@@ -165,13 +166,15 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if _, err := o.site(website); err != nil {
 		return Import{}, err
 	}
-	if e.opts.Cluster != nil {
-		return Import{}, ErrImportCluster
-	}
 	if !e.enter() {
 		return Import{}, ErrClosed
 	}
 	defer e.exit()
+	if e.opts.Cluster != nil {
+		// Through the log, applied by every node (importcluster.go).
+		d := newImportData(x, file, e.now())
+		return o.publishImport(ctx, website, d)
+	}
 	// Imports and deletions are one at a time (write); queries wait on
 	// mu only while the list is read or replaced, not while an import is
 	// encoded and written.
@@ -191,28 +194,16 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if err != nil {
 		return Import{}, err
 	}
-	if len(list) >= MaxImports {
-		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website has %d imports, the most it may have; delete one first.", MaxImports)}}}
-	}
-	rows := 0
+	d := newImportData(x, file, e.now())
+	rows := d.Rows
 	for _, p := range list {
 		rows += p.Rows
 	}
-	for _, f := range x.Files {
-		rows += len(f.Rows)
+	if err := checkImportBounds(len(list), rows); err != nil {
+		return Import{}, err
 	}
-	if rows > MaxImportRows {
-		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website's imports would hold %d rows, more than %d; delete an import first.", rows, MaxImportRows)}}}
-	}
-	d := &importData{Import: Import{ID: 1, Source: "plausible", File: file, From: x.From, To: x.To,
-		Created: e.now().UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
 	d.ID = last + 1 // never a deleted import's
-	for _, f := range x.Files {
-		d.tables[f.Table.Name] = f.Rows
-		d.Rows += len(f.Rows)
-		d.bytes += importBytes(f.Rows)
-	}
-	chunks, err := encodeImport(d)
+	chunks, err := encodeImport(d, 0)
 	if err != nil {
 		return Import{}, err
 	}
@@ -227,6 +218,18 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	}
 	l.mu.Unlock()
 	return d.Import, nil
+}
+
+// newImportData builds an import of x (its id 0: given when stored).
+func newImportData(x *plausiblezip.Export, file string, now time.Time) *importData {
+	d := &importData{Import: Import{Source: "plausible", File: file, From: x.From, To: x.To,
+		Created: now.UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
+	for _, f := range x.Files {
+		d.tables[f.Table.Name] = f.Rows
+		d.Rows += len(f.Rows)
+		d.bytes += importBytes(f.Rows)
+	}
+	return d
 }
 
 // Imports lists the imports of website, oldest first.
@@ -253,6 +256,10 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 		return ErrClosed
 	}
 	defer e.exit()
+	if e.opts.Cluster != nil {
+		// Through the log, applied by every node (importcluster.go).
+		return o.deleteShared(ctx, website, id)
+	}
 	l := &e.imported
 	l.write.Lock()
 	defer l.write.Unlock()
@@ -286,6 +293,9 @@ func (o Owner) importsOf(website uint32) ([]*importData, error) {
 		return nil, ErrClosed
 	}
 	defer e.exit()
+	if err := e.importHeld(website); err != nil {
+		return nil, err
+	}
 	e.imported.mu.Lock()
 	defer e.imported.mu.Unlock()
 	return e.importsLocked(website)
@@ -303,8 +313,8 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 	var cur *importData
 	last := uint32(0)
 	err := e.store.ScanImports(website, func(id, n uint32, data []byte) error {
-		if id == 0 { // the last id given (snapshot.PutImport)
-			if len(data) == 4 {
+		if id == 0 { // the last id given (snapshot.PutImport), the cluster's state
+			if n == 0 && len(data) == 4 {
 				last = binary.BigEndian.Uint32(data)
 			}
 			return nil
@@ -318,6 +328,9 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 			return nil
 		}
 		if cur == nil || cur.ID != id {
+			if e.opts.Cluster != nil {
+				return nil // pending: its record comes with its last message
+			}
 			return fmt.Errorf("engine: import %d of website %d has no record", id, website)
 		}
 		var c importChunk
@@ -344,8 +357,10 @@ func (e *Engine) dropImports(website uint32) {
 	e.imported.mu.Unlock()
 }
 
-// encodeImport returns the chunks d is stored as.
-func encodeImport(d *importData) ([][]byte, error) {
+// encodeImport returns the chunks d is stored as; with limit > 0, each of
+// its rows' chunks holds at most limit bytes (fewer rows than
+// importChunkRows when needed).
+func encodeImport(d *importData, limit int) ([][]byte, error) {
 	rec, err := json.Marshal(d.Import)
 	if err != nil {
 		return nil, err
@@ -361,8 +376,18 @@ func encodeImport(d *importData) ([][]byte, error) {
 		for len(rows) > 0 {
 			n := min(len(rows), importChunkRows)
 			var b bytes.Buffer
-			if err := gob.NewEncoder(&b).Encode(importChunk{Table: name, Rows: rows[:n]}); err != nil {
-				return nil, err
+			for {
+				b.Reset()
+				if err := gob.NewEncoder(&b).Encode(importChunk{Table: name, Rows: rows[:n]}); err != nil {
+					return nil, err
+				}
+				if limit <= 0 || b.Len() <= limit {
+					break
+				}
+				if n == 1 {
+					return nil, fmt.Errorf("%w: a row of the import takes %d bytes; the cluster's log takes %d", ErrTooLarge, b.Len(), limit)
+				}
+				n /= 2
 			}
 			chunks = append(chunks, b.Bytes())
 			rows = rows[n:]

@@ -139,6 +139,16 @@ func floatJSON(f float64) string {
 // day buckets when they can answer it.
 func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
 	if q.Include.Imports {
+		// With partitions, the imports are where the partition is held:
+		// a node that does not hold it asks the whole query.
+		far, done, err := o.elsewhere(website)
+		if err != nil {
+			return QueryResult{}, err
+		}
+		if far {
+			return o.query(ctx, website, q)
+		}
+		done()
 		return o.queryWithImports(ctx, website, q) // imported_query.go
 	}
 	return o.query(ctx, website, q)

@@ -3,34 +3,249 @@ package jetstream_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine"
+	"github.com/webstats/webstats/engine/jetstream"
 	"github.com/webstats/webstats/engine/plausiblezip"
 	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
-// TestClusterRefusesImport: in cluster mode an import of Plausible's
-// export is refused with ErrImportCluster (the imported layer is not
-// replicated yet: nodes would answer differently), and nothing is stored
-// (README, "Importing Plausible's history").
-func TestClusterRefusesImport(t *testing.T) {
-	c := startNATS(t, 1)
-	clk := &clock{now: bench.DefaultStart}
-	n := openNodeOn(t, c.url(0), "imports", 1, clk, &engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1})
-	defer n.close(t)
-	id := addSites(t, n.e, "imp.example")[0]
-	zip, _ := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 1, 1), Days: 3, DailyVisitors: 10, Pages: 2, Cities: 2, Seed: 1})
+// smallLog takes messages of at most max bytes, so that an import goes
+// through the log as many messages.
+type smallLog struct {
+	*jetstream.Log
+	max int
+}
+
+func (l smallLog) MaxMessage() int { return l.max }
+
+// openSmallNode opens a node on dir following the stream name of the lone
+// server at url, whose messages are at most max bytes.
+func openSmallNode(t *testing.T, url, name, dir string, clk *clock, max int) *node {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := jetstream.New(ctx, nc, jetstream.Options{Name: name, Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: smallLog{l, max}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{e: e, log: l, nc: nc, dir: dir}
+	t.Cleanup(func() { n.close(t) })
+	return n
+}
+
+// readExport makes a Plausible export (plgen) and reads it.
+func readExport(t *testing.T, seed uint64, days int) *plausiblezip.Export {
+	t.Helper()
+	zip, _ := plgen.Zip(plgen.Options{From: buckets.DateOf(2024, 1, 1), Days: days, DailyVisitors: 200, Pages: 6, Cities: 4, Seed: seed})
 	x, err := plausiblezip.Read(bytes.NewReader(zip), int64(len(zip)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.e.Unscoped().ImportPlausible(ctx, id, x, "export.zip"); !errors.Is(err, engine.ErrImportCluster) {
-		t.Fatalf("import in cluster mode: %v, want ErrImportCluster", err)
+	return x
+}
+
+// importAnswers are what e says of website's imported layer: its imports
+// and queries that include them.
+func importAnswers(t *testing.T, e *engine.Engine, website uint32, domain string) map[string]any {
+	t.Helper()
+	list, err := e.Unscoped().Imports(ctx, website)
+	out := map[string]any{}
+	if err != nil {
+		t.Fatal(err)
 	}
-	if list, err := n.e.Unscoped().Imports(ctx, id); err != nil || len(list) != 0 {
-		t.Fatalf("imports %v, %v", list, err)
+	out["imports"] = list
+	for k, v := range importQueries(t, e, website, domain) {
+		out[k] = v
 	}
+	return out
+}
+
+// sameImports fails unless every node answers website's imported layer as
+// the single engine does.
+func sameImports(t *testing.T, single *engine.Engine, nodes map[string]*node, website uint32, domain string) map[string]any {
+	t.Helper()
+	want := importAnswers(t, single, website, domain)
+	for name, n := range nodes {
+		if d := cmp.Diff(want, importAnswers(t, n.e, website, domain)); d != "" {
+			t.Fatalf("node %s differs from a single engine (-single +node):\n%s", name, d)
+		}
+	}
+	return want
+}
+
+// TestClusterImport: an import of Plausible's export through node a (many
+// messages: the log takes 16 KiB), another through b, then a deletion
+// through b: once applied, a and b answer the imported layer as a single
+// engine given the same exports; so do a node started afterwards and b
+// restarted (SPEC §14, design "The imported layer").
+func TestClusterImport(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart}
+	const limit = 16 << 10
+	a := openSmallNode(t, c.url(0), "imports", t.TempDir(), clk, limit)
+	b := openSmallNode(t, c.url(0), "imports", t.TempDir(), clk, limit)
+	single, err := engine.Open(&engine.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	const domain = "imp.example"
+	id := addSites(t, a.e, domain)[0]
+	if got := addSites(t, single, domain)[0]; got != id {
+		t.Fatalf("website %d in the cluster, %d in one process", id, got)
+	}
+	x1, x2 := readExport(t, 1, 30), readExport(t, 2, 10)
+	before := a.e.ClusterMetrics().Publishes
+	imp, err := a.e.Unscoped().ImportPlausible(ctx, id, x1, "first.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := a.e.ClusterMetrics().Publishes - before; n < 3 {
+		t.Fatalf("the import took %d messages, want several", n)
+	}
+	want, err := single.Unscoped().ImportPlausible(ctx, id, x1, "first.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp != want {
+		t.Fatalf("import %+v, a single engine's %+v", imp, want)
+	}
+	nodes := map[string]*node{"a": a, "b": b}
+	waitApplied(t, []*node{a, b})
+	first := sameImports(t, single, nodes, id, domain)
+	if v := first["query0"].(engine.QueryResult).Results[0].Metrics[0]; v == int64(0) {
+		t.Fatalf("no imported visitors: %v", first["query0"])
+	}
+
+	if imp, err = b.e.Unscoped().ImportPlausible(ctx, id, x2, "second.zip"); err != nil || imp.ID != 2 {
+		t.Fatalf("second import %+v, %v", imp, err)
+	}
+	if _, err := single.Unscoped().ImportPlausible(ctx, id, x2, "second.zip"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.e.Unscoped().DeleteImport(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Unscoped().DeleteImport(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.e.Unscoped().DeleteImport(ctx, id, 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("deleted twice: %v, want ErrNotFound", err)
+	}
+	waitApplied(t, []*node{a, b})
+	got := sameImports(t, single, nodes, id, domain)
+	if list := got["imports"].([]engine.Import); len(list) != 1 || list[0].ID != 2 {
+		t.Fatalf("imports %+v, want the second only", list)
+	}
+
+	// A node started afterwards, and b restarted, have them.
+	nodes["c"] = openSmallNode(t, c.url(0), "imports", t.TempDir(), clk, limit)
+	b.close(t)
+	nodes["b"] = openSmallNode(t, c.url(0), "imports", b.dir, clk, limit)
+	waitApplied(t, []*node{a, nodes["b"], nodes["c"]})
+	sameImports(t, single, nodes, id, domain)
+	// And a deletion after the restart applies there too.
+	if err := nodes["c"].e.Unscoped().DeleteImport(ctx, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Unscoped().DeleteImport(ctx, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, []*node{a, nodes["b"], nodes["c"]})
+	sameImports(t, single, nodes, id, domain)
+}
+
+// TestClusterImportPartitions: with partitions, imports made through a
+// node that holds every partition move with the partitions a second node
+// gains; both nodes (one asking the other) answer as a single engine, and
+// a node that does not hold a website's partition refuses to import into
+// it (ErrImportCluster).
+func TestClusterImportPartitions(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart}
+	const count, owners = 4, 1
+	single, err := engine.Open(&engine.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	a := openWrapped(t, c.url(0), "impparts", "a", clk, count, owners, engine.Options{Dir: t.TempDir()}, plain)
+	settle(t, []*node{a}, count, owners)
+	_, domains, ids := smallSites(t, count, a.e, single)
+	for i, id := range ids {
+		x := readExport(t, uint64(i+1), 5)
+		if _, err := a.e.Unscoped().ImportPlausible(ctx, id, x, "export.zip"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := single.Unscoped().ImportPlausible(ctx, id, x, "export.zip"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := openWrapped(t, c.url(0), "impparts", "b", clk, count, owners, engine.Options{Dir: t.TempDir()}, plain)
+	nodes := []*node{a, b}
+	settle(t, nodes, count, owners)
+	gained := b.e.ClusterMetrics().Held
+	if gained == 0 {
+		t.Fatal("b gained no partition")
+	}
+	for i, id := range ids {
+		holder, other := a, b
+		if gained&(1<<engine.PartitionOf(id, count)) != 0 {
+			holder, other = b, a
+		}
+		want := sameImports(t, single, map[string]*node{"holder": holder}, id, domains[i])
+		// The other node asks the holder for the queries; it lists and
+		// changes imports only where they are held.
+		for k, v := range want {
+			if k == "imports" {
+				continue
+			}
+			if d := cmp.Diff(v, importQueries(t, other.e, id, domains[i])[k]); d != "" {
+				t.Fatalf("%s asked through the other node (-single +node):\n%s", k, d)
+			}
+		}
+		if _, err := other.e.Unscoped().ImportPlausible(ctx, id, readExport(t, 9, 2), "x.zip"); !errors.Is(err, engine.ErrImportCluster) {
+			t.Fatalf("import through a node without the partition: %v, want ErrImportCluster", err)
+		}
+	}
+}
+
+// importQueries are the queries of importAnswers, without the list of
+// imports (which a node without the website's partition refuses).
+func importQueries(t *testing.T, e *engine.Engine, website uint32, domain string) map[string]any {
+	t.Helper()
+	o := e.Unscoped()
+	out := map[string]any{}
+	for i, q := range []string{
+		`"metrics":["visitors","visits","pageviews","bounce_rate","visit_duration","views_per_visit"]`,
+		`"metrics":["visitors","pageviews"],"dimensions":["time:day"]`,
+		`"metrics":["visitors","visits"],"dimensions":["visit:source"]`,
+		`"metrics":["visitors","pageviews"],"dimensions":["event:page"]`,
+		`"metrics":["visitors"],"dimensions":["visit:city"]`,
+	} {
+		body := fmt.Sprintf(`{"site_id":%q,"date_range":["2024-01-01","2024-03-31"],"include":{"imports":true},%s}`, domain, q)
+		eq, err := engine.ParseQuery([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := o.Query(ctx, website, eq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprint("query", i)] = res
+	}
+	return out
 }
