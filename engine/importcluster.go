@@ -252,8 +252,8 @@ func checkImportBounds(imports, rows int) error {
 	return nil
 }
 
-// importHeld refuses, with partitions, an import change or listing made on
-// a node that does not hold the website's partition.
+// importHeld refuses, with partitions, an import change made (or a list
+// read) on a node that does not hold the website's partition.
 func (e *Engine) importHeld(website uint32) error {
 	if e.opts.Cluster != nil && !e.applies(website) {
 		return ErrImportCluster

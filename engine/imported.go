@@ -26,10 +26,11 @@ import (
 )
 
 // ErrImportCluster is the refusal, with partitions (Options.Partitions),
-// of an import, a deletion or a listing of imports made on a node that
-// does not hold the website's partition: the imported layer is kept by
-// the nodes that hold it, and goes through the log to them only.
-var ErrImportCluster = errors.New("engine: this node does not hold the website's partition; import, list and delete its imports through a node that holds it")
+// of an import or a deletion made on a node that does not hold the
+// website's partition: the imported layer is kept by the nodes that hold
+// it, and goes through the log to them only, so this node could not learn
+// what its messages decided.
+var ErrImportCluster = errors.New("engine: this node does not hold the website's partition; import and delete its imports through a node that holds it")
 
 // MaxImports bounds the imports of one website.
 const MaxImports = 100
@@ -234,6 +235,23 @@ func newImportData(x *plausiblezip.Export, file string, now time.Time) *importDa
 
 // Imports lists the imports of website, oldest first.
 func (o Owner) Imports(ctx context.Context, website uint32) ([]Import, error) {
+	if _, err := o.site(website); err != nil {
+		return nil, err
+	}
+	// With partitions, a node that does not hold the website's asks one
+	// that does.
+	far, done, err := o.elsewhere(website)
+	if err != nil {
+		return nil, err
+	}
+	if far {
+		rep, err := o.ask(ctx, website, askRequest{Op: askImports})
+		if err == nil && rep.List == nil {
+			rep.List = []Import{}
+		}
+		return rep.List, err
+	}
+	done()
 	list, err := o.importsOf(website)
 	if err != nil {
 		return nil, err
