@@ -288,16 +288,22 @@ func (o Owner) publishImport(ctx context.Context, website uint32, d *importData)
 	// Room for the message's header (and the record, in the first)
 	// beside the chunks.
 	limit := e.opts.Cluster.MaxMessage() - 64
-	chunks, err := encodeImport(d, limit-len(d.File)-512)
+	chunkLimit := limit - len(d.File) - 512
+	if chunkLimit < 1024 {
+		return Import{}, fmt.Errorf("%w: the cluster's log takes messages of %d bytes, too few for an import's", ErrTooLarge, e.opts.Cluster.MaxMessage())
+	}
+	chunks, err := encodeImport(d, chunkLimit)
 	if err != nil {
 		return Import{}, err
 	}
-	var msgs [][]byte
+	// The messages share the chunks; each is encoded just before it is
+	// published.
+	var parts []importMessage
 	part := importMessage{op: impPart, website: website, token: token, flags: impFirst, first: 1, record: chunks[0]}
 	size := 64 + len(chunks[0])
 	for i, c := range chunks[1:] {
 		if len(part.chunks) > 0 && size+len(c)+10 > limit {
-			msgs = append(msgs, encodeImportMessage(part))
+			parts = append(parts, part)
 			part = importMessage{op: impPart, website: website, token: token, first: uint32(i + 1)}
 			size = 64
 		}
@@ -305,22 +311,24 @@ func (o Owner) publishImport(ctx context.Context, website uint32, d *importData)
 		size += len(c) + 10
 	}
 	part.flags |= impLast
-	msgs = append(msgs, encodeImportMessage(part))
+	parts = append(parts, part)
 	done := e.importWaiting.add(token)
 	defer e.importWaiting.remove(token)
 	ctx = context.WithoutCancel(ctx)
-	for _, m := range msgs {
+	for i, p := range parts {
 		select {
 		case r := <-done: // refused at its first message
 			return r.imp, r.err
 		default:
 		}
-		if len(m) > e.opts.Cluster.MaxMessage() {
+		m := encodeImportMessage(p)
+		if len(m) > e.opts.Cluster.MaxMessage() && i == 0 {
 			return Import{}, fmt.Errorf("%w: an import's message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(m), e.opts.Cluster.MaxMessage())
 		}
 		if err := e.publishImportMessage(ctx, website, m); err != nil {
-			// Best effort: a pending import left behind is given up
-			// after importPendingTTL anyway.
+			// Its first message may have been appended (a failed publish
+			// may have been). Best effort: a pending import left behind
+			// is given up after importPendingTTL anyway.
 			abort := encodeImportMessage(importMessage{op: impAbort, website: website, token: token})
 			_ = e.publishImportMessage(ctx, website, abort)
 			return Import{}, err
