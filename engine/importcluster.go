@@ -183,8 +183,10 @@ func decodeImportMessage(msg []byte) (importMessage, error) {
 			m.chunks = append(m.chunks, c)
 		}
 	case impDelete:
+		// Id 0 is read (and applied as not found): the decoder takes
+		// whatever the encoder makes, or a follower would stop at it.
 		id, ok := uv()
-		if !ok || id == 0 || id > 1<<32-1 {
+		if !ok || id > 1<<32-1 {
 			return m, bad
 		}
 		m.id = uint32(id)

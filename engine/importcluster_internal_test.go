@@ -116,3 +116,58 @@ func TestApplyImportMessages(t *testing.T) {
 		t.Fatalf("after the refusal: %+v", st)
 	}
 }
+
+// importApplier is an engine with one website (5) and a helper applying
+// import messages to it as a follower would.
+func importApplier(t *testing.T) (*Engine, func(seq uint64, at time.Time, m importMessage), func() importState) {
+	t.Helper()
+	e, err := Open(&Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	const website = 5
+	e.regMu.Lock()
+	e.addSiteLocked(&Website{ID: website, Domain: "x.example", Timezone: "UTC"}, newSiteState(website))
+	e.regMu.Unlock()
+	apply := func(seq uint64, at time.Time, m importMessage) {
+		t.Helper()
+		m.website = website
+		d, err := decodeImportMessage(encodeImportMessage(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.applyImport(seq, at, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() importState {
+		t.Helper()
+		st, _, err := e.importStateOf(website)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	return e, apply, state
+}
+
+func importRecord(rows int) []byte {
+	b, _ := json.Marshal(Import{Source: "plausible", File: "f.zip", Rows: rows})
+	return b
+}
+
+// TestApplyImportDeleteZero: a deletion of id 0 (which the encoder can
+// make) is read and applied as not found, never refused by the follower.
+func TestApplyImportDeleteZero(t *testing.T) {
+	e, apply, state := importApplier(t)
+	tok := [16]byte{9}
+	done := e.importWaiting.add(tok)
+	apply(1, time.Now(), importMessage{op: impDelete, token: tok, id: 0})
+	if r := <-done; !errors.Is(r.err, ErrNotFound) {
+		t.Fatalf("delete of id 0: %+v, want ErrNotFound", r)
+	}
+	if st := state(); st.Seq != 1 {
+		t.Fatalf("state %+v, want seq 1", st)
+	}
+}

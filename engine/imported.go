@@ -270,6 +270,11 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 	if _, err := o.site(website); err != nil {
 		return err
 	}
+	if id == 0 {
+		// No import has id 0 (the website's own keys); in cluster mode
+		// it is not published at all.
+		return ErrNotFound
+	}
 	if !e.enter() {
 		return ErrClosed
 	}

@@ -123,6 +123,11 @@ func TestClusterImport(t *testing.T) {
 	if imp != want {
 		t.Fatalf("import %+v, a single engine's %+v", imp, want)
 	}
+	// Id 0 is no import: refused before the log, and the followers go
+	// on applying (the second import below).
+	if err := a.e.Unscoped().DeleteImport(ctx, id, 0); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("delete of import 0: %v, want ErrNotFound", err)
+	}
 	nodes := map[string]*node{"a": a, "b": b}
 	waitApplied(t, []*node{a, b})
 	first := sameImports(t, single, nodes, id, domain)
