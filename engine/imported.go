@@ -251,7 +251,8 @@ func (o Owner) Imports(ctx context.Context, website uint32) ([]Import, error) {
 		}
 		return rep.List, err
 	}
-	done()
+	// Held until the list is read: the partition stays local meanwhile.
+	defer done()
 	list, err := o.importsOf(website)
 	if err != nil {
 		return nil, err

@@ -146,9 +146,18 @@ func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult,
 			return QueryResult{}, err
 		}
 		if far {
-			return o.query(ctx, website, q)
+			// Asked of the holder directly: o.query would check again
+			// and, were the partition local by then, answer without
+			// the imports.
+			body, err := q.MarshalJSON()
+			if err != nil {
+				return QueryResult{}, err
+			}
+			rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
+			return rep.Result, err
 		}
-		done()
+		// Held until answered: the partition stays local meanwhile.
+		defer done()
 		return o.queryWithImports(ctx, website, q) // imported_query.go
 	}
 	return o.query(ctx, website, q)
