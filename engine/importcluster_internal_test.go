@@ -171,3 +171,58 @@ func TestApplyImportDeleteZero(t *testing.T) {
 		t.Fatalf("state %+v, want seq 1", st)
 	}
 }
+
+// TestApplyImportLogClock: a pending import is kept or given up by the
+// log's time, not the wall clock's: dates far in the future, 30 minutes
+// apart, keep it.
+func TestApplyImportLogClock(t *testing.T) {
+	_, apply, state := importApplier(t)
+	t0 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	apply(1, t0, importMessage{op: impPart, token: [16]byte{1}, flags: impFirst, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a1")}})
+	apply(2, t0.Add(30*time.Minute), importMessage{op: impPart, token: [16]byte{2}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("b1")}})
+	if st := state(); len(st.Pending) != 1 || st.Pending[0].ID != 1 || len(st.Imports) != 1 {
+		t.Fatalf("after B, 30 minutes later: %+v, want A pending", st)
+	}
+	apply(3, t0.Add(40*time.Minute), importMessage{op: impPart, token: [16]byte{1}, flags: impLast, first: 2, chunks: [][]byte{[]byte("a2")}})
+	if st := state(); len(st.Pending) != 0 || len(st.Imports) != 2 {
+		t.Fatalf("after A's last message: %+v, want two imports", st)
+	}
+}
+
+// TestApplyImportBoundsCountPending: MaxImports counts the pending
+// imports with the complete ones.
+func TestApplyImportBoundsCountPending(t *testing.T) {
+	e, apply, state := importApplier(t)
+	t0 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	seq := uint64(0)
+	for i := range MaxImports - 1 {
+		seq++
+		apply(seq, t0, importMessage{op: impPart, token: [16]byte{1, byte(i), byte(i >> 8)}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("x")}})
+	}
+	seq++
+	apply(seq, t0, importMessage{op: impPart, token: [16]byte{2}, flags: impFirst, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("p")}})
+	tok := [16]byte{3}
+	done := e.importWaiting.add(tok)
+	seq++
+	apply(seq, t0, importMessage{op: impPart, token: tok, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("y")}})
+	var ve *ValidationError
+	if r := <-done; !errors.As(r.err, &ve) {
+		t.Fatalf("import beyond %d imports + 1 pending: %+v, want refused", MaxImports-1, r)
+	}
+	if st := state(); len(st.Imports) != MaxImports-1 || len(st.Pending) != 1 {
+		t.Fatalf("state: %d imports, %d pending", len(st.Imports), len(st.Pending))
+	}
+}
+
+// TestApplyImportReplayAtSeq: a single-message import replayed at
+// exactly the state's position is skipped.
+func TestApplyImportReplayAtSeq(t *testing.T) {
+	_, apply, state := importApplier(t)
+	t0 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := importMessage{op: impPart, token: [16]byte{1}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a")}}
+	apply(7, t0, m)
+	apply(7, t0, m)
+	if st := state(); st.Seq != 7 || len(st.Imports) != 1 || st.Imports[0].ID != 1 {
+		t.Fatalf("after a replay at seq 7: %+v, want one import", st)
+	}
+}
