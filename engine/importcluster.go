@@ -407,9 +407,13 @@ func (e *Engine) importStateOf(website uint32) (importState, uint32, error) {
 	var st importState
 	last := uint32(0)
 	v, err := e.store.GetImport(website, 0, 0)
-	if err == nil && len(v) == 4 {
+	switch {
+	case err == nil && len(v) == 4:
 		last = binary.BigEndian.Uint32(v)
-	} else if err != nil && !errors.Is(err, snapshot.ErrNotFound) {
+	case err == nil:
+		// Read as 0, ids would be given again.
+		return st, 0, fmt.Errorf("engine: last import id of website %d: %w: %d bytes", website, snapshot.ErrCorrupt, len(v))
+	case !errors.Is(err, snapshot.ErrNotFound):
 		return st, 0, err
 	}
 	v, err = e.store.GetImport(website, 0, importStateChunk)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/webstats/webstats/snapshot"
 )
 
 // TestApplyImportMessages: the apply of import messages (cluster mode)
@@ -224,5 +226,17 @@ func TestApplyImportReplayAtSeq(t *testing.T) {
 	apply(7, t0, m)
 	if st := state(); st.Seq != 7 || len(st.Imports) != 1 || st.Imports[0].ID != 1 {
 		t.Fatalf("after a replay at seq 7: %+v, want one import", st)
+	}
+}
+
+// TestImportStateCorruptLastID: a last id that is not 4 bytes is
+// corrupt, not 0 (ids would be given again).
+func TestImportStateCorruptLastID(t *testing.T) {
+	e, _, _ := importApplier(t)
+	if err := e.store.WriteImports(5, []snapshot.ImportOp{{ID: 0, Chunk: 0, Value: []byte{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.importStateOf(5); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Fatalf("importStateOf: %v, want ErrCorrupt", err)
 	}
 }
