@@ -122,7 +122,12 @@ type Engine struct {
 	life   sync.RWMutex
 	closed bool
 	stop   chan struct{}
-	bg     sync.WaitGroup
+	// closing is closed when Close begins, before it waits for the
+	// operations in flight (life): an import's wait for the follower
+	// ends on it rather than hold Close (importcluster.go).
+	closing     chan struct{}
+	closingOnce sync.Once
+	bg          sync.WaitGroup
 }
 
 // enter starts an operation; it reports false when the engine is closed.
@@ -221,6 +226,7 @@ func Open(opts *Options) (*Engine, error) {
 		domains:    make(map[string]uint32),
 		shards:     make([]shard, 4*runtime.GOMAXPROCS(0)),
 		stop:       make(chan struct{}),
+		closing:    make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		streamSlot: make(chan struct{}, 1),
 		regTxSem:   make(chan struct{}, 1),
@@ -343,6 +349,7 @@ func (e *Engine) kickLocked(ent *dayEntry) {
 // Close takes a final snapshot and closes the store. Calls after the first
 // return ErrClosed.
 func (e *Engine) Close() error {
+	e.closingOnce.Do(func() { close(e.closing) })
 	if e.serveStop != nil {
 		// First: a partition being sent holds the engine open.
 		e.serveStop()

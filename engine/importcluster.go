@@ -63,8 +63,12 @@ const importStateChunk = 1
 const importPendingTTL = time.Hour
 
 // importWait bounds how long an import or a deletion waits for this node
-// to apply it, once published.
-const importWait = 5 * time.Minute
+// to apply it, once published. Its messages are all published by then:
+// what is left is this node's follower reaching the last one, seconds
+// when it keeps up. A minute leaves room for a lagging follower while an
+// HTTP request stays within what proxies commonly allow; past it the
+// caller is told the outcome is unknown (the list of imports tells).
+const importWait = time.Minute
 
 // importState is a website's import state in cluster mode: the log
 // position of the last import message applied, the imports (id and rows)
@@ -397,6 +401,9 @@ func (e *Engine) waitImport(ctx context.Context, done chan importResult) (import
 		return r, nil
 	case <-ctx.Done():
 		return importResult{}, fmt.Errorf("%w: the import change was published but this node has not applied it yet: %w", ErrClusterUnavailable, ctx.Err())
+	case <-e.closing:
+		// Close waits for the operations in flight: this one ends now.
+		return importResult{}, fmt.Errorf("%w: the import change was published but the engine closed before applying it", ErrClosed)
 	case <-e.stop:
 		return importResult{}, ErrClosed
 	}

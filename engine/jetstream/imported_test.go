@@ -2,9 +2,11 @@ package jetstream_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
@@ -250,4 +252,71 @@ func importQueries(t *testing.T, e *engine.Engine, website uint32, domain string
 		out[fmt.Sprint("query", i)] = res
 	}
 	return out
+}
+
+// stallLog is a log whose follower stops at the first import message
+// (until its context ends): an import published through it waits.
+type stallLog struct{ smallLog }
+
+func (l stallLog) Follow(c context.Context, after uint64, fn func(m engine.LogMessage) error) error {
+	return l.smallLog.Follow(c, after, func(m engine.LogMessage) error {
+		if len(m.Data) > 0 && m.Data[0] == 'i' {
+			<-c.Done()
+			return c.Err()
+		}
+		return fn(m)
+	})
+}
+
+// TestClusterImportWaitClose: an import waiting for a follower that does
+// not apply it does not hold Close (nor, meanwhile, the node's other
+// operations).
+func TestClusterImportWaitClose(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart}
+	nc, err := nats.Connect(c.url(0), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	l, err := jetstream.New(ctx, nc, jetstream.Options{Name: "impstall", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(&engine.Options{Dir: t.TempDir(), NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: stallLog{smallLog{l, 1 << 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := addSites(t, e, "stall.example")[0]
+	res := make(chan error, 1)
+	go func() {
+		_, err := e.Unscoped().ImportPlausible(ctx, id, readExport(t, 1, 3), "x.zip")
+		res <- err
+	}()
+	// The import is published, then waits.
+	deadline := time.Now().Add(20 * time.Second)
+	for e.ClusterMetrics().Publishes == 0 || len(res) > 0 {
+		if len(res) > 0 || time.Now().After(deadline) {
+			t.Fatalf("the import did not wait: %v", <-res)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits after 10 s for an import's wait")
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if err := <-res; !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("the waiting import: %v, want ErrClosed", err)
+	}
 }
