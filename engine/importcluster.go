@@ -400,10 +400,10 @@ func (e *Engine) waitImport(ctx context.Context, done chan importResult) (import
 	case r := <-done:
 		return r, nil
 	case <-ctx.Done():
-		return importResult{}, fmt.Errorf("%w: the import change was published but this node has not applied it yet: %w", ErrClusterUnavailable, ctx.Err())
+		return importResult{}, fmt.Errorf("%w: %w: this node has not applied it yet: %w", ErrImportUnknown, ErrClusterUnavailable, ctx.Err())
 	case <-e.closing:
 		// Close waits for the operations in flight: this one ends now.
-		return importResult{}, fmt.Errorf("%w: the import change was published but the engine closed before applying it", ErrClosed)
+		return importResult{}, fmt.Errorf("%w: %w: the engine closed before applying it", ErrImportUnknown, ErrClosed)
 	case <-e.stop:
 		return importResult{}, ErrClosed
 	}
@@ -444,8 +444,14 @@ func (e *Engine) applyImport(seq uint64, at time.Time, m importMessage) error {
 	s := e.sites[m.website]
 	e.regMu.RUnlock()
 	if s == nil || !e.applies(m.website) {
-		if s == nil {
+		switch {
+		case s == nil:
 			e.importWaiting.notify(m.token, importResult{err: ErrNotFound})
+		case m.op == impDelete || m.op == impPart && m.flags&impLast != 0:
+			// Published here but the partition went elsewhere: its
+			// holders decide. Told now rather than after importWait,
+			// and as unknown: a retry could import twice.
+			e.importWaiting.notify(m.token, importResult{err: ErrImportUnknown})
 		}
 		e.seq.Store(seq)
 		return nil

@@ -240,3 +240,31 @@ func TestImportStateCorruptLastID(t *testing.T) {
 		t.Fatalf("importStateOf: %v, want ErrCorrupt", err)
 	}
 }
+
+// heldNone holds no partition (of 4).
+type heldNone struct{ Partitioner }
+
+func (heldNone) Count() int { return 4 }
+
+// TestApplyImportNotHeld: a node that published an import or a deletion
+// but no longer applies its website is told at once that the outcome is
+// unknown (the holders apply it), not left waiting.
+func TestApplyImportNotHeld(t *testing.T) {
+	e, apply, _ := importApplier(t)
+	e.opts.Partitions = heldNone{}
+	for i, m := range []importMessage{
+		{op: impPart, token: [16]byte{1}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a")}},
+		{op: impDelete, token: [16]byte{2}, id: 1},
+	} {
+		done := e.importWaiting.add(m.token)
+		apply(uint64(i+1), time.Now(), m)
+		select {
+		case r := <-done:
+			if !errors.Is(r.err, ErrImportUnknown) {
+				t.Fatalf("message %c: %+v, want ErrImportUnknown", m.op, r)
+			}
+		default:
+			t.Fatalf("message %c: the waiter is not told", m.op)
+		}
+	}
+}

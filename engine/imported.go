@@ -32,6 +32,14 @@ import (
 // what its messages decided.
 var ErrImportCluster = errors.New("engine: this node does not hold the website's partition; import and delete its imports through a node that holds it")
 
+// ErrImportUnknown is the answer to an import or a deletion published to
+// the cluster's log whose outcome this node could not learn: it stopped
+// applying the website (its partition moved) or did not apply the change
+// in time. The nodes that hold the website's partition apply it (or
+// refuse it) alike; list the imports before trying again, or the import
+// may be made twice.
+var ErrImportUnknown = errors.New("engine: the import change was published to the cluster but its outcome is unknown here (it is applied by the nodes that hold the website's partition); list the imports before trying again")
+
 // MaxImports bounds the imports of one website.
 const MaxImports = 100
 
