@@ -292,9 +292,14 @@ func (o Owner) publishImport(ctx context.Context, website uint32, d *importData)
 		return Import{}, err
 	}
 	// Room for the message's header (and the record, in the first)
-	// beside the chunks.
+	// beside the chunks: the record as marshalled, whose escapes (<, >,
+	// &, invalid UTF-8) may take six bytes each of the name's.
+	rec, err := json.Marshal(d.Import)
+	if err != nil {
+		return Import{}, err
+	}
 	limit := e.opts.Cluster.MaxMessage() - 64
-	chunkLimit := limit - len(d.File) - 512
+	chunkLimit := limit - len(rec) - 16
 	if chunkLimit < 1024 {
 		return Import{}, fmt.Errorf("%w: the cluster's log takes messages of %d bytes, too few for an import's", ErrTooLarge, e.opts.Cluster.MaxMessage())
 	}

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/webstats/webstats/engine/plausiblezip"
@@ -229,8 +230,27 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	return d.Import, nil
 }
 
+// MaxImportFile is the most bytes of an import's file name kept: a longer
+// one (from an upload's header, the CLI's argument) is cut there, at a
+// character's boundary. It is a label, and in cluster mode it travels in
+// the import's first message.
+const MaxImportFile = 255
+
+// importFileName cuts file to MaxImportFile bytes.
+func importFileName(file string) string {
+	if len(file) <= MaxImportFile {
+		return file
+	}
+	n := MaxImportFile
+	for n > 0 && !utf8.RuneStart(file[n]) {
+		n--
+	}
+	return file[:n]
+}
+
 // newImportData builds an import of x (its id 0: given when stored).
 func newImportData(x *plausiblezip.Export, file string, now time.Time) *importData {
+	file = importFileName(file)
 	d := &importData{Import: Import{Source: "plausible", File: file, From: x.From, To: x.To,
 		Created: now.UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
 	for _, f := range x.Files {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,5 +319,38 @@ func TestClusterImportWaitClose(t *testing.T) {
 	}
 	if err := <-res; !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("the waiting import: %v, want ErrClosed", err)
+	}
+}
+
+// TestClusterImportEscapedName: a file name whose JSON escapes take six
+// bytes a character (<, >, &, invalid UTF-8) still fits the import's
+// first message; a name is kept to engine.MaxImportFile bytes.
+func TestClusterImportEscapedName(t *testing.T) {
+	c := startNATS(t, 1)
+	clk := &clock{now: bench.DefaultStart}
+	x := readExport(t, 1, 30)
+	// Message sizes from 8 to 24 KiB: the first chunk comes close to
+	// its bound under some of them.
+	for limit := 8 << 10; limit <= 24<<10; limit += 1 << 10 {
+		a := openSmallNode(t, c.url(0), fmt.Sprintf("impname%d", limit), t.TempDir(), clk, limit)
+		id := addSites(t, a.e, "name.example")[0]
+		for _, name := range []string{strings.Repeat("<", 255), strings.Repeat("&\xff", 200)} {
+			imp, err := a.e.Unscoped().ImportPlausible(ctx, id, x, name)
+			if err != nil {
+				t.Fatalf("messages of %d bytes, an import named %.12q…: %v", limit, name, err)
+			}
+			if name[0] == '<' && imp.File != name {
+				t.Fatalf("file %q (%d bytes)", imp.File, len(imp.File))
+			}
+		}
+		a.close(t)
+	}
+	const limit = 16 << 10
+	a := openSmallNode(t, c.url(0), "impname", t.TempDir(), clk, limit)
+	id := addSites(t, a.e, "name.example")[0]
+	// Cut (invalid UTF-8 comes back as U+FFFD, as JSON has it).
+	imp, err := a.e.Unscoped().ImportPlausible(ctx, id, x, strings.Repeat("é", 200))
+	if err != nil || imp.File != strings.Repeat("é", engine.MaxImportFile/2) {
+		t.Fatalf("a long name: %q (%d bytes), %v", imp.File, len(imp.File), err)
 	}
 }
