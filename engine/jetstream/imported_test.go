@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/webstats/webstats/bench"
@@ -32,6 +34,14 @@ func (l smallLog) MaxMessage() int { return l.max }
 // server at url, whose messages are at most max bytes.
 func openSmallNode(t *testing.T, url, name, dir string, clk *clock, max int) *node {
 	t.Helper()
+	return openSmallNodeOn(t, url, name, engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1}, clk, max)
+}
+
+// openSmallNodeOn is openSmallNode with options o (their Now and Cluster
+// set here).
+func openSmallNodeOn(t *testing.T, url, name string, o engine.Options, clk *clock, max int) *node {
+	t.Helper()
+	dir := o.Dir
 	nc, err := nats.Connect(url, nats.ReconnectBufSize(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +50,8 @@ func openSmallNode(t *testing.T, url, name, dir string, clk *clock, max int) *no
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.Open(&engine.Options{Dir: dir, NoSync: true, SnapshotEvery: -1, Now: clk.Now, Cluster: smallLog{l, max}})
+	o.Now, o.Cluster = clk.Now, smallLog{l, max}
+	e, err := engine.Open(&o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +143,16 @@ func TestClusterImport(t *testing.T) {
 		t.Fatalf("delete of import 0: %v, want ErrNotFound", err)
 	}
 	nodes := map[string]*node{"a": a, "b": b}
-	waitApplied(t, []*node{a, b})
+	// d, on a file system that can lose power, snapshots after the
+	// first import and crashes at the end: its restart replays the
+	// import messages after the snapshot over what reached its disk.
+	dfs := vfs.NewCrashableMem()
+	dopts := engine.Options{FS: dfs, Dir: "data", SnapshotEvery: -1}
+	d := openSmallNodeOn(t, c.url(0), "imports", dopts, clk, limit)
+	waitApplied(t, []*node{a, b, d})
+	if err := d.e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
 	first := sameImports(t, single, nodes, id, domain)
 	if v := first["query0"].(engine.QueryResult).Results[0].Metrics[0]; v == int64(0) {
 		t.Fatalf("no imported visitors: %v", first["query0"])
@@ -174,6 +194,16 @@ func TestClusterImport(t *testing.T) {
 	}
 	waitApplied(t, []*node{a, nodes["b"], nodes["c"]})
 	sameImports(t, single, nodes, id, domain)
+
+	// d loses power (no final snapshot), with some of its unsynced
+	// writes, and restarts.
+	waitApplied(t, []*node{a, d})
+	clone := dfs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(1, 2))})
+	d.close(t)
+	dopts.FS = clone
+	d = openSmallNodeOn(t, c.url(0), "imports", dopts, clk, limit)
+	waitApplied(t, []*node{a, d})
+	sameImports(t, single, map[string]*node{"a": a, "d": d}, id, domain)
 }
 
 // TestClusterImportPartitions: with partitions, imports made through a
