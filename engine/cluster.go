@@ -27,7 +27,8 @@ import (
 type Cluster interface {
 	// Publish appends one message to the log and returns once it is
 	// acknowledged as durable. A message holds the records of one Track
-	// call for one website (see publish), or, with website 0, a registry
+	// call for one website (see publish), a part of one website's import
+	// or its deletion (importcluster.go), or, with website 0, a registry
 	// transaction (regtx.go), which every node follows whatever websites
 	// it holds; messages of one website (0 included) keep their order. On
 	// an error it may or may not
@@ -339,6 +340,13 @@ func (e *Engine) follow() {
 					return fmt.Errorf("message %d: %w", seq, err)
 				}
 				return e.applyRegistry(seq, rm)
+			}
+			if len(m.Data) > 0 && m.Data[0] == msgImport {
+				im, err := decodeImportMessage(m.Data)
+				if err != nil {
+					return fmt.Errorf("message %d: %w", seq, err)
+				}
+				return e.applyImport(seq, m.Time, im)
 			}
 			var err error
 			var mark *idemMark

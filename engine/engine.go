@@ -48,6 +48,8 @@ type Engine struct {
 	regSeq     uint64
 	regWaiting regWaiters
 	regTxSem   chan struct{} // one change at a time on this node (regDo)
+	// importWaiting are the imports this node published (cluster mode).
+	importWaiting importWaiters
 
 	gate hashGate // password hashes running at once (password.go)
 
@@ -121,7 +123,12 @@ type Engine struct {
 	life   sync.RWMutex
 	closed bool
 	stop   chan struct{}
-	bg     sync.WaitGroup
+	// closing is closed when Close begins, before it waits for the
+	// operations in flight (life): an import's wait for the follower
+	// ends on it rather than hold Close (importcluster.go).
+	closing     chan struct{}
+	closingOnce sync.Once
+	bg          sync.WaitGroup
 }
 
 // enter starts an operation; it reports false when the engine is closed.
@@ -220,6 +227,7 @@ func Open(opts *Options) (*Engine, error) {
 		domains:    make(map[string]uint32),
 		shards:     make([]shard, 4*runtime.GOMAXPROCS(0)),
 		stop:       make(chan struct{}),
+		closing:    make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		streamSlot: make(chan struct{}, 1),
 		regTxSem:   make(chan struct{}, 1),
@@ -342,6 +350,7 @@ func (e *Engine) kickLocked(ent *dayEntry) {
 // Close takes a final snapshot and closes the store. Calls after the first
 // return ErrClosed.
 func (e *Engine) Close() error {
+	e.closingOnce.Do(func() { close(e.closing) })
 	if e.serveStop != nil {
 		// First: a partition being sent holds the engine open.
 		e.serveStop()

@@ -20,15 +20,26 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/webstats/webstats/engine/plausiblezip"
 )
 
-// ErrImportCluster is the refusal of an import in cluster mode: the
-// imported layer is kept by the node's own store and not yet replicated
-// through the cluster's log, so the nodes would answer differently.
-var ErrImportCluster = errors.New("engine: imports of Plausible's export are not available in cluster mode yet (they are not replicated); import on a single-node server")
+// ErrImportCluster is the refusal, with partitions (Options.Partitions),
+// of an import or a deletion made on a node that does not hold the
+// website's partition: the imported layer is kept by the nodes that hold
+// it, and goes through the log to them only, so this node could not learn
+// what its messages decided.
+var ErrImportCluster = errors.New("engine: this node does not hold the website's partition; import and delete its imports through a node that holds it")
+
+// ErrImportUnknown is the answer to an import or a deletion published to
+// the cluster's log whose outcome this node could not learn: it stopped
+// applying the website (its partition moved) or did not apply the change
+// in time. The nodes that hold the website's partition apply it (or
+// refuse it) alike; list the imports before trying again, or the import
+// may be made twice.
+var ErrImportUnknown = errors.New("engine: the import change was published to the cluster but its outcome is unknown here (it is applied by the nodes that hold the website's partition); list the imports before trying again")
 
 // MaxImports bounds the imports of one website.
 const MaxImports = 100
@@ -165,13 +176,15 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if _, err := o.site(website); err != nil {
 		return Import{}, err
 	}
-	if e.opts.Cluster != nil {
-		return Import{}, ErrImportCluster
-	}
 	if !e.enter() {
 		return Import{}, ErrClosed
 	}
 	defer e.exit()
+	if e.opts.Cluster != nil {
+		// Through the log, applied by every node (importcluster.go).
+		d := newImportData(x, file, e.now())
+		return o.publishImport(ctx, website, d)
+	}
 	// Imports and deletions are one at a time (write); queries wait on
 	// mu only while the list is read or replaced, not while an import is
 	// encoded and written.
@@ -191,28 +204,16 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	if err != nil {
 		return Import{}, err
 	}
-	if len(list) >= MaxImports {
-		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website has %d imports, the most it may have; delete one first.", MaxImports)}}}
-	}
-	rows := 0
+	d := newImportData(x, file, e.now())
+	rows := d.Rows
 	for _, p := range list {
 		rows += p.Rows
 	}
-	for _, f := range x.Files {
-		rows += len(f.Rows)
+	if err := checkImportBounds(len(list), rows); err != nil {
+		return Import{}, err
 	}
-	if rows > MaxImportRows {
-		return Import{}, &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website's imports would hold %d rows, more than %d; delete an import first.", rows, MaxImportRows)}}}
-	}
-	d := &importData{Import: Import{ID: 1, Source: "plausible", File: file, From: x.From, To: x.To,
-		Created: e.now().UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
 	d.ID = last + 1 // never a deleted import's
-	for _, f := range x.Files {
-		d.tables[f.Table.Name] = f.Rows
-		d.Rows += len(f.Rows)
-		d.bytes += importBytes(f.Rows)
-	}
-	chunks, err := encodeImport(d)
+	chunks, err := encodeImport(d, 0)
 	if err != nil {
 		return Import{}, err
 	}
@@ -229,8 +230,57 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	return d.Import, nil
 }
 
+// MaxImportFile is the most bytes of an import's file name kept: a longer
+// one (from an upload's header, the CLI's argument) is cut there, at a
+// character's boundary. It is a label, and in cluster mode it travels in
+// the import's first message.
+const MaxImportFile = 255
+
+// importFileName cuts file to MaxImportFile bytes.
+func importFileName(file string) string {
+	if len(file) <= MaxImportFile {
+		return file
+	}
+	n := MaxImportFile
+	for n > 0 && !utf8.RuneStart(file[n]) {
+		n--
+	}
+	return file[:n]
+}
+
+// newImportData builds an import of x (its id 0: given when stored).
+func newImportData(x *plausiblezip.Export, file string, now time.Time) *importData {
+	file = importFileName(file)
+	d := &importData{Import: Import{Source: "plausible", File: file, From: x.From, To: x.To,
+		Created: now.UTC().Truncate(time.Second)}, tables: map[string][]plausiblezip.Row{}}
+	for _, f := range x.Files {
+		d.tables[f.Table.Name] = f.Rows
+		d.Rows += len(f.Rows)
+		d.bytes += importBytes(f.Rows)
+	}
+	return d
+}
+
 // Imports lists the imports of website, oldest first.
 func (o Owner) Imports(ctx context.Context, website uint32) ([]Import, error) {
+	if _, err := o.site(website); err != nil {
+		return nil, err
+	}
+	// With partitions, a node that does not hold the website's asks one
+	// that does.
+	far, done, err := o.elsewhere(website)
+	if err != nil {
+		return nil, err
+	}
+	if far {
+		rep, err := o.ask(ctx, website, askRequest{Op: askImports})
+		if err == nil && rep.List == nil {
+			rep.List = []Import{}
+		}
+		return rep.List, err
+	}
+	// Held until the list is read: the partition stays local meanwhile.
+	defer done()
 	list, err := o.importsOf(website)
 	if err != nil {
 		return nil, err
@@ -249,10 +299,19 @@ func (o Owner) DeleteImport(ctx context.Context, website, id uint32) error {
 	if _, err := o.site(website); err != nil {
 		return err
 	}
+	if id == 0 {
+		// No import has id 0 (the website's own keys); in cluster mode
+		// it is not published at all.
+		return ErrNotFound
+	}
 	if !e.enter() {
 		return ErrClosed
 	}
 	defer e.exit()
+	if e.opts.Cluster != nil {
+		// Through the log, applied by every node (importcluster.go).
+		return o.deleteShared(ctx, website, id)
+	}
 	l := &e.imported
 	l.write.Lock()
 	defer l.write.Unlock()
@@ -286,6 +345,9 @@ func (o Owner) importsOf(website uint32) ([]*importData, error) {
 		return nil, ErrClosed
 	}
 	defer e.exit()
+	if err := e.importHeld(website); err != nil {
+		return nil, err
+	}
 	e.imported.mu.Lock()
 	defer e.imported.mu.Unlock()
 	return e.importsLocked(website)
@@ -303,8 +365,8 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 	var cur *importData
 	last := uint32(0)
 	err := e.store.ScanImports(website, func(id, n uint32, data []byte) error {
-		if id == 0 { // the last id given (snapshot.PutImport)
-			if len(data) == 4 {
+		if id == 0 { // the last id given (snapshot.PutImport), the cluster's state
+			if n == 0 && len(data) == 4 {
 				last = binary.BigEndian.Uint32(data)
 			}
 			return nil
@@ -318,6 +380,9 @@ func (e *Engine) importsLocked(website uint32) ([]*importData, error) {
 			return nil
 		}
 		if cur == nil || cur.ID != id {
+			if e.opts.Cluster != nil {
+				return nil // pending: its record comes with its last message
+			}
 			return fmt.Errorf("engine: import %d of website %d has no record", id, website)
 		}
 		var c importChunk
@@ -344,8 +409,10 @@ func (e *Engine) dropImports(website uint32) {
 	e.imported.mu.Unlock()
 }
 
-// encodeImport returns the chunks d is stored as.
-func encodeImport(d *importData) ([][]byte, error) {
+// encodeImport returns the chunks d is stored as; with limit > 0, each of
+// its rows' chunks holds at most limit bytes (fewer rows than
+// importChunkRows when needed).
+func encodeImport(d *importData, limit int) ([][]byte, error) {
 	rec, err := json.Marshal(d.Import)
 	if err != nil {
 		return nil, err
@@ -361,8 +428,18 @@ func encodeImport(d *importData) ([][]byte, error) {
 		for len(rows) > 0 {
 			n := min(len(rows), importChunkRows)
 			var b bytes.Buffer
-			if err := gob.NewEncoder(&b).Encode(importChunk{Table: name, Rows: rows[:n]}); err != nil {
-				return nil, err
+			for {
+				b.Reset()
+				if err := gob.NewEncoder(&b).Encode(importChunk{Table: name, Rows: rows[:n]}); err != nil {
+					return nil, err
+				}
+				if limit <= 0 || b.Len() <= limit {
+					break
+				}
+				if n == 1 {
+					return nil, fmt.Errorf("%w: a row of the import takes %d bytes; the cluster's log takes %d", ErrTooLarge, b.Len(), limit)
+				}
+				n /= 2
 			}
 			chunks = append(chunks, b.Bytes())
 			rows = rows[n:]

@@ -12,7 +12,7 @@ import (
 // statistics calls of an Owner, gob-encoded, answered with their result
 // or error.
 type askRequest struct {
-	Op      byte // askStat, askTotals, askRealtime, askQuery
+	Op      byte // askStat, askTotals, askRealtime, askQuery, askImports
 	Account uint32
 	All     bool
 	Website uint32
@@ -29,6 +29,7 @@ const (
 	askTotals
 	askRealtime
 	askQuery
+	askImports
 )
 
 type askReply struct {
@@ -36,6 +37,7 @@ type askReply struct {
 	Totals   Totals
 	Realtime Realtime
 	Result   QueryResult
+	List     []Import // askImports
 	// Err is the error, by kind (askErr*) and message.
 	Err    byte
 	Msg    string
@@ -196,6 +198,8 @@ func (e *Engine) serveAsk(ctx context.Context, b []byte) ([]byte, error) {
 		if q, err = ParseQuery(req.Query); err == nil {
 			rep.Result, err = o.Query(ctx, req.Website, q)
 		}
+	case askImports:
+		rep.List, err = o.Imports(ctx, req.Website)
 	default:
 		err = fmt.Errorf("engine: ask: unknown question %d", req.Op)
 	}

@@ -580,7 +580,11 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 	if deleted {
 		return nil
 	}
-	if err := e.store.ReplaceWebsite(id, next); err != nil {
+	err := e.store.ReplaceWebsite(id, next)
+	// Its imports were replaced with the rest (the keys under its
+	// prefix): read again by the next query.
+	e.dropImports(id)
+	if err != nil {
 		return fmt.Errorf("engine: website %d: %w", id, err)
 	}
 	meta, err := e.store.Site(id)

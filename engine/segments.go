@@ -120,6 +120,25 @@ func floatJSON(f float64) string {
 // day buckets when they can answer it.
 func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
 	if q.Include.Imports {
+		// With partitions, the imports are where the partition is held:
+		// a node that does not hold it asks the whole query.
+		far, done, err := o.elsewhere(website)
+		if err != nil {
+			return QueryResult{}, err
+		}
+		if far {
+			// Asked of the holder directly: o.query would check again
+			// and, were the partition local by then, answer without
+			// the imports.
+			body, err := q.MarshalJSON()
+			if err != nil {
+				return QueryResult{}, err
+			}
+			rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
+			return rep.Result, err
+		}
+		// Held until answered: the partition stays local meanwhile.
+		defer done()
 		return o.queryWithImports(ctx, website, q) // imported_query.go
 	}
 	return o.query(ctx, website, q)

@@ -119,6 +119,10 @@ func errorStatus(err error) (code int, message any, internal bool) {
 		return http.StatusUnprocessableEntity, fieldErrors(ve.Fields), false
 	case errors.As(err, &mbe), errors.Is(err, engine.ErrTooLarge):
 		return errTooLarge.code, errTooLarge.msg, false
+	case errors.Is(err, engine.ErrImportUnknown):
+		// Published, applied (or refused) by the partition's holders:
+		// not a 503, which clients retry, importing twice.
+		return http.StatusAccepted, "The import change was published to the cluster but its outcome is not known on this node yet; list the website's imports before trying again.", false
 	case errors.Is(err, engine.ErrNotFound):
 		return errNotFound.code, errNotFound.msg, false
 	case errors.Is(err, identity.ErrUnauthenticated):

@@ -107,6 +107,9 @@ func (s *Server) listImports(w http.ResponseWriter, r *http.Request, c *call) er
 		return err
 	}
 	list, err := s.e.Owner(c.account.ID).Imports(r.Context(), id)
+	if errors.Is(err, engine.ErrImportCluster) {
+		return &httpError{http.StatusConflict, err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,11 @@ func (s *Server) deleteImport(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil || imp == 0 {
 		return errNotFound
 	}
-	if err := s.e.Owner(c.account.ID).DeleteImport(r.Context(), id, uint32(imp)); err != nil {
+	err = s.e.Owner(c.account.ID).DeleteImport(r.Context(), id, uint32(imp))
+	if errors.Is(err, engine.ErrImportCluster) {
+		return &httpError{http.StatusConflict, err.Error()}
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine"
 	"github.com/webstats/webstats/engine/plausiblezip/plgen"
 )
 
@@ -203,5 +204,21 @@ func TestImportsUploadsOneAtATime(t *testing.T) {
 	pw.Close()
 	if a, b := <-first, <-second; a != http.StatusCreated || b != http.StatusCreated {
 		t.Fatalf("uploads: %d, %d", a, b)
+	}
+}
+
+// TestImportUnknownStatus: an import change whose outcome the node could
+// not learn is a 202 saying to list the imports first, not a 503 that
+// clients retry (importing twice).
+func TestImportUnknownStatus(t *testing.T) {
+	for _, err := range []error{
+		engine.ErrImportUnknown,
+		fmt.Errorf("%w: %w: late", engine.ErrImportUnknown, engine.ErrClusterUnavailable),
+		fmt.Errorf("%w: %w", engine.ErrImportUnknown, engine.ErrClosed),
+	} {
+		code, msg, internal := errorStatus(err)
+		if code != http.StatusAccepted || internal || !strings.Contains(fmt.Sprint(msg), "list the website's imports") {
+			t.Errorf("%v: %d %v %v", err, code, msg, internal)
+		}
 	}
 }

@@ -100,3 +100,47 @@ func (s *Store) ScanImports(website uint32, fn func(id, chunk uint32, data []byt
 		return fn(id, n, val)
 	})
 }
+
+// ImportOp is one write of WriteImports: chunk Chunk of import ID set to
+// Value, or, with Delete, every chunk of import ID removed.
+type ImportOp struct {
+	ID, Chunk uint32
+	Value     []byte
+	Delete    bool
+}
+
+// WriteImports applies ops to the imported layer of website, in order, in
+// one durable batch (cluster mode writes an import message by message).
+// Unlike PutImport it records no last id: an op on import 0 does.
+func (s *Store) WriteImports(website uint32, ops []ImportOp) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	op := fmt.Sprintf("write imports of website %d", website)
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, o := range ops {
+		var err error
+		if o.Delete {
+			p := importPrefix(website, o.ID)
+			err = b.DeleteRange(p, prefixEnd(p), nil)
+		} else {
+			err = b.Set(importKey(website, o.ID, o.Chunk), o.Value, nil)
+		}
+		if err != nil {
+			return wrap(op, err)
+		}
+	}
+	return wrap(op, s.commit(b))
+}
+
+// GetImport returns a copy of chunk n of import id of website, or
+// ErrNotFound.
+func (s *Store) GetImport(website, id, n uint32) ([]byte, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	return s.getCopy(fmt.Sprintf("get import %d chunk %d of website %d", id, n, website), importKey(website, id, n))
+}
