@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -130,7 +131,7 @@ func encodeImportMessage(m importMessage) []byte {
 // alias msg.
 func decodeImportMessage(msg []byte) (importMessage, error) {
 	var m importMessage
-	bad := fmt.Errorf("engine: import message: %w", errRecord)
+	bad := fmt.Errorf("engine: import message: %w", wire.ErrRecord)
 	if len(msg) < 2 || msg[0] != msgImport {
 		return m, bad
 	}
@@ -489,7 +490,7 @@ func (e *Engine) applyImport(seq uint64, at time.Time, m importMessage) error {
 		if m.flags&impFirst != 0 && pending < 0 {
 			var imp Import
 			if err := json.Unmarshal(m.record, &imp); err != nil {
-				return fmt.Errorf("message %d: import record: %w: %w", seq, errRecord, err)
+				return fmt.Errorf("message %d: import record: %w: %w", seq, wire.ErrRecord, err)
 			}
 			rows := imp.Rows
 			for _, p := range st.Imports {
@@ -522,7 +523,7 @@ func (e *Engine) applyImport(seq uint64, at time.Time, m importMessage) error {
 		}
 		var imp Import
 		if err := json.Unmarshal(p.Record, &imp); err != nil {
-			return fmt.Errorf("message %d: import record: %w: %w", seq, errRecord, err)
+			return fmt.Errorf("message %d: import record: %w: %w", seq, wire.ErrRecord, err)
 		}
 		imp.ID = p.ID
 		rec, err := json.Marshal(imp)
