@@ -130,12 +130,7 @@ func (o Owner) Query(ctx context.Context, website uint32, q Query) (QueryResult,
 			// Asked of the holder directly: o.query would check again
 			// and, were the partition local by then, answer without
 			// the imports.
-			body, err := q.MarshalJSON()
-			if err != nil {
-				return QueryResult{}, err
-			}
-			rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
-			return rep.Result, err
+			return o.askQuery(ctx, website, q)
 		}
 		// Held until answered: the partition stays local meanwhile.
 		defer done()

@@ -32,18 +32,23 @@ const MaxQueryGroups = segments.MaxGroups
 // queryRuns counts the queries run on the segments (for tests).
 var queryRuns atomic.Int64
 
+// askQuery asks q of the node that holds website's partition.
+func (o Owner) askQuery(ctx context.Context, website uint32, q Query) (QueryResult, error) {
+	body, err := q.MarshalJSON()
+	if err != nil {
+		return QueryResult{}, err
+	}
+	rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
+	return rep.Result, err
+}
+
 func (o Owner) query(ctx context.Context, website uint32, q Query) (QueryResult, error) {
 	far, done, err := o.elsewhere(website)
 	if err != nil {
 		return QueryResult{}, err
 	}
 	if far {
-		body, err := q.MarshalJSON()
-		if err != nil {
-			return QueryResult{}, err
-		}
-		rep, err := o.ask(ctx, website, askRequest{Op: askQuery, Query: body})
-		return rep.Result, err
+		return o.askQuery(ctx, website, q)
 	}
 	defer done()
 	qc, err := o.queryContext(website)
