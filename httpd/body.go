@@ -215,6 +215,9 @@ type requestBody struct {
 	body     io.ReadCloser // a MaxBytesReader
 	declared int64         // Content-Length; -1 when unknown
 	limit    int64         // the route's body limit
+
+	rc      *http.ResponseController // sets the read deadline
+	timeout time.Duration            // the deadline's distance; 0 when none was set
 }
 
 // newRequestBody wraps r's body with the limit and, when timeout > 0 and
@@ -223,12 +226,24 @@ type requestBody struct {
 // sends nothing then time out spread over a while, not all in the same
 // instant (20,000 at once held /healthz up for seconds).
 func newRequestBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) *requestBody {
+	b := &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
 	if timeout > 0 && r.ContentLength != 0 {
-		timeout += rand.N(timeout/4 + 1)
-		// Not supported by every ResponseWriter (httptest's): no deadline.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		b.rc, b.timeout = http.NewResponseController(w), timeout+rand.N(timeout/4+1)
+		b.restartDeadline()
 	}
-	return &requestBody{body: http.MaxBytesReader(w, r.Body, limit), declared: r.ContentLength, limit: limit}
+	return b
+}
+
+// restartDeadline sets the read deadline the body's timeout from now. A
+// handler that waits before it reads the body (the import, for its slot)
+// calls it once the wait is over: the client is given its whole time to
+// send, whatever the server made it wait (a body sent whole, or cut
+// short, is then 200 or 400, never a 408 of the server's making).
+func (b *requestBody) restartDeadline() {
+	if b.timeout > 0 {
+		// Not supported by every ResponseWriter (httptest's): no deadline.
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	}
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {

@@ -68,6 +68,9 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	defer release()
+	if b, ok := r.Body.(*requestBody); ok {
+		b.restartDeadline() // the wait for the slot is not the client's time
+	}
 	body, err := readImportBody(r, maxImportBody)
 	if err != nil {
 		return err

@@ -63,3 +63,31 @@ func TestImportGateSlowSender(t *testing.T) {
 		t.Errorf("an import behind a slow sender: %s, want 200, or 503/429 with Retry-After", resp.Status)
 	}
 }
+
+// TestImportSlotWaitNotBodyTime: an import that waits for the import slot
+// longer than its body timeout, its body sent at once but cut short (a
+// chunk, then the connection's write side closed), is answered 400 once
+// the slot is free: the body's read deadline starts when the body is read,
+// not while the server made the client wait, so the server reads the end
+// of the body rather than a 408 of its own making (TestBrokenBodies saw it
+// under load).
+func TestImportSlotWaitNotBodyTime(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	f := newFixture(t, &Options{RateLimit: -1, ImportBodyTimeout: timeout})
+	srv := httptest.NewServer(f.s)
+	defer srv.Close()
+	release, err := f.s.acquireImport(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(3 * timeout) // past the body's deadline
+		release()
+	}()
+	head := "POST /api/v1/websites/1/events HTTP/1.1\r\nHost: stats.example\r\nAuthorization: Bearer " + f.alice +
+		"\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n"
+	code, _ := rawExchange(t, srv.Listener.Addr().String(), head, "b\r\n{\"page\":\"/a\r\n", true)
+	if code != http.StatusBadRequest {
+		t.Errorf("an import that waited %v for the slot, its body cut short: %d, want 400", 3*timeout, code)
+	}
+}
