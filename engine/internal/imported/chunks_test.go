@@ -114,3 +114,31 @@ func TestFileName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScan: a chunk of any bytes is read or refused, never a panic, and a
+// chunk read whole after its record adds its rows to the import.
+func FuzzScan(f *testing.F) {
+	chunks, err := sample().Chunks(0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range chunks[1:] {
+		f.Add(chunks[0], c)
+	}
+	f.Fuzz(func(t *testing.T, record, chunk []byte) {
+		s := Scan{Website: 1}
+		if err := s.Chunk(3, 0, record); err != nil || s.List[0].ID != 3 {
+			return
+		}
+		if err := s.Chunk(3, 1, chunk); err != nil {
+			return
+		}
+		n := 0
+		for _, rows := range s.List[0].tables {
+			n += len(rows)
+		}
+		if s.List[0].bytes < 0 || n > 0 && s.List[0].bytes == 0 {
+			t.Fatalf("%d rows of %d bytes", n, s.List[0].bytes)
+		}
+	})
+}
