@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -341,8 +342,8 @@ func (e *Engine) follow() {
 				}
 				return e.applyRegistry(seq, rm)
 			}
-			if len(m.Data) > 0 && m.Data[0] == msgImport {
-				im, err := decodeImportMessage(m.Data)
+			if len(m.Data) > 0 && m.Data[0] == importlog.Kind {
+				im, err := importlog.Decode(m.Data)
 				if err != nil {
 					return fmt.Errorf("message %d: %w", seq, err)
 				}

@@ -11,6 +11,7 @@ import (
 	_ "time/tzdata" // time zones in a static binary
 
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
@@ -49,7 +50,7 @@ type Engine struct {
 	regWaiting regWaiters
 	regTxSem   chan struct{} // one change at a time on this node (regDo)
 	// importWaiting are the imports this node published (cluster mode).
-	importWaiting importWaiters
+	importWaiting importlog.Waiters
 
 	gate hashGate // password hashes running at once (password.go)
 

@@ -129,15 +129,7 @@ func SetImportedCacheBytes(n int64) int64 {
 func ImportedResident(e *Engine) (sites, rows int) {
 	e.imported.mu.Lock()
 	defer e.imported.mu.Unlock()
-	for _, list := range e.imported.sites {
-		sites++
-		for _, d := range list {
-			for _, t := range d.tables {
-				rows += len(t)
-			}
-		}
-	}
-	return sites, rows
+	return e.imported.cache.Resident()
 }
 
 // QueryRuns counts the queries run on the segments (not answered by the

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // TestApplyImportMessages: the apply of import messages (cluster mode)
 // in log order, as every node makes it: a replayed message is skipped, a
-// pending import older than importPendingTTL is given up by the next
+// pending import older than importlog.PendingTTL is given up by the next
 // import message of its website, an import's id is never given again, a
 // deletion replayed after a later message stays applied, an abort drops
 // what its import wrote, and the bounds are decided at the first message.
@@ -32,10 +33,10 @@ func TestApplyImportMessages(t *testing.T) {
 		return b
 	}
 	tok := func(b byte) [16]byte { return [16]byte{b} }
-	apply := func(seq uint64, at time.Time, m importMessage) {
+	apply := func(seq uint64, at time.Time, m importlog.Message) {
 		t.Helper()
-		m.website = website
-		d, err := decodeImportMessage(encodeImportMessage(m))
+		m.Website = website
+		d, err := importlog.Decode(m.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestApplyImportMessages(t *testing.T) {
 		}
 		return out
 	}
-	state := func() importState {
+	state := func() importlog.State {
 		t.Helper()
 		st, _, err := e.importStateOf(website)
 		if err != nil {
@@ -66,52 +67,52 @@ func TestApplyImportMessages(t *testing.T) {
 		return st
 	}
 	// A: two messages; its first, then the same message replayed.
-	first := importMessage{op: impPart, token: tok(1), flags: impFirst, first: 1, record: record(10), chunks: [][]byte{[]byte("a1")}}
+	first := importlog.Message{Op: importlog.Part, Token: tok(1), Flags: importlog.First, First: 1, Record: record(10), Chunks: [][]byte{[]byte("a1")}}
 	apply(1, t0, first)
 	apply(1, t0, first)
 	if st := state(); st.Seq != 1 || len(st.Pending) != 1 || st.Pending[0].ID != 1 || len(st.Imports) != 0 {
 		t.Fatalf("after A's first message: %+v", st)
 	}
 	// B in one message, two hours later: A is given up.
-	apply(2, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(2), flags: impFirst | impLast, first: 1, record: record(20), chunks: [][]byte{[]byte("b1")}})
-	if st := state(); len(st.Pending) != 0 || len(st.Imports) != 1 || st.Imports[0] != (importSum{ID: 2, Rows: 20}) {
+	apply(2, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(2), Flags: importlog.First | importlog.Last, First: 1, Record: record(20), Chunks: [][]byte{[]byte("b1")}})
+	if st := state(); len(st.Pending) != 0 || len(st.Imports) != 1 || st.Imports[0] != (importlog.Sum{ID: 2, Rows: 20}) {
 		t.Fatalf("after B: %+v", st)
 	}
 	if got := ids(); !slices.Equal(got, []uint32{2}) {
 		t.Fatalf("imports %v after B, want [2]", got)
 	}
 	// A's last message finds nothing to complete.
-	done := e.importWaiting.add(tok(1))
-	apply(3, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(1), flags: impLast, first: 2, chunks: [][]byte{[]byte("a2")}})
-	if r := <-done; !errors.Is(r.err, ErrClusterUnavailable) {
+	done := e.importWaiting.Add(tok(1))
+	apply(3, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(1), Flags: importlog.Last, First: 2, Chunks: [][]byte{[]byte("a2")}})
+	if r := <-done; !errors.Is(r.Err, ErrClusterUnavailable) {
 		t.Fatalf("A's last message: %+v", r)
 	}
-	e.importWaiting.remove(tok(1))
+	e.importWaiting.Remove(tok(1))
 	if got := ids(); !slices.Equal(got, []uint32{2}) {
 		t.Fatalf("imports %v after A's last message, want [2]", got)
 	}
 	// B deleted; B's message replayed is skipped.
-	apply(4, t0.Add(2*time.Hour), importMessage{op: impDelete, token: tok(3), id: 2})
-	apply(2, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(2), flags: impFirst | impLast, first: 1, record: record(20), chunks: [][]byte{[]byte("b1")}})
+	apply(4, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Delete, Token: tok(3), ID: 2})
+	apply(2, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(2), Flags: importlog.First | importlog.Last, First: 1, Record: record(20), Chunks: [][]byte{[]byte("b1")}})
 	if got := ids(); len(got) != 0 {
 		t.Fatalf("imports %v after B's deletion, want none", got)
 	}
 	// C begins and is aborted: its id is not given again.
-	apply(5, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(4), flags: impFirst, first: 1, record: record(5), chunks: [][]byte{[]byte("c1")}})
-	apply(6, t0.Add(2*time.Hour), importMessage{op: impAbort, token: tok(4)})
+	apply(5, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(4), Flags: importlog.First, First: 1, Record: record(5), Chunks: [][]byte{[]byte("c1")}})
+	apply(6, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Abort, Token: tok(4)})
 	if got, st := ids(), state(); len(got) != 0 || len(st.Pending) != 0 {
 		t.Fatalf("after C's abort: imports %v, state %+v", got, st)
 	}
-	done = e.importWaiting.add(tok(5))
-	apply(7, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(5), flags: impFirst | impLast, first: 1, record: record(1), chunks: [][]byte{[]byte("d1")}})
-	if r := <-done; r.err != nil || r.imp.ID != 4 {
+	done = e.importWaiting.Add(tok(5))
+	apply(7, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(5), Flags: importlog.First | importlog.Last, First: 1, Record: record(1), Chunks: [][]byte{[]byte("d1")}})
+	if r := <-done; r.Err != nil || r.Import.ID != 4 {
 		t.Fatalf("D: %+v, want id 4", r)
 	}
 	// Too many rows: refused at its first message, on every node alike.
-	done = e.importWaiting.add(tok(6))
-	apply(8, t0.Add(2*time.Hour), importMessage{op: impPart, token: tok(6), flags: impFirst, first: 1, record: record(MaxImportRows), chunks: [][]byte{[]byte("e1")}})
+	done = e.importWaiting.Add(tok(6))
+	apply(8, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(6), Flags: importlog.First, First: 1, Record: record(MaxImportRows), Chunks: [][]byte{[]byte("e1")}})
 	var ve *ValidationError
-	if r := <-done; !errors.As(r.err, &ve) {
+	if r := <-done; !errors.As(r.Err, &ve) {
 		t.Fatalf("an import over MaxImportRows: %+v", r)
 	}
 	if st := state(); st.Seq != 8 || len(st.Pending) != 0 || len(st.Imports) != 1 {
@@ -121,7 +122,7 @@ func TestApplyImportMessages(t *testing.T) {
 
 // importApplier is an engine with one website (5) and a helper applying
 // import messages to it as a follower would.
-func importApplier(t *testing.T) (*Engine, func(seq uint64, at time.Time, m importMessage), func() importState) {
+func importApplier(t *testing.T) (*Engine, func(seq uint64, at time.Time, m importlog.Message), func() importlog.State) {
 	t.Helper()
 	e, err := Open(&Options{})
 	if err != nil {
@@ -132,10 +133,10 @@ func importApplier(t *testing.T) (*Engine, func(seq uint64, at time.Time, m impo
 	e.regMu.Lock()
 	e.addSiteLocked(&Website{ID: website, Domain: "x.example", Timezone: "UTC"}, newSiteState(website))
 	e.regMu.Unlock()
-	apply := func(seq uint64, at time.Time, m importMessage) {
+	apply := func(seq uint64, at time.Time, m importlog.Message) {
 		t.Helper()
-		m.website = website
-		d, err := decodeImportMessage(encodeImportMessage(m))
+		m.Website = website
+		d, err := importlog.Decode(m.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func importApplier(t *testing.T) (*Engine, func(seq uint64, at time.Time, m impo
 			t.Fatal(err)
 		}
 	}
-	state := func() importState {
+	state := func() importlog.State {
 		t.Helper()
 		st, _, err := e.importStateOf(website)
 		if err != nil {
@@ -164,9 +165,9 @@ func importRecord(rows int) []byte {
 func TestApplyImportDeleteZero(t *testing.T) {
 	e, apply, state := importApplier(t)
 	tok := [16]byte{9}
-	done := e.importWaiting.add(tok)
-	apply(1, time.Now(), importMessage{op: impDelete, token: tok, id: 0})
-	if r := <-done; !errors.Is(r.err, ErrNotFound) {
+	done := e.importWaiting.Add(tok)
+	apply(1, time.Now(), importlog.Message{Op: importlog.Delete, Token: tok, ID: 0})
+	if r := <-done; !errors.Is(r.Err, ErrNotFound) {
 		t.Fatalf("delete of id 0: %+v, want ErrNotFound", r)
 	}
 	if st := state(); st.Seq != 1 {
@@ -180,12 +181,12 @@ func TestApplyImportDeleteZero(t *testing.T) {
 func TestApplyImportLogClock(t *testing.T) {
 	_, apply, state := importApplier(t)
 	t0 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
-	apply(1, t0, importMessage{op: impPart, token: [16]byte{1}, flags: impFirst, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a1")}})
-	apply(2, t0.Add(30*time.Minute), importMessage{op: impPart, token: [16]byte{2}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("b1")}})
+	apply(1, t0, importlog.Message{Op: importlog.Part, Token: [16]byte{1}, Flags: importlog.First, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("a1")}})
+	apply(2, t0.Add(30*time.Minute), importlog.Message{Op: importlog.Part, Token: [16]byte{2}, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("b1")}})
 	if st := state(); len(st.Pending) != 1 || st.Pending[0].ID != 1 || len(st.Imports) != 1 {
 		t.Fatalf("after B, 30 minutes later: %+v, want A pending", st)
 	}
-	apply(3, t0.Add(40*time.Minute), importMessage{op: impPart, token: [16]byte{1}, flags: impLast, first: 2, chunks: [][]byte{[]byte("a2")}})
+	apply(3, t0.Add(40*time.Minute), importlog.Message{Op: importlog.Part, Token: [16]byte{1}, Flags: importlog.Last, First: 2, Chunks: [][]byte{[]byte("a2")}})
 	if st := state(); len(st.Pending) != 0 || len(st.Imports) != 2 {
 		t.Fatalf("after A's last message: %+v, want two imports", st)
 	}
@@ -199,16 +200,16 @@ func TestApplyImportBoundsCountPending(t *testing.T) {
 	seq := uint64(0)
 	for i := range MaxImports - 1 {
 		seq++
-		apply(seq, t0, importMessage{op: impPart, token: [16]byte{1, byte(i), byte(i >> 8)}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("x")}})
+		apply(seq, t0, importlog.Message{Op: importlog.Part, Token: [16]byte{1, byte(i), byte(i >> 8)}, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("x")}})
 	}
 	seq++
-	apply(seq, t0, importMessage{op: impPart, token: [16]byte{2}, flags: impFirst, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("p")}})
+	apply(seq, t0, importlog.Message{Op: importlog.Part, Token: [16]byte{2}, Flags: importlog.First, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("p")}})
 	tok := [16]byte{3}
-	done := e.importWaiting.add(tok)
+	done := e.importWaiting.Add(tok)
 	seq++
-	apply(seq, t0, importMessage{op: impPart, token: tok, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("y")}})
+	apply(seq, t0, importlog.Message{Op: importlog.Part, Token: tok, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("y")}})
 	var ve *ValidationError
-	if r := <-done; !errors.As(r.err, &ve) {
+	if r := <-done; !errors.As(r.Err, &ve) {
 		t.Fatalf("import beyond %d imports + 1 pending: %+v, want refused", MaxImports-1, r)
 	}
 	if st := state(); len(st.Imports) != MaxImports-1 || len(st.Pending) != 1 {
@@ -221,7 +222,7 @@ func TestApplyImportBoundsCountPending(t *testing.T) {
 func TestApplyImportReplayAtSeq(t *testing.T) {
 	_, apply, state := importApplier(t)
 	t0 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := importMessage{op: impPart, token: [16]byte{1}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a")}}
+	m := importlog.Message{Op: importlog.Part, Token: [16]byte{1}, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("a")}}
 	apply(7, t0, m)
 	apply(7, t0, m)
 	if st := state(); st.Seq != 7 || len(st.Imports) != 1 || st.Imports[0].ID != 1 {
@@ -237,7 +238,7 @@ func TestImportStateCorruptLastID(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := e.importStateOf(5); !errors.Is(err, snapshot.ErrCorrupt) {
-		t.Fatalf("importStateOf: %v, want ErrCorrupt", err)
+		t.Fatalf("importlog.StateOf: %v, want ErrCorrupt", err)
 	}
 }
 
@@ -252,19 +253,19 @@ func (heldNone) Count() int { return 4 }
 func TestApplyImportNotHeld(t *testing.T) {
 	e, apply, _ := importApplier(t)
 	e.opts.Partitions = heldNone{}
-	for i, m := range []importMessage{
-		{op: impPart, token: [16]byte{1}, flags: impFirst | impLast, first: 1, record: importRecord(1), chunks: [][]byte{[]byte("a")}},
-		{op: impDelete, token: [16]byte{2}, id: 1},
+	for i, m := range []importlog.Message{
+		{Op: importlog.Part, Token: [16]byte{1}, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("a")}},
+		{Op: importlog.Delete, Token: [16]byte{2}, ID: 1},
 	} {
-		done := e.importWaiting.add(m.token)
+		done := e.importWaiting.Add(m.Token)
 		apply(uint64(i+1), time.Now(), m)
 		select {
 		case r := <-done:
-			if !errors.Is(r.err, ErrImportUnknown) {
-				t.Fatalf("message %c: %+v, want ErrImportUnknown", m.op, r)
+			if !errors.Is(r.Err, ErrImportUnknown) {
+				t.Fatalf("message %c: %+v, want ErrImportUnknown", m.Op, r)
 			}
 		default:
-			t.Fatalf("message %c: the waiter is not told", m.op)
+			t.Fatalf("message %c: the waiter is not told", m.Op)
 		}
 	}
 }

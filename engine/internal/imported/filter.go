@@ -1,13 +1,13 @@
-package engine
+package imported
 
 // Filters on the imported layer: Plausible answers a filtered query from
 // its imported tables when every filtered dimension (and the breakdown's)
 // lives in one table (lib/plausible/stats/imported/base.ex,
 // do_decide_tables; the conditions of lib/plausible/stats/imported/sql/
 // where_builder.ex). Here: leaves (is, is_not, contains, contains_not,
-// matches, matches_not) under and, on importedDims, tested on a row's
-// value as the segments test a live one (a blank matches an is clause of
-// its label).
+// matches, matches_not) under and, on dimensions, tested on a row's value
+// as the segments test a live one (a blank matches an is clause of its
+// label).
 
 import (
 	"regexp"
@@ -18,28 +18,27 @@ import (
 	"github.com/webstats/webstats/engine/query"
 )
 
-// importLeaf is one filter leaf on an imported table's dimension.
-type importLeaf struct {
-	spec    importedDim
+// leaf is one filter leaf on an imported table's dimension.
+type leaf struct {
+	spec    dimension
 	op      string
 	clauses []string
 	fold    bool
 	res     []*regexp.Regexp
 }
 
-// importFilter is a conjunction of leaves; the zero value matches every
-// row.
-type importFilter struct {
-	leaves []importLeaf
+// filter is a conjunction of leaves; the zero value matches every row.
+type filter struct {
+	leaves []leaf
 }
 
-// compileImportFilter returns the filter of fs and the tables its leaves
-// read; false if the imported layer cannot answer fs.
-func compileImportFilter(fs []Filter) (*importFilter, map[string]bool, bool) {
-	f := &importFilter{}
+// compileFilter returns the filter of fs and the tables its leaves read;
+// false if the imported layer cannot answer fs.
+func compileFilter(fs []query.Filter) (*filter, map[string]bool, bool) {
+	f := &filter{}
 	tables := map[string]bool{}
-	var walk func(fs []Filter) bool
-	walk = func(fs []Filter) bool {
+	var walk func(fs []query.Filter) bool
+	walk = func(fs []query.Filter) bool {
 		for _, x := range fs {
 			switch {
 			case x.Op == "and":
@@ -47,25 +46,12 @@ func compileImportFilter(fs []Filter) (*importFilter, map[string]bool, bool) {
 					return false
 				}
 			case query.IsLeafOp(x.Op):
-				spec, ok := importedDims[x.Dimension]
+				l, ok := compileLeaf(x)
 				if !ok {
 					return false
 				}
-				leaf := importLeaf{spec: spec, op: strings.TrimSuffix(x.Op, "_not"), clauses: x.Clauses, fold: x.CaseInsensitive}
-				if leaf.op == "matches" {
-					for _, c := range x.Clauses {
-						re, err := regexp.Compile(c)
-						if err != nil {
-							return false
-						}
-						leaf.res = append(leaf.res, re)
-					}
-				}
-				if strings.HasSuffix(x.Op, "_not") {
-					leaf.op = "!" + leaf.op
-				}
-				f.leaves = append(f.leaves, leaf)
-				tables[spec.table] = true
+				f.leaves = append(f.leaves, l)
+				tables[l.spec.table] = true
 			default:
 				return false
 			}
@@ -75,8 +61,31 @@ func compileImportFilter(fs []Filter) (*importFilter, map[string]bool, bool) {
 	return f, tables, walk(fs)
 }
 
+// compileLeaf returns the leaf of x; false if the imported layer cannot
+// answer it.
+func compileLeaf(x query.Filter) (leaf, bool) {
+	spec, ok := dimensions[x.Dimension]
+	if !ok {
+		return leaf{}, false
+	}
+	l := leaf{spec: spec, op: strings.TrimSuffix(x.Op, "_not"), clauses: x.Clauses, fold: x.CaseInsensitive}
+	if l.op == "matches" {
+		for _, c := range x.Clauses {
+			re, err := regexp.Compile(c)
+			if err != nil {
+				return leaf{}, false
+			}
+			l.res = append(l.res, re)
+		}
+	}
+	if strings.HasSuffix(x.Op, "_not") {
+		l.op = "!" + l.op
+	}
+	return l, true
+}
+
 // match reports whether row passes every leaf.
-func (f *importFilter) match(row *plausiblezip.Row) bool {
+func (f *filter) match(row *plausiblezip.Row) bool {
 	for i := range f.leaves {
 		if !f.leaves[i].match(row) {
 			return false
@@ -85,7 +94,7 @@ func (f *importFilter) match(row *plausiblezip.Row) bool {
 	return true
 }
 
-func (l *importLeaf) match(row *plausiblezip.Row) bool {
+func (l *leaf) match(row *plausiblezip.Row) bool {
 	v := row.Dims[l.spec.dim]
 	if l.spec.city && v == "0" {
 		v = ""
