@@ -423,7 +423,7 @@ func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
 		return nil
 	}
 	if mark != nil {
-		if _, ok := st.keys.lookup(mark.key, mark.ms); ok {
+		if !st.keys.accepts(mark) {
 			st.appliedLocked(seq)
 			e.seq.Store(seq)
 			return nil

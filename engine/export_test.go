@@ -142,3 +142,11 @@ func SetDimMemo(on bool) bool { return segments.UseDimMemo.Swap(on) }
 
 // DimMemoHits counts the days a query added from their memo's breakdown.
 func DimMemoHits() int64 { return segments.DimMemoHits.Load() }
+
+// SetPartHits sets how many hits a call logs and applies as one batch and
+// returns the previous value.
+func SetPartHits(n int) int {
+	old := partHits
+	partHits = n
+	return old
+}

@@ -110,6 +110,12 @@ type idemMark struct {
 	// nonce tells this call's mark from another's with the same key, time
 	// and result (calls on two nodes at once): awaitKey's Repeated.
 	nonce uint64
+	// part and parts place the batch in a call tracked in parts
+	// (trackparts.go): res is then the part's, with carry, the counts of
+	// the parts before it that logged nothing; parts is 0 for a call of
+	// one batch.
+	part, parts uint32
+	carry       idemResult
 }
 
 // of returns m if it is website's (nil otherwise, and for a nil m).
@@ -144,6 +150,11 @@ func (m *idemMark) appendBinary(b []byte) []byte {
 	for _, n := range m.res.dropped {
 		b = binary.AppendUvarint(b, uint64(n))
 	}
+	if m.parts > 1 {
+		// (A call of one batch writes the mark as versions before parts.)
+		b = binary.AppendUvarint(b, uint64(m.part))
+		b = binary.AppendUvarint(b, uint64(m.parts))
+	}
 	return b
 }
 
@@ -176,6 +187,14 @@ func (m *idemMark) decode(b []byte) error {
 			m.res.dropped[i] = uint32(v)
 		}
 	}
+	m.part, m.parts = 0, 0
+	if len(d.B) > 0 {
+		part, parts := d.Uvarint(), d.Uvarint()
+		if parts < 2 || parts > maxParts || part >= parts {
+			d.Bad = true
+		}
+		m.part, m.parts = uint32(part), uint32(parts)
+	}
 	if d.Bad || len(d.B) != 0 {
 		return fmt.Errorf("%w: key mark", wire.ErrRecord)
 	}
@@ -190,7 +209,15 @@ type idemEntry struct {
 	// nonce is the mark's while the process that applied it runs (not
 	// saved: 0 once read from a snapshot).
 	nonce uint64
+	// parts is, for a call tracked in parts and not all applied yet, how
+	// many it has, and done how many are applied (res sums theirs); both
+	// are 0 once the call is whole.
+	done, parts uint32
 }
+
+// partial reports an entry of a call whose parts are not all applied: a
+// repeat resumes it.
+func (e idemEntry) partial() bool { return e.parts != 0 }
 
 // idemTable is a website's keys younger than KeyTTL, at most about
 // Options.MaxImportKeys of them (see add). order lists them by when they
@@ -236,6 +263,14 @@ func (t *idemTable) add(m *idemMark, hardMax int) {
 	if t.m == nil {
 		t.m = make(map[idemKey]idemEntry)
 	}
+	if old, ok := t.lookup(m.key, m.ms); ok {
+		// A live key takes only the next part of its call (accepts);
+		// anything else of it is a repeat, counted nothing.
+		if old.partial() && m.part >= old.done {
+			t.m[m.key] = old.next(m)
+		}
+		return
+	}
 	i := 0
 	for i < len(t.order) && (m.ms-t.order[i].ms >= KeyTTL.Milliseconds() || len(t.order)-i >= hardMax) {
 		o := t.order[i]
@@ -256,8 +291,40 @@ func (t *idemTable) add(m *idemMark, hardMax int) {
 			}
 		}
 	}
-	t.m[m.key] = idemEntry{ms: m.ms, res: m.res, nonce: m.nonce}
+	t.m[m.key] = idemEntry{ms: m.ms, nonce: m.nonce, done: m.part, parts: m.parts}.next(m)
 	t.order = append(t.order, idemOrder{m.key, m.ms})
+}
+
+// next is e with m, a part at or after e.done, applied.
+func (e idemEntry) next(m *idemMark) idemEntry {
+	e.res.add(m.res)
+	if e.done = m.part + 1; e.done >= m.parts {
+		e.done, e.parts = 0, 0
+	} else {
+		e.parts = m.parts
+	}
+	return e
+}
+
+// accepts reports whether a batch with mark m counts, applied in log
+// order at m's time: when m's key is not live, or is that of a call in
+// parts not yet past m's part. A call's parts are logged in order, and
+// a part none of whose hits counted is not logged (its drops go with the
+// next part's mark, idemMark.carry), so the next part logged may come
+// after done. Two calls with one key racing on two nodes of a cluster
+// (a client's retry, the same body): each part counts once, whichever
+// call's arrives first.
+func (t *idemTable) accepts(m *idemMark) bool {
+	old, ok := t.lookup(m.key, m.ms)
+	return !ok || old.partial() && m.part >= old.done
+}
+
+// add adds r's counts to r's.
+func (r *idemResult) add(o idemResult) {
+	r.accepted += o.accepted
+	for i, n := range o.dropped {
+		r.dropped[i] += n
+	}
 }
 
 // idemKeyBytes is what a key of a table takes in memory, its map entry
@@ -269,8 +336,20 @@ const idemKeyBytes = 160
 // bytes is the memory the table's keys take (idemKeyBytes each).
 func (t *idemTable) bytes() int64 { return int64(len(t.order)) * idemKeyBytes }
 
-// appendBinary appends the table: its count, then each key in order.
-func (t *idemTable) appendBinary(b []byte) []byte {
+// partial reports whether a key of the table is of a call not all of
+// whose parts are applied: its meta record needs version 3.
+func (t *idemTable) partial() bool {
+	for _, e := range t.m {
+		if e.partial() {
+			return true
+		}
+	}
+	return false
+}
+
+// appendBinary appends the table: its count, then each key in order; with
+// parts (meta version 3), each key's done and parts after its counts.
+func (t *idemTable) appendBinary(b []byte, parts bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.order)))
 	for _, o := range t.order {
 		e := t.m[o.key]
@@ -280,12 +359,16 @@ func (t *idemTable) appendBinary(b []byte) []byte {
 		for _, n := range e.res.dropped {
 			b = binary.AppendUvarint(b, uint64(n))
 		}
+		if parts {
+			b = binary.AppendUvarint(b, uint64(e.done))
+			b = binary.AppendUvarint(b, uint64(e.parts))
+		}
 	}
 	return b
 }
 
 // decode reads what appendBinary wrote (at most one key per 17 bytes).
-func (t *idemTable) decode(d *wire.Decoder) error {
+func (t *idemTable) decode(d *wire.Decoder, parts bool) error {
 	n := d.Uvarint()
 	if d.Bad || n > uint64(len(d.B))/17 {
 		return errors.New("bad idempotency keys")
@@ -307,6 +390,13 @@ func (t *idemTable) decode(d *wire.Decoder) error {
 		e.res.accepted = uint32(d.Uvarint())
 		for i := range e.res.dropped {
 			e.res.dropped[i] = uint32(d.Uvarint())
+		}
+		if parts {
+			done, n := d.Uvarint(), d.Uvarint()
+			if n > maxParts || n != 0 && done >= n || n == 0 && done != 0 {
+				d.Bad = true
+			}
+			e.done, e.parts = uint32(done), uint32(n)
 		}
 		if d.Bad {
 			return errors.New("bad idempotency keys")
@@ -341,7 +431,10 @@ func (e *Engine) applyMarkLocked(st *siteState, m *idemMark) {
 // An invalid key is ErrInvalidKey; a website holding
 // Options.MaxImportKeys live keys refuses new ones (*KeysFullError). A
 // call all of whose hits are dropped logs nothing and keeps no key: it
-// counted nothing, and its repeat is decided again.
+// counted nothing, and its repeat is decided again. A call of more than a
+// thousand hits, counted in parts (Track), is still counted once: a
+// repeat of one cut short after some parts (a crash, ErrLogFailed)
+// counts the rest, provided it carries the same hits.
 func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackResult, error) {
 	if !ValidKey(key) {
 		return TrackResult{}, ErrInvalidKey
@@ -362,12 +455,22 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 		return e.Track(ctx, hits...) // dropped as unknown
 	}
 	m := &idemMark{website: website, key: digestKey(key), nonce: rand.Uint64() | 1}
-	f, res, err := e.claimKey(ctx, s.state, m)
+	f, res, prior, err := e.claimKey(ctx, s.state, m)
 	if f == nil {
 		return res, err
 	}
 	defer e.releaseKey(s.state, m.key, f)
+	resumed := m.part > 0
 	res, err = e.track(ctx, m, hits)
+	if resumed {
+		// The parts counted before count in the answer; a resumption
+		// that counted nothing more is a repeat.
+		res.Repeated = err == nil && res.Accepted == 0
+		res.Accepted += int(prior.accepted)
+		for i, n := range prior.dropped {
+			res.Dropped[i] += int(n)
+		}
+	}
 	if err == nil && e.opts.Cluster != nil && m.res.accepted > 0 && e.applies(website) {
 		// Published, not yet applied here: the answer is that of the
 		// first call with the key, which the log decides.
@@ -399,9 +502,9 @@ func (e *Engine) KeyResult(ctx context.Context, website uint32, key string) (Tra
 		f := s.state.flights[k]
 		sh.mu.Unlock()
 		switch {
-		case ok:
+		case ok && !ent.partial():
 			return ent.res.track(), true
-		case f == nil:
+		case f == nil: // (a call in parts cut short: the repeat resumes it)
 			return TrackResult{}, false
 		}
 		select {
@@ -415,16 +518,19 @@ func (e *Engine) KeyResult(ctx context.Context, website uint32, key string) (Tra
 // claimKey finds m's key in st's table (and returns its result), or waits
 // for a call of this process with the same key, or takes the key for this
 // call: it returns the call's idemFlight, which releaseKey ends. It sets
-// m.ms.
-func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (*idemFlight, TrackResult, error) {
+// m.ms. The key of a call in parts cut short (a crash, a failed log
+// write) is taken too, with m.part set to resume it after the parts
+// already counted, whose counts are prior's.
+func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (f *idemFlight, res TrackResult, prior idemResult, err error) {
 	sh := e.shardOf(st.id)
 	for {
 		now := e.now()
 		m.ms = now.UnixMilli()
 		sh.mu.Lock()
-		if ent, ok := st.keys.lookup(m.key, m.ms); ok {
+		ent, ok := st.keys.lookup(m.key, m.ms)
+		if ok && !ent.partial() {
 			sh.mu.Unlock()
-			return nil, ent.res.track(), nil
+			return nil, ent.res.track(), prior, nil
 		}
 		if f := st.flights[m.key]; f != nil {
 			sh.mu.Unlock()
@@ -432,16 +538,19 @@ func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (*ide
 			case <-f.done:
 				continue
 			case <-ctx.Done():
-				return nil, TrackResult{}, ctx.Err()
+				return nil, TrackResult{}, prior, ctx.Err()
 			}
 		}
-		if n, oldest := st.keys.live(m.ms); n+len(st.flights) >= e.opts.MaxImportKeys {
+		if n, oldest := st.keys.live(m.ms); !ok && n+len(st.flights) >= e.opts.MaxImportKeys {
 			sh.mu.Unlock()
 			at := now.Add(time.Minute)
 			if oldest != 0 {
 				at = time.UnixMilli(oldest).Add(KeyTTL)
 			}
-			return nil, TrackResult{}, &KeysFullError{RetryAt: at}
+			return nil, TrackResult{}, prior, &KeysFullError{RetryAt: at}
+		}
+		if ok { // partial: resumed
+			m.part, prior = ent.done, ent.res
 		}
 		if st.flights == nil {
 			st.flights = make(map[idemKey]*idemFlight)
@@ -449,7 +558,7 @@ func (e *Engine) claimKey(ctx context.Context, st *siteState, m *idemMark) (*ide
 		f := &idemFlight{done: make(chan struct{})}
 		st.flights[m.key] = f
 		sh.mu.Unlock()
-		return f, TrackResult{}, nil
+		return f, TrackResult{}, prior, nil
 	}
 }
 
@@ -481,7 +590,7 @@ func (e *Engine) awaitKey(ctx context.Context, st *siteState, m *idemMark, res T
 		sh.mu.Lock()
 		ent, ok := st.keys.lookup(m.key, m.ms)
 		sh.mu.Unlock()
-		if ok {
+		if ok && !ent.partial() {
 			out := ent.res.track()
 			out.Repeated = ent.nonce != m.nonce
 			if !out.Repeated {

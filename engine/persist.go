@@ -324,15 +324,20 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 
 // Site meta record: version, last sequence, then the dates with data as
 // delta-coded varints; version 2 adds the idempotency keys (idemTable),
-// which are applied with the same records as lastSeq. A website without
-// keys is written as version 1, which older versions read.
-const metaVersion = 2
+// which are applied with the same records as lastSeq, and version 3 the
+// parts of each key (a call tracked in parts not all applied). A website
+// is written with the lowest version that holds its keys, which older
+// versions read.
+const metaVersion = 3
 
 func (st *siteState) appendMeta(b []byte) []byte {
-	keyed := len(st.keys.order) > 0
-	if keyed {
-		b = append(b, metaVersion)
-	} else {
+	keyed, parts := len(st.keys.order) > 0, st.keys.partial()
+	switch {
+	case parts:
+		b = append(b, 3)
+	case keyed:
+		b = append(b, 2)
+	default:
 		b = append(b, 1)
 	}
 	b = binary.AppendUvarint(b, st.lastSeq)
@@ -350,7 +355,7 @@ func (st *siteState) appendMeta(b []byte) []byte {
 	if !keyed {
 		return b
 	}
-	return st.keys.appendBinary(b)
+	return st.keys.appendBinary(b, parts)
 }
 
 // decodeMetaLocked is st.decodeMeta, with the keys' bytes counted.
@@ -382,7 +387,7 @@ func (st *siteState) decodeMeta(b []byte) error {
 	}
 	st.keys = idemTable{}
 	if v >= 2 {
-		if err := st.keys.decode(&d); err != nil {
+		if err := st.keys.decode(&d, v >= 3); err != nil {
 			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
 		}
 	}

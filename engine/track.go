@@ -27,6 +27,9 @@ import (
 // it), so what a query or a snapshot sees is always in the log:
 // an acknowledged hit is never lost and a failed call counted nothing of
 // that website. A hit of a website deleted meanwhile is dropped as unknown.
+// A call of more than a thousand hits is counted in parts of a thousand,
+// one after the other, each atomic as a call is (its memory is that of one
+// part): an error leaves the parts before it counted.
 //
 // On an error (ErrDiskFull, a log write error) the hits of the website
 // whose batch failed, and of the websites after it, are not counted; those
@@ -36,61 +39,83 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 	return e.track(ctx, nil, hits)
 }
 
-// track is Track; with a mark (TrackOnce: hits of mark's website only),
-// the mark, with the call's result, is logged after the website's batch.
-func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackResult, error) {
-	res := TrackResult{Reasons: make([]DropReason, len(hits))}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	if !e.enter() {
-		return res, ErrClosed
-	}
-	defer e.exit()
-	now := e.now()
-	sc := getTrackScratch(len(hits))
-	defer sc.put()
-	recs, cfgs := sc.recs, sc.cfgs
-	var groups []uint32           // websites in the order of their first hit
-	idx := make(map[uint32][]int) // website → its hits
+// batch is hits of a call enriched, grouped by website, not yet logged:
+// the call's one batch, or one of its parts (trackparts.go).
+type batch struct {
+	sc     *trackScratch
+	res    TrackResult      // Reasons: the drops enrichment decided
+	groups []uint32         // websites in the order of their first hit
+	idx    map[uint32][]int // website → its hits
+}
+
+// prepare runs steps 1 and 2 of the pipeline (drops, enrichment) on hits.
+// The batch holds a scratch until commit or release.
+func (e *Engine) prepare(ctx context.Context, now time.Time, hits []Hit) (*batch, error) {
+	b := &batch{sc: getTrackScratch(len(hits)), res: TrackResult{Reasons: make([]DropReason, len(hits))}, idx: make(map[uint32][]int)}
+	recs, cfgs := b.sc.recs, b.sc.cfgs
 	for i := range hits {
 		var err error
-		if cfgs[i], res.Reasons[i], err = e.enrich(ctx, &hits[i], now, &recs[i]); err != nil {
-			return TrackResult{Reasons: make([]DropReason, len(hits))}, err
+		if cfgs[i], b.res.Reasons[i], err = e.enrich(ctx, &hits[i], now, &recs[i]); err != nil {
+			b.release()
+			return nil, err
 		}
-		if res.Reasons[i] == DropNone {
+		if b.res.Reasons[i] == DropNone {
 			w := recs[i].website
-			if _, ok := idx[w]; !ok {
-				groups = append(groups, w)
+			if _, ok := b.idx[w]; !ok {
+				b.groups = append(b.groups, w)
 			}
-			idx[w] = append(idx[w], i)
+			b.idx[w] = append(b.idx[w], i)
 		}
 	}
+	return b, nil
+}
+
+// logs reports whether committing b logs anything: some hit was not
+// dropped.
+func (b *batch) logs() bool { return len(b.groups) > 0 }
+
+// release returns b's scratch.
+func (b *batch) release() {
+	if b.sc != nil {
+		b.sc.put()
+		b.sc = nil
+	}
+}
+
+// commit logs b, each website's hits as one atomic batch, and applies
+// them once durable (ingest), or publishes them in cluster mode; with a
+// mark (TrackOnce: hits of mark's website only), the mark, with b's
+// counts and mark.carry, is logged after the website's batch. It
+// releases b and returns b's result.
+func (e *Engine) commit(ctx context.Context, b *batch, mark *idemMark) (TrackResult, error) {
+	defer b.release()
+	res, recs, cfgs := b.res, b.sc.recs, b.sc.cfgs
 	if mark != nil {
 		// What the call answers if its batch is counted: its drops are
 		// decided, the rest is accepted.
 		mark.res = resultOfReasons(res.Reasons)
+		mark.res.add(mark.carry)
 	}
 	var err error
-	for gi, website := range groups {
+	for gi, website := range b.groups {
 		var ok bool
 		m := mark.of(website)
 		if e.opts.Cluster != nil {
-			ok, err = e.publish(ctx, website, recs, idx[website], m)
+			ok, err = e.publish(ctx, website, recs, b.idx[website], m)
 		} else {
-			ok, err = e.ingest(website, cfgs[idx[website][0]].domain, sc, idx[website], m)
+			ok, err = e.ingest(website, cfgs[b.idx[website][0]].domain, b.sc, b.idx[website], m)
 		}
 		if err != nil {
 			// This website and the later ones are not counted.
-			for _, w := range groups[gi:] {
-				for _, i := range idx[w] {
+			for _, w := range b.groups[gi:] {
+				for _, i := range b.idx[w] {
 					res.Reasons[i] = dropFailed
 				}
 			}
 			break
 		}
 		if !ok {
-			for _, i := range idx[website] {
+			for _, i := range b.idx[website] {
 				res.Reasons[i] = DropUnknownSite
 			}
 		}

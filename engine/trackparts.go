@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Calls in parts (SPEC §13: an import of 10,000 events grows memory by a
+// bounded amount). A call of more than partHits hits is tracked as
+// consecutive parts of partHits hits, each enriched, logged and applied as
+// a batch of its own, so that what a call holds at once beyond its hits
+// (records, log entries, the log's batch) is that of two parts (the one
+// logged and the next, looked at first), not of the whole call. Each part
+// is atomic per website, as a call of one batch is; an error stops the
+// call with the parts before it counted.
+//
+// A keyed call (TrackOnce) is counted once as a whole although its parts
+// are logged apart: each part's mark carries the key with the part's
+// place (idemMark.part, parts), the key's entry records the parts applied
+// (idemEntry.done), and a repeat of a call cut short (a crash, a failed
+// log write, between two parts) resumes it after them (claimKey): its
+// hits, split alike (the same body, sorted alike), are counted from the
+// first part not yet applied. A part none of whose hits counts logs
+// nothing: its drops go with the next part's mark (carry), or, after the
+// last part that logs, with that part's mark, which then says it is the
+// last (parts), so that the key's entry is whole once the call returns.
+
+// partHits is the most hits a call logs and applies as one batch.
+var partHits = 1000
+
+// maxParts bounds the parts of one call as a mark or a key's entry holds
+// them.
+const maxParts = 1<<32 - 1
+
+// track is Track (TrackOnce with a mark), in parts of partHits hits; a
+// mark whose part is not 0 resumes a keyed call from that part, the hits
+// before it not looked at (their Reasons stay DropNone, and they are not
+// in the counts). At return, mark.res is the counts of the parts this
+// call counted.
+func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackResult, error) {
+	res := TrackResult{Reasons: make([]DropReason, len(hits))}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if !e.enter() {
+		return res, ErrClosed
+	}
+	defer e.exit()
+	now := e.now()
+	n := (len(hits) + partHits - 1) / partHits
+	if n <= 1 && (mark == nil || mark.part == 0) {
+		b, err := e.prepare(ctx, now, hits)
+		if err != nil {
+			return res, err
+		}
+		return e.commit(ctx, b, mark)
+	}
+	p := &parts{e: e, ctx: ctx, now: now, hits: hits, n: n, res: &res}
+	if mark != nil {
+		p.next = int(mark.part)
+	}
+	var total idemResult
+	cur, at, carry, err := p.nextLogging()
+	for err == nil && cur != nil {
+		next, nextAt, after, nerr := p.nextLogging()
+		if nerr != nil {
+			cur.release()
+			return res, nerr
+		}
+		var pm *idemMark
+		if mark != nil {
+			c := *mark
+			c.part, c.parts, c.carry = uint32(at), uint32(n), carry
+			if next == nil { // the last part that logs: it ends the call
+				c.parts = uint32(at + 1)
+				c.carry.add(after)
+			}
+			pm = &c
+		}
+		var r TrackResult
+		r, err = e.commit(ctx, cur, pm)
+		p.add(at, r)
+		if pm != nil && err == nil {
+			total.add(pm.res)
+		}
+		cur, at, carry = next, nextAt, after
+	}
+	if cur != nil {
+		cur.release()
+	}
+	if mark != nil {
+		mark.res = total
+	}
+	return res, err
+}
+
+// parts walks the parts of a call.
+type parts struct {
+	e    *Engine
+	ctx  context.Context
+	now  time.Time
+	hits []Hit
+	n    int // parts
+	next int // the part nextLogging looks at first
+	res  *TrackResult
+}
+
+// nextLogging prepares the parts from p.next on until one that logs, and
+// returns it with its index; nil after the last part. The drops of the
+// parts before it, which log nothing, are in dropped (and p.res).
+func (p *parts) nextLogging() (b *batch, at int, dropped idemResult, err error) {
+	for ; p.next < p.n; p.next++ {
+		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(p.hits))
+		b, err := p.e.prepare(p.ctx, p.now, p.hits[lo:hi])
+		if err != nil {
+			return nil, 0, dropped, err
+		}
+		if b.logs() {
+			at := p.next
+			p.next++
+			return b, at, dropped, nil
+		}
+		r, _ := p.e.commit(p.ctx, b, nil) // logs nothing: counts the drops
+		p.add(p.next, r)
+		dropped.add(resultOfReasons(r.Reasons))
+	}
+	return nil, 0, dropped, nil
+}
+
+// add adds part at's result to the call's.
+func (p *parts) add(at int, r TrackResult) {
+	copy(p.res.Reasons[at*partHits:], r.Reasons)
+	p.res.Accepted += r.Accepted
+	for i, k := range r.Dropped {
+		p.res.Dropped[i] += k
+	}
+}

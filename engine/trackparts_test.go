@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/wire"
+)
+
+// syncsLeftFS fails every sync of the log once left syncs are spent (left
+// negative: never).
+type syncsLeftFS struct {
+	vfs.FS
+	left *atomic.Int64
+}
+
+type syncsLeftFile struct {
+	vfs.File
+	left *atomic.Int64
+}
+
+func (f syncsLeftFile) Sync() error {
+	if f.left.Load() >= 0 && f.left.Add(-1) < 0 {
+		return errors.New("injected fsync error")
+	}
+	return f.File.Sync()
+}
+func (f syncsLeftFile) SyncData() error { return f.Sync() }
+
+func (s syncsLeftFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return syncsLeftFile{f, s.left}, nil
+}
+func (s syncsLeftFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := s.FS.Create(name, c)
+	return s.wrap(name, f, err)
+}
+func (s syncsLeftFS) ReuseForWrite(o, n string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := s.FS.ReuseForWrite(o, n, c)
+	return s.wrap(n, f, err)
+}
+func (s syncsLeftFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := s.FS.OpenReadWrite(name, c, opts...)
+	return s.wrap(name, f, err)
+}
+
+// TestTrackOnceResumesParts (SPEC §3.4 "Retries", §13): a keyed call of
+// more hits than a part holds is logged part by part; cut short by a
+// failed sync after two parts were logged and a crash that loses the
+// third, its repeat (after a snapshot and a restart, so the partial key
+// goes through the meta record) counts the rest only, answers the whole
+// call's counts, and a repeat after that counts nothing. A part all of
+// whose hits are dropped (bots) logs nothing; its drops travel with the
+// next part's mark.
+func TestTrackOnceResumesParts(t *testing.T) {
+	defer func(n int) { partHits = n }(partHits)
+	partHits = 3
+	left := &atomic.Int64{}
+	left.Store(-1)
+	crash := vfs.NewCrashableMem()
+	e, site := hardEngine(t, syncsLeftFS{crash, left}, Options{})
+	ctx := context.Background()
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	// Parts: 3 humans | 3 bots | 3 humans | 1 human.
+	// How many syncs of the log one batch takes here (Pebble's WAL file
+	// and its own bookkeeping).
+	if _, err := e.Track(ctx, hardHit(site, day.Add(-time.Hour), "warm", "/w")); err != nil {
+		t.Fatal(err)
+	}
+	left.Store(1 << 20)
+	if _, err := e.Track(ctx, hardHit(site, day.Add(-time.Hour), "warm", "/w")); err != nil {
+		t.Fatal(err)
+	}
+	syncsPerBatch := 1<<20 - left.Load()
+	t.Logf("%d syncs a batch", syncsPerBatch)
+	var hits []Hit
+	for i := range 10 {
+		h := hardHit(site, day.Add(time.Duration(i)*time.Minute), "v"+string(rune('a'+i)), "/p")
+		if i >= 3 && i < 6 {
+			h.UserAgent = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+		}
+		hits = append(hits, h)
+	}
+	left.Store(syncsPerBatch * 2) // parts 0 and 2 sync; part 3's sync fails
+	res, err := e.TrackOnce(ctx, "k", hits...)
+	if !errors.Is(err, ErrLogFailed) || res.Accepted != 6 || res.Dropped[DropBot] != 3 {
+		t.Fatalf("the call cut short: accepted %d, bots %d, %v; want 6, 3, ErrLogFailed", res.Accepted, res.Dropped[DropBot], err)
+	}
+	e.Close() // fails: the log is broken
+	o := Options{FS: crash.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), Dir: "data", SnapshotEvery: -1, Now: e.opts.Now}
+	e, err = Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := func() uint64 {
+		t.Helper()
+		tot, err := e.Unscoped().Totals(ctx, site, buckets.DateFromTime(day), buckets.DateFromTime(day))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tot.Pageviews
+	}
+	if got := pv(); got != 6+2 {
+		t.Fatalf("after the crash: %d pageviews, want the 6 of the parts synced", got-2)
+	}
+	if _, ok := e.KeyResult(ctx, site, "k"); ok {
+		t.Errorf("KeyResult of a call cut short: found, want not (its repeat resumes it)")
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if e, err = Open(&o); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res, err = e.TrackOnce(ctx, "k", hits...)
+	if err != nil || res.Accepted != 7 || res.Dropped[DropBot] != 3 || res.Repeated {
+		t.Errorf("the repeat: accepted %d, bots %d, repeated %v, %v; want 7, 3, false (the whole call's counts)", res.Accepted, res.Dropped[DropBot], res.Repeated, err)
+	}
+	if got := pv(); got != 7+2 {
+		t.Errorf("after the repeat: %d pageviews, want 7", got-2)
+	}
+	res, err = e.TrackOnce(ctx, "k", hits...)
+	if err != nil || res.Accepted != 7 || res.Dropped[DropBot] != 3 || !res.Repeated {
+		t.Errorf("a second repeat: accepted %d, bots %d, repeated %v, %v; want 7, 3, true", res.Accepted, res.Dropped[DropBot], res.Repeated, err)
+	}
+	if r, ok := e.KeyResult(ctx, site, "k"); !ok || r.Accepted != 7 || r.Dropped[DropBot] != 3 {
+		t.Errorf("KeyResult of the whole call: %+v, %v; want 7 accepted, 3 bots", r, ok)
+	}
+	if got := pv(); got != 7+2 {
+		t.Errorf("after the second repeat: %d pageviews, want 7", got-2)
+	}
+}
+
+// TestKeyPartsRace: the marks of two calls with one key, their parts
+// interleaved in the log as two nodes of a cluster publish them (a part
+// none of whose hits counted is missing, its drops carried by the next):
+// each part index counts once, the first to arrive, and the key's counts
+// are the call's.
+func TestKeyPartsRace(t *testing.T) {
+	key := digestKey("k")
+	mark := func(part uint32, accepted, bots uint32) *idemMark {
+		m := &idemMark{website: 1, key: key, ms: 1000, part: part, parts: 4}
+		m.res.accepted = accepted
+		m.res.dropped[DropBot] = bots
+		return m
+	}
+	// Parts: 0 = 3 accepted, 1 = 3 bots (not logged), 2 = 3 accepted
+	// (carrying 1's bots), 3 = 1 accepted.
+	A0, A2, A3 := mark(0, 3, 0), mark(2, 3, 3), mark(3, 1, 0)
+	B0, B2, B3 := mark(0, 3, 0), mark(2, 3, 3), mark(3, 1, 0)
+	for _, order := range [][]*idemMark{
+		{A0, A2, A3, B0, B2, B3},
+		{A0, B0, B2, A2, A3, B3},
+		{B0, A0, A2, B2, B3, A3},
+		{A0, B2, A2, B0, A3, B3},
+	} {
+		var tab idemTable
+		counted := 0
+		for _, m := range order {
+			if tab.accepts(m) {
+				counted += int(m.res.accepted)
+				tab.add(m, 100)
+			}
+		}
+		ent, ok := tab.lookup(key, 2000)
+		if counted != 7 || !ok || ent.partial() || ent.res.accepted != 7 || ent.res.dropped[DropBot] != 3 {
+			t.Errorf("counted %d, entry %+v (found %v): want 7 counted, a whole entry of 7 and 3 bots", counted, ent, ok)
+		}
+		// The table round-trips through its encoding, parts and all.
+		var half idemTable
+		half.add(A0, 100)
+		var got idemTable
+		b := half.appendBinary(nil, true)
+		d := wire.Decoder{B: b}
+		if err := got.decode(&d, true); err != nil || len(d.B) != 0 {
+			t.Fatalf("decode: %v", err)
+		}
+		if e, _ := got.lookup(key, 2000); e.done != 1 || e.parts != 4 || e.res.accepted != 3 {
+			t.Errorf("decoded partial entry %+v, want done 1 of 4, 3 accepted", e)
+		}
+	}
+}
