@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -162,7 +163,7 @@ var errReplayStopped = errors.New("engine: replay stopped")
 type replayRecs struct {
 	seqs  []uint64
 	recs  []record
-	marks []*idemMark
+	marks []*idem.Mark
 }
 
 // add decodes the log entry seq (a record, or an idempotency key's mark)
@@ -170,9 +171,9 @@ type replayRecs struct {
 func (b *replayRecs) add(seq uint64, data []byte, in *wire.Interner) error {
 	i := len(b.seqs)
 	var err error
-	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
-		b.marks[i] = new(idemMark)
-		err = b.marks[i].decode(data)
+	if b.marks[i] = nil; len(data) > 0 && data[0] == idem.Tag {
+		b.marks[i] = new(idem.Mark)
+		err = b.marks[i].Decode(data)
 	} else {
 		err = b.recs[i].decodeWith(data, in)
 	}
@@ -193,7 +194,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 	full := make(chan *replayRecs, 4)
 	free := make(chan *replayRecs, 4)
 	for range cap(free) {
-		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idemMark, replayBatch)}
+		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idem.Mark, replayBatch)}
 	}
 	var applyErr error
 	var failed atomic.Bool // applyErr is set: reading may stop
@@ -323,13 +324,13 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 }
 
 // Site meta record: version, last sequence, then the dates with data as
-// delta-coded varints; version 2 adds the idempotency keys (idemTable),
+// delta-coded varints; version 2 adds the idempotency keys (idem.Table),
 // which are applied with the same records as lastSeq. A website without
 // keys is written as version 1, which older versions read.
 const metaVersion = 2
 
 func (st *siteState) appendMeta(b []byte) []byte {
-	keyed := len(st.keys.order) > 0
+	keyed := st.keys.Len() > 0
 	if keyed {
 		b = append(b, metaVersion)
 	} else {
@@ -350,14 +351,14 @@ func (st *siteState) appendMeta(b []byte) []byte {
 	if !keyed {
 		return b
 	}
-	return st.keys.appendBinary(b)
+	return st.keys.AppendBinary(b)
 }
 
 // decodeMetaLocked is st.decodeMeta, with the keys' bytes counted.
 func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
-	before := st.keys.bytes()
+	before := st.keys.Bytes()
 	err := st.decodeMeta(b)
-	e.counters.keys.Add(st.keys.bytes() - before)
+	e.counters.keys.Add(st.keys.Bytes() - before)
 	return err
 }
 
@@ -380,9 +381,9 @@ func (st *siteState) decodeMeta(b []byte) error {
 		}
 		st.dates[buckets.Date(prev)] = struct{}{}
 	}
-	st.keys = idemTable{}
+	st.keys = idem.Table{}
 	if v >= 2 {
-		if err := st.keys.decode(&d); err != nil {
+		if err := st.keys.Decode(&d); err != nil {
 			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/snapshot"
@@ -65,8 +66,8 @@ type siteState struct {
 
 	// keys holds the idempotency keys of the website's imports (idem.go),
 	// saved with lastSeq; flights the keyed calls under way here.
-	keys    idemTable
-	flights map[idemKey]*idemFlight
+	keys    idem.Table
+	flights map[idem.Key]*idemFlight
 
 	rt realtime
 }
@@ -118,7 +119,7 @@ type pendingHit struct {
 	vday *dayEntry
 	// mark, on the last hit of a keyed batch (TrackOnce), is its key,
 	// recorded when the hit is applied.
-	mark *idemMark
+	mark *idem.Mark
 }
 
 func newSiteState(id uint32) *siteState {
@@ -144,8 +145,8 @@ func (e *Engine) releaseLocked(st *siteState) {
 	for _, p := range st.periods {
 		e.counters.state.Add(-int64(p.size))
 	}
-	e.counters.keys.Add(-st.keys.bytes())
-	st.keys = idemTable{}
+	e.counters.keys.Add(-st.keys.Bytes())
+	st.keys = idem.Table{}
 	st.pending = nil
 	st.stored = make(map[buckets.Date]struct{})
 	st.days = make(map[buckets.Date]*dayEntry)
@@ -350,7 +351,7 @@ type counters struct {
 	resident   atomic.Int64  // bytes of frozen resident days
 	dimMemos   atomic.Int64  // bytes the days' memos keep of breakdowns (dimAcct)
 	state      atomic.Int64  // bytes of resident visitor state (periods)
-	keys       atomic.Int64  // bytes of the idempotency keys (idemTable.bytes)
+	keys       atomic.Int64  // bytes of the idempotency keys (idem.Table.Bytes)
 	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.go)
 	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
 	tick       atomic.Int64  // LRU clock

@@ -13,6 +13,7 @@ import (
 	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
@@ -38,7 +39,7 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 
 // track is Track; with a mark (TrackOnce: hits of mark's website only),
 // the mark, with the call's result, is logged after the website's batch.
-func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackResult, error) {
+func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackResult, error) {
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -69,12 +70,12 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 	if mark != nil {
 		// What the call answers if its batch is counted: its drops are
 		// decided, the rest is accepted.
-		mark.res = resultOfReasons(res.Reasons)
+		mark.Res = resultOfReasons(res.Reasons)
 	}
 	var err error
 	for gi, website := range groups {
 		var ok bool
-		m := mark.of(website)
+		m := mark.Of(website)
 		if e.opts.Cluster != nil {
 			ok, err = e.publish(ctx, website, recs, idx[website], m)
 		} else {
@@ -212,7 +213,7 @@ const dropFailed = numDropReasons
 // record before a durable one is durable). Applying cannot fail: the days
 // and visitor state the records need are read from the store and pinned
 // resident before they are logged.
-func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int, mark *idemMark) (ok bool, err error) {
+func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -248,8 +249,8 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		// The key goes last, in the same atomic batch: applied with the
 		// batch's last record (drainLocked), and never trimmed from the
 		// log before the records it answers for.
-		mark.seq = e.seq.Add(1)
-		entries = append(entries, snapshot.LogEntry{Seq: mark.seq, Data: mark.appendBinary(nil)})
+		mark.Seq = e.seq.Add(1)
+		entries = append(entries, snapshot.LogEntry{Seq: mark.Seq, Data: mark.AppendBinary(nil)})
 		hits[len(hits)-1].mark = mark
 	}
 	var pend *snapshot.Pending
@@ -266,7 +267,7 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 	st.pending = append(st.pending, hits...)
 	last := hits[len(hits)-1].seq
 	if mark != nil {
-		last = mark.seq
+		last = mark.Seq
 	}
 	sh.mu.Unlock()
 
