@@ -63,7 +63,7 @@ func (e *Engine) evictLocked(now time.Time) {
 		cur := periodStart(today, e.opts.SaltPeriod)
 		prev := periodStart(cur-1, e.opts.SaltPeriod)
 		for first, p := range st.periods {
-			if first == cur || p.nDirty > 0 || p.pins > 0 || !p.isStored {
+			if first == cur || p.Dirty() > 0 || p.pins > 0 || !p.isStored {
 				continue
 			}
 			if first < prev && p.idle >= 2 {
@@ -109,7 +109,7 @@ func (e *Engine) evictLocked(now time.Time) {
 				e.counters.resident.Add(-int64(m.size))
 			}
 		case candState:
-			if p, ok := st.periods[c.date]; ok && p.nDirty == 0 && p.pins == 0 && p.isStored {
+			if p, ok := st.periods[c.date]; ok && p.Dirty() == 0 && p.pins == 0 && p.isStored {
 				delete(st.periods, c.date)
 				st.evictGen++
 				e.counters.state.Add(-int64(p.size))

@@ -299,23 +299,22 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 			}
 		}
 		if p == nil {
-			p = newPeriod(0)
+			p = new(period)
 		}
 		e.residentPeriodLocked(st, r.period, p)
 	}
 	// The day of the visit r may continue, when another.
-	if id, ok := p.index[r.hash]; ok {
-		v := &p.visits[id-p.first]
-		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != segments.NoVisit && v.day != r.date {
-			if _, listed := st.dates[v.day]; listed {
-				d, err := e.readDay(st.id, v.day)
+	if _, v, ok := p.Find(r.hash); ok {
+		if vent, res := st.days[v.Day]; (!res || segMissing(vent)) && v.Row != segments.NoVisit && v.Day != r.date {
+			if _, listed := st.dates[v.Day]; listed {
+				d, err := e.readDay(st.id, v.Day)
 				if err != nil {
 					return nil, nil, err
 				}
 				if res {
 					e.fillSegLocked(vent, d.seg)
 				} else {
-					e.residentLocked(st, v.day, d)
+					e.residentLocked(st, v.Day, d)
 				}
 			}
 		}

@@ -65,7 +65,7 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		// back, by keptFrom.)
 		for first, p := range st.periods {
 			if first < cut {
-				p.forgetRowsBefore(cut)
+				p.ForgetRowsBefore(cut)
 			}
 		}
 	}

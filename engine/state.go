@@ -7,12 +7,13 @@ import (
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // visitGap is how long a visitor may stay without a pageview (without a
 // hit, in the segments) before the next one starts a new visit.
-const visitGap = 30 * 60 * 1000 // ms
+const visitGap = visitors.Gap // ms
 
 // siteState is the statistics state of one website. Every field is guarded
 // by the mu of the website's shard.
@@ -184,52 +185,64 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 		return
 	}
 	ent = e.writableDayLocked(st, r.date, r.period, ent)
-	d := ent.day
 	ent.dirty = true
 	st.metaDirt = true
-	var id uint32
-	var v *visit
-	if p != nil {
-		var added, ok bool
-		if id, added, ok = p.visitor(r.hash); !ok {
-			// 2^32 visitors in one salt period: the hit counts, the
-			// visitor cannot.
-			e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
-		} else {
-			if added {
-				e.setSizeLocked(p)
-			}
-			p.markDirty(id)
-			v = &p.visits[id-p.first]
-		}
-	}
+	id, v := e.visitorLocked(st, r, p)
 	refSite := norm.SiteHost(r.refHost)
 	external := refSite != "" && refSite != domain
 	var host uint64
 	if external {
-		host = hostKey(refSite)
+		host = visitors.HostKey(refSite)
 	}
-	if r.event {
-		// An event counts only under event in the day buckets, but is a
-		// hit of a visit in the segments (SPEC §10.1).
-		d.Events++
-		e.addLocked(d, buckets.Event, r.eventRow)
-		if v == nil {
-			e.segEventLocked(st, r, ent, p) // an orphan
-		} else {
-			e.segHitLocked(st, r, ent, id, v, external, host)
-		}
+	if !r.event {
+		e.pageviewLocked(st, r, ent, id, v, external, host)
 		return
 	}
+	// An event counts only under event in the day buckets, but is a hit
+	// of a visit in the segments (SPEC §10.1).
+	ent.day.Events++
+	e.addLocked(ent.day, buckets.Event, r.eventRow)
+	if v == nil {
+		e.segEventLocked(st, r, ent, p) // an orphan
+	} else {
+		e.segHitLocked(st, r, ent, id, v, external, host)
+	}
+}
+
+// visitorLocked numbers r's visitor in p (step 3) and returns its id and
+// current visit, which it marks changed; v is nil without p, and when the
+// period's ids are exhausted.
+func (e *Engine) visitorLocked(st *siteState, r *record, p *period) (id uint32, v *visitors.Visit) {
+	if p == nil {
+		return 0, nil
+	}
+	id, added, ok := p.Visitor(r.hash)
+	if !ok {
+		// 2^32 visitors in one salt period: the hit counts, the visitor
+		// cannot.
+		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
+		return 0, nil
+	}
+	if added {
+		e.setSizeLocked(p)
+	}
+	p.MarkDirty(id)
+	return id, p.Visit(id)
+}
+
+// pageviewLocked counts pageview r in its day ent (steps 4 and 5): its
+// page, and with its visitor's visit v (nil: no visitor id) the visit it
+// starts, its row in the segments, the visitor's first hit of the day and
+// the realtime slots. host is the external referrer's HostKey (0: none).
+func (e *Engine) pageviewLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
+	d := ent.day
 	hour := int(r.hour)
 	d.AddPageview(hour)
 	e.addLocked(d, buckets.Page, r.page)
 	if v == nil {
 		return
 	}
-	newVisit := v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host)
-	if newVisit {
-		v.host = host
+	if v.Pageview(r.ms, host) {
 		d.Visits++
 		e.addLocked(d, buckets.LandingPage, r.page)
 		ref := ""
@@ -242,9 +255,6 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 		}
 	}
 	e.segHitLocked(st, r, ent, id, v, external, host)
-	if r.ms > v.last {
-		v.last = r.ms
-	}
 	if newDay, _ := d.AddVisitor(hour, id); newDay {
 		for _, dv := range [...]struct {
 			dim buckets.Dim
@@ -337,7 +347,7 @@ func segMissing(ent *dayEntry) bool { return ent.seg == nil }
 // days retention dropped since it was written (see maintainLocked).
 func (e *Engine) residentPeriodLocked(st *siteState, first buckets.Date, p *period) {
 	if p.isStored {
-		p.forgetRowsBefore(st.keptFrom)
+		p.ForgetRowsBefore(st.keptFrom)
 	}
 	p.used = e.counters.tick.Add(1)
 	st.periods[first] = p

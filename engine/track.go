@@ -392,12 +392,11 @@ func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) [
 		}
 		// The day of the visit r may continue (weekly and monthly salts:
 		// a visit's rows live in the day it started).
-		if id, ok := p.index[r.hash]; ok {
-			v := &p.visits[id-p.first]
-			if v.row != segments.NoVisit && v.day != r.date {
-				if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
-					if _, ok := st.dates[v.day]; ok {
-						add(pinNeed{v.day, 0, true})
+		if _, v, ok := p.Find(r.hash); ok {
+			if v.Row != segments.NoVisit && v.Day != r.date {
+				if vent, ok := st.days[v.Day]; !ok || segMissing(vent) {
+					if _, ok := st.dates[v.Day]; ok {
+						add(pinNeed{v.Day, 0, true})
 					}
 				}
 			}
@@ -448,7 +447,7 @@ func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pe
 			// A pageview or custom event numbers its visitor (an event may
 			// start a visit of the segments, SPEC §10.1); an engagement
 			// report of a period without state has no visit.
-			p = newPeriod(0)
+			p = new(period)
 			e.residentPeriodLocked(st, r.period, p)
 			ok = true
 		}
@@ -456,9 +455,8 @@ func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pe
 			p.pins++
 			p.used = tick
 			hits[k].per = p
-			if id, ok := p.index[r.hash]; ok {
-				v := &p.visits[id-p.first]
-				if vent, ok := st.days[v.day]; ok && v.row != segments.NoVisit && v.day != r.date {
+			if _, v, ok := p.Find(r.hash); ok {
+				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.date {
 					vent.pins++
 					vent.used = tick
 					hits[k].vday = vent
@@ -488,7 +486,7 @@ func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 				delete(st.days, r.date)
 			}
 		}
-		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && len(p.hashes) == 0 {
+		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
 			e.counters.state.Add(-int64(p.size))
 			delete(st.periods, r.period)
 		}
