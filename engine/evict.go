@@ -17,7 +17,7 @@ const (
 
 // budgetBytes is what Options.MemoryBudget bounds: the resident closed
 // days and rollups and what their memos keep, the visitor state, the realtime slots (capped, not
-// evicted: realtime.go) and the idempotency keys (never evicted: they make
+// evicted: realtime.Window) and the idempotency keys (never evicted: they make
 // room by the others' eviction).
 func (e *Engine) budgetBytes() int64 {
 	return e.counters.resident.Load() + e.counters.dimMemos.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()

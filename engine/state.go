@@ -6,6 +6,7 @@ import (
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/realtime"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
@@ -70,7 +71,7 @@ type siteState struct {
 	keys    idem.Table
 	flights map[idem.Key]*idemFlight
 
-	rt realtime
+	rt realtime.Window
 }
 
 // dayEntry is a resident day bucket.
@@ -157,7 +158,7 @@ func (e *Engine) releaseLocked(st *siteState) {
 		e.counters.resident.Add(-int64(m.size))
 	}
 	st.rollups = make(map[rollKey]*rollEntry)
-	e.counters.realtime.Add(-st.rt.reset())
+	e.counters.realtime.Add(-st.rt.Reset())
 }
 
 // appliedLocked records that the log record seq was applied. The meta
@@ -267,7 +268,7 @@ func (e *Engine) pageviewLocked(st *siteState, r *record, ent *dayEntry, id uint
 			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
-	e.counters.realtime.Add(st.rt.add(r.ms, rtKey(r.period, id)))
+	e.counters.realtime.Add(st.rt.Add(r.ms, realtime.Key(r.period, id)))
 }
 
 // addLocked counts one more of value in dim of day d, under the limit of
@@ -362,7 +363,7 @@ type counters struct {
 	dimMemos   atomic.Int64  // bytes the days' memos keep of breakdowns (dimAcct)
 	state      atomic.Int64  // bytes of resident visitor state (periods)
 	keys       atomic.Int64  // bytes of the idempotency keys (idem.Table.Bytes)
-	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.go)
+	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.Window)
 	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
 	tick       atomic.Int64  // LRU clock
 	snapshots  atomic.Uint64
