@@ -12,6 +12,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/password"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -51,7 +52,7 @@ type Engine struct {
 	// importWaiting are the imports this node published (cluster mode).
 	importWaiting importWaiters
 
-	gate hashGate // password hashes running at once (password.go)
+	gate password.Hasher // password hashes running at once
 
 	// shards guard the statistics state of websites (site.state): a website
 	// lives in shard id % len(shards).
