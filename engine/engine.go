@@ -13,6 +13,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/password"
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -58,7 +59,7 @@ type Engine struct {
 	// lives in shard id % len(shards).
 	shards []shard
 
-	salts saltBox
+	salts salts.Box
 
 	// intern is the table of values queries group by (segments.Interns).
 	intern      atomic.Pointer[segments.Interns]
@@ -246,7 +247,6 @@ func Open(opts *Options) (*Engine, error) {
 	}
 	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
-	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

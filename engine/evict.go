@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/rollup"
 )
 
 // The kinds of eviction candidates.
@@ -44,7 +45,7 @@ func (e *Engine) evictLocked(now time.Time) {
 		s    *site
 		date buckets.Date
 		kind int // candDay, candState (period date) or candRollup (roll)
-		roll rollKey
+		roll rollup.Key
 		used int64
 	}
 	var cands []cand
@@ -82,8 +83,8 @@ func (e *Engine) evictLocked(now time.Time) {
 					cands = append(cands, cand{s: s, date: date, kind: candDay, used: ent.used})
 				}
 			}
-			for k, m := range st.rollups {
-				cands = append(cands, cand{s: s, kind: candRollup, roll: k, used: m.used})
+			for k, used := range st.rollups.Used() {
+				cands = append(cands, cand{s: s, kind: candRollup, roll: k, used: used})
 			}
 		}
 		sh.mu.Unlock()
@@ -104,10 +105,7 @@ func (e *Engine) evictLocked(now time.Time) {
 		st := c.s.state
 		switch c.kind {
 		case candRollup:
-			if m, ok := st.rollups[c.roll]; ok {
-				delete(st.rollups, c.roll)
-				e.counters.resident.Add(-int64(m.size))
-			}
+			e.counters.resident.Add(-st.rollups.Evict(c.roll))
 		case candState:
 			if p, ok := st.periods[c.date]; ok && p.Dirty() == 0 && p.pins == 0 && p.isStored {
 				delete(st.periods, c.date)

@@ -91,7 +91,7 @@ func (e *Engine) loadSalts() error {
 		if len(v) != 16 {
 			return fmt.Errorf("engine: salt %d: %w", id, snapshot.ErrCorrupt)
 		}
-		e.salts.m[buckets.Date(int32(uint32(id)))] = [16]byte(v)
+		e.salts.Set(buckets.Date(int32(uint32(id))), [16]byte(v))
 		return nil
 	})
 }

@@ -99,18 +99,6 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 	}
 }
 
-// periodEnd returns the last day of the salt period starting on first.
-func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date {
-	switch p {
-	case SaltWeek:
-		return first + 6
-	case SaltMonth:
-		_, last := monthOf(first)
-		return last
-	}
-	return first
-}
-
 // dropSaltsWithin bounds the time a snapshot spends dropping shared salts.
 const dropSaltsWithin = 10 * time.Second
 
@@ -125,14 +113,7 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	}
 	// The earliest local day anywhere is a day before UTC's.
 	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
-	var old []buckets.Date
-	e.salts.mu.Lock()
-	for first := range e.salts.m {
-		if periodEnd(first, e.opts.SaltPeriod) < cut {
-			old = append(old, first)
-		}
-	}
-	e.salts.mu.Unlock()
+	old := e.salts.Ended(saltPeriod(e.opts.SaltPeriod), cut)
 	// In a cluster the shared salt goes first: a salt the cluster could
 	// not drop stays here too, and is tried again at the next snapshot.
 	// All of them share one deadline, so an unreachable cluster delays a
@@ -157,11 +138,10 @@ func (e *Engine) dropOldSalts(now time.Time) {
 		}
 		// Both under the lock: a new salt for the period can only be
 		// made, and stored, once it is gone from the map.
-		e.salts.mu.Lock()
-		delete(e.salts.m, first)
-		if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
-			e.opts.Logger.Error("drop salt", "err", err)
-		}
-		e.salts.mu.Unlock()
+		e.salts.Drop(first, func() {
+			if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
+				e.opts.Logger.Error("drop salt", "err", err)
+			}
+		})
 	}
 }

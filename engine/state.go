@@ -7,6 +7,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/realtime"
+	"github.com/webstats/webstats/engine/internal/rollup"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
@@ -58,9 +59,9 @@ type siteState struct {
 	// sequence order (see ingest).
 	pending []pendingHit
 
-	// rollups holds rollups of closed months and weeks (rollup.go);
-	// rollGen counts the changes to frozen days that invalidate them.
-	rollups map[rollKey]*rollEntry
+	// rollups holds rollups of closed months and weeks; rollGen counts
+	// the changes to frozen days that invalidate them.
+	rollups rollup.Set
 	rollGen uint64
 
 	lastSeq  uint64 // last log sequence applied (set by appliedLocked)
@@ -131,7 +132,6 @@ func newSiteState(id uint32) *siteState {
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
 		stored:  make(map[buckets.Date]struct{}),
-		rollups: make(map[rollKey]*rollEntry),
 	}
 }
 
@@ -154,10 +154,7 @@ func (e *Engine) releaseLocked(st *siteState) {
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
-	for _, m := range st.rollups {
-		e.counters.resident.Add(-int64(m.size))
-	}
-	st.rollups = make(map[rollKey]*rollEntry)
+	e.counters.resident.Add(-st.rollups.Reset())
 	e.counters.realtime.Add(-st.rt.Reset())
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -10,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -590,7 +589,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	if err != nil {
 		return cfg, DropNone, err
 	}
-	r.hash = visitorHash(salt, cfg.id, h)
+	r.hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
 	if h.Engagement != nil {
 		// An engagement report counts nowhere in the day buckets, and
 		// joins a visit of the segments only.
@@ -652,109 +651,28 @@ func urlHost(u string) string {
 	return u
 }
 
-// periodStart returns the first day of the salt period holding date.
-func periodStart(date buckets.Date, p SaltPeriod) buckets.Date {
+// saltPeriod is p as package salts names it.
+func saltPeriod(p SaltPeriod) salts.Period {
 	switch p {
 	case SaltWeek:
-		return date - buckets.Date((int(date.Weekday())+6)%7)
+		return salts.Week
 	case SaltMonth:
-		y, m, _ := date.Civil()
-		return buckets.DateOf(y, m, 1)
+		return salts.Month
 	}
-	return date
+	return salts.Day
 }
 
-// visitorHash is the salted SipHash-2-4 of website ‖ IP ‖ user agent, or of
-// website ‖ the explicit visitor string.
-func visitorHash(salt [16]byte, website uint32, h *Hit) uint64 {
-	k0 := binary.LittleEndian.Uint64(salt[:8])
-	k1 := binary.LittleEndian.Uint64(salt[8:])
-	var arr [512]byte
-	b := binary.LittleEndian.AppendUint32(arr[:0], website)
-	if h.Visitor != "" {
-		b = append(b, 1)
-		b = append(b, h.Visitor...)
-	} else {
-		ip := h.IP.Unmap().As16()
-		b = append(b, 0)
-		b = append(b, ip[:]...)
-		b = append(b, h.UserAgent...)
-	}
-	return siphash.Hash(k0, k1, b)
-}
+// periodStart returns the first day of the salt period holding date.
+func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).Start(date) }
 
-// saltKey names a salt: the first day of its period (periods are the same
-// days for every website; only where they start in absolute time differs).
-type saltKey = buckets.Date
-
-// saltBox holds the salts of recent periods.
-type saltBox struct {
-	mu sync.RWMutex
-	m  map[saltKey][16]byte
-	// making holds the salts being made (stored, or agreed with the
-	// cluster): a caller that needs one waits for it without holding mu,
-	// so the other periods' lookups go on meanwhile.
-	making map[saltKey]*saltCall
-}
-
-// saltCall is a salt being made; done is closed when s and err are set.
-type saltCall struct {
-	done chan struct{}
-	s    [16]byte
-	err  error
-}
+// periodEnd returns the last day of the salt period starting on first.
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).End(first) }
 
 // salt returns the salt of the period starting on first, creating (and
 // storing; in cluster mode, agreeing on) a random one the first time. A
 // caller waiting for another's making of it gives up when ctx ends.
 func (e *Engine) salt(ctx context.Context, first buckets.Date) ([16]byte, error) {
-	e.salts.mu.RLock()
-	s, ok := e.salts.m[first]
-	e.salts.mu.RUnlock()
-	if ok {
-		return s, nil
-	}
-	e.salts.mu.Lock()
-	if s, ok := e.salts.m[first]; ok {
-		e.salts.mu.Unlock()
-		return s, nil
-	}
-	if c, ok := e.salts.making[first]; ok {
-		e.salts.mu.Unlock()
-		select {
-		case <-c.done:
-			return c.s, c.err
-		case <-ctx.Done():
-			return [16]byte{}, ctx.Err()
-		}
-	}
-	c := &saltCall{done: make(chan struct{})}
-	if e.salts.making == nil {
-		e.salts.making = make(map[saltKey]*saltCall)
-	}
-	e.salts.making[first] = c
-	e.salts.mu.Unlock()
-
-	e.finishSalt(first, c)
-	return c.s, c.err
-}
-
-// finishSalt makes the salt of c and hands it to its waiters, also when
-// making it panics (Options.Rand's, say): they must wake, with an error.
-func (e *Engine) finishSalt(first buckets.Date, c *saltCall) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.s, c.err = [16]byte{}, fmt.Errorf("engine: new salt: %v", r)
-		}
-		e.salts.mu.Lock()
-		if c.err == nil {
-			e.salts.m[first] = c.s
-		}
-		delete(e.salts.making, first)
-		e.salts.mu.Unlock()
-		close(c.done)
-	}()
-	c.s, c.err = e.makeSalt(first)
+	return e.salts.Get(ctx, first, func() ([16]byte, error) { return e.makeSalt(first) })
 }
 
 // makeSalt draws the salt of the period starting on first, agrees on it
