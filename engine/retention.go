@@ -13,6 +13,27 @@ import (
 // next snapshot to delete them from the store (the highest cut pending: a
 // time zone change may lower today's). Dropped visitor state goes into sn.
 func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
+	e.freezeLocked(st, today)
+	if e.opts.Retention <= 0 {
+		return
+	}
+	cut := today - buckets.Date(e.opts.Retention)
+	dropped := e.dropDaysLocked(st, cut)
+	st.keptFrom = max(st.keptFrom, cut)
+	e.dropPeriodsLocked(st, cut, sn)
+	if dropped {
+		st.metaDirt = true
+		if !st.cutPending || cut > st.cut {
+			st.cut = cut
+		}
+		st.cutPending = true
+	}
+}
+
+// freezeLocked freezes (and compacts) st's open days before today, and
+// opens again the closed days that are today or later (the website's time
+// zone changed).
+func (e *Engine) freezeLocked(st *siteState, today buckets.Date) {
 	for date, ent := range st.days {
 		if ent.closed && date >= today {
 			ent.closed = false // today again (the website's time zone changed)
@@ -29,11 +50,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			e.counters.resident.Add(int64(ent.size))
 		}
 	}
-	if e.opts.Retention <= 0 {
-		return
-	}
-	cut := today - buckets.Date(e.opts.Retention)
-	dropped := false
+}
+
+// dropDaysLocked drops st's days before cut, listed and resident, and the
+// rows their visits had; dropped reports whether a listed date went.
+func (e *Engine) dropDaysLocked(st *siteState, cut buckets.Date) (dropped bool) {
 	for date := range st.dates {
 		if date < cut {
 			delete(st.dates, date)
@@ -69,8 +90,13 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			}
 		}
 	}
-	st.keptFrom = max(st.keptFrom, cut)
-	// Visitor state of periods that ended before the cut.
+	return dropped
+}
+
+// dropPeriodsLocked drops the visitor state of st's salt periods that
+// ended before cut, resident or stored; what the store holds goes into
+// sn.
+func (e *Engine) dropPeriodsLocked(st *siteState, cut buckets.Date, sn *snapshot.Snapshot) {
 	for first := range st.stored {
 		if periodEnd(first, e.opts.SaltPeriod) < cut {
 			delete(st.stored, first)
@@ -89,13 +115,6 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 				sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
 			}
 		}
-	}
-	if dropped {
-		st.metaDirt = true
-		if !st.cutPending || cut > st.cut {
-			st.cut = cut
-		}
-		st.cutPending = true
 	}
 }
 

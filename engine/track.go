@@ -228,12 +228,36 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		return false, err
 	}
 	sc.hits = hits
+	pend, last, err := e.logLocked(sc, hits, mark)
+	if err != nil {
+		e.unpinLocked(st, hits)
+		sh.mu.Unlock()
+		return false, err
+	}
+	st.pending = append(st.pending, hits...)
+	sh.mu.Unlock()
+
+	if err := pend.Wait(); err != nil {
+		return false, e.syncFailed(sh, st, hits[0].seq, err)
+	}
+	sh.mu.Lock()
+	e.drainLocked(st, last, domain)
+	deleted := st.deleted
+	sh.mu.Unlock()
+	return !deleted, nil
+}
+
+// logLocked numbers the records of hits, encodes them into sc's buffers
+// and appends them, with mark after them if not nil, to the log as one
+// batch. It returns the batch's pending write and its last sequence
+// number. The shard lock is held: the order of the log is the order of
+// application.
+func (e *Engine) logLocked(sc *trackScratch, hits []pendingHit, mark *idem.Mark) (*snapshot.Pending, uint64, error) {
 	// Most records encode to less than recordBytes (the benchmark's
 	// stream averages 162); longer ones grow buf by append.
-	var buf []byte
 	entries := slices.Grow(sc.entries[:0], len(hits)+1)
 	if len(hits) <= trackScratchMax {
-		buf = slices.Grow(sc.buf[:0], recordBytes*len(hits))
+		buf := slices.Grow(sc.buf[:0], recordBytes*len(hits))
 		for i := range hits {
 			hits[i].seq = e.seq.Add(1)
 			start := len(buf)
@@ -244,6 +268,7 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 	} else {
 		entries = encodeLarge(e, hits, entries)
 	}
+	last := hits[len(hits)-1].seq
 	if mark != nil {
 		// The key goes last, in the same atomic batch: applied with the
 		// batch's last record (drainLocked), and never trimmed from the
@@ -251,51 +276,34 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		mark.Seq = e.seq.Add(1)
 		entries = append(entries, snapshot.LogEntry{Seq: mark.Seq, Data: mark.AppendBinary(nil)})
 		hits[len(hits)-1].mark = mark
-	}
-	var pend *snapshot.Pending
-	if p := e.logFailed.Load(); p != nil {
-		err = fmt.Errorf("%w: %w", ErrLogFailed, *p)
-	} else {
-		pend, err = e.store.AppendAsync(entries...)
-	}
-	if err != nil {
-		e.unpinLocked(st, hits)
-		sh.mu.Unlock()
-		return false, err
-	}
-	st.pending = append(st.pending, hits...)
-	last := hits[len(hits)-1].seq
-	if mark != nil {
 		last = mark.Seq
 	}
-	sh.mu.Unlock()
-
-	if err := pend.Wait(); err != nil {
-		// The log could not be synced. Pebble's sync errors are sticky:
-		// no later batch becomes durable, so nothing pending can ever be
-		// applied. Refuse every later write (ErrLogFailed), and drop this
-		// website's pending records: whether they reached the disk is
-		// unknown (a restart replays what did), as after a crash. Records
-		// before this batch may still be durable: their own callers apply
-		// them.
-		e.logFailed.CompareAndSwap(nil, &err)
-		sh.mu.Lock()
-		first := hits[0].seq
-		k := len(st.pending)
-		for k > 0 && st.pending[k-1].seq >= first {
-			k--
-		}
-		e.unpinLocked(st, st.pending[k:])
-		clear(st.pending[k:])
-		st.pending = st.pending[:k]
-		sh.mu.Unlock()
-		return false, fmt.Errorf("%w: %w", ErrLogFailed, err)
+	if p := e.logFailed.Load(); p != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrLogFailed, *p)
 	}
+	pend, err := e.store.AppendAsync(entries...)
+	return pend, last, err
+}
+
+// syncFailed handles err, the log's failure to sync a batch whose first
+// record is first, of website st. Pebble's sync errors are sticky: no
+// later batch becomes durable, so nothing pending can ever be applied.
+// Every later write is refused (ErrLogFailed), and this website's pending
+// records from first on are dropped: whether they reached the disk is
+// unknown (a restart replays what did), as after a crash. Records before
+// this batch may still be durable: their own callers apply them.
+func (e *Engine) syncFailed(sh *shard, st *siteState, first uint64, err error) error {
+	e.logFailed.CompareAndSwap(nil, &err)
 	sh.mu.Lock()
-	e.drainLocked(st, last, domain)
-	deleted := st.deleted
+	k := len(st.pending)
+	for k > 0 && st.pending[k-1].seq >= first {
+		k--
+	}
+	e.unpinLocked(st, st.pending[k:])
+	clear(st.pending[k:])
+	st.pending = st.pending[:k]
 	sh.mu.Unlock()
-	return !deleted, nil
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
 }
 
 // pinLocked makes the day and visitor state of every record resident,
