@@ -11,7 +11,7 @@ import (
 // (visitors.Period) with what the engine keeps to decide when it is
 // resident. Every field is guarded by the shard lock of the website.
 //
-// It is persisted in chunks (visitors.ChunkVisitors visitors each), so a
+// It is persisted in chunks (of 256 visitors), so a
 // snapshot writes only the chunks that changed since the previous one (a
 // month-long salt period of a large site holds millions of visitors, of
 // whom a snapshot interval touches a few hundred). A period leaves memory

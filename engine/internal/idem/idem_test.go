@@ -42,7 +42,7 @@ func TestTableExpiry(t *testing.T) {
 	if e, ok := tb.Lookup(Digest("a"), ttl+day); !ok || e.Ms != ttl+day || e.Nonce != 9 {
 		t.Errorf("Lookup(a) = %+v, %v", e, ok)
 	}
-	if got, want := tb.Bytes(), int64(2*KeyBytes); got != want {
+	if got, want := tb.Bytes(), int64(2*keyBytes); got != want {
 		t.Errorf("Bytes = %d, want %d", got, want)
 	}
 }

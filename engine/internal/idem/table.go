@@ -89,13 +89,13 @@ func (t *Table) Add(m *Mark, hardMax int) {
 	t.order = append(t.order, order{m.Key, m.Ms})
 }
 
-// KeyBytes is what a key of a table takes in memory, its map entry and
+// keyBytes is what a key of a table takes in memory, its map entry and
 // its place in order with their slack (about 142 bytes measured at 10,000
 // keys): the bytes Bytes counts.
-const KeyBytes = 160
+const keyBytes = 160
 
-// Bytes is the memory the table's keys take (KeyBytes each).
-func (t *Table) Bytes() int64 { return int64(len(t.order)) * KeyBytes }
+// Bytes is the memory the table's keys take (keyBytes each).
+func (t *Table) Bytes() int64 { return int64(len(t.order)) * keyBytes }
 
 // AppendBinary appends the table: its count, then each key in order with
 // its time and its result's Reasons counts (not its nonce).

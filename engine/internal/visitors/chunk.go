@@ -54,13 +54,13 @@ func (p *Period) AddChunk(c uint32, b []byte) error {
 		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
 	first, n := d.Uvarint(), d.Uvarint()
-	if d.Bad || first > 1<<32-1 || n == 0 || n > ChunkVisitors {
+	if d.Bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
 		return fmt.Errorf("visitor chunk %d: bad header", c)
 	}
 	if len(p.hashes) == 0 {
 		p.first = uint32(first)
 	}
-	if uint32(first) != p.first || uint64(len(p.hashes)) != uint64(c)*ChunkVisitors || first+uint64(c)*ChunkVisitors+n > 1<<32 {
+	if uint32(first) != p.first || uint64(len(p.hashes)) != uint64(c)*chunkVisitors || first+uint64(c)*chunkVisitors+n > 1<<32 {
 		return fmt.Errorf("visitor chunk %d: out of order", c)
 	}
 	for range n {

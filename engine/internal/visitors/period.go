@@ -14,7 +14,7 @@ const Gap = 30 * 60 * 1000
 
 // Period is the visitor state of one salt period: the dense numbering of
 // visitor hashes and each visitor's current visit. Its chunks of
-// ChunkVisitors visitors are saved apart, so that a snapshot writes only
+// chunkVisitors visitors are saved apart, so that a snapshot writes only
 // the chunks that changed since the last one (TakeDirty). The zero Period
 // is empty and ready to use.
 type Period struct {
@@ -62,8 +62,8 @@ func (v *Visit) Pageview(ms int64, host uint64) (started bool) {
 	return started
 }
 
-// ChunkVisitors is how many visitors a saved chunk of a period holds.
-const ChunkVisitors = 256
+// chunkVisitors is how many visitors a saved chunk of a period holds.
+const chunkVisitors = 256
 
 // visitorBytes estimates the memory of one visitor of a period: its hash
 // and visit in the slices, and its entry in the index map.
@@ -138,7 +138,7 @@ func (p *Period) ForgetRowsBefore(cut buckets.Date) {
 }
 
 // MarkDirty records that the chunk of visitor id changed.
-func (p *Period) MarkDirty(id uint32) { p.markChunk(int(id-p.first) / ChunkVisitors) }
+func (p *Period) MarkDirty(id uint32) { p.markChunk(int(id-p.first) / chunkVisitors) }
 
 // MarkChunkDirty records that chunk c changed (or was not saved after
 // all: a snapshot that failed).
@@ -160,8 +160,8 @@ func (p *Period) Dirty() int { return p.nDirty }
 
 // markAllDirty marks every chunk changed.
 func (p *Period) markAllDirty() {
-	for i := 0; i < len(p.hashes); i += ChunkVisitors {
-		p.markChunk(i / ChunkVisitors)
+	for i := 0; i < len(p.hashes); i += chunkVisitors {
+		p.markChunk(i / chunkVisitors)
 	}
 }
 
@@ -177,8 +177,8 @@ func (p *Period) TakeDirty() []Chunk {
 			b := bits.TrailingZeros64(word)
 			word &^= 1 << b
 			c := w*64 + b
-			lo := c * ChunkVisitors
-			hi := min(lo+ChunkVisitors, len(p.hashes))
+			lo := c * chunkVisitors
+			hi := min(lo+chunkVisitors, len(p.hashes))
 			if lo < hi {
 				out = append(out, Chunk{
 					Index:  uint32(c),

@@ -15,7 +15,7 @@ import (
 // period.
 func TestPeriodChunks(t *testing.T) {
 	var p Period
-	n := 2*ChunkVisitors + 10
+	n := 2*chunkVisitors + 10
 	for i := range n {
 		id, added, ok := p.Visitor(uint64(1000 + i))
 		if id != uint32(i) || !added || !ok {
@@ -64,7 +64,7 @@ func TestPeriodChunks(t *testing.T) {
 // visitor are errors.
 func TestAddChunkRefused(t *testing.T) {
 	var p Period
-	for i := range ChunkVisitors + 1 {
+	for i := range chunkVisitors + 1 {
 		id, _, _ := p.Visitor(uint64(i + 1))
 		p.MarkDirty(id)
 	}
