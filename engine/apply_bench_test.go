@@ -24,7 +24,7 @@ func BenchmarkApply(b *testing.B) {
 		if i%len(recs) == 0 {
 			b.StopTimer()
 			st = newSiteState(1)
-			p = newPeriod(0)
+			p = new(period)
 			b.StartTimer()
 		}
 		r := &recs[i%len(recs)]

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
@@ -69,7 +70,7 @@ type Cluster interface {
 // zstdAbove. A message is never larger than maxMessageRecords
 // uncompressed (an import of 10 MiB is about 3 MiB of records).
 //
-// Kind msgKeyed holds the idempotency key of a TrackOnce (idemMark, after
+// Kind msgKeyed holds the idempotency key of a TrackOnce (idem.Mark, after
 // its length) before the message of its records: the key and the batch are
 // applied together, on every node.
 const (
@@ -84,7 +85,7 @@ const (
 // the follower (follow) applies them, here as on every other node. They go
 // as one message, so that a call is counted whole or not at all, on every
 // node: more than the log takes in one message is ErrTooLarge.
-func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int, mark *idemMark) (ok bool, err error) {
+func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -104,7 +105,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 		msg = segments.ZstdEncoder().EncodeAll(body[1:], msg)
 	}
 	if mark != nil {
-		mb := mark.appendBinary(nil)
+		mb := mark.AppendBinary(nil)
 		keyed := binary.AppendUvarint([]byte{msgKeyed}, uint64(len(mb)))
 		msg = append(append(keyed, mb...), msg...)
 	}
@@ -123,22 +124,22 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 
 // decodeMessage splits a message of publish into records and its
 // idempotency key (nil: none).
-func decodeMessage(msg []byte, recs []record) ([]record, *idemMark, error) {
+func decodeMessage(msg []byte, recs []record) ([]record, *idem.Mark, error) {
 	recs = recs[:0]
-	var mark *idemMark
+	var mark *idem.Mark
 	if len(msg) > 0 && msg[0] == msgKeyed {
 		n, k := binary.Uvarint(msg[1:])
 		if k <= 0 || n > uint64(len(msg)-1-k) {
 			return recs, nil, fmt.Errorf("engine: cluster message key: %w", wire.ErrRecord)
 		}
-		mark = new(idemMark)
-		if err := mark.decode(msg[1+k : 1+k+int(n)]); err != nil {
+		mark = new(idem.Mark)
+		if err := mark.Decode(msg[1+k : 1+k+int(n)]); err != nil {
 			return recs, nil, err
 		}
 		msg = msg[1+k+int(n):]
 	}
 	recs, err := decodeRecords(msg, recs)
-	if err == nil && mark != nil && mark.website != recs[0].website {
+	if err == nil && mark != nil && mark.Website != recs[0].website {
 		err = fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
 	}
 	return recs, mark, err
@@ -350,7 +351,7 @@ func (e *Engine) follow() {
 				return e.applyImport(seq, m.Time, im)
 			}
 			var err error
-			var mark *idemMark
+			var mark *idem.Mark
 			if recs, mark, err = decodeMessage(m.Data, recs); err != nil {
 				// Skipping it would make this node differ from those
 				// that can read it (a newer version's record during an
@@ -398,7 +399,7 @@ func (e *Engine) follow() {
 // skipped, and so is one whose idempotency key the website's table holds
 // (an earlier message's, younger than KeyTTL at mark's time): every node
 // decides it alike, in log order.
-func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
+func (e *Engine) applyShared(seq uint64, recs []record, mark *idem.Mark) error {
 	website := recs[0].website
 	for i := range recs {
 		if recs[i].website != website {
@@ -423,7 +424,7 @@ func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
 		return nil
 	}
 	if mark != nil {
-		if !st.keys.accepts(mark) {
+		if !st.keys.Accepts(mark) {
 			st.appliedLocked(seq)
 			e.seq.Store(seq)
 			return nil
@@ -445,7 +446,7 @@ func (e *Engine) applyShared(seq uint64, recs []record, mark *idemMark) error {
 		hits[i].seq = seq
 	}
 	if mark != nil {
-		mark.seq = seq
+		mark.Seq = seq
 		hits[len(hits)-1].mark = mark
 	}
 	st.pending = append(st.pending, hits...)

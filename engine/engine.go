@@ -13,6 +13,8 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/password"
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -52,13 +54,13 @@ type Engine struct {
 	// importWaiting are the imports this node published (cluster mode).
 	importWaiting importlog.Waiters
 
-	gate hashGate // password hashes running at once (password.go)
+	gate password.Hasher // password hashes running at once
 
 	// shards guard the statistics state of websites (site.state): a website
 	// lives in shard id % len(shards).
 	shards []shard
 
-	salts saltBox
+	salts salts.Box
 
 	// intern is the table of values queries group by (segments.Interns).
 	intern      atomic.Pointer[segments.Interns]
@@ -246,7 +248,6 @@ func Open(opts *Options) (*Engine, error) {
 	}
 	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
 	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
-	e.salts.m = make(map[saltKey][16]byte)
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/rollup"
 )
 
 // The kinds of eviction candidates.
@@ -17,7 +18,7 @@ const (
 
 // budgetBytes is what Options.MemoryBudget bounds: the resident closed
 // days and rollups and what their memos keep, the visitor state, the realtime slots (capped, not
-// evicted: realtime.go) and the idempotency keys (never evicted: they make
+// evicted: realtime.Window) and the idempotency keys (never evicted: they make
 // room by the others' eviction).
 func (e *Engine) budgetBytes() int64 {
 	return e.counters.resident.Load() + e.counters.dimMemos.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
@@ -40,51 +41,14 @@ func (e *Engine) maybeEvict() {
 // leave memory before it is.
 func (e *Engine) evictLocked(now time.Time) {
 	budget := e.opts.MemoryBudget
-	type cand struct {
-		s    *site
-		date buckets.Date
-		kind int // candDay, candState (period date) or candRollup (roll)
-		roll rollKey
-		used int64
-	}
-	var cands []cand
-	e.regMu.RLock()
-	sites := make([]*site, 0, len(e.sites))
-	for _, s := range e.sites {
-		sites = append(sites, s)
-	}
-	e.regMu.RUnlock()
 	over := func() bool { return budget > 0 && e.budgetBytes() > budget }
-	for _, s := range sites {
+	var cands []evictCand
+	for _, s := range e.siteList() {
 		sh := e.shardOf(s.state.id)
 		sh.mu.Lock()
-		st := s.state
-		today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
-		cur := periodStart(today, e.opts.SaltPeriod)
-		prev := periodStart(cur-1, e.opts.SaltPeriod)
-		for first, p := range st.periods {
-			if first == cur || p.nDirty > 0 || p.pins > 0 || !p.isStored {
-				continue
-			}
-			if first < prev && p.idle >= 2 {
-				e.counters.state.Add(-int64(p.size))
-				delete(st.periods, first)
-				st.evictGen++
-				continue
-			}
-			if over() {
-				cands = append(cands, cand{s: s, date: first, kind: candState, used: p.used})
-			}
-		}
+		cands = e.evictIdleLocked(s, now, over, cands)
 		if over() {
-			for date, ent := range st.days {
-				if ent.frozen && !ent.dirty && ent.pins == 0 {
-					cands = append(cands, cand{s: s, date: date, kind: candDay, used: ent.used})
-				}
-			}
-			for k, m := range st.rollups {
-				cands = append(cands, cand{s: s, kind: candRollup, roll: k, used: m.used})
-			}
+			cands = evictCandsLocked(s, cands)
 		}
 		sh.mu.Unlock()
 	}
@@ -94,36 +58,100 @@ func (e *Engine) evictLocked(now time.Time) {
 	// Evict down to 90% of the budget, so that queries just over it do
 	// not each pay for a pass.
 	low := budget - budget/10
-	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
+	slices.SortFunc(cands, func(a, b evictCand) int { return cmp.Compare(a.used, b.used) })
 	for _, c := range cands {
 		if e.budgetBytes() <= low {
 			return
 		}
 		sh := e.shardOf(c.s.state.id)
 		sh.mu.Lock()
-		st := c.s.state
-		switch c.kind {
-		case candRollup:
-			if m, ok := st.rollups[c.roll]; ok {
-				delete(st.rollups, c.roll)
-				e.counters.resident.Add(-int64(m.size))
-			}
-		case candState:
-			if p, ok := st.periods[c.date]; ok && p.nDirty == 0 && p.pins == 0 && p.isStored {
-				delete(st.periods, c.date)
-				st.evictGen++
-				e.counters.state.Add(-int64(p.size))
-				e.counters.evicted.Add(1)
-			}
-		default:
-			if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
-				delete(st.days, c.date)
-				st.evictGen++
-				e.counters.resident.Add(-int64(ent.size))
-				ent.releaseMemo()
-				e.counters.evicted.Add(1)
-			}
-		}
+		e.evictCandLocked(c)
 		sh.mu.Unlock()
+	}
+}
+
+// evictCand is what eviction may drop: a day, a period's visitor state or
+// a rollup of a website, last used at used (the LRU clock).
+type evictCand struct {
+	s    *site
+	date buckets.Date
+	kind int // candDay, candState (period date) or candRollup (roll)
+	roll rollup.Key
+	used int64
+}
+
+// siteList returns the websites, read under regMu.
+func (e *Engine) siteList() []*site {
+	e.regMu.RLock()
+	defer e.regMu.RUnlock()
+	sites := make([]*site, 0, len(e.sites))
+	for _, s := range e.sites {
+		sites = append(sites, s)
+	}
+	return sites
+}
+
+// evictIdleLocked drops the stored, clean and unpinned visitor state of
+// website s's periods before the previous one that two snapshots found
+// idle, and appends the others but the current period's to cands while
+// over reports the budget exceeded. The shard lock is held.
+func (e *Engine) evictIdleLocked(s *site, now time.Time, over func() bool, cands []evictCand) []evictCand {
+	st := s.state
+	today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
+	cur := periodStart(today, e.opts.SaltPeriod)
+	prev := periodStart(cur-1, e.opts.SaltPeriod)
+	for first, p := range st.periods {
+		if first == cur || p.Dirty() > 0 || p.pins > 0 || !p.isStored {
+			continue
+		}
+		if first < prev && p.idle >= 2 {
+			e.counters.state.Add(-int64(p.size))
+			delete(st.periods, first)
+			st.evictGen++
+			continue
+		}
+		if over() {
+			cands = append(cands, evictCand{s: s, date: first, kind: candState, used: p.used})
+		}
+	}
+	return cands
+}
+
+// evictCandsLocked appends website s's frozen, clean and unpinned days and
+// its rollups to cands. The shard lock is held.
+func evictCandsLocked(s *site, cands []evictCand) []evictCand {
+	for date, ent := range s.state.days {
+		if ent.frozen && !ent.dirty && ent.pins == 0 {
+			cands = append(cands, evictCand{s: s, date: date, kind: candDay, used: ent.used})
+		}
+	}
+	for k, used := range s.state.rollups.Used() {
+		cands = append(cands, evictCand{s: s, kind: candRollup, roll: k, used: used})
+	}
+	return cands
+}
+
+// evictCandLocked drops c if it may still go. The shard lock of its
+// website is held.
+func (e *Engine) evictCandLocked(c evictCand) {
+	st := c.s.state
+	switch c.kind {
+	case candRollup:
+		e.counters.resident.Add(-st.rollups.Evict(c.roll))
+	case candState:
+		if p, ok := st.periods[c.date]; ok && p.Dirty() == 0 && p.pins == 0 && p.isStored {
+			delete(st.periods, c.date)
+			st.evictGen++
+			e.counters.state.Add(-int64(p.size))
+			e.counters.evicted.Add(1)
+		}
+	default:
+		if ent, ok := st.days[c.date]; ok && ent.frozen && !ent.dirty && ent.pins == 0 {
+			delete(st.days, c.date)
+			st.evictGen++
+			e.counters.resident.Add(-int64(ent.size))
+			ent.releaseMemo()
+			e.counters.evicted.Add(1)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/export"
 	"github.com/webstats/webstats/engine/internal/segments"
 )
 
@@ -88,14 +89,14 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 	sh.mu.Unlock()
 	slices.Sort(dates)
 	var hits []ExportedHit
-	var pv lastPageviews
+	var pv export.Pageviews
 	for _, date := range dates {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		hits = hits[:0]
-		var hints exportHints
-		err := e.scanDays(ctx, s, date, date, false, nil, func(_ buckets.Date, d storedDay) { hints = newExportHints(d.day) })
+		var hints export.Hints
+		err := e.scanDays(ctx, s, date, date, false, nil, func(_ buckets.Date, d storedDay) { hints = export.NewHints(d.day) })
 		if err == nil {
 			err = e.scanSegs(ctx, s, date, date, func(_ buckets.Date, sd *segments.Day, _ bool) {
 				hits = appendExported(hits, website, sd, hints)
@@ -105,8 +106,8 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 			return err
 		}
 		slices.SortStableFunc(hits, func(a, b ExportedHit) int { return a.Time.Compare(b.Time) })
-		pv.next()
-		hints.assignPages(hits, &pv)
+		pv.Next()
+		assignPages(hints, hits, &pv)
 		for i := range hits {
 			if err := fn(&hits[i]); err != nil {
 				return err
@@ -121,7 +122,7 @@ func (o Owner) Export(ctx context.Context, website uint32, from, to Date, fn fun
 // dst; the first hit in time of each visit carries the visit's referrer
 // and landing campaign parameters. Orphan events (written before events
 // had visits) get a visitor of their own.
-func appendExported(dst []ExportedHit, website uint32, sd *segments.Day, hints exportHints) []ExportedHit {
+func appendExported(dst []ExportedHit, website uint32, sd *segments.Day, hints export.Hints) []ExportedHit {
 	firstOf := make(map[uint32]int) // visit row → index in dst of its earliest hit
 	for i := range sd.HMs {
 		kind := sd.HKind[i]
@@ -159,7 +160,7 @@ func appendExported(dst []ExportedHit, website uint32, sd *segments.Day, hints e
 	}
 	for v, j := range firstOf {
 		a := func(col int) string { return sd.Strs[sd.VAttr[col][v]] }
-		dst[j].Referrer = hints.referrer(a(segments.AttrReferrer))
+		dst[j].Referrer = hints.Referrer(a(segments.AttrReferrer))
 		dst[j].Query = campaignQuery(a(segments.AttrUTMSource), a(segments.AttrUTMMedium), a(segments.AttrUTMCampaign), a(segments.AttrUTMContent), a(segments.AttrUTMTerm), a(segments.AttrSource), dst[j].Referrer)
 	}
 	return dst

@@ -41,39 +41,7 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 		return Goal{}, ErrClosed
 	}
 	defer e.exit()
-	g.ID = 0
-	g.EventName = strings.TrimSpace(g.EventName)
-	g.PagePath = strings.TrimSpace(g.PagePath)
-	g.DisplayName = strings.TrimSpace(g.DisplayName)
-	g.Currency = strings.ToUpper(strings.TrimSpace(g.Currency))
-	verr := &ValidationError{}
-	switch {
-	case (g.EventName == "") == (g.PagePath == ""):
-		verr.add("goal", "exactly one of event_name and page_path is required")
-	case g.EventName != "":
-		// The name as the segments keep it, ':' kept (SPEC §2.4):
-		// "Outbound Link: Click" matches Plausible's trackers' events.
-		if name, ok := norm.EventNameExact(g.EventName); !ok || utf8.RuneCountInString(g.EventName) > maxGoalName {
-			verr.add("event_name", "must be 1 to 120 characters")
-		} else {
-			g.EventName = name
-		}
-	case !strings.HasPrefix(g.PagePath, "/") || utf8.RuneCountInString(g.PagePath) > maxGoalPath || !utf8.ValidString(g.PagePath):
-		verr.add("page_path", "must start with / and be at most 2000 characters")
-	}
-	if g.Currency != "" && (g.PagePath != "" || !isCurrency(g.Currency)) {
-		verr.add("currency", "must be a 3-letter ISO 4217 code, on an event goal")
-	}
-	if g.DisplayName == "" {
-		if g.EventName != "" {
-			g.DisplayName = g.EventName
-		} else {
-			g.DisplayName = "Visit " + g.PagePath
-		}
-	}
-	if utf8.RuneCountInString(g.DisplayName) > maxGoalPath+6 || !utf8.ValidString(g.DisplayName) {
-		verr.add("display_name", "must be at most 2006 characters")
-	}
+	g, verr := checkGoal(g)
 	if len(verr.Fields) > 0 {
 		return Goal{}, verr
 	}
@@ -115,6 +83,46 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 		return Goal{}, err
 	}
 	return out, nil
+}
+
+// checkGoal returns a new goal g trimmed, its event name as the segments
+// keep it, its currency upper-case and its display name defaulted, with
+// the errors of its fields (none: verr.Fields is empty).
+func checkGoal(g Goal) (Goal, *ValidationError) {
+	g.ID = 0
+	g.EventName = strings.TrimSpace(g.EventName)
+	g.PagePath = strings.TrimSpace(g.PagePath)
+	g.DisplayName = strings.TrimSpace(g.DisplayName)
+	g.Currency = strings.ToUpper(strings.TrimSpace(g.Currency))
+	verr := &ValidationError{}
+	switch {
+	case (g.EventName == "") == (g.PagePath == ""):
+		verr.add("goal", "exactly one of event_name and page_path is required")
+	case g.EventName != "":
+		// The name as the segments keep it, ':' kept (SPEC §2.4):
+		// "Outbound Link: Click" matches Plausible's trackers' events.
+		if name, ok := norm.EventNameExact(g.EventName); !ok || utf8.RuneCountInString(g.EventName) > maxGoalName {
+			verr.add("event_name", "must be 1 to 120 characters")
+		} else {
+			g.EventName = name
+		}
+	case !strings.HasPrefix(g.PagePath, "/") || utf8.RuneCountInString(g.PagePath) > maxGoalPath || !utf8.ValidString(g.PagePath):
+		verr.add("page_path", "must start with / and be at most 2000 characters")
+	}
+	if g.Currency != "" && (g.PagePath != "" || !isCurrency(g.Currency)) {
+		verr.add("currency", "must be a 3-letter ISO 4217 code, on an event goal")
+	}
+	if g.DisplayName == "" {
+		if g.EventName != "" {
+			g.DisplayName = g.EventName
+		} else {
+			g.DisplayName = "Visit " + g.PagePath
+		}
+	}
+	if utf8.RuneCountInString(g.DisplayName) > maxGoalPath+6 || !utf8.ValidString(g.DisplayName) {
+		verr.add("display_name", "must be at most 2006 characters")
+	}
+	return g, verr
 }
 
 func (o Owner) deleteGoal(ctx context.Context, website uint32, id uint64) error {

@@ -173,7 +173,7 @@ func TestVisitorStateIncremental(t *testing.T) {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		p := e.sites[site].state.periods[first]
-		return p.nDirty, len(p.hashes)
+		return p.Dirty(), p.Len()
 	}
 	if c, _ := dirty(); c != 0 {
 		t.Fatalf("%d chunks dirty after a snapshot", c)

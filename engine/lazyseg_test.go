@@ -130,9 +130,7 @@ func TestLazySegments(t *testing.T) {
 				n++
 			}
 		}
-		for _, m := range s.state.rollups {
-			sum += int64(m.size)
-		}
+		sum += s.state.rollups.Bytes()
 		if got := e.counters.resident.Load(); got != sum {
 			t.Errorf("resident bytes: counted %d, days and rollups hold %d", got, sum)
 		}

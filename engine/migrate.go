@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -42,13 +43,13 @@ func (e *Engine) migrate(st *siteState) error {
 	}
 	sn := &snapshot.Snapshot{Trim: e.store.Trim()}
 	err = e.store.ScanStates(st.id, func(first int32, data []byte) error {
-		p, err := decodeLegacyPeriod(data, hostOf)
+		p, err := visitors.DecodeLegacy(data, hostOf)
 		if err != nil {
 			return fmt.Errorf("engine: website %d period %v: %w", st.id, buckets.Date(first), err)
 		}
 		sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: first})
-		for _, c := range p.takeDirty() {
-			sn.Chunks = append(sn.Chunks, snapshot.StateChunk{Website: st.id, Period: first, Chunk: c.chunk, Data: c.appendBinary(nil)})
+		for _, c := range p.TakeDirty() {
+			sn.Chunks = append(sn.Chunks, snapshot.StateChunk{Website: st.id, Period: first, Chunk: c.Index, Data: c.AppendBinary(nil)})
 		}
 		st.stored[buckets.Date(first)] = struct{}{}
 		return nil

@@ -38,7 +38,7 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 	e, account, site := openGated(t, "first")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	e.gate.held = func() {
+	e.gate.Held = func() {
 		once.Do(func() { close(entered) })
 		<-release
 	}
@@ -69,7 +69,7 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	e.gate.held = nil
+	e.gate.Held = nil
 	if ok, err := e.CheckPassword(context.Background(), site, "second"); !ok || err != nil {
 		t.Errorf("CheckPassword(new) = %v, %v", ok, err)
 	}
@@ -80,9 +80,9 @@ func TestPasswordHashOutsideRegistryLock(t *testing.T) {
 // the gate opens again.
 func TestPasswordHashesBounded(t *testing.T) {
 	e, _, site := openGated(t, "right")
-	e.gate.wait = 50 * time.Millisecond
+	e.gate.Wait = 50 * time.Millisecond
 	entered, release := make(chan struct{}, MaxPasswordHashes), make(chan struct{})
-	e.gate.held = func() {
+	e.gate.Held = func() {
 		entered <- struct{}{}
 		<-release
 	}
@@ -108,17 +108,17 @@ func TestPasswordHashesBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	e.gate.wait = time.Hour
+	e.gate.Wait = time.Hour
 	if _, err := e.CheckPassword(ctx, site, "right"); !errors.Is(err, context.Canceled) {
 		t.Errorf("CheckPassword with a canceled context: %v", err)
 	}
 	close(release)
 	wg.Wait()
-	e.gate.held = nil
+	e.gate.Held = nil
 	if ok, err := e.CheckPassword(context.Background(), site, "wrong"); ok || err != nil {
 		t.Errorf("CheckPassword(wrong) after the flood = %v, %v", ok, err)
 	}
-	if got := e.gate.busy.Load(); got != 2 {
+	if got := e.gate.Busy(); got != 2 {
 		t.Errorf("busy count %d, want 2", got)
 	}
 }
@@ -129,12 +129,12 @@ func TestPasswordHashesBounded(t *testing.T) {
 // next free slot before an unmarked check that queued earlier.
 func TestPasswordPriority(t *testing.T) {
 	e, _, site := openGated(t, "right")
-	e.gate.wait, e.gate.prio = 100*time.Millisecond, 10*time.Second
+	e.gate.Wait, e.gate.PriorityWait = 100*time.Millisecond, 10*time.Second
 	var holders sync.WaitGroup
 	entered, release := make(chan struct{}, MaxPasswordHashes), make(chan struct{})
 	var mu sync.Mutex
 	n := 0
-	e.gate.held = func() {
+	e.gate.Held = func() {
 		mu.Lock()
 		n++
 		block := n <= MaxPasswordHashes // the flood's checks hold the slots
@@ -159,7 +159,7 @@ func TestPasswordPriority(t *testing.T) {
 		t.Fatalf("unmarked check with the slots held: %v, want ErrBusy", err)
 	}
 	done := make(chan string, 2)
-	e.gate.wait = 10 * time.Second
+	e.gate.Wait = 10 * time.Second
 	go func() {
 		ok, err := e.CheckPassword(context.Background(), site, "right")
 		if !ok || err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -90,7 +91,7 @@ func (e *Engine) loadSalts() error {
 		if len(v) != 16 {
 			return fmt.Errorf("engine: salt %d: %w", id, snapshot.ErrCorrupt)
 		}
-		e.salts.m[buckets.Date(int32(uint32(id)))] = [16]byte(v)
+		e.salts.Set(buckets.Date(int32(uint32(id))), [16]byte(v))
 		return nil
 	})
 }
@@ -162,7 +163,7 @@ var errReplayStopped = errors.New("engine: replay stopped")
 type replayRecs struct {
 	seqs  []uint64
 	recs  []record
-	marks []*idemMark
+	marks []*idem.Mark
 }
 
 // add decodes the log entry seq (a record, or an idempotency key's mark)
@@ -170,9 +171,9 @@ type replayRecs struct {
 func (b *replayRecs) add(seq uint64, data []byte, in *wire.Interner) error {
 	i := len(b.seqs)
 	var err error
-	if b.marks[i] = nil; len(data) > 0 && data[0] == idemTag {
-		b.marks[i] = new(idemMark)
-		err = b.marks[i].decode(data)
+	if b.marks[i] = nil; len(data) > 0 && data[0] == idem.Tag {
+		b.marks[i] = new(idem.Mark)
+		err = b.marks[i].Decode(data)
 	} else {
 		err = b.recs[i].decodeWith(data, in)
 	}
@@ -193,7 +194,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 	full := make(chan *replayRecs, 4)
 	free := make(chan *replayRecs, 4)
 	for range cap(free) {
-		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idemMark, replayBatch)}
+		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idem.Mark, replayBatch)}
 	}
 	var applyErr error
 	var failed atomic.Bool // applyErr is set: reading may stop
@@ -298,23 +299,22 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 			}
 		}
 		if p == nil {
-			p = newPeriod(0)
+			p = new(period)
 		}
 		e.residentPeriodLocked(st, r.period, p)
 	}
 	// The day of the visit r may continue, when another.
-	if id, ok := p.index[r.hash]; ok {
-		v := &p.visits[id-p.first]
-		if vent, res := st.days[v.day]; (!res || segMissing(vent)) && v.row != segments.NoVisit && v.day != r.date {
-			if _, listed := st.dates[v.day]; listed {
-				d, err := e.readDay(st.id, v.day)
+	if _, v, ok := p.Find(r.hash); ok {
+		if vent, res := st.days[v.Day]; (!res || segMissing(vent)) && v.Row != segments.NoVisit && v.Day != r.date {
+			if _, listed := st.dates[v.Day]; listed {
+				d, err := e.readDay(st.id, v.Day)
 				if err != nil {
 					return nil, nil, err
 				}
 				if res {
 					e.fillSegLocked(vent, d.seg)
 				} else {
-					e.residentLocked(st, v.day, d)
+					e.residentLocked(st, v.Day, d)
 				}
 			}
 		}
@@ -323,15 +323,15 @@ func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
 }
 
 // Site meta record: version, last sequence, then the dates with data as
-// delta-coded varints; version 2 adds the idempotency keys (idemTable),
+// delta-coded varints; version 2 adds the idempotency keys (idem.Table),
 // which are applied with the same records as lastSeq, and version 3 the
-// parts of each key (a call tracked in parts not all applied). A website
+// parts of each key (a call counted in parts not all applied). A website
 // is written with the lowest version that holds its keys, which older
 // versions read.
 const metaVersion = 3
 
 func (st *siteState) appendMeta(b []byte) []byte {
-	keyed, parts := len(st.keys.order) > 0, st.keys.partial()
+	keyed, parts := st.keys.Len() > 0, st.keys.Partial()
 	switch {
 	case parts:
 		b = append(b, 3)
@@ -355,14 +355,14 @@ func (st *siteState) appendMeta(b []byte) []byte {
 	if !keyed {
 		return b
 	}
-	return st.keys.appendBinary(b, parts)
+	return st.keys.AppendBinary(b, parts)
 }
 
 // decodeMetaLocked is st.decodeMeta, with the keys' bytes counted.
 func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
-	before := st.keys.bytes()
+	before := st.keys.Bytes()
 	err := st.decodeMeta(b)
-	e.counters.keys.Add(st.keys.bytes() - before)
+	e.counters.keys.Add(st.keys.Bytes() - before)
 	return err
 }
 
@@ -385,9 +385,9 @@ func (st *siteState) decodeMeta(b []byte) error {
 		}
 		st.dates[buckets.Date(prev)] = struct{}{}
 	}
-	st.keys = idemTable{}
+	st.keys = idem.Table{}
 	if v >= 2 {
-		if err := st.keys.decode(&d, v >= 3); err != nil {
+		if err := st.keys.Decode(&d, v >= 3); err != nil {
 			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
 		}
 	}

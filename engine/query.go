@@ -582,7 +582,7 @@ func (o Owner) Realtime(ctx context.Context, website uint32) (Realtime, error) {
 	now := e.now().UnixMilli() / 60000
 	sh := e.shardOf(website)
 	sh.mu.Lock()
-	rt, over := s.state.rt.read(now)
+	rt, over := readRealtime(&s.state.rt, now)
 	sh.mu.Unlock()
 	if over {
 		// A minute of more visitors than its slot keeps: count them

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/webstats/webstats/engine/internal/realtime"
 )
 
 // TestRealtimeRebuildOverWholeLimit: rebuilding realtime (at Open, and
@@ -107,9 +108,9 @@ func TestRealtimeFloodBoundedAndExact(t *testing.T) {
 	if rt != want {
 		t.Errorf("realtime after the flood:\n got %+v\nwant %+v", rt, want)
 	}
-	// 5 minutes of at most rtSlotKeys keys: a bound that does not grow
+	// 5 minutes of at most realtime.SlotKeys keys: a bound that does not grow
 	// with the flood.
-	if got, bound := e.Metrics().RealtimeBytes, int64(5*rtSlotKeys*8*5/4); got <= 0 || got > bound {
+	if got, bound := e.Metrics().RealtimeBytes, int64(5*realtime.SlotKeys*8*5/4); got <= 0 || got > bound {
 		t.Errorf("Metrics().RealtimeBytes = %d after the flood, want in (0, %d]", got, bound)
 	}
 	// Counted in the budget (exactly: the visitor state alone of 70,000

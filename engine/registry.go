@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/password"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -308,7 +309,7 @@ func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) 
 	choice("email", in.Email, &w.Email, 0, 1)
 	choice("exclude_bots", in.ExcludeBots, &w.ExcludeBots, 0, 1)
 	if in.Password != nil && *in.Password != "" {
-		if msg := checkPasswordInput(*in.Password); msg != "" {
+		if msg := password.CheckInput(*in.Password); msg != "" {
 			verr.add("password", msg)
 		}
 	} else if w.Privacy == 2 && w.PasswordHash == "" {
@@ -468,7 +469,6 @@ func (e *Engine) putCounterLocked(which uint64, v uint64) error {
 // loadRegistry reads websites, their goals and the website counter from
 // the store (the attached package loads its records at Registry.Attach).
 func (e *Engine) loadRegistry() error {
-	e.gate.init()
 	err := e.store.Scan(snapshot.KindCounter, func(id uint64, v []byte) error {
 		if id != counterWebsite {
 			return nil

@@ -13,6 +13,27 @@ import (
 // next snapshot to delete them from the store (the highest cut pending: a
 // time zone change may lower today's). Dropped visitor state goes into sn.
 func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.Snapshot) {
+	e.freezeLocked(st, today)
+	if e.opts.Retention <= 0 {
+		return
+	}
+	cut := today - buckets.Date(e.opts.Retention)
+	dropped := e.dropDaysLocked(st, cut)
+	st.keptFrom = max(st.keptFrom, cut)
+	e.dropPeriodsLocked(st, cut, sn)
+	if dropped {
+		st.metaDirt = true
+		if !st.cutPending || cut > st.cut {
+			st.cut = cut
+		}
+		st.cutPending = true
+	}
+}
+
+// freezeLocked freezes (and compacts) st's open days before today, and
+// opens again the closed days that are today or later (the website's time
+// zone changed).
+func (e *Engine) freezeLocked(st *siteState, today buckets.Date) {
 	for date, ent := range st.days {
 		if ent.closed && date >= today {
 			ent.closed = false // today again (the website's time zone changed)
@@ -29,11 +50,11 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			e.counters.resident.Add(int64(ent.size))
 		}
 	}
-	if e.opts.Retention <= 0 {
-		return
-	}
-	cut := today - buckets.Date(e.opts.Retention)
-	dropped := false
+}
+
+// dropDaysLocked drops st's days before cut, listed and resident, and the
+// rows their visits had; dropped reports whether a listed date went.
+func (e *Engine) dropDaysLocked(st *siteState, cut buckets.Date) (dropped bool) {
 	for date := range st.dates {
 		if date < cut {
 			delete(st.dates, date)
@@ -65,12 +86,17 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 		// back, by keptFrom.)
 		for first, p := range st.periods {
 			if first < cut {
-				p.forgetRowsBefore(cut)
+				p.ForgetRowsBefore(cut)
 			}
 		}
 	}
-	st.keptFrom = max(st.keptFrom, cut)
-	// Visitor state of periods that ended before the cut.
+	return dropped
+}
+
+// dropPeriodsLocked drops the visitor state of st's salt periods that
+// ended before cut, resident or stored; what the store holds goes into
+// sn.
+func (e *Engine) dropPeriodsLocked(st *siteState, cut buckets.Date, sn *snapshot.Snapshot) {
 	for first := range st.stored {
 		if periodEnd(first, e.opts.SaltPeriod) < cut {
 			delete(st.stored, first)
@@ -90,25 +116,6 @@ func (e *Engine) maintainLocked(st *siteState, today buckets.Date, sn *snapshot.
 			}
 		}
 	}
-	if dropped {
-		st.metaDirt = true
-		if !st.cutPending || cut > st.cut {
-			st.cut = cut
-		}
-		st.cutPending = true
-	}
-}
-
-// periodEnd returns the last day of the salt period starting on first.
-func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date {
-	switch p {
-	case SaltWeek:
-		return first + 6
-	case SaltMonth:
-		_, last := monthOf(first)
-		return last
-	}
-	return first
 }
 
 // dropSaltsWithin bounds the time a snapshot spends dropping shared salts.
@@ -125,14 +132,7 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	}
 	// The earliest local day anywhere is a day before UTC's.
 	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
-	var old []buckets.Date
-	e.salts.mu.Lock()
-	for first := range e.salts.m {
-		if periodEnd(first, e.opts.SaltPeriod) < cut {
-			old = append(old, first)
-		}
-	}
-	e.salts.mu.Unlock()
+	old := e.salts.Ended(saltPeriod(e.opts.SaltPeriod), cut)
 	// In a cluster the shared salt goes first: a salt the cluster could
 	// not drop stays here too, and is tried again at the next snapshot.
 	// All of them share one deadline, so an unreachable cluster delays a
@@ -157,11 +157,10 @@ func (e *Engine) dropOldSalts(now time.Time) {
 		}
 		// Both under the lock: a new salt for the period can only be
 		// made, and stored, once it is gone from the map.
-		e.salts.mu.Lock()
-		delete(e.salts.m, first)
-		if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
-			e.opts.Logger.Error("drop salt", "err", err)
-		}
-		e.salts.mu.Unlock()
+		e.salts.Drop(first, func() {
+			if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
+				e.opts.Logger.Error("drop salt", "err", err)
+			}
+		})
 	}
 }

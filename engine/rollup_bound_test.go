@@ -33,7 +33,7 @@ func TestRollupsBounded(t *testing.T) {
 	runtime.ReadMemStats(&m1)
 	sh := e.shardOf(site)
 	sh.mu.Lock()
-	n := len(e.sites[site].state.rollups)
+	n := e.sites[site].state.rollups.Len()
 	sh.mu.Unlock()
 	if growth := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); n != 0 || growth > 1<<20 {
 		t.Errorf("%d rollups cached, heap grew %d KiB; want none, < 1 MiB", n, growth>>10)

@@ -250,10 +250,6 @@ func (r *Registry) CheckPassword(ctx context.Context, phc, pw string) (bool, err
 	return r.e.checkPassword(ctx, phc, pw)
 }
 
-// CheckPasswordInput validates a new password (at most MaxPasswordLength
-// characters, no control characters); it returns the field's message or "".
-func CheckPasswordInput(pw string) string { return checkPasswordInput(pw) }
-
 // Add appends a field's message.
 func (e *ValidationError) Add(field, msg string) { e.add(field, msg) }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/source"
+	"github.com/webstats/webstats/engine/internal/visitors"
 )
 
 // The segments store's part of applying a record (SPEC §10.1): visit rows
@@ -36,13 +37,13 @@ func (e *Engine) sid(sd *segments.Day, cat segments.Cat, s string) uint32 {
 // §2.2 says starts a visit (external, host another than the one that
 // started the current visit), starts a visit; every hit extends its visit.
 // ent is r's day, writable; external and host describe r's referrer (host:
-// its hostKey, 0 when not external). v is the visitor's state: v.day and
-// v.row are left at the row of the visit whose time v.sLast keeps.
-func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visit, external bool, host uint64) {
+// its HostKey, 0 when not external). v is the visitor's state: v.Day and
+// v.Row are left at the row of the visit whose time v.SegLast keeps.
+func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
 	pageview := !r.event
-	newVisit := v.sLast == 0 || r.ms-v.sLast > visitGap || r.ms < v.sLast-visitGap ||
-		(pageview && external && host != v.sHost)
-	vent, row := ent, v.row
+	newVisit := v.SegLast == 0 || r.ms-v.SegLast > visitGap || r.ms < v.SegLast-visitGap ||
+		(pageview && external && host != v.SegHost)
+	vent, row := ent, v.Row
 	var vd *segments.Day
 	if !newVisit && row != segments.NoVisit {
 		if vent = e.visitDayLocked(st, r, id, v); vent != nil {
@@ -63,22 +64,22 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 			page, phost = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
 		}
 		row = vd.AddVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, phost)
-		if !newVisit || v.sLast == 0 || r.ms >= v.sLast {
-			v.day, v.row = r.date, row
+		if !newVisit || v.SegLast == 0 || r.ms >= v.SegLast {
+			v.Day, v.Row = r.date, row
 			if newVisit {
-				v.sHost = host
+				v.SegHost = host
 			}
 		}
 		// Else an earlier visit imported after a later one: the visit
-		// rule keeps the later one's time (v.sLast), so the next hit
+		// rule keeps the later one's time (v.SegLast), so the next hit
 		// continues the later visit, and v keeps the later one's row.
 	}
-	v.sLast = max(v.sLast, r.ms)
+	v.SegLast = max(v.SegLast, r.ms)
 	// The hit's own local day, as an offset from the day its visit's rows
 	// live in (weekly and monthly salts: a visit may pass midnight).
 	var delta buckets.Date
 	if !fresh {
-		delta = r.date - v.day
+		delta = r.date - v.Day
 	}
 	h := segments.Hit{Visit: row, Ms: at, Scroll: -1, Flags: segments.DayFlags(delta)}
 	if pageview {
@@ -98,15 +99,15 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 
 // visitDayLocked returns the day holding visit v of visitor id (r's),
 // writable, or nil when that day is gone (retention).
-func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *dayEntry {
-	vent, ok := st.days[v.day]
+func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visitors.Visit) *dayEntry {
+	vent, ok := st.days[v.Day]
 	if !ok || segMissing(vent) {
 		// Not resident (or without its segments): ingest pins the day of
 		// every visit a record continues, with its segments, so only
 		// retention can have dropped it.
 		return nil
 	}
-	if int(v.row) >= int(vent.seg.OffV)+vent.seg.Visits() {
+	if int(v.Row) >= int(vent.seg.OffV)+vent.seg.Visits() {
 		return nil
 	}
 	// A row another visitor's (or period's) is not this visit's: state
@@ -115,12 +116,12 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visit) *
 	// forgetRowsBefore) would otherwise merge two visitors' visits in the
 	// day made again. A row < offV is sealed, of a day that was today
 	// then: a day made again is past, frozen before it could be sealed.
-	if s := vent.seg; v.row >= s.OffV {
-		if i := v.row - s.OffV; s.VVisitor[i] != id || s.VPeriod[i] != int32(r.period) {
+	if s := vent.seg; v.Row >= s.OffV {
+		if i := v.Row - s.OffV; s.VVisitor[i] != id || s.VPeriod[i] != int32(r.period) {
 			return nil
 		}
 	}
-	vent = e.writableDayLocked(st, v.day, r.period, vent)
+	vent = e.writableDayLocked(st, v.Day, r.period, vent)
 	vent.dirty = true
 	return vent
 }
@@ -137,11 +138,10 @@ func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *peri
 	row := segments.NoVisit
 	var delta buckets.Date
 	if p != nil {
-		if id, ok := p.index[r.hash]; ok {
-			v := &p.visits[id-p.first]
-			if v.row != segments.NoVisit && v.sLast != 0 && r.ms <= v.sLast+visitGap && r.ms >= v.sLast-visitGap {
+		if id, v, ok := p.Find(r.hash); ok {
+			if v.Row != segments.NoVisit && v.SegLast != 0 && r.ms <= v.SegLast+visitGap && r.ms >= v.SegLast-visitGap {
 				if x := e.visitDayLocked(st, r, id, v); x != nil {
-					vent, vd, row, delta = x, x.seg, v.row, r.date-v.day
+					vent, vd, row, delta = x, x.seg, v.Row, r.date-v.Day
 				}
 			}
 		}

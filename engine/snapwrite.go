@@ -7,6 +7,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -47,7 +48,7 @@ type pendingChunks struct {
 	st     *siteState
 	first  buckets.Date
 	p      *period
-	chunks []chunkCopy
+	chunks []visitors.Chunk
 }
 
 // snapshot writes a snapshot, then forgets the salts retention dropped:
@@ -192,7 +193,7 @@ func (e *Engine) collectSite(s *site, now time.Time, b *snapBatch) {
 		} else {
 			p.idle++
 		}
-		if c := p.takeDirty(); len(c) > 0 {
+		if c := p.TakeDirty(); len(c) > 0 {
 			b.chunks = append(b.chunks, pendingChunks{st, first, p, c})
 		}
 	}
@@ -222,7 +223,7 @@ func (b *snapBatch) encode() error {
 	for _, pc := range b.chunks {
 		for i := range pc.chunks {
 			c := &pc.chunks[i]
-			b.sn.Chunks = append(b.sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.chunk, Data: c.appendBinary(nil)})
+			b.sn.Chunks = append(b.sn.Chunks, snapshot.StateChunk{Website: pc.st.id, Period: int32(pc.first), Chunk: c.Index, Data: c.AppendBinary(nil)})
 		}
 	}
 	return nil
@@ -314,7 +315,7 @@ func (e *Engine) unsaved(sites []*site, pend []pendingDay, chunks []pendingChunk
 		sh := e.shardOf(pc.st.id)
 		sh.mu.Lock()
 		for _, c := range pc.chunks {
-			pc.p.markDirty(pc.p.first + c.chunk*chunkVisitors)
+			pc.p.MarkChunkDirty(c.Index)
 		}
 		sh.mu.Unlock()
 	}

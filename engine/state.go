@@ -4,14 +4,18 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/realtime"
+	"github.com/webstats/webstats/engine/internal/rollup"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // visitGap is how long a visitor may stay without a pageview (without a
 // hit, in the segments) before the next one starts a new visit.
-const visitGap = 30 * 60 * 1000 // ms
+const visitGap = visitors.Gap // ms
 
 // siteState is the statistics state of one website. Every field is guarded
 // by the mu of the website's shard.
@@ -55,9 +59,9 @@ type siteState struct {
 	// sequence order (see ingest).
 	pending []pendingHit
 
-	// rollups holds rollups of closed months and weeks (rollup.go);
-	// rollGen counts the changes to frozen days that invalidate them.
-	rollups map[rollKey]*rollEntry
+	// rollups holds rollups of closed months and weeks; rollGen counts
+	// the changes to frozen days that invalidate them.
+	rollups rollup.Set
 	rollGen uint64
 
 	lastSeq  uint64 // last log sequence applied (set by appliedLocked)
@@ -65,10 +69,10 @@ type siteState struct {
 
 	// keys holds the idempotency keys of the website's imports (idem.go),
 	// saved with lastSeq; flights the keyed calls under way here.
-	keys    idemTable
-	flights map[idemKey]*idemFlight
+	keys    idem.Table
+	flights map[idem.Key]*idemFlight
 
-	rt realtime
+	rt realtime.Window
 }
 
 // dayEntry is a resident day bucket.
@@ -118,7 +122,7 @@ type pendingHit struct {
 	vday *dayEntry
 	// mark, on the last hit of a keyed batch (TrackOnce), is its key,
 	// recorded when the hit is applied.
-	mark *idemMark
+	mark *idem.Mark
 }
 
 func newSiteState(id uint32) *siteState {
@@ -128,7 +132,6 @@ func newSiteState(id uint32) *siteState {
 		dates:   make(map[buckets.Date]struct{}),
 		periods: make(map[buckets.Date]*period),
 		stored:  make(map[buckets.Date]struct{}),
-		rollups: make(map[rollKey]*rollEntry),
 	}
 }
 
@@ -144,18 +147,15 @@ func (e *Engine) releaseLocked(st *siteState) {
 	for _, p := range st.periods {
 		e.counters.state.Add(-int64(p.size))
 	}
-	e.counters.keys.Add(-st.keys.bytes())
-	st.keys = idemTable{}
+	e.counters.keys.Add(-st.keys.Bytes())
+	st.keys = idem.Table{}
 	st.pending = nil
 	st.stored = make(map[buckets.Date]struct{})
 	st.days = make(map[buckets.Date]*dayEntry)
 	st.dates = make(map[buckets.Date]struct{})
 	st.periods = make(map[buckets.Date]*period)
-	for _, m := range st.rollups {
-		e.counters.resident.Add(-int64(m.size))
-	}
-	st.rollups = make(map[rollKey]*rollEntry)
-	e.counters.realtime.Add(-st.rt.reset())
+	e.counters.resident.Add(-st.rollups.Reset())
+	e.counters.realtime.Add(-st.rt.Reset())
 }
 
 // appliedLocked records that the log record seq was applied. The meta
@@ -183,52 +183,64 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 		return
 	}
 	ent = e.writableDayLocked(st, r.date, r.period, ent)
-	d := ent.day
 	ent.dirty = true
 	st.metaDirt = true
-	var id uint32
-	var v *visit
-	if p != nil {
-		var added, ok bool
-		if id, added, ok = p.visitor(r.hash); !ok {
-			// 2^32 visitors in one salt period: the hit counts, the
-			// visitor cannot.
-			e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
-		} else {
-			if added {
-				e.setSizeLocked(p)
-			}
-			p.markDirty(id)
-			v = &p.visits[id-p.first]
-		}
-	}
+	id, v := e.visitorLocked(st, r, p)
 	refSite := norm.SiteHost(r.refHost)
 	external := refSite != "" && refSite != domain
 	var host uint64
 	if external {
-		host = hostKey(refSite)
+		host = visitors.HostKey(refSite)
 	}
-	if r.event {
-		// An event counts only under event in the day buckets, but is a
-		// hit of a visit in the segments (SPEC §10.1).
-		d.Events++
-		e.addLocked(d, buckets.Event, r.eventRow)
-		if v == nil {
-			e.segEventLocked(st, r, ent, p) // an orphan
-		} else {
-			e.segHitLocked(st, r, ent, id, v, external, host)
-		}
+	if !r.event {
+		e.pageviewLocked(st, r, ent, id, v, external, host)
 		return
 	}
+	// An event counts only under event in the day buckets, but is a hit
+	// of a visit in the segments (SPEC §10.1).
+	ent.day.Events++
+	e.addLocked(ent.day, buckets.Event, r.eventRow)
+	if v == nil {
+		e.segEventLocked(st, r, ent, p) // an orphan
+	} else {
+		e.segHitLocked(st, r, ent, id, v, external, host)
+	}
+}
+
+// visitorLocked numbers r's visitor in p (step 3) and returns its id and
+// current visit, which it marks changed; v is nil without p, and when the
+// period's ids are exhausted.
+func (e *Engine) visitorLocked(st *siteState, r *record, p *period) (id uint32, v *visitors.Visit) {
+	if p == nil {
+		return 0, nil
+	}
+	id, added, ok := p.Visitor(r.hash)
+	if !ok {
+		// 2^32 visitors in one salt period: the hit counts, the visitor
+		// cannot.
+		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
+		return 0, nil
+	}
+	if added {
+		e.setSizeLocked(p)
+	}
+	p.MarkDirty(id)
+	return id, p.Visit(id)
+}
+
+// pageviewLocked counts pageview r in its day ent (steps 4 and 5): its
+// page, and with its visitor's visit v (nil: no visitor id) the visit it
+// starts, its row in the segments, the visitor's first hit of the day and
+// the realtime slots. host is the external referrer's HostKey (0: none).
+func (e *Engine) pageviewLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
+	d := ent.day
 	hour := int(r.hour)
 	d.AddPageview(hour)
 	e.addLocked(d, buckets.Page, r.page)
 	if v == nil {
 		return
 	}
-	newVisit := v.last == 0 || r.ms-v.last > visitGap || r.ms < v.last-visitGap || (external && host != v.host)
-	if newVisit {
-		v.host = host
+	if v.Pageview(r.ms, host) {
 		d.Visits++
 		e.addLocked(d, buckets.LandingPage, r.page)
 		ref := ""
@@ -241,9 +253,6 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 		}
 	}
 	e.segHitLocked(st, r, ent, id, v, external, host)
-	if r.ms > v.last {
-		v.last = r.ms
-	}
 	if newDay, _ := d.AddVisitor(hour, id); newDay {
 		for _, dv := range [...]struct {
 			dim buckets.Dim
@@ -256,7 +265,7 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
-	e.counters.realtime.Add(st.rt.add(r.ms, rtKey(r.period, id)))
+	e.counters.realtime.Add(st.rt.Add(r.ms, realtime.Key(r.period, id)))
 }
 
 // addLocked counts one more of value in dim of day d, under the limit of
@@ -336,7 +345,7 @@ func segMissing(ent *dayEntry) bool { return ent.seg == nil }
 // days retention dropped since it was written (see maintainLocked).
 func (e *Engine) residentPeriodLocked(st *siteState, first buckets.Date, p *period) {
 	if p.isStored {
-		p.forgetRowsBefore(st.keptFrom)
+		p.ForgetRowsBefore(st.keptFrom)
 	}
 	p.used = e.counters.tick.Add(1)
 	st.periods[first] = p
@@ -350,8 +359,8 @@ type counters struct {
 	resident   atomic.Int64  // bytes of frozen resident days
 	dimMemos   atomic.Int64  // bytes the days' memos keep of breakdowns (dimAcct)
 	state      atomic.Int64  // bytes of resident visitor state (periods)
-	keys       atomic.Int64  // bytes of the idempotency keys (idemTable.bytes)
-	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.go)
+	keys       atomic.Int64  // bytes of the idempotency keys (idem.Table.Bytes)
+	realtime   atomic.Int64  // bytes of the realtime visitor slots (realtime.Window)
 	overflow   atomic.Uint64 // values counted as buckets.Other (MaxValues)
 	tick       atomic.Int64  // LRU clock
 	snapshots  atomic.Uint64

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -10,10 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dchest/siphash"
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/geo"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
@@ -85,21 +85,21 @@ func (b *batch) release() {
 // commit logs b, each website's hits as one atomic batch, and applies
 // them once durable (ingest), or publishes them in cluster mode; with a
 // mark (TrackOnce: hits of mark's website only), the mark, with b's
-// counts and mark.carry, is logged after the website's batch. It
+// counts and mark.Carry, is logged after the website's batch. It
 // releases b and returns b's result.
-func (e *Engine) commit(ctx context.Context, b *batch, mark *idemMark) (TrackResult, error) {
+func (e *Engine) commit(ctx context.Context, b *batch, mark *idem.Mark) (TrackResult, error) {
 	defer b.release()
 	res, recs, cfgs := b.res, b.sc.recs, b.sc.cfgs
 	if mark != nil {
 		// What the call answers if its batch is counted: its drops are
 		// decided, the rest is accepted.
-		mark.res = resultOfReasons(res.Reasons)
-		mark.res.add(mark.carry)
+		mark.Res = resultOfReasons(res.Reasons)
+		mark.Res.Add(mark.Carry)
 	}
 	var err error
 	for gi, website := range b.groups {
 		var ok bool
-		m := mark.of(website)
+		m := mark.Of(website)
 		if e.opts.Cluster != nil {
 			ok, err = e.publish(ctx, website, recs, b.idx[website], m)
 		} else {
@@ -237,7 +237,7 @@ const dropFailed = numDropReasons
 // record before a durable one is durable). Applying cannot fail: the days
 // and visitor state the records need are read from the store and pinned
 // resident before they are logged.
-func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int, mark *idemMark) (ok bool, err error) {
+func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -253,12 +253,36 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 		return false, err
 	}
 	sc.hits = hits
+	pend, last, err := e.logLocked(sc, hits, mark)
+	if err != nil {
+		e.unpinLocked(st, hits)
+		sh.mu.Unlock()
+		return false, err
+	}
+	st.pending = append(st.pending, hits...)
+	sh.mu.Unlock()
+
+	if err := pend.Wait(); err != nil {
+		return false, e.syncFailed(sh, st, hits[0].seq, err)
+	}
+	sh.mu.Lock()
+	e.drainLocked(st, last, domain)
+	deleted := st.deleted
+	sh.mu.Unlock()
+	return !deleted, nil
+}
+
+// logLocked numbers the records of hits, encodes them into sc's buffers
+// and appends them, with mark after them if not nil, to the log as one
+// batch. It returns the batch's pending write and its last sequence
+// number. The shard lock is held: the order of the log is the order of
+// application.
+func (e *Engine) logLocked(sc *trackScratch, hits []pendingHit, mark *idem.Mark) (*snapshot.Pending, uint64, error) {
 	// Most records encode to less than recordBytes (the benchmark's
 	// stream averages 162); longer ones grow buf by append.
-	var buf []byte
 	entries := slices.Grow(sc.entries[:0], len(hits)+1)
 	if len(hits) <= trackScratchMax {
-		buf = slices.Grow(sc.buf[:0], recordBytes*len(hits))
+		buf := slices.Grow(sc.buf[:0], recordBytes*len(hits))
 		for i := range hits {
 			hits[i].seq = e.seq.Add(1)
 			start := len(buf)
@@ -269,58 +293,42 @@ func (e *Engine) ingest(website uint32, domain string, sc *trackScratch, idx []i
 	} else {
 		entries = encodeLarge(e, hits, entries)
 	}
+	last := hits[len(hits)-1].seq
 	if mark != nil {
 		// The key goes last, in the same atomic batch: applied with the
 		// batch's last record (drainLocked), and never trimmed from the
 		// log before the records it answers for.
-		mark.seq = e.seq.Add(1)
-		entries = append(entries, snapshot.LogEntry{Seq: mark.seq, Data: mark.appendBinary(nil)})
+		mark.Seq = e.seq.Add(1)
+		entries = append(entries, snapshot.LogEntry{Seq: mark.Seq, Data: mark.AppendBinary(nil)})
 		hits[len(hits)-1].mark = mark
+		last = mark.Seq
 	}
-	var pend *snapshot.Pending
 	if p := e.logFailed.Load(); p != nil {
-		err = fmt.Errorf("%w: %w", ErrLogFailed, *p)
-	} else {
-		pend, err = e.store.AppendAsync(entries...)
+		return nil, 0, fmt.Errorf("%w: %w", ErrLogFailed, *p)
 	}
-	if err != nil {
-		e.unpinLocked(st, hits)
-		sh.mu.Unlock()
-		return false, err
-	}
-	st.pending = append(st.pending, hits...)
-	last := hits[len(hits)-1].seq
-	if mark != nil {
-		last = mark.seq
-	}
-	sh.mu.Unlock()
+	pend, err := e.store.AppendAsync(entries...)
+	return pend, last, err
+}
 
-	if err := pend.Wait(); err != nil {
-		// The log could not be synced. Pebble's sync errors are sticky:
-		// no later batch becomes durable, so nothing pending can ever be
-		// applied. Refuse every later write (ErrLogFailed), and drop this
-		// website's pending records: whether they reached the disk is
-		// unknown (a restart replays what did), as after a crash. Records
-		// before this batch may still be durable: their own callers apply
-		// them.
-		e.logFailed.CompareAndSwap(nil, &err)
-		sh.mu.Lock()
-		first := hits[0].seq
-		k := len(st.pending)
-		for k > 0 && st.pending[k-1].seq >= first {
-			k--
-		}
-		e.unpinLocked(st, st.pending[k:])
-		clear(st.pending[k:])
-		st.pending = st.pending[:k]
-		sh.mu.Unlock()
-		return false, fmt.Errorf("%w: %w", ErrLogFailed, err)
-	}
+// syncFailed handles err, the log's failure to sync a batch whose first
+// record is first, of website st. Pebble's sync errors are sticky: no
+// later batch becomes durable, so nothing pending can ever be applied.
+// Every later write is refused (ErrLogFailed), and this website's pending
+// records from first on are dropped: whether they reached the disk is
+// unknown (a restart replays what did), as after a crash. Records before
+// this batch may still be durable: their own callers apply them.
+func (e *Engine) syncFailed(sh *shard, st *siteState, first uint64, err error) error {
+	e.logFailed.CompareAndSwap(nil, &err)
 	sh.mu.Lock()
-	e.drainLocked(st, last, domain)
-	deleted := st.deleted
+	k := len(st.pending)
+	for k > 0 && st.pending[k-1].seq >= first {
+		k--
+	}
+	e.unpinLocked(st, st.pending[k:])
+	clear(st.pending[k:])
+	st.pending = st.pending[:k]
 	sh.mu.Unlock()
-	return !deleted, nil
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
 }
 
 // pinLocked makes the day and visitor state of every record resident,
@@ -416,12 +424,11 @@ func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) [
 		}
 		// The day of the visit r may continue (weekly and monthly salts:
 		// a visit's rows live in the day it started).
-		if id, ok := p.index[r.hash]; ok {
-			v := &p.visits[id-p.first]
-			if v.row != segments.NoVisit && v.day != r.date {
-				if vent, ok := st.days[v.day]; !ok || segMissing(vent) {
-					if _, ok := st.dates[v.day]; ok {
-						add(pinNeed{v.day, 0, true})
+		if _, v, ok := p.Find(r.hash); ok {
+			if v.Row != segments.NoVisit && v.Day != r.date {
+				if vent, ok := st.days[v.Day]; !ok || segMissing(vent) {
+					if _, ok := st.dates[v.Day]; ok {
+						add(pinNeed{v.Day, 0, true})
 					}
 				}
 			}
@@ -472,7 +479,7 @@ func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pe
 			// A pageview or custom event numbers its visitor (an event may
 			// start a visit of the segments, SPEC §10.1); an engagement
 			// report of a period without state has no visit.
-			p = newPeriod(0)
+			p = new(period)
 			e.residentPeriodLocked(st, r.period, p)
 			ok = true
 		}
@@ -480,9 +487,8 @@ func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pe
 			p.pins++
 			p.used = tick
 			hits[k].per = p
-			if id, ok := p.index[r.hash]; ok {
-				v := &p.visits[id-p.first]
-				if vent, ok := st.days[v.day]; ok && v.row != segments.NoVisit && v.day != r.date {
+			if _, v, ok := p.Find(r.hash); ok {
+				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.date {
 					vent.pins++
 					vent.used = tick
 					hits[k].vday = vent
@@ -512,7 +518,7 @@ func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 				delete(st.days, r.date)
 			}
 		}
-		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && len(p.hashes) == 0 {
+		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
 			e.counters.state.Add(-int64(p.size))
 			delete(st.periods, r.period)
 		}
@@ -616,7 +622,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	if err != nil {
 		return cfg, DropNone, err
 	}
-	r.hash = visitorHash(salt, cfg.id, h)
+	r.hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
 	if h.Engagement != nil {
 		// An engagement report counts nowhere in the day buckets, and
 		// joins a visit of the segments only.
@@ -678,109 +684,28 @@ func urlHost(u string) string {
 	return u
 }
 
-// periodStart returns the first day of the salt period holding date.
-func periodStart(date buckets.Date, p SaltPeriod) buckets.Date {
+// saltPeriod is p as package salts names it.
+func saltPeriod(p SaltPeriod) salts.Period {
 	switch p {
 	case SaltWeek:
-		return date - buckets.Date((int(date.Weekday())+6)%7)
+		return salts.Week
 	case SaltMonth:
-		y, m, _ := date.Civil()
-		return buckets.DateOf(y, m, 1)
+		return salts.Month
 	}
-	return date
+	return salts.Day
 }
 
-// visitorHash is the salted SipHash-2-4 of website ‖ IP ‖ user agent, or of
-// website ‖ the explicit visitor string.
-func visitorHash(salt [16]byte, website uint32, h *Hit) uint64 {
-	k0 := binary.LittleEndian.Uint64(salt[:8])
-	k1 := binary.LittleEndian.Uint64(salt[8:])
-	var arr [512]byte
-	b := binary.LittleEndian.AppendUint32(arr[:0], website)
-	if h.Visitor != "" {
-		b = append(b, 1)
-		b = append(b, h.Visitor...)
-	} else {
-		ip := h.IP.Unmap().As16()
-		b = append(b, 0)
-		b = append(b, ip[:]...)
-		b = append(b, h.UserAgent...)
-	}
-	return siphash.Hash(k0, k1, b)
-}
+// periodStart returns the first day of the salt period holding date.
+func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).Start(date) }
 
-// saltKey names a salt: the first day of its period (periods are the same
-// days for every website; only where they start in absolute time differs).
-type saltKey = buckets.Date
-
-// saltBox holds the salts of recent periods.
-type saltBox struct {
-	mu sync.RWMutex
-	m  map[saltKey][16]byte
-	// making holds the salts being made (stored, or agreed with the
-	// cluster): a caller that needs one waits for it without holding mu,
-	// so the other periods' lookups go on meanwhile.
-	making map[saltKey]*saltCall
-}
-
-// saltCall is a salt being made; done is closed when s and err are set.
-type saltCall struct {
-	done chan struct{}
-	s    [16]byte
-	err  error
-}
+// periodEnd returns the last day of the salt period starting on first.
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).End(first) }
 
 // salt returns the salt of the period starting on first, creating (and
 // storing; in cluster mode, agreeing on) a random one the first time. A
 // caller waiting for another's making of it gives up when ctx ends.
 func (e *Engine) salt(ctx context.Context, first buckets.Date) ([16]byte, error) {
-	e.salts.mu.RLock()
-	s, ok := e.salts.m[first]
-	e.salts.mu.RUnlock()
-	if ok {
-		return s, nil
-	}
-	e.salts.mu.Lock()
-	if s, ok := e.salts.m[first]; ok {
-		e.salts.mu.Unlock()
-		return s, nil
-	}
-	if c, ok := e.salts.making[first]; ok {
-		e.salts.mu.Unlock()
-		select {
-		case <-c.done:
-			return c.s, c.err
-		case <-ctx.Done():
-			return [16]byte{}, ctx.Err()
-		}
-	}
-	c := &saltCall{done: make(chan struct{})}
-	if e.salts.making == nil {
-		e.salts.making = make(map[saltKey]*saltCall)
-	}
-	e.salts.making[first] = c
-	e.salts.mu.Unlock()
-
-	e.finishSalt(first, c)
-	return c.s, c.err
-}
-
-// finishSalt makes the salt of c and hands it to its waiters, also when
-// making it panics (Options.Rand's, say): they must wake, with an error.
-func (e *Engine) finishSalt(first buckets.Date, c *saltCall) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.s, c.err = [16]byte{}, fmt.Errorf("engine: new salt: %v", r)
-		}
-		e.salts.mu.Lock()
-		if c.err == nil {
-			e.salts.m[first] = c.s
-		}
-		delete(e.salts.making, first)
-		e.salts.mu.Unlock()
-		close(c.done)
-	}()
-	c.s, c.err = e.makeSalt(first)
+	return e.salts.Get(ctx, first, func() ([16]byte, error) { return e.makeSalt(first) })
 }
 
 // makeSalt draws the salt of the period starting on first, agrees on it

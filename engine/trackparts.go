@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/webstats/webstats/engine/internal/idem"
 )
 
 // Calls in parts (SPEC §13: an import of 10,000 events grows memory by a
@@ -16,28 +18,24 @@ import (
 //
 // A keyed call (TrackOnce) is counted once as a whole although its parts
 // are logged apart: each part's mark carries the key with the part's
-// place (idemMark.part, parts), the key's entry records the parts applied
-// (idemEntry.done), and a repeat of a call cut short (a crash, a failed
+// place (idem.Mark Part, Parts), the key's entry records the parts applied
+// (idem.Entry Done), and a repeat of a call cut short (a crash, a failed
 // log write, between two parts) resumes it after them (claimKey): its
 // hits, split alike (the same body, sorted alike), are counted from the
 // first part not yet applied. A part none of whose hits counts logs
-// nothing: its drops go with the next part's mark (carry), or, after the
+// nothing: its drops go with the next part's mark (Carry), or, after the
 // last part that logs, with that part's mark, which then says it is the
 // last (parts), so that the key's entry is whole once the call returns.
 
 // partHits is the most hits a call logs and applies as one batch.
 var partHits = 1000
 
-// maxParts bounds the parts of one call as a mark or a key's entry holds
-// them.
-const maxParts = 1<<32 - 1
-
 // track is Track (TrackOnce with a mark), in parts of partHits hits; a
 // mark whose part is not 0 resumes a keyed call from that part, the hits
 // before it not looked at (their Reasons stay DropNone, and they are not
-// in the counts). At return, mark.res is the counts of the parts this
+// in the counts). At return, mark.Res is the counts of the parts this
 // call counted.
-func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackResult, error) {
+func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackResult, error) {
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -48,7 +46,7 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 	defer e.exit()
 	now := e.now()
 	n := (len(hits) + partHits - 1) / partHits
-	if n <= 1 && (mark == nil || mark.part == 0) {
+	if n <= 1 && (mark == nil || mark.Part == 0) {
 		b, err := e.prepare(ctx, now, hits)
 		if err != nil {
 			return res, err
@@ -57,9 +55,9 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 	}
 	p := &parts{e: e, ctx: ctx, now: now, hits: hits, n: n, res: &res}
 	if mark != nil {
-		p.next = int(mark.part)
+		p.next = int(mark.Part)
 	}
-	var total idemResult
+	var total idem.Result
 	cur, at, carry, err := p.nextLogging()
 	for err == nil && cur != nil {
 		next, nextAt, after, nerr := p.nextLogging()
@@ -67,13 +65,13 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 			cur.release()
 			return res, nerr
 		}
-		var pm *idemMark
+		var pm *idem.Mark
 		if mark != nil {
 			c := *mark
-			c.part, c.parts, c.carry = uint32(at), uint32(n), carry
+			c.Part, c.Parts, c.Carry = uint32(at), uint32(n), carry
 			if next == nil { // the last part that logs: it ends the call
-				c.parts = uint32(at + 1)
-				c.carry.add(after)
+				c.Parts = uint32(at + 1)
+				c.Carry.Add(after)
 			}
 			pm = &c
 		}
@@ -81,7 +79,7 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 		r, err = e.commit(ctx, cur, pm)
 		p.add(at, r)
 		if pm != nil && err == nil {
-			total.add(pm.res)
+			total.Add(pm.Res)
 		}
 		cur, at, carry = next, nextAt, after
 	}
@@ -89,7 +87,7 @@ func (e *Engine) track(ctx context.Context, mark *idemMark, hits []Hit) (TrackRe
 		cur.release()
 	}
 	if mark != nil {
-		mark.res = total
+		mark.Res = total
 	}
 	return res, err
 }
@@ -108,7 +106,7 @@ type parts struct {
 // nextLogging prepares the parts from p.next on until one that logs, and
 // returns it with its index; nil after the last part. The drops of the
 // parts before it, which log nothing, are in dropped (and p.res).
-func (p *parts) nextLogging() (b *batch, at int, dropped idemResult, err error) {
+func (p *parts) nextLogging() (b *batch, at int, dropped idem.Result, err error) {
 	for ; p.next < p.n; p.next++ {
 		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(p.hits))
 		b, err := p.e.prepare(p.ctx, p.now, p.hits[lo:hi])
@@ -122,7 +120,7 @@ func (p *parts) nextLogging() (b *batch, at int, dropped idemResult, err error) 
 		}
 		r, _ := p.e.commit(p.ctx, b, nil) // logs nothing: counts the drops
 		p.add(p.next, r)
-		dropped.add(resultOfReasons(r.Reasons))
+		dropped.Add(resultOfReasons(r.Reasons))
 	}
 	return nil, 0, dropped, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/webstats/webstats/buckets"
-	"github.com/webstats/webstats/engine/internal/wire"
 )
 
 // syncsLeftFS fails every sync of the log once left syncs are spent (left
@@ -138,55 +137,5 @@ func TestTrackOnceResumesParts(t *testing.T) {
 	}
 	if got := pv(); got != 7+2 {
 		t.Errorf("after the second repeat: %d pageviews, want 7", got-2)
-	}
-}
-
-// TestKeyPartsRace: the marks of two calls with one key, their parts
-// interleaved in the log as two nodes of a cluster publish them (a part
-// none of whose hits counted is missing, its drops carried by the next):
-// each part index counts once, the first to arrive, and the key's counts
-// are the call's.
-func TestKeyPartsRace(t *testing.T) {
-	key := digestKey("k")
-	mark := func(part uint32, accepted, bots uint32) *idemMark {
-		m := &idemMark{website: 1, key: key, ms: 1000, part: part, parts: 4}
-		m.res.accepted = accepted
-		m.res.dropped[DropBot] = bots
-		return m
-	}
-	// Parts: 0 = 3 accepted, 1 = 3 bots (not logged), 2 = 3 accepted
-	// (carrying 1's bots), 3 = 1 accepted.
-	A0, A2, A3 := mark(0, 3, 0), mark(2, 3, 3), mark(3, 1, 0)
-	B0, B2, B3 := mark(0, 3, 0), mark(2, 3, 3), mark(3, 1, 0)
-	for _, order := range [][]*idemMark{
-		{A0, A2, A3, B0, B2, B3},
-		{A0, B0, B2, A2, A3, B3},
-		{B0, A0, A2, B2, B3, A3},
-		{A0, B2, A2, B0, A3, B3},
-	} {
-		var tab idemTable
-		counted := 0
-		for _, m := range order {
-			if tab.accepts(m) {
-				counted += int(m.res.accepted)
-				tab.add(m, 100)
-			}
-		}
-		ent, ok := tab.lookup(key, 2000)
-		if counted != 7 || !ok || ent.partial() || ent.res.accepted != 7 || ent.res.dropped[DropBot] != 3 {
-			t.Errorf("counted %d, entry %+v (found %v): want 7 counted, a whole entry of 7 and 3 bots", counted, ent, ok)
-		}
-		// The table round-trips through its encoding, parts and all.
-		var half idemTable
-		half.add(A0, 100)
-		var got idemTable
-		b := half.appendBinary(nil, true)
-		d := wire.Decoder{B: b}
-		if err := got.decode(&d, true); err != nil || len(d.B) != 0 {
-			t.Fatalf("decode: %v", err)
-		}
-		if e, _ := got.lookup(key, 2000); e.done != 1 || e.parts != 4 || e.res.accepted != 3 {
-			t.Errorf("decoded partial entry %+v, want done 1 of 4, 3 accepted", e)
-		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine"
+	pwhash "github.com/webstats/webstats/engine/internal/password"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -252,7 +253,7 @@ func checkName(name string, verr *engine.ValidationError) string {
 }
 
 // checkNewPassword validates a new account password: at least 8
-// characters, and the rules of checkPasswordInput.
+// characters, and the rules of password.CheckInput.
 func checkNewPassword(pw string, verr *engine.ValidationError) {
 	switch {
 	case pw == "":
@@ -260,7 +261,7 @@ func checkNewPassword(pw string, verr *engine.ValidationError) {
 	case utf8.RuneCountInString(pw) < 8:
 		verr.Add("password", "The password must be at least 8 characters.")
 	default:
-		if msg := engine.CheckPasswordInput(pw); msg != "" {
+		if msg := pwhash.CheckInput(pw); msg != "" {
 			verr.Add("password", msg)
 		}
 	}
@@ -476,18 +477,13 @@ func (e *Service) revokeKey(ctx context.Context, account, id uint32, check func(
 	return err
 }
 
-// dummyHash is checked against when a sign-in names no account, so that
-// the answer takes as long as for a known one (no account enumeration by
-// timing). Its password is unknown to everyone.
-const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2lnbi1pbi1kdW1teQ$YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE"
-
 // SignIn checks an email and password. It returns the account, or
 // ErrUnauthenticated (unknown email, no password set, or a wrong one),
 // ErrDisabled (the right password of a disabled account), ErrSecondFactor
 // (right, but CheckSecondFactor must pass too; the Account is returned with
 // it), or engine.ErrBusy.
 func (e *Service) SignIn(ctx context.Context, email, password string) (Account, error) {
-	if len(email) > 255 || len(password) > utf8.UTFMax*engine.MaxPasswordLength {
+	if len(email) > 255 || len(password) > utf8.UTFMax*pwhash.MaxLength {
 		return Account{}, ErrUnauthenticated
 	}
 	e.reg.RLock()
@@ -497,7 +493,7 @@ func (e *Service) SignIn(ctx context.Context, email, password string) (Account, 
 	}
 	e.reg.RUnlock()
 	if r == nil || r.PasswordHash == "" {
-		if _, err := e.reg.CheckPassword(ctx, dummyHash, password); err != nil {
+		if _, err := e.reg.CheckPassword(ctx, pwhash.Dummy, password); err != nil {
 			return Account{}, err
 		}
 		return Account{}, ErrUnauthenticated

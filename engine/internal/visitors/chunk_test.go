@@ -1,4 +1,4 @@
-package engine
+package visitors
 
 import (
 	"encoding/binary"
@@ -21,19 +21,19 @@ func TestVisitorChunkVersion3(t *testing.T) {
 	b = binary.LittleEndian.AppendUint64(b, 77)
 	b = binary.AppendVarint(b, 19000)
 	b = binary.AppendUvarint(b, 5+1)
-	p := newPeriod(0)
-	if err := p.addChunk(0, b); err != nil {
+	var p Period
+	if err := p.AddChunk(0, b); err != nil {
 		t.Fatal(err)
 	}
-	want := visit{last: 1_700_000_000_000, host: 77, sLast: 1_700_000_000_000, sHost: 77, day: 19000, row: 5}
+	want := Visit{Last: 1_700_000_000_000, Host: 77, SegLast: 1_700_000_000_000, SegHost: 77, Day: 19000, Row: 5}
 	if p.visits[0] != want || p.index[0xabc] != 10 {
 		t.Fatalf("version 3: %+v (id %d), want %+v (id 10)", p.visits[0], p.index[0xabc], want)
 	}
 
-	v := visit{last: 1_700_000_000_000, host: 77, sLast: 1_700_000_900_000, sHost: 0, day: 19000, row: segments.NoVisit}
-	c := chunkCopy{first: 10, hashes: []uint64{0xabc}, visits: []visit{v}}
-	q := newPeriod(0)
-	if err := q.addChunk(0, c.appendBinary(nil)); err != nil {
+	v := Visit{Last: 1_700_000_000_000, Host: 77, SegLast: 1_700_000_900_000, SegHost: 0, Day: 19000, Row: segments.NoVisit}
+	c := Chunk{first: 10, hashes: []uint64{0xabc}, visits: []Visit{v}}
+	var q Period
+	if err := q.AddChunk(0, c.AppendBinary(nil)); err != nil {
 		t.Fatal(err)
 	}
 	if q.visits[0] != v {
