@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -161,7 +162,7 @@ func TestClusterWireGolden(t *testing.T) {
 			// follows 'k' and its length: idemTag, the website, the
 			// key's digest, the time (ms), the nonce.
 			m = append([]byte(nil), m...)
-			at := 3 + len(binary.AppendUvarint(nil, uint64(w.ID))) + len(idemKey{}) + len(binary.AppendVarint(nil, now.UnixMilli()))
+			at := 3 + len(binary.AppendUvarint(nil, uint64(w.ID))) + len(idem.Key{}) + len(binary.AppendVarint(nil, now.UnixMilli()))
 			clear(m[at : at+8])
 		}
 		h.Write(m)

@@ -14,6 +14,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/password"
+	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
@@ -47,9 +48,9 @@ type Engine struct {
 	// Cluster mode (regtx.go): the dry run in progress, whose writes are
 	// collected; the log position of the last registry transaction
 	// applied; the transactions this node waits for.
-	regTx      *regTx
+	regTx      *regtx.Tx
 	regSeq     uint64
-	regWaiting regWaiters
+	regWaiting regtx.Waiters
 	regTxSem   chan struct{} // one change at a time on this node (regDo)
 	// importWaiting are the imports this node published (cluster mode).
 	importWaiting importlog.Waiters
