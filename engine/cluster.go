@@ -214,7 +214,7 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		m.FollowError = *p
 	}
 	if pt := e.opts.Partitions; pt != nil {
-		m.Partitions, m.Held, m.Ready, m.Target = pt.Count(), e.held.Load(), e.ready.Load(), pt.Target()
+		m.Partitions, m.Held, m.Ready, m.Target = pt.Count(), e.held.Mask(), e.held.Ready(), pt.Target()
 	}
 	return m
 }
@@ -429,7 +429,7 @@ func (e *Engine) catchUp() error {
 	var last uint64
 	var err error
 	if e.opts.Partitions != nil {
-		last, err = e.opts.Partitions.Last(ctx, e.held.Load())
+		last, err = e.opts.Partitions.Last(ctx, e.held.Mask())
 	} else {
 		last, err = e.opts.Cluster.Last(ctx)
 	}

@@ -223,7 +223,7 @@ func TestPartitionStateGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for e.ready.Load() != 1 { // rebuilt from the log, which no node holds
+	for e.held.Ready() != 1 { // rebuilt from the log, which no node holds
 		time.Sleep(time.Millisecond)
 	}
 	var hits []Hit
@@ -261,7 +261,7 @@ func TestPartitionStateGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	for g.ready.Load() != 1 {
+	for g.held.Ready() != 1 {
 		time.Sleep(time.Millisecond)
 	}
 	if _, err := e.Track(ctx, hits[:10]...); err != nil {

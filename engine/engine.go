@@ -13,6 +13,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/engine/internal/password"
 	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/salts"
@@ -67,20 +68,15 @@ type Engine struct {
 	intern      atomic.Pointer[segments.Interns]
 	internStats segments.InternStats
 
-	// held is the partitions this node holds (partition.go); unused
-	// without Options.Partitions. serveStop ends its answers to the
-	// other nodes.
-	held      atomic.Uint64
+	// held is the partitions this node holds and answers for
+	// (partition.go), fetches those it is fetching; unused without
+	// Options.Partitions. serveStop ends its answers to the other nodes.
+	// swept is set once the follower removed statistics of partitions
+	// not held.
+	held      partitions.Held
+	fetches   *partitions.Fetches
 	serveStop func()
-	fetches   fetches
-	// ready is the partitions held and caught up with, which this node
-	// answers for; heldGen counts the changes to held; inflight the
-	// answers being computed here, by partition; swept is set once the
-	// follower removed statistics of partitions not held.
-	ready    atomic.Uint64
-	heldGen  atomic.Uint64
-	inflight [MaxPartitions]atomic.Int64
-	swept    bool
+	swept     bool
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
@@ -265,8 +261,7 @@ func Open(opts *Options) (*Engine, error) {
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
 	if o.Partitions != nil {
-		e.fetches = fetches{m: make(map[int]*fetch), failed: make(map[int]time.Time), promote: make(map[int]uint64), done: make(chan struct{}, 1)}
-		e.removeFetches()
+		e.fetches = partitions.NewFetches(e.fetchDir())
 	}
 	e.store, err = snapshot.Open(so)
 	if err != nil {
@@ -376,8 +371,8 @@ func (e *Engine) Close() error {
 	}
 	close(e.stop)
 	e.bg.Wait()
-	if e.opts.Partitions != nil {
-		e.dropFetches()
+	if e.fetches != nil {
+		e.fetches.Close()
 	}
 	err := e.snapshot()
 	return errors.Join(err, e.store.Close(), e.geo.Close())
