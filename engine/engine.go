@@ -69,12 +69,12 @@ type Engine struct {
 	internStats segments.InternStats
 
 	// held is the partitions this node holds and answers for
-	// (partition.go), fetches those it is fetching; unused without
+	// (partition.go), which mover changes; unused without
 	// Options.Partitions. serveStop ends its answers to the other nodes.
 	// swept is set once the follower removed statistics of partitions
 	// not held.
 	held      partitions.Held
-	fetches   *partitions.Fetches
+	mover     *partitions.Mover
 	serveStop func()
 	swept     bool
 	// snapMu serialises snapshots with each other and with the deletion of
@@ -261,7 +261,10 @@ func Open(opts *Options) (*Engine, error) {
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
 	if o.Partitions != nil {
-		e.fetches = partitions.NewFetches(e.fetchDir())
+		e.mover = partitions.NewMover(partitions.Config{
+			Cluster: o.Partitions, Node: partitionNode{e}, Held: &e.held,
+			Dir: e.fetchDir(), Logger: o.Logger, ErrBusy: ErrBusy,
+		})
 	}
 	e.store, err = snapshot.Open(so)
 	if err != nil {
@@ -371,8 +374,8 @@ func (e *Engine) Close() error {
 	}
 	close(e.stop)
 	e.bg.Wait()
-	if e.fetches != nil {
-		e.fetches.Close()
+	if e.mover != nil {
+		e.mover.Close()
 	}
 	err := e.snapshot()
 	return errors.Join(err, e.store.Close(), e.geo.Close())

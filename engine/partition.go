@@ -18,30 +18,14 @@ import (
 // subjects, grouped into Count partitions; a node applies the records of
 // the partitions it holds only (and every registry transaction: each node
 // keeps the whole registry), and asks a node that holds a website's
-// partition for that website's statistics.
+// partition for that website's statistics (partitionask.go).
 //
 // Which partitions a node should hold (its target) is the Partitioner's
-// business: engine/jetstream computes it from the live nodes. The engine
+// business: engine/jetstream computes it from the live nodes. The node
 // moves towards it in its follower goroutine, so that nothing is applied
-// meanwhile (rebalance):
-//
-//   - A partition it gains comes from a node that holds it: that node takes
-//     a snapshot and sends every key of the partition's websites from a
-//     consistent view of its store, with the view's trim point T; all of a
-//     website's records up to T are in its keys, and its stored lastSeq
-//     covers every record its keys hold. The keys replace the website's,
-//     and the follower resumes just after min(own position, T): each
-//     website (and the registry) skips the records it already holds, by its
-//     own lastSeq, so resuming from further back is only rereading.
-//   - A partition no live node holds is rebuilt from the log, from its
-//     start, when the log was never trimmed (a new cluster); otherwise it
-//     stays missing, its websites' statistics unavailable, until a node
-//     that holds it comes back.
-//   - A partition it no longer should hold is kept until every node of
-//     that partition's target holds it (Covered), then dropped: its
-//     websites' statistics leave memory and the store.
-//
-// The partitions held are stored (KindCluster heldID) with the data they
+// meanwhile: a partitions.Mover decides the moves, and the engine, its
+// Node (partitionmove.go), replaces the websites' statistics. The
+// partitions held are stored (KindCluster heldID) with the data they
 // describe: a restart follows the same subjects from its snapshot.
 
 // MaxPartitions is how many subjects the shared log spreads websites over;
@@ -54,7 +38,7 @@ func PartitionOf(website uint32, n int) int { return partitions.Of(website, n) }
 
 // ErrNoHolder is the answer of Partitioner.Fetch and Ask when no live node
 // holds the partition.
-var ErrNoHolder = errors.New("engine: no live node holds the partition")
+var ErrNoHolder = partitions.ErrNoHolder
 
 // errElsewhere is a node's answer to a question about a website of a
 // partition it does not hold (any more).
@@ -140,17 +124,6 @@ func (e *Engine) loadHeld() error {
 	return nil
 }
 
-// saveHeld stores held as the partitions this node applies. Those it no
-// longer holds are no longer answered for either; a gained one is
-// answered for once the node has caught up with it (promote).
-func (e *Engine) saveHeld(held uint64) error {
-	if err := e.store.Put(snapshot.KindCluster, heldID, partitions.Record(e.opts.Partitions.Count(), held)); err != nil {
-		return fmt.Errorf("engine: partitions held: %w", err)
-	}
-	e.opts.Partitions.SetHeld(e.held.Set(held))
-	return nil
-}
-
 // applies reports whether this node applies website's records: always
 // without partitions.
 func (e *Engine) applies(website uint32) bool {
@@ -158,23 +131,6 @@ func (e *Engine) applies(website uint32) bool {
 		return true
 	}
 	return e.held.Has(PartitionOf(website, e.opts.Partitions.Count()))
-}
-
-// promote makes the gained partitions the node has caught up with
-// answered here, and tells the other nodes.
-func (e *Engine) promote(ctx context.Context) {
-	for _, p := range e.held.Unknown() {
-		// The last message of the partition (and of the registry) now:
-		// once applied, the node has caught up with it.
-		last, err := e.opts.Partitions.Last(ctx, 1<<p)
-		if err != nil {
-			continue // at the next tick
-		}
-		e.held.Learn(p, last)
-	}
-	if ready, changed := e.held.Promote(e.seq.Load()); changed {
-		e.opts.Partitions.SetHeld(ready)
-	}
 }
 
 // partitionSites returns the websites of partition p in the registry.
@@ -195,15 +151,20 @@ func (e *Engine) partitionSites(p int) []*site {
 // followPartitions is the follower's loop in partitioned mode: move
 // towards the target, then follow the held partitions until a move is
 // ready or the log fails. Partitions to gain are fetched meanwhile, each
-// into a file (fetchPartition), so that the follower stops only to import
-// one that has arrived.
+// into a file, so that the follower stops only to import one that has
+// arrived.
 func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error) error {
 	pt := e.opts.Partitions
-	after, err := e.rebalance(ctx)
-	if err != nil {
+	var err error
+	if !e.swept {
+		e.swept = true
+		err = e.sweep()
+	}
+	after, merr := e.mover.Rebalance(ctx)
+	if err = errors.Join(err, merr); err != nil {
 		e.opts.Logger.Error("cluster: partitions", "err", err)
 	}
-	e.startFetches(ctx)
+	e.mover.StartFetches(ctx)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	moved := make(chan struct{})
@@ -217,7 +178,7 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 			case <-fctx.Done():
 				return
 			case <-pt.Changed():
-			case <-e.fetches.Ready():
+			case <-e.mover.Fetched():
 			case <-tick.C:
 			}
 			if seq := e.seq.Load(); seq != at {
@@ -226,9 +187,9 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 				still = time.Now()
 				e.publishNoop(fctx)
 			}
-			e.promote(ctx)
-			e.startFetches(ctx)
-			if e.planned() {
+			e.mover.Promote(ctx)
+			e.mover.StartFetches(ctx)
+			if e.mover.Planned() {
 				cancel()
 				return
 			}

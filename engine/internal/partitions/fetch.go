@@ -9,53 +9,53 @@ import (
 )
 
 const (
-	// MaxFetching bounds the fetches a node makes at once (a holder
+	// maxFetching bounds the fetches a node makes at once (a holder
 	// sends two at a time, and answers more with ErrBusy).
-	MaxFetching = 2
-	// Backoff is how long a partition whose fetch or gain failed waits
+	maxFetching = 2
+	// backoff is how long a partition whose fetch or gain failed waits
 	// before it is fetched again.
-	Backoff = 10 * time.Second
+	backoff = 10 * time.Second
 	// filePrefix starts the names of the files fetches write.
 	filePrefix = "webstats-partition-"
 )
 
-// Fetches are the partitions a node is fetching to gain them, each into a
+// fetches are the partitions a node is fetching to gain them, each into a
 // file, until the node takes it. It is safe for concurrent use.
-type Fetches struct {
+type fetches struct {
 	dir string
 	mu  sync.Mutex
-	m   map[int]*Fetch
+	m   map[int]*fetched
 	// failed holds when each partition's last fetch or gain failed: it
-	// is fetched again Backoff later.
+	// is fetched again backoff later.
 	failed map[int]time.Time
 	ready  chan struct{}
 }
 
-// Fetch is a partition fetched: Path holds its state (Writer's stream),
+// fetched is a partition fetched: Path holds its state (Writer's stream),
 // or Err says why there is none (no node holds the partition).
-type Fetch struct {
+type fetched struct {
 	Path  string
 	Err   error
 	ready bool
 }
 
-// NewFetches returns fetches that write their files in dir, and removes
+// newFetches returns fetches that write their files in dir, and removes
 // the files a crash left there. With dir "", they go to the system's
 // temporary directory, which is shared: a crash's are left alone.
-func NewFetches(dir string) *Fetches {
+func newFetches(dir string) *fetches {
 	if dir != "" {
 		names, _ := filepath.Glob(filepath.Join(dir, filePrefix+"*"))
 		for _, n := range names {
 			os.Remove(n)
 		}
 	}
-	return &Fetches{dir: dir, m: make(map[int]*Fetch), failed: make(map[int]time.Time), ready: make(chan struct{}, 1)}
+	return &fetches{dir: dir, m: make(map[int]*fetched), failed: make(map[int]time.Time), ready: make(chan struct{}, 1)}
 }
 
 // Start returns the partitions of want to start fetching now: those not
-// being fetched or fetched already, not failed within Backoff, up to
-// MaxFetching fetches at once. Each must end with Done, Retry or Failed.
-func (f *Fetches) Start(want uint64) []int {
+// being fetched or fetched already, not failed within backoff, up to
+// maxFetching fetches at once. each must end with Done, Retry or Failed.
+func (f *fetches) Start(want uint64) []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fetching := 0
@@ -65,22 +65,22 @@ func (f *Fetches) Start(want uint64) []int {
 		}
 	}
 	var out []int
-	for p := range Each(want) {
-		if fetching >= MaxFetching {
+	for p := range each(want) {
+		if fetching >= maxFetching {
 			break
 		}
-		if f.m[p] != nil || time.Since(f.failed[p]) < Backoff {
+		if f.m[p] != nil || time.Since(f.failed[p]) < backoff {
 			continue
 		}
 		fetching++
-		f.m[p] = &Fetch{}
+		f.m[p] = &fetched{}
 		out = append(out, p)
 	}
 	return out
 }
 
 // Spool copies r into a new file for a fetch, and returns its name.
-func (f *Fetches) Spool(r io.Reader) (string, error) {
+func (f *fetches) Spool(r io.Reader) (string, error) {
 	file, err := os.CreateTemp(f.dir, filePrefix+"*")
 	if err != nil {
 		return "", err
@@ -98,7 +98,7 @@ func (f *Fetches) Spool(r io.Reader) (string, error) {
 
 // Done ends partition p's fetch: its state is in the file path, or err
 // says why it has none. The node is told (Ready), and takes it (Take).
-func (f *Fetches) Done(p int, path string, err error) {
+func (f *fetches) Done(p int, path string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fe := f.m[p]
@@ -117,15 +117,15 @@ func (f *Fetches) Done(p int, path string, err error) {
 
 // Retry ends partition p's fetch without a result: it may start again at
 // once (its holder was busy).
-func (f *Fetches) Retry(p int) {
+func (f *fetches) Retry(p int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, p)
 }
 
 // Failed ends partition p's fetch, or its gain, as failed: it starts again
-// after Backoff.
-func (f *Fetches) Failed(p int) {
+// after backoff.
+func (f *fetches) Failed(p int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, p)
@@ -133,10 +133,10 @@ func (f *Fetches) Failed(p int) {
 }
 
 // Ready receives when a fetch is done.
-func (f *Fetches) Ready() <-chan struct{} { return f.ready }
+func (f *fetches) Ready() <-chan struct{} { return f.ready }
 
 // AnyDone reports whether a fetch is done and not taken.
-func (f *Fetches) AnyDone() bool {
+func (f *fetches) AnyDone() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, fe := range f.m {
@@ -149,7 +149,7 @@ func (f *Fetches) AnyDone() bool {
 
 // Take returns partition p's fetch if it is done, and forgets it: the
 // caller removes its file (Discard).
-func (f *Fetches) Take(p int) *Fetch {
+func (f *fetches) Take(p int) *fetched {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fe := f.m[p]
@@ -161,7 +161,7 @@ func (f *Fetches) Take(p int) *Fetch {
 }
 
 // Discard removes the file of a fetch taken.
-func (fe *Fetch) Discard() {
+func (fe *fetched) Discard() {
 	if fe.Path != "" {
 		os.Remove(fe.Path)
 	}
@@ -169,7 +169,7 @@ func (fe *Fetch) Discard() {
 
 // Close removes the files of the fetches done and not taken; the fetches
 // in progress must have ended.
-func (f *Fetches) Close() {
+func (f *fetches) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, fe := range f.m {

@@ -16,21 +16,22 @@ import (
 //
 // A partition gained (or held at Open) is answered for once the node has
 // applied the log up to the partition's last message at that time
-// (Gained, Learn, Promote): before, its answers would lag. Ready is always
-// within the held mask.
+// (the Mover's gained, learn, promote): before, its answers would lag.
+// Ready is always within the held mask. The Mover changes what is held;
+// the engine reads it.
 type Held struct {
 	held, ready atomic.Uint64
 	gen         atomic.Uint64 // counts the changes of held
 	inflight    [Max]atomic.Int64
-	mu          sync.Mutex // guards promote, and ready's changes against held's
-	// promote holds the gained partitions not yet answered for, with
-	// the log position the node must reach first (unknown: not asked
+	mu          sync.Mutex // guards waiting, and ready's changes against held's
+	// waiting holds the gained partitions not yet answered for, with
+	// the log position the node must reach first (unknownLast: not asked
 	// yet).
-	promote map[int]uint64
+	waiting map[int]uint64
 }
 
-// unknown marks a partition to promote whose last message is not known.
-const unknown = math.MaxUint64
+// unknownLast marks a partition waiting whose last message is not known.
+const unknownLast = math.MaxUint64
 
 // Init sets the partitions held at Open; each is answered for once the
 // node has caught up with it (it may be far behind).
@@ -38,7 +39,7 @@ func (h *Held) Init(held uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.held.Store(held)
-	for p := range Each(held) {
+	for p := range each(held) {
 		h.gainedLocked(p)
 	}
 }
@@ -56,9 +57,9 @@ func (h *Held) Ready() uint64 { return h.ready.Load() }
 // the same Gen later knows p was held all along.
 func (h *Held) Gen() uint64 { return h.gen.Load() }
 
-// Set makes held the partitions held. Those no longer held are no longer
+// set makes held the partitions held. Those no longer held are no longer
 // answered for; it returns the partitions answered for now.
-func (h *Held) Set(held uint64) (ready uint64) {
+func (h *Held) set(held uint64) (ready uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.held.Store(held)
@@ -68,58 +69,58 @@ func (h *Held) Set(held uint64) (ready uint64) {
 	return ready
 }
 
-// Gained makes partition p, just gained, answered for once the node has
-// caught up with it (Learn, Promote).
-func (h *Held) Gained(p int) {
+// gained makes partition p, just gained, answered for once the node has
+// caught up with it (learn, promote).
+func (h *Held) gained(p int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.gainedLocked(p)
 }
 
 func (h *Held) gainedLocked(p int) {
-	if h.promote == nil {
-		h.promote = make(map[int]uint64)
+	if h.waiting == nil {
+		h.waiting = make(map[int]uint64)
 	}
-	h.promote[p] = unknown
+	h.waiting[p] = unknownLast
 }
 
-// Unknown returns the partitions waiting to be answered for whose last
-// message the node has not learnt yet (Learn).
-func (h *Held) Unknown() []int {
+// unknown returns the partitions waiting to be answered for whose last
+// message the node has not learnt yet (learn).
+func (h *Held) unknown() []int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []int
-	for p, seq := range h.promote {
-		if seq == unknown {
+	for p, seq := range h.waiting {
+		if seq == unknownLast {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// Learn records last, the log position of partition p's last message (and
+// learn records last, the log position of partition p's last message (and
 // the registry's) now: once the node has applied it, p is answered for.
-func (h *Held) Learn(p int, last uint64) {
+func (h *Held) learn(p int, last uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.promote[p]; ok {
-		h.promote[p] = last
+	if _, ok := h.waiting[p]; ok {
+		h.waiting[p] = last
 	}
 }
 
-// Promote makes the partitions waiting whose last message the node has
+// promote makes the partitions waiting whose last message the node has
 // applied (at log position pos) answered for, and forgets those no longer
 // held. It returns the partitions answered for, and whether they changed.
-func (h *Held) Promote(pos uint64) (ready uint64, changed bool) {
+func (h *Held) promote(pos uint64) (ready uint64, changed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ready = h.ready.Load()
-	for p, seq := range h.promote {
+	for p, seq := range h.waiting {
 		if !h.Has(p) {
-			delete(h.promote, p)
+			delete(h.waiting, p)
 		} else if pos >= seq {
 			ready |= 1 << p
-			delete(h.promote, p)
+			delete(h.waiting, p)
 		}
 	}
 	changed = ready != h.ready.Load()
@@ -128,7 +129,7 @@ func (h *Held) Promote(pos uint64) (ready uint64, changed bool) {
 }
 
 // Answering reports whether partition p is answered for; if so, done must
-// be called once the answer is computed: a drop of p waits for it (Drain).
+// be called once the answer is computed: a drop of p waits for it (drain).
 func (h *Held) Answering(p int) (done func(), ok bool) {
 	h.inflight[p].Add(1) // before the check: see Drain
 	if h.ready.Load()&(1<<p) != 0 {
@@ -138,10 +139,10 @@ func (h *Held) Answering(p int) (done func(), ok bool) {
 	return nil, false
 }
 
-// Drain waits, at most max or until ctx is done, for the answers computed
-// from partition p to finish. p must no longer be answered for (Set): no
+// drain waits, at most max or until ctx is done, for the answers computed
+// from partition p to finish. p must no longer be answered for (set): no
 // answer starts after.
-func (h *Held) Drain(ctx context.Context, p int, max time.Duration) {
+func (h *Held) drain(ctx context.Context, p int, max time.Duration) {
 	for wait := time.Now(); h.inflight[p].Load() > 0 && time.Since(wait) < max && ctx.Err() == nil; {
 		time.Sleep(time.Millisecond)
 	}

@@ -23,10 +23,10 @@ func TestOfAndEach(t *testing.T) {
 	if got := Of(130, 3); got != 2 {
 		t.Errorf("Of(130, 3) = %d, want 2 (130 mod 64 = 2)", got)
 	}
-	if got := slices.Collect(Each(1<<0 | 1<<5 | 1<<63)); !slices.Equal(got, []int{0, 5, 63}) {
-		t.Errorf("Each: %v", got)
+	if got := slices.Collect(each(1<<0 | 1<<5 | 1<<63)); !slices.Equal(got, []int{0, 5, 63}) {
+		t.Errorf("each: %v", got)
 	}
-	for p := range Each(All(3)) {
+	for p := range each(All(3)) {
 		if p > 0 {
 			break // stops when asked
 		}
@@ -47,34 +47,34 @@ func TestHeld(t *testing.T) {
 	if _, ok := h.Answering(0); ok {
 		t.Error("a partition not caught up with is answered for")
 	}
-	unknown := h.Unknown()
+	unknown := h.unknown()
 	slices.Sort(unknown)
 	if !slices.Equal(unknown, []int{0, 2}) {
 		t.Fatalf("Unknown %v", unknown)
 	}
-	h.Learn(0, 10)
-	h.Learn(2, 20)
-	h.Learn(1, 5) // not waiting: ignored
-	if ready, changed := h.Promote(15); ready != 0b001 || !changed {
+	h.learn(0, 10)
+	h.learn(2, 20)
+	h.learn(1, 5) // not waiting: ignored
+	if ready, changed := h.promote(15); ready != 0b001 || !changed {
 		t.Errorf("Promote(15): %b, %v", ready, changed)
 	}
-	if ready, changed := h.Promote(15); ready != 0b001 || changed {
+	if ready, changed := h.promote(15); ready != 0b001 || changed {
 		t.Errorf("Promote(15) again: %b, %v", ready, changed)
 	}
-	if len(h.Unknown()) != 0 {
-		t.Errorf("Unknown after Learn: %v", h.Unknown())
+	if len(h.unknown()) != 0 {
+		t.Errorf("Unknown after Learn: %v", h.unknown())
 	}
 	done, ok := h.Answering(0)
 	if !ok {
 		t.Fatal("a partition caught up with is not answered for")
 	}
 	gen := h.Gen()
-	if ready := h.Set(0b100); ready != 0 || h.Gen() == gen {
+	if ready := h.set(0b100); ready != 0 || h.Gen() == gen {
 		t.Errorf("Set(0b100): ready %b, gen %d → %d", ready, gen, h.Gen())
 	}
 	drained := make(chan struct{})
 	go func() {
-		h.Drain(context.Background(), 0, time.Minute)
+		h.drain(context.Background(), 0, time.Minute)
 		close(drained)
 	}()
 	select {
@@ -85,33 +85,33 @@ func TestHeld(t *testing.T) {
 	done()
 	<-drained
 	// Partition 2, still held, is answered for once caught up with.
-	if ready, _ := h.Promote(20); ready != 0b100 {
+	if ready, _ := h.promote(20); ready != 0b100 {
 		t.Errorf("Promote(20): %b", ready)
 	}
-	h.Set(0b110)
-	h.Gained(1)
-	h.Set(0b100) // dropped before it was caught up with
-	if ready, changed := h.Promote(1000); ready != 0b100 || changed {
+	h.set(0b110)
+	h.gained(1)
+	h.set(0b100) // dropped before it was caught up with
+	if ready, changed := h.promote(1000); ready != 0b100 || changed {
 		t.Errorf("a partition no longer held was promoted: %b, %v", ready, changed)
 	}
-	if len(h.Unknown()) != 0 {
-		t.Errorf("a partition no longer held waits: %v", h.Unknown())
+	if len(h.unknown()) != 0 {
+		t.Errorf("a partition no longer held waits: %v", h.unknown())
 	}
 }
 
 func TestDrainBounded(t *testing.T) {
 	var h Held
 	h.Init(1)
-	h.Learn(0, 0)
-	h.Promote(0)
+	h.learn(0, 0)
+	h.promote(0)
 	if _, ok := h.Answering(0); !ok {
 		t.Fatal("not answered for")
 	}
 	t0 := time.Now()
-	h.Drain(context.Background(), 0, 10*time.Millisecond)
+	h.drain(context.Background(), 0, 10*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	h.Drain(ctx, 0, time.Minute)
+	h.drain(ctx, 0, time.Minute)
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("Drain took %v", d)
 	}
@@ -130,16 +130,16 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// TestFetches: at most MaxFetching at once; a failed one waits Backoff, a
+// TestFetches: at most maxFetching at once; a failed one waits backoff, a
 // busy one starts again at once; a done one is taken once; Close removes
-// the files not taken, and NewFetches a crash's.
+// the files not taken, and newFetches a crash's.
 func TestFetches(t *testing.T) {
 	dir := t.TempDir()
 	left := filepath.Join(dir, filePrefix+"old")
 	if err := os.WriteFile(left, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := NewFetches(dir)
+	f := newFetches(dir)
 	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a crash's file was left: %v", err)
 	}
@@ -183,7 +183,7 @@ func TestFetches(t *testing.T) {
 		t.Errorf("Discard left the file: %v", err)
 	}
 	if got := f.Start(0b1111); !slices.Equal(got, []int{0, 3}) {
-		t.Fatalf("Start after a take (1 waits Backoff, 2 is done): %v", got)
+		t.Fatalf("Start after a take (1 waits backoff, 2 is done): %v", got)
 	}
 	path, _ = f.Spool(strings.NewReader("x"))
 	f.Done(3, path, nil)
@@ -231,9 +231,9 @@ func TestStream(t *testing.T) {
 	if !bytes.HasSuffix(b.Bytes(), tail) {
 		t.Errorf("the stream ends % x, want % x", b.Bytes()[b.Len()-len(tail):], tail)
 	}
-	r, trim, err := NewReader(bytes.NewReader(b.Bytes()), 2, 64)
+	r, trim, err := newReader(bytes.NewReader(b.Bytes()), 2, 64)
 	if err != nil || trim != 300 {
-		t.Fatalf("NewReader: %d, %v", trim, err)
+		t.Fatalf("newReader: %d, %v", trim, err)
 	}
 	got := make(map[uint32][]kv)
 	for {
@@ -270,10 +270,10 @@ func TestStream(t *testing.T) {
 // TestStreamRefused: what is not a partition's state, or not this
 // partition's, or with keys out of bounds, is refused.
 func TestStreamRefused(t *testing.T) {
-	if _, _, err := NewReader(strings.NewReader("wsp2\x00"), 0, 1); !errors.Is(err, wire.ErrRecord) {
+	if _, _, err := newReader(strings.NewReader("wsp2\x00"), 0, 1); !errors.Is(err, wire.ErrRecord) {
 		t.Errorf("another magic: %v", err)
 	}
-	if _, _, err := NewReader(strings.NewReader("ws"), 0, 1); !errors.Is(err, wire.ErrRecord) {
+	if _, _, err := newReader(strings.NewReader("ws"), 0, 1); !errors.Is(err, wire.ErrRecord) {
 		t.Errorf("cut short: %v", err)
 	}
 	for _, c := range []struct {
@@ -282,7 +282,7 @@ func TestStreamRefused(t *testing.T) {
 		{"another partition's website", "\x03"},
 		{"an id over 32 bits", "\x80\x80\x80\x80\x10"},
 	} {
-		r, _, err := NewReader(strings.NewReader("wsp1\x00"+c.body), 2, 4)
+		r, _, err := newReader(strings.NewReader("wsp1\x00"+c.body), 2, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func TestStreamRefused(t *testing.T) {
 		{"a key too long", fmt.Sprintf("%c", maxKey+1)},
 		{"a value too long", "\x01k\x81\x80\x80\x80\x08"},
 	} {
-		r, _, _ := NewReader(strings.NewReader("wsp1\x00\x02"+c.body), 2, 4)
+		r, _, _ := newReader(strings.NewReader("wsp1\x00\x02"+c.body), 2, 4)
 		if id, err := r.Website(); id != 2 || err != nil {
 			t.Fatal(id, err)
 		}

@@ -20,7 +20,7 @@ import (
 // keys.
 var magic = []byte("wsp1")
 
-// Bounds of what a Reader reads: a key is a few dozen bytes; a value is a
+// Bounds of what a reader reads: a key is a few dozen bytes; a value is a
 // day, a strings chunk or a period-state chunk.
 const (
 	maxKey   = 64
@@ -73,17 +73,17 @@ func (w *Writer) Close() error {
 	return w.bw.Flush()
 }
 
-// Reader reads a partition's state.
-type Reader struct {
+// reader reads a partition's state.
+type reader struct {
 	br       *bufio.Reader
 	p, n     int
 	key, val []byte
 }
 
-// NewReader starts reading the state of partition p of n, and returns its
+// newReader starts reading the state of partition p of n, and returns its
 // trim point.
-func NewReader(r io.Reader, p, n int) (*Reader, uint64, error) {
-	sr := &Reader{br: bufio.NewReaderSize(r, 64<<10), p: p, n: n}
+func newReader(r io.Reader, p, n int) (*reader, uint64, error) {
+	sr := &reader{br: bufio.NewReaderSize(r, 64<<10), p: p, n: n}
 	var m [4]byte
 	if _, err := io.ReadFull(sr.br, m[:]); err != nil || !bytes.Equal(m[:], magic) {
 		return nil, 0, fmt.Errorf("not a partition's state: %w", errors.Join(err, wire.ErrRecord))
@@ -98,7 +98,7 @@ func NewReader(r io.Reader, p, n int) (*Reader, uint64, error) {
 // Website returns the id of the next website, whose keys Next reads (or
 // Skip skips); 0 when there is none. A website of another partition is
 // an error wrapping wire.ErrRecord.
-func (r *Reader) Website() (uint32, error) {
+func (r *reader) Website() (uint32, error) {
 	id, err := binary.ReadUvarint(r.br)
 	if err != nil {
 		return 0, err
@@ -111,7 +111,7 @@ func (r *Reader) Website() (uint32, error) {
 
 // Next returns the website's next key and its value, valid until the next
 // call; ok is false after its last.
-func (r *Reader) Next() (key, val []byte, ok bool, err error) {
+func (r *reader) Next() (key, val []byte, ok bool, err error) {
 	kl, err := binary.ReadUvarint(r.br)
 	switch {
 	case err != nil:
@@ -140,7 +140,7 @@ func (r *Reader) Next() (key, val []byte, ok bool, err error) {
 }
 
 // Skip skips the website's keys.
-func (r *Reader) Skip() error {
+func (r *reader) Skip() error {
 	for {
 		_, _, ok, err := r.Next()
 		if err != nil || !ok {
