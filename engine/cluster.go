@@ -186,7 +186,7 @@ type ClusterMetrics struct {
 type clusterCounters struct {
 	pending, lagNs                    atomic.Int64
 	publishes, publishNs, publishErrs atomic.Int64
-	followErrs, regConflicts          atomic.Int64
+	followErrs                        atomic.Int64
 	followErr                         atomic.Pointer[string]
 	gap                               atomic.Bool // the last follow error was ErrLogGap
 }
@@ -208,7 +208,7 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		PublishErrors: uint64(c.publishErrs.Load()),
 		FollowErrors:  uint64(c.followErrs.Load()),
 
-		RegistryConflicts: uint64(c.regConflicts.Load()),
+		RegistryConflicts: uint64(e.regRunner.Conflicts()),
 	}
 	if p := c.followErr.Load(); p != nil {
 		m.FollowError = *p

@@ -48,11 +48,11 @@ type Engine struct {
 	applyMu sync.Mutex
 	// Cluster mode (regtx.go): the dry run in progress, whose writes are
 	// collected; the log position of the last registry transaction
-	// applied; the transactions this node waits for.
-	regTx      *regtx.Tx
-	regSeq     uint64
-	regWaiting regtx.Waiters
-	regTxSem   chan struct{} // one change at a time on this node (regDo)
+	// applied; what publishes this node's, one at a time, and waits for
+	// them.
+	regTx     *regtx.Tx
+	regSeq    uint64
+	regRunner *regtx.Runner
 	// importWaiting are the imports this node published (cluster mode).
 	importWaiting importlog.Waiters
 
@@ -230,12 +230,16 @@ func Open(opts *Options) (*Engine, error) {
 		closing:    make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		streamSlot: make(chan struct{}, 1),
-		regTxSem:   make(chan struct{}, 1),
 		// The log is compacted compactLogEvery after start first (by
 		// the engine's clock: a simulated history compacts as the real
 		// one would).
 		lastCompact: o.Now(),
 	}
+	e.regRunner = regtx.NewRunner(regtx.Config{
+		Publish:    func(ctx context.Context, msg []byte) error { return e.publishCounted(ctx, 0, msg) },
+		MaxMessage: func() int { return e.opts.Cluster.MaxMessage() },
+		Rand:       o.Rand, Unavailable: ErrClusterUnavailable, TooLarge: ErrTooLarge,
+	})
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
@@ -367,7 +371,7 @@ func (e *Engine) Close() error {
 		// The last uses of keys and sessions go into the registry while
 		// the follower still runs (a registry transaction waits for it to
 		// apply): the final snapshot comes after it has stopped. With
-		// the log down this waits regWait and they are lost.
+		// the log down this waits regtx.Wait and they are lost.
 		if err := e.flushRecords(); err != nil {
 			e.opts.Logger.Error("write key and session uses", "err", err)
 		}

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/segments"
@@ -22,20 +19,15 @@ import (
 // follower if that is still the version (package regtx says how). The
 // engine keeps what locks, installs and waits.
 
-// regWait bounds a change in cluster mode twice: the wait for its turn on
-// the node, then its runs, publishes and the waits for this node to apply
-// them, after conflicts included.
-const regWait = 10 * time.Second
-
 // regDo runs fn, a change of the registry, with regMu held for writing.
 // In one process fn's writes go to the store as it makes them. In cluster
 // mode fn is a dry run, published and applied as a transaction (see
-// above), and run again (at most regTries times) when another transaction
-// came first, until regWait; regDo returns once this node applied it. fn
-// must leave its results in variables the caller reads after regDo, set
-// afresh by each run: a run that conflicted is followed by another. A node
-// makes one change at a time (regTxSem), so its own changes queue instead
-// of conflicting.
+// above), and run again when another transaction came first, until
+// regtx.Wait; regDo returns once this node applied it. fn must leave its
+// results in variables the caller reads after regDo, set afresh by each
+// run: a run that conflicted is followed by another. A node makes one
+// change at a time (regtx.Runner), so its own changes queue instead of
+// conflicting.
 func (e *Engine) regDo(ctx context.Context, fn func() error) error {
 	return e.regDoAs(ctx, regWrite, fn)
 }
@@ -65,49 +57,7 @@ func (e *Engine) regDoAs(ctx context.Context, lock LockMode, fn func() error) er
 		}
 		return fn()
 	}
-	// The caller going away (or its deadline) does not cut a change
-	// short: once published it may apply anyway, and its outcome should
-	// be known. Its regWait starts once it has its turn on this node, so
-	// that time spent queued cannot cut short one already published.
-	ctx = context.WithoutCancel(ctx)
-	if err := e.regTurn(ctx); err != nil {
-		return err
-	}
-	defer func() { <-e.regTxSem }()
-	ctx, cancel := context.WithTimeout(ctx, regWait)
-	defer cancel()
-	for tries := 1; ; tries++ {
-		tx, err := e.dryRun(fn)
-		if err != nil || tx.Empty() {
-			return err
-		}
-		ok, err := e.commitShared(ctx, tx)
-		if err != nil || ok {
-			return err
-		}
-		// Another node's change came first: run again on the registry
-		// with it, after a pause of up to a millisecond, so that nodes
-		// making changes in step do not collide every time.
-		e.cluster.regConflicts.Add(1)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: the registry change lost to other nodes' %d times: %w", ErrClusterUnavailable, tries, ctx.Err())
-		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond)))):
-		}
-	}
-}
-
-// regTurn waits, at most regWait, for this node's turn to make a registry
-// change (regTxSem), which the caller gives back.
-func (e *Engine) regTurn(ctx context.Context) error {
-	queued, cancel := context.WithTimeout(ctx, regWait)
-	defer cancel()
-	select {
-	case e.regTxSem <- struct{}{}:
-		return nil
-	case <-queued.Done():
-		return fmt.Errorf("%w: registry changes are queued on this node: %w", ErrClusterUnavailable, queued.Err())
-	}
+	return e.regRunner.Do(ctx, func() (*regtx.Tx, error) { return e.dryRun(fn) })
 }
 
 // dryRun runs fn under regMu with its writes collected, then puts memory
@@ -204,35 +154,6 @@ func (e *Engine) saveLocked(tx *regtx.Tx, kind snapshot.Kind, id uint64, value [
 	}
 }
 
-// commitShared publishes tx and waits until this node's follower decided
-// it: true when applied, false when another transaction came first.
-func (e *Engine) commitShared(ctx context.Context, tx *regtx.Tx) (bool, error) {
-	var id [16]byte
-	if _, err := io.ReadFull(e.opts.Rand, id[:]); err != nil {
-		return false, fmt.Errorf("engine: registry transaction id: %w", err)
-	}
-	msg, err := tx.Message(id)
-	if err != nil {
-		return false, err
-	}
-	if len(msg) > e.opts.Cluster.MaxMessage() {
-		return false, fmt.Errorf("%w: a registry change of %d bytes; the cluster's log takes %d", ErrTooLarge, len(msg), e.opts.Cluster.MaxMessage())
-	}
-	outcome, done := e.regWaiting.Add(id)
-	defer done()
-	if err := e.publishCounted(ctx, 0, msg); err != nil {
-		return false, err
-	}
-	select {
-	case ok := <-outcome:
-		return ok, nil
-	case <-ctx.Done():
-		// Published but not applied here yet (the follower is behind
-		// or stopped): it may still apply, on every node.
-		return false, fmt.Errorf("%w: the registry change was published but this node has not applied it yet: %w", ErrClusterUnavailable, ctx.Err())
-	}
-}
-
 // applyRegistry applies the registry transaction of log position seq if
 // the registry is still at the version it was made on, on every node alike;
 // it is dropped otherwise. Its records and the new version are stored in
@@ -263,7 +184,7 @@ func (e *Engine) applyRegistry(seq uint64, m regtx.Message) error {
 		err = errors.Join(err, e.dropSiteData(s))
 	}
 	e.seq.Store(seq)
-	e.regWaiting.Decided(m.ID, applied)
+	e.regRunner.Decided(m.ID, applied)
 	if err != nil {
 		// The registry changed; only the deleted website's keys may be
 		// left, which Open ignores.

@@ -1,7 +1,7 @@
 // Package regtx is the registry transaction of cluster mode: the records
 // a change's dry run writes, with what puts memory back after it, the
-// message that carries them through the cluster's log, and the waits of
-// the node that published it for its outcome.
+// message that carries them through the cluster's log, and the node's
+// turns, retries and waits for its outcome (Runner).
 //
 // # How a change becomes a transaction
 //
@@ -22,7 +22,7 @@
 //     so applying its records gives what the dry run computed. If another
 //     transaction came first, every node drops it alike, and the node that
 //     made it runs the change again on the newer registry. The follower
-//     tells the node that waits (Waiters) which it was.
+//     tells the node that waits (Runner.Decided) which it was.
 //
 // Random and time values are decided by the dry run and travel as data: a
 // follower never draws or reads the clock. Secrets travel as their hashes

@@ -162,7 +162,7 @@ func TestTx(t *testing.T) {
 // TestWaiters: the node waiting for a transaction learns its outcome once;
 // an id nobody waits for, or no longer, is ignored.
 func TestWaiters(t *testing.T) {
-	var w Waiters
+	var w waiters
 	w.Decided([16]byte{1}, true) // nobody waits
 	c, done := w.Add([16]byte{2})
 	w.Decided([16]byte{2}, false)

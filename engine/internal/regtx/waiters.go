@@ -2,16 +2,16 @@ package regtx
 
 import "sync"
 
-// Waiters are the transactions a node published and waits for, by id: the
+// waiters are the transactions a node published and waits for, by id: the
 // follower tells each whether it applied.
-type Waiters struct {
+type waiters struct {
 	mu sync.Mutex
 	m  map[[16]byte]chan bool
 }
 
 // Add starts waiting for transaction id: its outcome comes on the channel
 // (true: applied). done stops waiting.
-func (w *Waiters) Add(id [16]byte) (outcome <-chan bool, done func()) {
+func (w *waiters) Add(id [16]byte) (outcome <-chan bool, done func()) {
 	c := make(chan bool, 1)
 	w.mu.Lock()
 	if w.m == nil {
@@ -29,7 +29,7 @@ func (w *Waiters) Add(id [16]byte) (outcome <-chan bool, done func()) {
 // Decided tells the node waiting for transaction id, if any, whether it
 // was applied. An id the log holds twice is answered once: the first
 // answer stands.
-func (w *Waiters) Decided(id [16]byte, applied bool) {
+func (w *waiters) Decided(id [16]byte, applied bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if c := w.m[id]; c != nil {
