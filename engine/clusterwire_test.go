@@ -250,7 +250,7 @@ func TestPartitionStateGolden(t *testing.T) {
 		t.Errorf("a partition's state changed: sha256 %s, was %s (%d bytes)", got, goldenPartition, b.Len())
 	}
 
-	// Another node gains the partition from e (importPartition), then
+	// Another node gains the partition from e (partitions.Mover), then
 	// applies what follows, and answers as e does.
 	g, err := Open(&Options{
 		FS: snapshot.NewMemFS(), NoSync: true, SnapshotEvery: -1, Cluster: log,
