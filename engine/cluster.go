@@ -10,6 +10,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/logmsg"
+	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -94,6 +95,23 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 		return false, err
 	}
 	return true, nil
+}
+
+// initCluster makes what cluster mode needs beside the log: the runner of
+// this node's registry transactions and, with partitions, the mover of its
+// partitions (which removes the fetches a crash left).
+func (e *Engine) initCluster() {
+	e.regRunner = regtx.NewRunner(regtx.Config{
+		Publish:    func(ctx context.Context, msg []byte) error { return e.publishCounted(ctx, 0, msg) },
+		MaxMessage: func() int { return e.opts.Cluster.MaxMessage() },
+		Rand:       e.opts.Rand, Unavailable: ErrClusterUnavailable, TooLarge: ErrTooLarge,
+	})
+	if e.opts.Partitions != nil {
+		e.mover = partitions.NewMover(partitions.Config{
+			Cluster: e.opts.Partitions, Node: partitionNode{e}, Held: &e.held,
+			Dir: e.fetchDir(), Logger: e.opts.Logger, ErrBusy: ErrBusy,
+		})
+	}
 }
 
 // publishCounted publishes msg, counted in the cluster's metrics.

@@ -235,11 +235,6 @@ func Open(opts *Options) (*Engine, error) {
 		// one would).
 		lastCompact: o.Now(),
 	}
-	e.regRunner = regtx.NewRunner(regtx.Config{
-		Publish:    func(ctx context.Context, msg []byte) error { return e.publishCounted(ctx, 0, msg) },
-		MaxMessage: func() int { return e.opts.Cluster.MaxMessage() },
-		Rand:       o.Rand, Unavailable: ErrClusterUnavailable, TooLarge: ErrTooLarge,
-	})
 	e.sealBytes = sealBytesFor(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
@@ -264,12 +259,7 @@ func Open(opts *Options) (*Engine, error) {
 		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
-	if o.Partitions != nil {
-		e.mover = partitions.NewMover(partitions.Config{
-			Cluster: o.Partitions, Node: partitionNode{e}, Held: &e.held,
-			Dir: e.fetchDir(), Logger: o.Logger, ErrBusy: ErrBusy,
-		})
-	}
+	e.initCluster()
 	e.store, err = snapshot.Open(so)
 	if err != nil {
 		e.geo.Close()
