@@ -148,9 +148,12 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 	resumed := m.Part > 0
 	res, err = e.track(ctx, m, hits)
 	if resumed {
-		// The parts counted before count in the answer; a resumption
-		// that counted nothing more is a repeat.
-		res.Repeated = err == nil && res.Accepted == 0
+		// The parts counted before count in the answer. A resumption
+		// decided the rest itself: not a repeat, even one that counted
+		// nothing more (its parts all dropped: the key stays partial, and
+		// its repeat is decided again, as a call that counts nothing
+		// keeps no key).
+		res.Repeated = false
 		res.Accepted += int(prior.Accepted)
 		for i, n := range prior.Dropped {
 			res.Dropped[i] += int(n)

@@ -120,6 +120,15 @@ func (e *Engine) commit(ctx context.Context, b *batch, mark *idem.Mark) (TrackRe
 			}
 		}
 	}
+	e.tally(&res)
+	if err != nil {
+		return res, fmt.Errorf("engine: write log: %w", err)
+	}
+	return res, nil
+}
+
+// tally counts res's Reasons into its counts and the engine's counters.
+func (e *Engine) tally(res *TrackResult) {
 	for i, r := range res.Reasons {
 		switch r {
 		case DropNone:
@@ -132,10 +141,6 @@ func (e *Engine) commit(ctx context.Context, b *batch, mark *idem.Mark) (TrackRe
 		}
 	}
 	e.counters.tracked.Add(uint64(res.Accepted))
-	if err != nil {
-		return res, fmt.Errorf("engine: write log: %w", err)
-	}
-	return res, nil
 }
 
 // trackScratch is the records of one Track call and their configurations,

@@ -25,7 +25,12 @@ import (
 // first part not yet applied. A part none of whose hits counts logs
 // nothing: its drops go with the next part's mark (Carry), or, after the
 // last part that logs, with that part's mark, which then says it is the
-// last (parts), so that the key's entry is whole once the call returns.
+// last (Parts), so that the key's entry is whole once the call returns.
+// A resumption none of whose parts logs (its hits all dropped now: the
+// website's settings changed since) leaves the key partial: like a call
+// that counts nothing, which keeps no key, its repeat is decided again.
+// The drops of parts that log nothing are counted once the part after
+// them is (a failed part stops the count there).
 
 // partHits is the most hits a call logs and applies as one batch.
 var partHits = 1000
@@ -58,9 +63,9 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 		p.next = int(mark.Part)
 	}
 	var total idem.Result
-	cur, at, carry, err := p.nextLogging()
+	cur, at, carry, skipped, err := p.nextLogging()
 	for err == nil && cur != nil {
-		next, nextAt, after, nerr := p.nextLogging()
+		next, nextAt, after, skippedAfter, nerr := p.nextLogging()
 		if nerr != nil {
 			cur.release()
 			return res, nerr
@@ -77,14 +82,17 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 		}
 		var r TrackResult
 		r, err = e.commit(ctx, cur, pm)
+		p.tally(skipped) // the parts before cur, counted with it
 		p.add(at, r)
 		if pm != nil && err == nil {
 			total.Add(pm.Res)
 		}
-		cur, at, carry = next, nextAt, after
+		cur, at, carry, skipped = next, nextAt, after, skippedAfter
 	}
 	if cur != nil {
 		cur.release()
+	} else if err == nil {
+		p.tally(skipped) // the parts after the last that logs
 	}
 	if mark != nil {
 		mark.Res = total
@@ -103,26 +111,43 @@ type parts struct {
 	res  *TrackResult
 }
 
+// dropped is a part none of whose hits logs: its index and its drops.
+type dropped struct {
+	at      int
+	reasons []DropReason
+}
+
 // nextLogging prepares the parts from p.next on until one that logs, and
-// returns it with its index; nil after the last part. The drops of the
-// parts before it, which log nothing, are in dropped (and p.res).
-func (p *parts) nextLogging() (b *batch, at int, dropped idem.Result, err error) {
+// returns it with its index; nil after the last part. The parts before
+// it, which log nothing, are in skipped, with their drops summed in
+// drops; they are counted (tally) once the part after them is.
+func (p *parts) nextLogging() (b *batch, at int, drops idem.Result, skipped []dropped, err error) {
 	for ; p.next < p.n; p.next++ {
 		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(p.hits))
 		b, err := p.e.prepare(p.ctx, p.now, p.hits[lo:hi])
 		if err != nil {
-			return nil, 0, dropped, err
+			return nil, 0, drops, nil, err
 		}
 		if b.logs() {
 			at := p.next
 			p.next++
-			return b, at, dropped, nil
+			return b, at, drops, skipped, nil
 		}
-		r, _ := p.e.commit(p.ctx, b, nil) // logs nothing: counts the drops
-		p.add(p.next, r)
-		dropped.Add(resultOfReasons(r.Reasons))
+		b.release()
+		drops.Add(resultOfReasons(b.res.Reasons))
+		skipped = append(skipped, dropped{p.next, b.res.Reasons})
 	}
-	return nil, 0, dropped, nil
+	return nil, 0, drops, skipped, nil
+}
+
+// tally counts parts that log nothing into the call's result and the
+// engine's counters.
+func (p *parts) tally(skipped []dropped) {
+	for _, d := range skipped {
+		r := TrackResult{Reasons: d.reasons}
+		p.e.tally(&r)
+		p.add(d.at, r)
+	}
 }
 
 // add adds part at's result to the call's.

@@ -25,9 +25,12 @@ type Entry struct {
 // repeat resumes it.
 func (e Entry) Partial() bool { return e.Parts != 0 }
 
-// next is e with m, a part at or after e.Done, applied.
+// next is e with m, a part at or after e.Done, applied. Its Nonce
+// becomes m's: the call that applied the last part is the one that
+// counted the key whole (the others' answers are repeats).
 func (e Entry) next(m *Mark) Entry {
 	e.Res.Add(m.Res)
+	e.Nonce = m.Nonce
 	if e.Done = m.Part + 1; e.Done >= m.Parts {
 		e.Done, e.Parts = 0, 0
 	} else {
