@@ -10,6 +10,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/importlog"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -85,7 +86,7 @@ const (
 // the follower (follow) applies them, here as on every other node. They go
 // as one message, so that a call is counted whole or not at all, on every
 // node: more than the log takes in one message is ErrTooLarge.
-func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int, mark *idem.Mark) (ok bool, err error) {
+func (e *Engine) publish(ctx context.Context, website uint32, recs []record.Hit, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -95,7 +96,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	body := []byte{msgPlain}
 	var rec []byte
 	for _, i := range idx {
-		rec = recs[i].appendBinary(rec[:0])
+		rec = recs[i].AppendBinary(rec[:0])
 		body = binary.AppendUvarint(body, uint64(len(rec)))
 		body = append(body, rec...)
 	}
@@ -124,7 +125,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 
 // decodeMessage splits a message of publish into records and its
 // idempotency key (nil: none).
-func decodeMessage(msg []byte, recs []record) ([]record, *idem.Mark, error) {
+func decodeMessage(msg []byte, recs []record.Hit) ([]record.Hit, *idem.Mark, error) {
 	recs = recs[:0]
 	var mark *idem.Mark
 	if len(msg) > 0 && msg[0] == msgKeyed {
@@ -139,14 +140,14 @@ func decodeMessage(msg []byte, recs []record) ([]record, *idem.Mark, error) {
 		msg = msg[1+k+int(n):]
 	}
 	recs, err := decodeRecords(msg, recs)
-	if err == nil && mark != nil && mark.Website != recs[0].website {
+	if err == nil && mark != nil && mark.Website != recs[0].Website {
 		err = fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
 	}
 	return recs, mark, err
 }
 
 // decodeRecords splits the records of a message (after its key).
-func decodeRecords(msg []byte, recs []record) ([]record, error) {
+func decodeRecords(msg []byte, recs []record.Hit) ([]record.Hit, error) {
 	if len(msg) == 0 {
 		return recs, fmt.Errorf("engine: empty cluster message: %w", wire.ErrRecord)
 	}
@@ -170,8 +171,8 @@ func decodeRecords(msg []byte, recs []record) ([]record, error) {
 		if k <= 0 || n > uint64(len(msg)-k) {
 			return recs, fmt.Errorf("engine: cluster message: %w", wire.ErrRecord)
 		}
-		recs = append(recs, record{})
-		if err := recs[len(recs)-1].decode(msg[k : k+int(n)]); err != nil {
+		recs = append(recs, record.Hit{})
+		if err := recs[len(recs)-1].Decode(msg[k : k+int(n)]); err != nil {
 			return recs, err
 		}
 		msg = msg[k+int(n):]
@@ -312,7 +313,7 @@ func (e *Engine) follow() {
 		cancel()
 	}()
 	defer cancel()
-	var recs []record
+	var recs []record.Hit
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
 		apply := func(m LogMessage) error {
@@ -399,10 +400,10 @@ func (e *Engine) follow() {
 // skipped, and so is one whose idempotency key the website's table holds
 // (an earlier message's, younger than KeyTTL at mark's time): every node
 // decides it alike, in log order.
-func (e *Engine) applyShared(seq uint64, recs []record, mark *idem.Mark) error {
-	website := recs[0].website
+func (e *Engine) applyShared(seq uint64, recs []record.Hit, mark *idem.Mark) error {
+	website := recs[0].Website
 	for i := range recs {
-		if recs[i].website != website {
+		if recs[i].Website != website {
 			return fmt.Errorf("engine: cluster message %d: records of two websites: %w", seq, wire.ErrRecord)
 		}
 	}

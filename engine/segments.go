@@ -11,21 +11,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/query"
 )
 
 // Prop is one custom property of a hit (SPEC §2.4: at most MaxProps per
 // hit, keys at most MaxPropKey and values at most MaxPropValue characters;
 // Track drops the others).
-type Prop struct {
-	Key, Value string
-}
+type Prop = record.Prop
 
 // Bounds of a hit's custom properties (SPEC §2.4).
 const (
-	MaxProps     = 30
-	MaxPropKey   = 300
-	MaxPropValue = 2000
+	MaxProps     = record.MaxProps
+	MaxPropKey   = record.MaxPropKey
+	MaxPropValue = record.MaxPropValue
 )
 
 // Engagement is what a Plausible "engagement" event reports of the page it

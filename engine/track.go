@@ -13,6 +13,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
@@ -60,7 +61,7 @@ func (e *Engine) prepare(ctx context.Context, now time.Time, hits []Hit) (*batch
 			return nil, err
 		}
 		if b.res.Reasons[i] == DropNone {
-			w := recs[i].website
+			w := recs[i].Website
 			if _, ok := b.idx[w]; !ok {
 				b.groups = append(b.groups, w)
 			}
@@ -146,7 +147,7 @@ func (e *Engine) commit(ctx context.Context, b *batch, mark *idem.Mark) (TrackRe
 // to the records; the site's queue holds copies) or drops them before it
 // returns.
 type trackScratch struct {
-	recs []record
+	recs []record.Hit
 	cfgs []*siteConfig
 
 	buf     []byte // the entries' encoded records
@@ -163,11 +164,11 @@ const trackScratchMax = 64
 // getTrackScratch returns a trackScratch of n zero records.
 func getTrackScratch(n int) *trackScratch {
 	if n > trackScratchMax {
-		return &trackScratch{recs: make([]record, n), cfgs: make([]*siteConfig, n)}
+		return &trackScratch{recs: make([]record.Hit, n), cfgs: make([]*siteConfig, n)}
 	}
 	sc := trackPool.Get().(*trackScratch)
 	if cap(sc.recs) < n {
-		sc.recs, sc.cfgs = make([]record, n, trackScratchMax), make([]*siteConfig, n, trackScratchMax)
+		sc.recs, sc.cfgs = make([]record.Hit, n, trackScratchMax), make([]*siteConfig, n, trackScratchMax)
 	}
 	sc.recs, sc.cfgs = sc.recs[:n], sc.cfgs[:n]
 	return sc
@@ -212,7 +213,7 @@ func encodeLarge(e *Engine, hits []pendingHit, entries []snapshot.LogEntry) []sn
 	var buf, one []byte
 	for i := range hits {
 		hits[i].seq = e.seq.Add(1)
-		one = hits[i].rec.appendBinary(one[:0])
+		one = hits[i].rec.AppendBinary(one[:0])
 		if cap(buf)-len(buf) < len(one) {
 			buf = make([]byte, 0, max(encodeChunk, len(one)))
 		}
@@ -286,7 +287,7 @@ func (e *Engine) logLocked(sc *trackScratch, hits []pendingHit, mark *idem.Mark)
 		for i := range hits {
 			hits[i].seq = e.seq.Add(1)
 			start := len(buf)
-			buf = hits[i].rec.appendBinary(buf)
+			buf = hits[i].rec.AppendBinary(buf)
 			entries = append(entries, snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]})
 		}
 		sc.buf, sc.entries = buf, entries
@@ -336,7 +337,7 @@ func (e *Engine) syncFailed(sh *shard, st *siteState, first uint64, err error) e
 // pins them until the records are applied. It returns the records as
 // pending hits, in dst's array when it has room, or nil when the website
 // was deleted meanwhile.
-func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, dst []pendingHit) ([]pendingHit, error) {
+func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []int, dst []pendingHit) ([]pendingHit, error) {
 	var missing []pinNeed
 	// Each round reads what was missing; what it reads may be evicted
 	// again before the lock is taken back (eviction runs beside), so
@@ -397,7 +398,7 @@ type pinNeed struct {
 // missingLocked appends to missing, once each, what the records recs[idx]
 // need resident that is only in the store: their days, the visitor state
 // of their periods, and the day of the visit each may continue.
-func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) []pinNeed {
+func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNeed) []pinNeed {
 	var seen map[pinNeed]bool
 	add := func(n pinNeed) {
 		if seen == nil {
@@ -410,22 +411,22 @@ func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) [
 	}
 	for _, i := range idx {
 		r := &recs[i]
-		if ent, ok := st.days[r.date]; !ok || segMissing(ent) {
-			if _, ok := st.dates[r.date]; ok {
-				add(pinNeed{r.date, 0, true})
+		if ent, ok := st.days[r.Date]; !ok || segMissing(ent) {
+			if _, ok := st.dates[r.Date]; ok {
+				add(pinNeed{r.Date, 0, true})
 			}
 		}
-		p, ok := st.periods[r.period]
+		p, ok := st.periods[r.Period]
 		if !ok {
-			if _, ok := st.stored[r.period]; ok {
-				add(pinNeed{0, r.period, false})
+			if _, ok := st.stored[r.Period]; ok {
+				add(pinNeed{0, r.Period, false})
 			}
 			continue
 		}
 		// The day of the visit r may continue (weekly and monthly salts:
 		// a visit's rows live in the day it started).
-		if _, v, ok := p.Find(r.hash); ok {
-			if v.Row != segments.NoVisit && v.Day != r.date {
+		if _, v, ok := p.Find(r.Hash); ok {
+			if v.Row != segments.NoVisit && v.Day != r.Date {
 				if vent, ok := st.days[v.Day]; !ok || segMissing(vent) {
 					if _, ok := st.dates[v.Day]; ok {
 						add(pinNeed{v.Day, 0, true})
@@ -459,36 +460,36 @@ func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDa
 // new), its period's visitor state (made new for a pageview or custom
 // event) and the day of the visit it may continue, and returns the records
 // as pending hits in dst's array when it has room.
-func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pendingHit) []pendingHit {
+func (e *Engine) pinHitsLocked(st *siteState, recs []record.Hit, idx []int, dst []pendingHit) []pendingHit {
 	hits := slices.Grow(dst[:0], len(idx))[:len(idx)]
 	tick := e.counters.tick.Add(1)
 	for k, i := range idx {
 		r := &recs[i]
-		ent, ok := st.days[r.date]
+		ent, ok := st.days[r.Date]
 		if !ok {
 			// A new day: an empty entry to pin (not in dates until a
 			// hit is applied to it).
-			ent = &dayEntry{day: buckets.NewDay(r.period), seg: segments.NewDay()}
-			st.days[r.date] = ent
+			ent = &dayEntry{day: buckets.NewDay(r.Period), seg: segments.NewDay()}
+			st.days[r.Date] = ent
 		}
 		ent.pins++
 		ent.used = tick
 		hits[k] = pendingHit{rec: r, day: ent}
-		p, ok := st.periods[r.period]
-		if !ok && !r.seg.engagement {
+		p, ok := st.periods[r.Period]
+		if !ok && !r.Seg.Engagement {
 			// A pageview or custom event numbers its visitor (an event may
 			// start a visit of the segments, SPEC §10.1); an engagement
 			// report of a period without state has no visit.
 			p = new(period)
-			e.residentPeriodLocked(st, r.period, p)
+			e.residentPeriodLocked(st, r.Period, p)
 			ok = true
 		}
 		if ok {
 			p.pins++
 			p.used = tick
 			hits[k].per = p
-			if _, v, ok := p.Find(r.hash); ok {
-				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.date {
+			if _, v, ok := p.Find(r.Hash); ok {
+				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.Date {
 					vent.pins++
 					vent.used = tick
 					hits[k].vday = vent
@@ -513,14 +514,14 @@ func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 	}
 	for _, h := range hits {
 		r := h.rec
-		if ent, ok := st.days[r.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
-			if _, listed := st.dates[r.date]; !listed {
-				delete(st.days, r.date)
+		if ent, ok := st.days[r.Date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+			if _, listed := st.dates[r.Date]; !listed {
+				delete(st.days, r.Date)
 			}
 		}
-		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
+		if p, ok := st.periods[r.Period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
 			e.counters.state.Add(-int64(p.size))
-			delete(st.periods, r.period)
+			delete(st.periods, r.Period)
 		}
 	}
 }
@@ -545,11 +546,11 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 		if h.vday != nil {
 			h.vday.pins--
 		}
-		if ent, ok := st.days[h.rec.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+		if ent, ok := st.days[h.rec.Date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
 			// Pinned for an engagement report that had no visit: never
 			// written.
-			if _, listed := st.dates[h.rec.date]; !listed {
-				delete(st.days, h.rec.date)
+			if _, listed := st.dates[h.rec.Date]; !listed {
+				delete(st.days, h.rec.Date)
 			}
 		}
 		*h = pendingHit{}
@@ -566,7 +567,7 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 // enrichment into r. It needs no lock of the statistics state. An error
 // (the salt of a new period could not be stored) fails the whole call: a
 // hit hashed without its period's salt would be another visitor.
-func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (*siteConfig, DropReason, error) {
+func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hit) (*siteConfig, DropReason, error) {
 	cfg := e.lookupSite(h)
 	switch {
 	case cfg == nil:
@@ -598,11 +599,11 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 		t = now
 	}
 	lt := t.In(cfg.loc)
-	r.website = cfg.id
-	r.date = buckets.DateFromTime(lt)
-	r.hour = uint8(lt.Hour())
-	r.period = periodStart(r.date, e.opts.SaltPeriod)
-	r.ms = t.UnixMilli()
+	r.Website = cfg.id
+	r.Date = buckets.DateFromTime(lt)
+	r.Hour = uint8(lt.Hour())
+	r.Period = periodStart(r.Date, e.opts.SaltPeriod)
+	r.Ms = t.UnixMilli()
 	if h.Event != nil && h.Engagement == nil {
 		// The segments keep the name and unit as sent (':' kept); only
 		// the phpAnalytics event statistic makes ':' a space (SPEC §2.4).
@@ -610,19 +611,19 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 		if !ok {
 			return cfg, DropInvalid, nil
 		}
-		r.event = true
-		r.seg.name, r.seg.unit = name, norm.EventUnitExact(h.Event.Unit)
+		r.Event = true
+		r.Seg.Name, r.Seg.Unit = name, norm.EventUnitExact(h.Event.Unit)
 		// The statistic's name is EventName's of the name as sent (cut
 		// after ':' became a space and the ends were trimmed), as before
 		// names were kept exactly; "" for a name of only colons.
 		stat, _ := norm.EventName(h.Event.Name)
-		r.eventRow = norm.EventRow(stat, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
+		r.EventRow = norm.EventRow(stat, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
 	}
-	salt, err := e.salt(ctx, r.period)
+	salt, err := e.salt(ctx, r.Period)
 	if err != nil {
 		return cfg, DropNone, err
 	}
-	r.hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
+	r.Hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
 	if h.Engagement != nil {
 		// An engagement report counts nowhere in the day buckets, and
 		// joins a visit of the segments only.
@@ -632,14 +633,14 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	// An event counts only under event in the day buckets (applyLocked),
 	// but may start a visit of the segments (SPEC §10.1), which takes its
 	// source, device and location from it: it is enriched as a pageview.
-	r.page = pg.Page
-	r.campaign = pg.Campaign
-	r.refHost = norm.ReferrerHost(h.Referrer)
-	r.browser, r.os, r.device = ag.Browser, ag.OS, ag.Device
-	r.resolution = norm.Resolution(h.Resolution)
-	r.language = norm.Language(h.Language)
+	r.Page = pg.Page
+	r.Campaign = pg.Campaign
+	r.RefHost = norm.ReferrerHost(h.Referrer)
+	r.Browser, r.OS, r.Device = ag.Browser, ag.OS, ag.Device
+	r.Resolution = norm.Resolution(h.Resolution)
+	r.Language = norm.Language(h.Language)
 	loc := h.Given.location(func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
-	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
+	r.Country, r.Continent, r.City = loc.Country, loc.Continent, loc.City
 	enrichSeg(h, pg, r, ag, loc)
 	return cfg, DropNone, nil
 }
