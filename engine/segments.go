@@ -27,18 +27,6 @@ const (
 	MaxPropValue = record.MaxPropValue
 )
 
-// Engagement is what a Plausible "engagement" event reports of the page it
-// was sent from: time engaged and how far the page was scrolled. A hit with
-// one counts nowhere but in the time_on_page and scroll_depth metrics: never
-// as a pageview, an event, a visit or a visitor, and it never starts or
-// extends a visit.
-type Engagement struct {
-	// EngagedMs is the time engaged with the page, in milliseconds.
-	EngagedMs int64
-	// ScrollDepth is the deepest scroll in percent (0–100), or -1 when unknown.
-	ScrollDepth int
-}
-
 // Goal, MetricWarning and Revenue are the query model's (package query):
 // a website's goal, why a metric is null, a revenue metric's value.
 type (

@@ -5,18 +5,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/enrich"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/idem"
-	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
-	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -564,9 +562,10 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 }
 
 // enrich runs steps 1 and 2 of the pipeline on h: the drops, then the
-// enrichment into r. It needs no lock of the statistics state. An error
-// (the salt of a new period could not be stored) fails the whole call: a
-// hit hashed without its period's salt would be another visitor.
+// enrichment into r (package enrich). It needs no lock of the statistics
+// state. An error (the salt of a new period could not be stored) fails
+// the whole call: a hit hashed without its period's salt would be another
+// visitor.
 func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hit) (*siteConfig, DropReason, error) {
 	cfg := e.lookupSite(h)
 	switch {
@@ -575,24 +574,16 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hi
 	case !cfg.ips.Empty() && cfg.ips.Contains(h.IP.Unmap()):
 		return cfg, DropExcludedIP, nil
 	}
-	ag := h.Given.agent(e.ua.Parse(h.UserAgent))
-	// An import without a user agent (a visitor id instead) is not a bot:
-	// like the header heuristics, that rule is for live requests.
-	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
-	// A missing Accept-Language alone is no bot (SPEC §2.4): Plausible's
-	// server-side integrations and proxies rarely forward it.
-	if cfg.excludeBots && (uaBot || (h.Live && ua.HeadlessHint(h.SecCHUA))) {
+	ag := enrich.Agent(h, e.ua.Parse(h.UserAgent))
+	if cfg.excludeBots && enrich.Bot(h, ag) {
 		return cfg, DropBot, nil
 	}
 	if h.Prefetch {
 		return cfg, DropPrefetch, nil
 	}
-	pg, ok := norm.ParsePage(h.URL, cfg.rules)
+	pg, ok := enrich.Page(h, cfg.rules)
 	if !ok {
 		return cfg, DropInvalid, nil
-	}
-	if h.HashMode {
-		pg = pg.KeepFragment()
 	}
 	t := h.Time
 	if t.IsZero() {
@@ -604,44 +595,15 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hi
 	r.Hour = uint8(lt.Hour())
 	r.Period = periodStart(r.Date, e.opts.SaltPeriod)
 	r.Ms = t.UnixMilli()
-	if h.Event != nil && h.Engagement == nil {
-		// The segments keep the name and unit as sent (':' kept); only
-		// the phpAnalytics event statistic makes ':' a space (SPEC §2.4).
-		name, ok := norm.EventNameExact(h.Event.Name)
-		if !ok {
-			return cfg, DropInvalid, nil
-		}
-		r.Event = true
-		r.Seg.Name, r.Seg.Unit = name, norm.EventUnitExact(h.Event.Unit)
-		// The statistic's name is EventName's of the name as sent (cut
-		// after ':' became a space and the ends were trimmed), as before
-		// names were kept exactly; "" for a name of only colons.
-		stat, _ := norm.EventName(h.Event.Name)
-		r.EventRow = norm.EventRow(stat, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
+	if !enrich.CustomEvent(r, h) {
+		return cfg, DropInvalid, nil
 	}
 	salt, err := e.salt(ctx, r.Period)
 	if err != nil {
 		return cfg, DropNone, err
 	}
 	r.Hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
-	if h.Engagement != nil {
-		// An engagement report counts nowhere in the day buckets, and
-		// joins a visit of the segments only.
-		enrichSeg(h, pg, r, ag, geo.Location{})
-		return cfg, DropNone, nil
-	}
-	// An event counts only under event in the day buckets (applyLocked),
-	// but may start a visit of the segments (SPEC §10.1), which takes its
-	// source, device and location from it: it is enriched as a pageview.
-	r.Page = pg.Page
-	r.Campaign = pg.Campaign
-	r.RefHost = norm.ReferrerHost(h.Referrer)
-	r.Browser, r.OS, r.Device = ag.Browser, ag.OS, ag.Device
-	r.Resolution = norm.Resolution(h.Resolution)
-	r.Language = norm.Language(h.Language)
-	loc := h.Given.location(func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
-	r.Country, r.Continent, r.City = loc.Country, loc.Continent, loc.City
-	enrichSeg(h, pg, r, ag, loc)
+	enrich.Dims(r, h, pg, ag, func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
 	return cfg, DropNone, nil
 }
 
@@ -656,33 +618,11 @@ func (e *Engine) lookupSite(h *Hit) *siteConfig {
 		}
 		return nil
 	}
-	var host string
-	if h.Domain != "" {
-		host = norm.PlausibleDomain(h.Domain)
-	} else {
-		host = norm.Host(urlHost(h.URL))
-	}
-	id, ok := e.domains[host]
+	id, ok := e.domains[enrich.SiteHost(h)]
 	if !ok {
 		return nil
 	}
 	return e.sites[id].cfg.Load()
-}
-
-// urlHost is the host[:port] of an absolute URL, or "".
-func urlHost(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return ""
-	}
-	u = u[i+3:]
-	if j := strings.IndexAny(u, "/?#"); j >= 0 {
-		u = u[:j]
-	}
-	if j := strings.LastIndexByte(u, '@'); j >= 0 {
-		u = u[j+1:]
-	}
-	return u
 }
 
 // saltPeriod is p as package salts names it.

@@ -1,4 +1,4 @@
-package engine
+package enrich
 
 import (
 	"net/url"
@@ -15,9 +15,9 @@ import (
 // (paths, referrers, UTM values), in characters.
 const maxSegValue = 255
 
-// enrichSeg fills the segment fields of r (SPEC §10.1) from h. pg is h's
-// parsed page; r's day-bucket fields are filled (r.refHost is read).
-func enrichSeg(h *Hit, pg norm.Page, r *record.Hit, ag ua.Agent, loc geo.Location) {
+// seg fills the segment fields of r (SPEC §10.1) from h. pg is h's
+// parsed page; r's day-bucket fields are filled (r.RefHost is read).
+func seg(h *Hit, pg norm.Page, r *record.Hit, ag ua.Agent, loc geo.Location) {
 	f := &r.Seg
 	f.Scroll = -1
 	f.Path = pg.Path()
@@ -45,13 +45,13 @@ func enrichSeg(h *Hit, pg norm.Page, r *record.Hit, ag ua.Agent, loc geo.Locatio
 // boundProps keeps the custom properties SPEC §2.4 allows: at most
 // MaxProps, keys of 1 to MaxPropKey and values of at most MaxPropValue
 // characters, valid UTF-8; the first of a repeated key.
-func boundProps(in []Prop) []Prop {
-	var out []Prop
+func boundProps(in []record.Prop) []record.Prop {
+	var out []record.Prop
 	for _, p := range in {
-		if len(out) == MaxProps {
+		if len(out) == record.MaxProps {
 			break
 		}
-		if p.Key == "" || utf8.RuneCountInString(p.Key) > MaxPropKey || utf8.RuneCountInString(p.Value) > MaxPropValue ||
+		if p.Key == "" || utf8.RuneCountInString(p.Key) > record.MaxPropKey || utf8.RuneCountInString(p.Value) > record.MaxPropValue ||
 			!utf8.ValidString(p.Key) || !utf8.ValidString(p.Value) {
 			continue
 		}
@@ -63,7 +63,7 @@ func boundProps(in []Prop) []Prop {
 			}
 		}
 		if !dup {
-			out = append(out, Prop{Key: strings.Clone(p.Key), Value: strings.Clone(p.Value)})
+			out = append(out, record.Prop{Key: strings.Clone(p.Key), Value: strings.Clone(p.Value)})
 		}
 	}
 	return out
