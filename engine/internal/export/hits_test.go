@@ -4,9 +4,9 @@ import "testing"
 
 func TestCampaignQuery(t *testing.T) {
 	for _, tc := range []struct {
-		name                                                  string
+		name                                                   string
 		src, medium, campaign, content, term, source, referrer string
-		want                                                  string
+		want                                                   string
 	}{
 		{name: "none", want: ""},
 		{name: "utm in Encode order", src: "news", medium: "email", campaign: "spring sale", want: "utm_campaign=spring+sale&utm_medium=email&utm_source=news"},
