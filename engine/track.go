@@ -625,22 +625,11 @@ func (e *Engine) lookupSite(h *Hit) *siteConfig {
 	return e.sites[id].cfg.Load()
 }
 
-// saltPeriod is p as package salts names it.
-func saltPeriod(p SaltPeriod) salts.Period {
-	switch p {
-	case SaltWeek:
-		return salts.Week
-	case SaltMonth:
-		return salts.Month
-	}
-	return salts.Day
-}
-
 // periodStart returns the first day of the salt period holding date.
-func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).Start(date) }
+func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return p.Start(date) }
 
 // periodEnd returns the last day of the salt period starting on first.
-func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).End(first) }
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return p.End(first) }
 
 // salt returns the salt of the period starting on first, creating (and
 // storing; in cluster mode, agreeing on) a random one the first time. A
