@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -10,8 +9,10 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/importlog"
+	"github.com/webstats/webstats/engine/internal/logmsg"
+	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/engine/internal/record"
-	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -65,27 +66,11 @@ type Cluster interface {
 	DropSalt(ctx context.Context, first int32) error
 }
 
-// Messages of publish: a kind byte, then the records, each preceded by its
-// length (uvarint). Kind msgZstd holds them zstd-compressed, after their
-// uncompressed length (uvarint); publish compresses what is larger than
-// zstdAbove. A message is never larger than maxMessageRecords
-// uncompressed (an import of 10 MiB is about 3 MiB of records).
-//
-// Kind msgKeyed holds the idempotency key of a TrackOnce (idem.Mark, after
-// its length) before the message of its records: the key and the batch are
-// applied together, on every node.
-const (
-	msgPlain          = 'p'
-	msgZstd           = 'z'
-	msgKeyed          = 'k'
-	zstdAbove         = 16 << 10
-	maxMessageRecords = 64 << 20
-)
-
 // publish is ingest in cluster mode: the records go to the shared log, and
 // the follower (follow) applies them, here as on every other node. They go
-// as one message, so that a call is counted whole or not at all, on every
-// node: more than the log takes in one message is ErrTooLarge.
+// as one message (package logmsg), so that a call is counted whole or not
+// at all, on every node: more than the log takes in one message is
+// ErrTooLarge.
 func (e *Engine) publish(ctx context.Context, website uint32, recs []record.Hit, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
@@ -93,94 +78,84 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record.Hit,
 	if s == nil {
 		return false, nil
 	}
-	body := []byte{msgPlain}
+	var body logmsg.Records
 	var rec []byte
 	for _, i := range idx {
 		rec = recs[i].AppendBinary(rec[:0])
-		body = binary.AppendUvarint(body, uint64(len(rec)))
-		body = append(body, rec...)
+		body.Add(rec)
 	}
-	msg := body
-	if len(body) > zstdAbove {
-		msg = binary.AppendUvarint([]byte{msgZstd}, uint64(len(body)-1))
-		msg = segments.ZstdEncoder().EncodeAll(body[1:], msg)
-	}
+	var key []byte
 	if mark != nil {
-		mb := mark.AppendBinary(nil)
-		keyed := binary.AppendUvarint([]byte{msgKeyed}, uint64(len(mb)))
-		msg = append(append(keyed, mb...), msg...)
+		key = mark.AppendBinary(nil)
 	}
-	if len(body) > maxMessageRecords || len(msg) > e.opts.Cluster.MaxMessage() {
+	msg := body.Message(key)
+	if body.Len() > logmsg.MaxRecords || len(msg) > e.opts.Cluster.MaxMessage() {
 		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
 	}
+	if err := e.publishCounted(ctx, website, msg); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// initCluster makes what cluster mode needs beside the log: the runner of
+// this node's registry transactions and, with partitions, the mover of its
+// partitions (which removes the fetches a crash left).
+func (e *Engine) initCluster() {
+	e.regRunner = regtx.NewRunner(regtx.Config{
+		Publish:    func(ctx context.Context, msg []byte) error { return e.publishCounted(ctx, 0, msg) },
+		MaxMessage: func() int { return e.opts.Cluster.MaxMessage() },
+		Rand:       e.opts.Rand, Unavailable: ErrClusterUnavailable, TooLarge: ErrTooLarge,
+	})
+	if e.opts.Partitions != nil {
+		e.mover = partitions.NewMover(partitions.Config{
+			Cluster: e.opts.Partitions, Node: partitionNode{e}, Held: &e.held,
+			Dir: e.fetchDir(), Logger: e.opts.Logger, ErrBusy: ErrBusy,
+		})
+	}
+}
+
+// publishCounted publishes msg, counted in the cluster's metrics.
+func (e *Engine) publishCounted(ctx context.Context, website uint32, msg []byte) error {
 	t0 := time.Now()
 	if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
 		e.cluster.publishErrs.Add(1)
-		return false, fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 	}
 	e.cluster.publishNs.Add(int64(time.Since(t0)))
 	e.cluster.publishes.Add(1)
-	return true, nil
+	return nil
 }
 
 // decodeMessage splits a message of publish into records and its
 // idempotency key (nil: none).
 func decodeMessage(msg []byte, recs []record.Hit) ([]record.Hit, *idem.Mark, error) {
 	recs = recs[:0]
+	key, body, err := logmsg.Split(msg)
 	var mark *idem.Mark
-	if len(msg) > 0 && msg[0] == msgKeyed {
-		n, k := binary.Uvarint(msg[1:])
-		if k <= 0 || n > uint64(len(msg)-1-k) {
-			return recs, nil, fmt.Errorf("engine: cluster message key: %w", wire.ErrRecord)
-		}
+	if key != nil {
 		mark = new(idem.Mark)
-		if err := mark.Decode(msg[1+k : 1+k+int(n)]); err != nil {
+		if err := mark.Decode(key); err != nil {
 			return recs, nil, err
 		}
-		msg = msg[1+k+int(n):]
 	}
-	recs, err := decodeRecords(msg, recs)
-	if err == nil && mark != nil && mark.Website != recs[0].Website {
-		err = fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
+	if err != nil {
+		return recs, nil, err
 	}
-	return recs, mark, err
-}
-
-// decodeRecords splits the records of a message (after its key).
-func decodeRecords(msg []byte, recs []record.Hit) ([]record.Hit, error) {
-	if len(msg) == 0 {
-		return recs, fmt.Errorf("engine: empty cluster message: %w", wire.ErrRecord)
-	}
-	switch msg[0] {
-	case msgPlain:
-		msg = msg[1:]
-	case msgZstd:
-		n, k := binary.Uvarint(msg[1:])
-		if k <= 0 || n > maxMessageRecords {
-			return recs, fmt.Errorf("engine: cluster message length: %w", wire.ErrRecord)
-		}
-		var err error
-		if msg, err = segments.Unzstd(msg[1+k:], int(n)); err != nil {
-			return recs, fmt.Errorf("engine: cluster message: %w: %w", wire.ErrRecord, err)
-		}
-	default:
-		return recs, fmt.Errorf("engine: cluster message of kind %q: %w", msg[0], wire.ErrRecord)
-	}
-	for len(msg) > 0 {
-		n, k := binary.Uvarint(msg)
-		if k <= 0 || n > uint64(len(msg)-k) {
-			return recs, fmt.Errorf("engine: cluster message: %w", wire.ErrRecord)
+	for len(body) > 0 {
+		var rec []byte
+		if rec, body, err = logmsg.Next(body); err != nil {
+			return recs, nil, err
 		}
 		recs = append(recs, record.Hit{})
-		if err := recs[len(recs)-1].Decode(msg[k : k+int(n)]); err != nil {
-			return recs, err
+		if err := recs[len(recs)-1].Decode(rec); err != nil {
+			return recs, nil, err
 		}
-		msg = msg[k+int(n):]
 	}
-	if len(recs) == 0 {
-		return recs, fmt.Errorf("engine: cluster message without records: %w", wire.ErrRecord)
+	if mark != nil && mark.Website != recs[0].Website {
+		return recs, nil, fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
 	}
-	return recs, nil
+	return recs, mark, nil
 }
 
 // LogMessage is a message of the shared log as Follow gives it.
@@ -230,7 +205,7 @@ type ClusterMetrics struct {
 type clusterCounters struct {
 	pending, lagNs                    atomic.Int64
 	publishes, publishNs, publishErrs atomic.Int64
-	followErrs, regConflicts          atomic.Int64
+	followErrs                        atomic.Int64
 	followErr                         atomic.Pointer[string]
 	gap                               atomic.Bool // the last follow error was ErrLogGap
 }
@@ -252,13 +227,13 @@ func (e *Engine) ClusterMetrics() *ClusterMetrics {
 		PublishErrors: uint64(c.publishErrs.Load()),
 		FollowErrors:  uint64(c.followErrs.Load()),
 
-		RegistryConflicts: uint64(c.regConflicts.Load()),
+		RegistryConflicts: uint64(e.regRunner.Conflicts()),
 	}
 	if p := c.followErr.Load(); p != nil {
 		m.FollowError = *p
 	}
 	if pt := e.opts.Partitions; pt != nil {
-		m.Partitions, m.Held, m.Ready, m.Target = pt.Count(), e.held.Load(), e.ready.Load(), pt.Target()
+		m.Partitions, m.Held, m.Ready, m.Target = pt.Count(), e.held.Mask(), e.held.Ready(), pt.Target()
 	}
 	return m
 }
@@ -314,54 +289,9 @@ func (e *Engine) follow() {
 	}()
 	defer cancel()
 	var recs []record.Hit
+	apply := func(m LogMessage) error { return e.applyMessage(ctx, m, &recs) }
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
-		apply := func(m LogMessage) error {
-			// Not e.enter: a registry change waits for the follower
-			// while it holds enter's read lock, which Close's write
-			// lock would then keep the follower from taking. Close
-			// stops the follower (ctx) and waits for it (e.bg)
-			// before it closes the store.
-			if ctx.Err() != nil {
-				return ErrClosed
-			}
-			seq := m.Seq
-			var lag time.Duration
-			if m.Pending > 0 {
-				lag = max(0, time.Since(m.Time))
-			}
-			e.cluster.pending.Store(int64(m.Pending))
-			e.cluster.lagNs.Store(int64(lag))
-			e.cluster.followErr.Store(nil)
-			if len(m.Data) == 1 && m.Data[0] == msgNoop {
-				e.seq.Store(seq)
-				return nil
-			}
-			if len(m.Data) > 0 && m.Data[0] == msgRegistry {
-				rm, err := decodeRegistry(m.Data)
-				if err != nil {
-					return fmt.Errorf("message %d: %w", seq, err)
-				}
-				return e.applyRegistry(seq, rm)
-			}
-			if len(m.Data) > 0 && m.Data[0] == importlog.Kind {
-				im, err := importlog.Decode(m.Data)
-				if err != nil {
-					return fmt.Errorf("message %d: %w", seq, err)
-				}
-				return e.applyImport(seq, m.Time, im)
-			}
-			var err error
-			var mark *idem.Mark
-			if recs, mark, err = decodeMessage(m.Data, recs); err != nil {
-				// Skipping it would make this node differ from those
-				// that can read it (a newer version's record during an
-				// upgrade): the follower stops here and retries, and
-				// the lag shows.
-				return fmt.Errorf("message %d: %w", seq, err)
-			}
-			return e.applyShared(seq, recs, mark)
-		}
 		var err error
 		if e.opts.Partitions != nil {
 			if err = e.followPartitions(ctx, apply); err == nil {
@@ -391,6 +321,56 @@ func (e *Engine) follow() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// applyMessage applies message m of the log, whatever its kind; recs is
+// the records of the last message applied, reused.
+func (e *Engine) applyMessage(ctx context.Context, m LogMessage, recs *[]record.Hit) error {
+	// Not e.enter: a registry change waits for the follower while it
+	// holds enter's read lock, which Close's write lock would then keep
+	// the follower from taking. Close stops the follower (ctx) and waits
+	// for it (e.bg) before it closes the store.
+	if ctx.Err() != nil {
+		return ErrClosed
+	}
+	seq := m.Seq
+	var lag time.Duration
+	if m.Pending > 0 {
+		lag = max(0, time.Since(m.Time))
+	}
+	e.cluster.pending.Store(int64(m.Pending))
+	e.cluster.lagNs.Store(int64(lag))
+	e.cluster.followErr.Store(nil)
+	var kind byte
+	if len(m.Data) > 0 {
+		kind = m.Data[0]
+	}
+	switch {
+	case kind == logmsg.Noop && len(m.Data) == 1:
+		e.seq.Store(seq)
+		return nil
+	case kind == regtx.Kind:
+		rm, err := regtx.Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", seq, err)
+		}
+		return e.applyRegistry(seq, rm)
+	case kind == importlog.Kind:
+		im, err := importlog.Decode(m.Data)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", seq, err)
+		}
+		return e.applyImport(seq, m.Time, im)
+	}
+	var err error
+	var mark *idem.Mark
+	if *recs, mark, err = decodeMessage(m.Data, *recs); err != nil {
+		// Skipping it would make this node differ from those that can
+		// read it (a newer version's record during an upgrade): the
+		// follower stops here and retries, and the lag shows.
+		return fmt.Errorf("message %d: %w", seq, err)
+	}
+	return e.applyShared(seq, *recs, mark)
 }
 
 // applyShared applies the records of the message of log sequence seq (one
@@ -468,7 +448,7 @@ func (e *Engine) catchUp() error {
 	var last uint64
 	var err error
 	if e.opts.Partitions != nil {
-		last, err = e.opts.Partitions.Last(ctx, e.held.Load())
+		last, err = e.opts.Partitions.Last(ctx, e.held.Mask())
 	} else {
 		last, err = e.opts.Cluster.Last(ctx)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/engine/internal/password"
+	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
@@ -46,11 +48,11 @@ type Engine struct {
 	applyMu sync.Mutex
 	// Cluster mode (regtx.go): the dry run in progress, whose writes are
 	// collected; the log position of the last registry transaction
-	// applied; the transactions this node waits for.
-	regTx      *regTx
-	regSeq     uint64
-	regWaiting regWaiters
-	regTxSem   chan struct{} // one change at a time on this node (regDo)
+	// applied; what publishes this node's, one at a time, and waits for
+	// them.
+	regTx     *regtx.Tx
+	regSeq    uint64
+	regRunner *regtx.Runner
 	// importWaiting are the imports this node published (cluster mode).
 	importWaiting importlog.Waiters
 
@@ -66,20 +68,15 @@ type Engine struct {
 	intern      atomic.Pointer[segments.Interns]
 	internStats segments.InternStats
 
-	// held is the partitions this node holds (partition.go); unused
-	// without Options.Partitions. serveStop ends its answers to the
-	// other nodes.
-	held      atomic.Uint64
+	// held is the partitions this node holds and answers for
+	// (partition.go), which mover changes; unused without
+	// Options.Partitions. serveStop ends its answers to the other nodes.
+	// swept is set once the follower removed statistics of partitions
+	// not held.
+	held      partitions.Held
+	mover     *partitions.Mover
 	serveStop func()
-	fetches   fetches
-	// ready is the partitions held and caught up with, which this node
-	// answers for; heldGen counts the changes to held; inflight the
-	// answers being computed here, by partition; swept is set once the
-	// follower removed statistics of partitions not held.
-	ready    atomic.Uint64
-	heldGen  atomic.Uint64
-	inflight [MaxPartitions]atomic.Int64
-	swept    bool
+	swept     bool
 	// snapMu serialises snapshots with each other and with the deletion of
 	// a website's keys; it guards lastTrim and trimmedSince.
 	snapMu       sync.Mutex
@@ -233,7 +230,6 @@ func Open(opts *Options) (*Engine, error) {
 		closing:    make(chan struct{}),
 		kick:       make(chan struct{}, 1),
 		streamSlot: make(chan struct{}, 1),
-		regTxSem:   make(chan struct{}, 1),
 		// The log is compacted compactLogEvery after start first (by
 		// the engine's clock: a simulated history compacts as the real
 		// one would).
@@ -263,10 +259,7 @@ func Open(opts *Options) (*Engine, error) {
 		so.CacheSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.DefaultCacheSize)
 		so.MemTableSize = min(max(o.MemoryBudget/16, 1<<20), snapshot.MaxMemTableSize)
 	}
-	if o.Partitions != nil {
-		e.fetches = fetches{m: make(map[int]*fetch), failed: make(map[int]time.Time), promote: make(map[int]uint64), done: make(chan struct{}, 1)}
-		e.removeFetches()
-	}
+	e.initCluster()
 	e.store, err = snapshot.Open(so)
 	if err != nil {
 		e.geo.Close()
@@ -368,15 +361,15 @@ func (e *Engine) Close() error {
 		// The last uses of keys and sessions go into the registry while
 		// the follower still runs (a registry transaction waits for it to
 		// apply): the final snapshot comes after it has stopped. With
-		// the log down this waits regWait and they are lost.
+		// the log down this waits regtx.Wait and they are lost.
 		if err := e.flushRecords(); err != nil {
 			e.opts.Logger.Error("write key and session uses", "err", err)
 		}
 	}
 	close(e.stop)
 	e.bg.Wait()
-	if e.opts.Partitions != nil {
-		e.dropFetches()
+	if e.mover != nil {
+		e.mover.Close()
 	}
 	err := e.snapshot()
 	return errors.Join(err, e.store.Close(), e.geo.Close())

@@ -2,15 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/bits"
 	"slices"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/logmsg"
+	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -19,43 +18,27 @@ import (
 // subjects, grouped into Count partitions; a node applies the records of
 // the partitions it holds only (and every registry transaction: each node
 // keeps the whole registry), and asks a node that holds a website's
-// partition for that website's statistics.
+// partition for that website's statistics (partitionask.go).
 //
 // Which partitions a node should hold (its target) is the Partitioner's
-// business: engine/jetstream computes it from the live nodes. The engine
+// business: engine/jetstream computes it from the live nodes. The node
 // moves towards it in its follower goroutine, so that nothing is applied
-// meanwhile (rebalance):
-//
-//   - A partition it gains comes from a node that holds it: that node takes
-//     a snapshot and sends every key of the partition's websites from a
-//     consistent view of its store, with the view's trim point T; all of a
-//     website's records up to T are in its keys, and its stored lastSeq
-//     covers every record its keys hold. The keys replace the website's,
-//     and the follower resumes just after min(own position, T): each
-//     website (and the registry) skips the records it already holds, by its
-//     own lastSeq, so resuming from further back is only rereading.
-//   - A partition no live node holds is rebuilt from the log, from its
-//     start, when the log was never trimmed (a new cluster); otherwise it
-//     stays missing, its websites' statistics unavailable, until a node
-//     that holds it comes back.
-//   - A partition it no longer should hold is kept until every node of
-//     that partition's target holds it (Covered), then dropped: its
-//     websites' statistics leave memory and the store.
-//
-// The partitions held are stored (KindCluster heldID) with the data they
+// meanwhile: a partitions.Mover decides the moves, and the engine, its
+// Node (partitionmove.go), replaces the websites' statistics. The
+// partitions held are stored (KindCluster heldID) with the data they
 // describe: a restart follows the same subjects from its snapshot.
 
 // MaxPartitions is how many subjects the shared log spreads websites over;
 // a cluster groups them into 1 to MaxPartitions partitions.
-const MaxPartitions = 64
+const MaxPartitions = partitions.Max
 
 // PartitionOf returns the partition of website among n (1 to
 // MaxPartitions).
-func PartitionOf(website uint32, n int) int { return int(website%MaxPartitions) % n }
+func PartitionOf(website uint32, n int) int { return partitions.Of(website, n) }
 
 // ErrNoHolder is the answer of Partitioner.Fetch and Ask when no live node
 // holds the partition.
-var ErrNoHolder = errors.New("engine: no live node holds the partition")
+var ErrNoHolder = partitions.ErrNoHolder
 
 // errElsewhere is a node's answer to a question about a website of a
 // partition it does not hold (any more).
@@ -95,12 +78,13 @@ type Partitioner interface {
 	Serve(fetch func(ctx context.Context, p int, w io.Writer) error, ask func(ctx context.Context, req []byte) ([]byte, error)) (stop func(), err error)
 }
 
-// heldID is the snapshot.KindCluster record of the partitions held: the
-// partition count, then the mask (8 bytes, big-endian).
+// heldID is the snapshot.KindCluster record of the partitions held
+// (partitions.Record).
 const heldID = 3
 
 // loadHeld reads the partitions the store holds; a store written with
-// another partition count is refused.
+// another partition count is refused. Each is answered for once the node
+// has caught up with it, as gained ones are: the node may be far behind.
 func (e *Engine) loadHeld() error {
 	n := e.opts.Partitions.Count()
 	if n < 1 || n > MaxPartitions {
@@ -116,62 +100,27 @@ func (e *Engine) loadHeld() error {
 		}
 		var held uint64
 		if applied {
-			held = uint64(1)<<n - 1
+			held = partitions.All(n)
 		}
 		// Recorded now: once this node has applied anything, "no
 		// record" would read as "all".
-		v := binary.BigEndian.AppendUint64([]byte{byte(n)}, held)
-		if err := e.store.Put(snapshot.KindCluster, heldID, v); err != nil {
+		if err := e.store.Put(snapshot.KindCluster, heldID, partitions.Record(n, held)); err != nil {
 			return fmt.Errorf("engine: partitions held: %w", err)
 		}
-		e.held.Store(held)
-		e.catchUpHeld(held)
+		e.held.Init(held)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("engine: partitions held: %w", err)
 	}
-	if len(v) != 9 {
+	count, held, ok := partitions.ParseRecord(v)
+	if !ok {
 		return fmt.Errorf("engine: partitions held: %d bytes: %w", len(v), snapshot.ErrCorrupt)
 	}
-	if int(v[0]) != n {
-		return fmt.Errorf("engine: this store holds %d partitions' websites, the node is started with %d; a node of this cluster starts from an empty directory", v[0], n)
+	if count != n {
+		return fmt.Errorf("engine: this store holds %d partitions' websites, the node is started with %d; a node of this cluster starts from an empty directory", count, n)
 	}
-	held := binary.BigEndian.Uint64(v[1:])
-	e.held.Store(held)
-	e.catchUpHeld(held)
-	return nil
-}
-
-// catchUpHeld makes the partitions a store holds at Open answered for
-// once the node has caught up with them, as gained ones are (promote):
-// the node may be far behind.
-func (e *Engine) catchUpHeld(held uint64) {
-	for ; held != 0; held &= held - 1 {
-		e.fetches.promote[bits.TrailingZeros64(held)] = unknownLast
-	}
-}
-
-// unknownLast marks a partition to promote whose last message is not
-// known yet: promote asks the log.
-const unknownLast = math.MaxUint64
-
-// saveHeld stores held as the partitions this node applies. Those it no
-// longer holds are no longer answered for either (ready); a gained one is
-// answered for once the node has caught up with it (promote).
-func (e *Engine) saveHeld(held uint64) error {
-	v := binary.BigEndian.AppendUint64([]byte{byte(e.opts.Partitions.Count())}, held)
-	if err := e.store.Put(snapshot.KindCluster, heldID, v); err != nil {
-		return fmt.Errorf("engine: partitions held: %w", err)
-	}
-	// Under the lock promote changes ready with: ready stays within held.
-	e.fetches.mu.Lock()
-	e.held.Store(held)
-	e.heldGen.Add(1)
-	ready := e.ready.Load() & held
-	e.ready.Store(ready)
-	e.fetches.mu.Unlock()
-	e.opts.Partitions.SetHeld(ready)
+	e.held.Init(held)
 	return nil
 }
 
@@ -181,49 +130,7 @@ func (e *Engine) applies(website uint32) bool {
 	if e.opts.Partitions == nil {
 		return true
 	}
-	return e.held.Load()&(1<<PartitionOf(website, e.opts.Partitions.Count())) != 0
-}
-
-// promote makes the gained partitions the node has caught up with
-// answered here, and tells the other nodes.
-func (e *Engine) promote(ctx context.Context) {
-	e.fetches.mu.Lock()
-	var unknown []int
-	for p, seq := range e.fetches.promote {
-		if seq == unknownLast {
-			unknown = append(unknown, p)
-		}
-	}
-	e.fetches.mu.Unlock()
-	for _, p := range unknown {
-		// The last message of the partition (and of the registry) now:
-		// once applied, the node has caught up with it.
-		last, err := e.opts.Partitions.Last(ctx, 1<<p)
-		if err != nil {
-			continue // at the next tick
-		}
-		e.fetches.mu.Lock()
-		if _, ok := e.fetches.promote[p]; ok {
-			e.fetches.promote[p] = last
-		}
-		e.fetches.mu.Unlock()
-	}
-	e.fetches.mu.Lock()
-	ready := e.ready.Load()
-	for p, seq := range e.fetches.promote {
-		if e.held.Load()&(1<<p) == 0 {
-			delete(e.fetches.promote, p)
-		} else if e.seq.Load() >= seq {
-			ready |= 1 << p
-			delete(e.fetches.promote, p)
-		}
-	}
-	changed := ready != e.ready.Load()
-	e.ready.Store(ready)
-	e.fetches.mu.Unlock()
-	if changed {
-		e.opts.Partitions.SetHeld(ready)
-	}
+	return e.held.Has(PartitionOf(website, e.opts.Partitions.Count()))
 }
 
 // partitionSites returns the websites of partition p in the registry.
@@ -244,15 +151,20 @@ func (e *Engine) partitionSites(p int) []*site {
 // followPartitions is the follower's loop in partitioned mode: move
 // towards the target, then follow the held partitions until a move is
 // ready or the log fails. Partitions to gain are fetched meanwhile, each
-// into a file (fetchPartition), so that the follower stops only to import
-// one that has arrived.
+// into a file, so that the follower stops only to import one that has
+// arrived.
 func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error) error {
 	pt := e.opts.Partitions
-	after, err := e.rebalance(ctx)
-	if err != nil {
+	var err error
+	if !e.swept {
+		e.swept = true
+		err = e.sweep()
+	}
+	after, merr := e.mover.Rebalance(ctx)
+	if err = errors.Join(err, merr); err != nil {
 		e.opts.Logger.Error("cluster: partitions", "err", err)
 	}
-	e.startFetches(ctx)
+	e.mover.StartFetches(ctx)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	moved := make(chan struct{})
@@ -266,7 +178,7 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 			case <-fctx.Done():
 				return
 			case <-pt.Changed():
-			case <-e.fetches.done:
+			case <-e.mover.Fetched():
 			case <-tick.C:
 			}
 			if seq := e.seq.Load(); seq != at {
@@ -275,15 +187,15 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 				still = time.Now()
 				e.publishNoop(fctx)
 			}
-			e.promote(ctx)
-			e.startFetches(ctx)
-			if e.planned() {
+			e.mover.Promote(ctx)
+			e.mover.StartFetches(ctx)
+			if e.mover.Planned() {
 				cancel()
 				return
 			}
 		}
 	}()
-	err = pt.Follow(fctx, after, e.held.Load(), fn)
+	err = pt.Follow(fctx, after, e.held.Mask(), fn)
 	// Read before cancel: Follow returned on its own (an error to report
 	// and back off from) unless the watcher stopped it for a move. (An
 	// error of Follow's own at the moment of a move is dropped: the next
@@ -298,23 +210,21 @@ func (e *Engine) followPartitions(ctx context.Context, fn func(LogMessage) error
 }
 
 // quietAfter is how long a node's position may stay still before it
-// publishes a no-op on the registry's subject (msgNoop).
+// publishes a no-op on the registry's subject.
 const quietAfter = time.Hour
 
-// msgNoop is the kind byte of a message that changes nothing. A node
-// follows the registry's subject and its partitions' only: when none of
-// them gets a message, its position stays still, holding back the log's
-// trimming (its snapshots record it) and, once the log's age limit passes
-// it, looking like a gap. A no-op on the registry's subject, which every
-// node follows, moves every node's position.
-const msgNoop = 'n'
+// A node follows the registry's subject and its partitions' only: when
+// none of them gets a message, its position stays still, holding back the
+// log's trimming (its snapshots record it) and, once the log's age limit
+// passes it, looking like a gap. A no-op (logmsg.Noop) on the registry's
+// subject, which every node follows, moves every node's position.
 
 // publishNoop publishes a no-op (failures are logged: the next quiet hour
 // tries again).
 func (e *Engine) publishNoop(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := e.opts.Cluster.Publish(ctx, 0, []byte{msgNoop}); err != nil && ctx.Err() == nil {
+	if err := e.opts.Cluster.Publish(ctx, 0, []byte{logmsg.Noop}); err != nil && ctx.Err() == nil {
 		e.opts.Logger.Warn("cluster: publish a no-op", "err", err)
 	}
 }

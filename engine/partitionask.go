@@ -247,11 +247,9 @@ func (o Owner) elsewhere(website uint32) (far bool, done func(), err error) {
 		return false, func() {}, nil
 	}
 	p := PartitionOf(website, e.opts.Partitions.Count())
-	e.inflight[p].Add(1) // before the check: see rebalance
-	if e.ready.Load()&(1<<p) != 0 {
-		return false, func() { e.inflight[p].Add(-1) }, nil
+	if done, ok := e.held.Answering(p); ok {
+		return false, done, nil
 	}
-	e.inflight[p].Add(-1)
 	if o.local {
 		return false, nil, errElsewhere
 	}

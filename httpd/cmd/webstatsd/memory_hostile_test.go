@@ -46,19 +46,23 @@ func importLines(tag string, n int, at time.Time) []string {
 //
 // The bounds are regression bounds on the Go heap in use (polled on the
 // binary's /metrics every 20 ms), not the SPEC's, and RSS is only logged:
-// measured on a loaded 2-core machine (README, "Limits"), one import grows
-// RSS by +59 to +99 MiB (median +70, 10 runs) and the heap in use by +42
-// to +79 MiB (median +59), both swinging with the collector's pacing (the
-// import's live set, about 35 to 40 MiB, peaks near twice that under
-// GOGC 100). A bound at 64 MiB fails on a good run's neighbour; the bounds
-// below catch a doubling, not the records-buffer regression (main before
-// this branch measured RSS +94 to +102 MiB and heap +41 to +90 MiB).
+// measured on a loaded 2-core machine (README, "Limits"), one import
+// counted in parts of 1,000 (engine/trackparts.go) grows RSS by +54.7 to
+// +59.8 MiB (4 runs) and the heap in use by +44 to +46 MiB; counted as one
+// batch (main before the parts) RSS grew by +59 to +99 MiB (median +70,
+// 10 runs) and the heap by +42 to +79 MiB (median +59). RSS swings with
+// the collector's pacing by more than the margin to 64 MiB, so the test
+// bounds the heap: 64 MiB for one import, which the one-batch import
+// passed only on its good runs. In a row under -memory-budget 16MiB,
+// snapshots of the days just imported overlap the next import (the day's
+// encoding, Pebble's flush and compaction): heap +87 to +95 MiB, RSS +116
+// to +127 MiB, bounded at 128 MiB of heap.
 //
 // Reproduce: go test ./httpd/cmd/webstatsd -run TestHostileImportMemory -v
 // [-hostile.long]
 func TestHostileImportMemory(t *testing.T) {
 	const (
-		bound       = 96 << 20
+		bound       = 64 << 20
 		seriesBound = 128 << 20
 	)
 	t.Run("one", func(t *testing.T) {
