@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/record"
 )
 
 // BenchmarkApply measures steps 3–5 of the pipeline alone (visitor id,
@@ -28,13 +29,13 @@ func BenchmarkApply(b *testing.B) {
 			b.StartTimer()
 		}
 		r := &recs[i%len(recs)]
-		e.applyLocked(st, r, "large.example", st.days[r.date], p)
+		e.applyLocked(st, r, "large.example", st.days[r.Date], p)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hits/s")
 }
 
 // syntheticRecords makes n enriched pageview records of one day.
-func syntheticRecords(n, visitors, pages int) []record {
+func syntheticRecords(n, visitors, pages int) []record.Hit {
 	rng := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(rng, 1.1, 1, uint64(pages-1))
 	pageNames := make([]string, pages)
@@ -47,18 +48,18 @@ func syntheticRecords(n, visitors, pages int) []record {
 	countries := []string{"US:United States", "DE:Germany", "FR:France", "JP:Japan", "BR:Brazil"}
 	day := buckets.DateOf(2026, 11, 21)
 	start := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC).UnixMilli()
-	recs := make([]record, n)
+	recs := make([]record.Hit, n)
 	for i := range recs {
 		v := rng.IntN(visitors)
 		ms := start + int64(i)*86_400_000/int64(n)
-		recs[i] = record{
-			website: 1, date: day, period: day, hour: uint8(ms / 3_600_000 % 24), ms: ms,
-			hash:    uint64(v)*0x9E3779B97F4A7C15 + 1,
-			page:    pageNames[zipf.Uint64()],
-			refHost: refs[rng.IntN(len(refs))],
-			browser: browsers[v%len(browsers)], os: oses[v%len(oses)], device: "desktop",
-			resolution: "1920x1080", language: "en", country: countries[v%len(countries)],
-			continent: "NA:North America",
+		recs[i] = record.Hit{
+			Website: 1, Date: day, Period: day, Hour: uint8(ms / 3_600_000 % 24), Ms: ms,
+			Hash:    uint64(v)*0x9E3779B97F4A7C15 + 1,
+			Page:    pageNames[zipf.Uint64()],
+			RefHost: refs[rng.IntN(len(refs))],
+			Browser: browsers[v%len(browsers)], OS: oses[v%len(oses)], Device: "desktop",
+			Resolution: "1920x1080", Language: "en", Country: countries[v%len(countries)],
+			Continent: "NA:North America",
 		}
 	}
 	return recs

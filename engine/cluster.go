@@ -11,6 +11,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/logmsg"
 	"github.com/webstats/webstats/engine/internal/partitions"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -70,7 +71,7 @@ type Cluster interface {
 // as one message (package logmsg), so that a call is counted whole or not
 // at all, on every node: more than the log takes in one message is
 // ErrTooLarge.
-func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx []int, mark *idem.Mark) (ok bool, err error) {
+func (e *Engine) publish(ctx context.Context, website uint32, recs []record.Hit, idx []int, mark *idem.Mark) (ok bool, err error) {
 	e.regMu.RLock()
 	s := e.sites[website]
 	e.regMu.RUnlock()
@@ -80,7 +81,7 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record, idx
 	var body logmsg.Records
 	var rec []byte
 	for _, i := range idx {
-		rec = recs[i].appendBinary(rec[:0])
+		rec = recs[i].AppendBinary(rec[:0])
 		body.Add(rec)
 	}
 	var key []byte
@@ -128,7 +129,7 @@ func (e *Engine) publishCounted(ctx context.Context, website uint32, msg []byte)
 
 // decodeMessage splits a message of publish into records and its
 // idempotency key (nil: none).
-func decodeMessage(msg []byte, recs []record) ([]record, *idem.Mark, error) {
+func decodeMessage(msg []byte, recs []record.Hit) ([]record.Hit, *idem.Mark, error) {
 	recs = recs[:0]
 	key, body, err := logmsg.Split(msg)
 	var mark *idem.Mark
@@ -146,12 +147,12 @@ func decodeMessage(msg []byte, recs []record) ([]record, *idem.Mark, error) {
 		if rec, body, err = logmsg.Next(body); err != nil {
 			return recs, nil, err
 		}
-		recs = append(recs, record{})
-		if err := recs[len(recs)-1].decode(rec); err != nil {
+		recs = append(recs, record.Hit{})
+		if err := recs[len(recs)-1].Decode(rec); err != nil {
 			return recs, nil, err
 		}
 	}
-	if mark != nil && mark.Website != recs[0].website {
+	if mark != nil && mark.Website != recs[0].Website {
 		return recs, nil, fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
 	}
 	return recs, mark, nil
@@ -287,7 +288,7 @@ func (e *Engine) follow() {
 		cancel()
 	}()
 	defer cancel()
-	var recs []record
+	var recs []record.Hit
 	apply := func(m LogMessage) error { return e.applyMessage(ctx, m, &recs) }
 	lastAt, wait := e.seq.Load(), time.Second/2
 	for ctx.Err() == nil {
@@ -324,7 +325,7 @@ func (e *Engine) follow() {
 
 // applyMessage applies message m of the log, whatever its kind; recs is
 // the records of the last message applied, reused.
-func (e *Engine) applyMessage(ctx context.Context, m LogMessage, recs *[]record) error {
+func (e *Engine) applyMessage(ctx context.Context, m LogMessage, recs *[]record.Hit) error {
 	// Not e.enter: a registry change waits for the follower while it
 	// holds enter's read lock, which Close's write lock would then keep
 	// the follower from taking. Close stops the follower (ctx) and waits
@@ -379,10 +380,10 @@ func (e *Engine) applyMessage(ctx context.Context, m LogMessage, recs *[]record)
 // skipped, and so is one whose idempotency key the website's table holds
 // (an earlier message's, younger than KeyTTL at mark's time): every node
 // decides it alike, in log order.
-func (e *Engine) applyShared(seq uint64, recs []record, mark *idem.Mark) error {
-	website := recs[0].website
+func (e *Engine) applyShared(seq uint64, recs []record.Hit, mark *idem.Mark) error {
+	website := recs[0].Website
 	for i := range recs {
-		if recs[i].website != website {
+		if recs[i].Website != website {
 			return fmt.Errorf("engine: cluster message %d: records of two websites: %w", seq, wire.ErrRecord)
 		}
 	}

@@ -82,7 +82,7 @@ func fuzzExercise(t *testing.T, c *corruptStore, e *engine.Engine, dir string) {
 	e2.Close()
 }
 
-// fuzzRecord encodes a log record the way record.go does (version 1), for
+// fuzzRecord encodes a log record the way package record does (version 1), for
 // seeds that reach the corners of the decoder.
 func fuzzRecord(website uint32, date, back int64, flags byte, ms int64, strs ...string) []byte {
 	b := []byte{1}

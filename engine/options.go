@@ -8,43 +8,29 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // SaltPeriod is how long a visitor-hash salt lives: a visitor is the same
-// visitor only inside one salt period.
-type SaltPeriod uint8
+// visitor only inside one salt period (package salts). Its String is
+// "day", "week" or "month".
+type SaltPeriod = salts.Period
 
 // The salt periods. Periods start at local midnight, on Monday, or on the 1st
 // in each website's time zone, so a local day never spans two periods.
 const (
-	SaltDay SaltPeriod = iota
-	SaltWeek
-	SaltMonth
+	SaltDay   = salts.Day
+	SaltWeek  = salts.Week
+	SaltMonth = salts.Month
 )
 
 // ParseSaltPeriod parses "day", "week" or "month".
 func ParseSaltPeriod(s string) (SaltPeriod, error) {
-	switch s {
-	case "day", "":
-		return SaltDay, nil
-	case "week":
-		return SaltWeek, nil
-	case "month":
-		return SaltMonth, nil
+	if p, ok := salts.ParsePeriod(s); ok {
+		return p, nil
 	}
 	return 0, fmt.Errorf("engine: salt period %q: want day, week or month", s)
-}
-
-// String returns "day", "week" or "month".
-func (p SaltPeriod) String() string {
-	switch p {
-	case SaltWeek:
-		return "week"
-	case SaltMonth:
-		return "month"
-	}
-	return "day"
 }
 
 // Options configures an Engine. The zero value is valid: an in-memory engine

@@ -9,6 +9,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/idem"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
@@ -162,7 +163,7 @@ var errReplayStopped = errors.New("engine: replay stopped")
 // place of a record.
 type replayRecs struct {
 	seqs  []uint64
-	recs  []record
+	recs  []record.Hit
 	marks []*idem.Mark
 }
 
@@ -175,7 +176,7 @@ func (b *replayRecs) add(seq uint64, data []byte, in *wire.Interner) error {
 		b.marks[i] = new(idem.Mark)
 		err = b.marks[i].Decode(data)
 	} else {
-		err = b.recs[i].decodeWith(data, in)
+		err = b.recs[i].DecodeWith(data, in)
 	}
 	if err != nil {
 		return fmt.Errorf("engine: log entry %d: %w", seq, err)
@@ -194,7 +195,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 	full := make(chan *replayRecs, 4)
 	free := make(chan *replayRecs, 4)
 	for range cap(free) {
-		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record, replayBatch), marks: make([]*idem.Mark, replayBatch)}
+		free <- &replayRecs{seqs: make([]uint64, 0, replayBatch), recs: make([]record.Hit, replayBatch), marks: make([]*idem.Mark, replayBatch)}
 	}
 	var applyErr error
 	var failed atomic.Bool // applyErr is set: reading may stop
@@ -222,7 +223,7 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 					continue
 				}
 				r := &b.recs[i]
-				s := e.sites[r.website]
+				s := e.sites[r.Website]
 				if s == nil || seq <= s.state.lastSeq {
 					continue
 				}
@@ -269,43 +270,43 @@ func (e *Engine) replay(after uint64) (replayed int, last uint64, err error) {
 
 // resolve makes the day and visitor state of r resident, reading them from
 // the store: replay's version of ingest's pinning (nothing runs beside it).
-func (e *Engine) resolve(st *siteState, r *record) (*dayEntry, *period, error) {
-	ent, ok := st.days[r.date]
-	if _, listed := st.dates[r.date]; listed && (!ok || segMissing(ent)) {
-		d, err := e.readDay(st.id, r.date)
+func (e *Engine) resolve(st *siteState, r *record.Hit) (*dayEntry, *period, error) {
+	ent, ok := st.days[r.Date]
+	if _, listed := st.dates[r.Date]; listed && (!ok || segMissing(ent)) {
+		d, err := e.readDay(st.id, r.Date)
 		if err != nil {
 			return nil, nil, err
 		}
 		if ok {
 			e.fillSegLocked(ent, d.seg)
 		} else {
-			ent = e.residentLocked(st, r.date, d)
+			ent = e.residentLocked(st, r.Date, d)
 		}
 	}
-	p, ok := st.periods[r.period]
-	if !ok && r.seg.engagement {
+	p, ok := st.periods[r.Period]
+	if !ok && r.Seg.Engagement {
 		// An engagement report needs the state only to find a visit; it
 		// never makes a period (an event numbers its visitor, as in
 		// pinLocked).
-		if _, stored := st.stored[r.period]; !stored {
+		if _, stored := st.stored[r.Period]; !stored {
 			return ent, nil, nil
 		}
 	}
 	if !ok {
-		if _, stored := st.stored[r.period]; stored {
+		if _, stored := st.stored[r.Period]; stored {
 			var err error
-			if p, err = e.loadPeriod(st.id, r.period); err != nil {
+			if p, err = e.loadPeriod(st.id, r.Period); err != nil {
 				return nil, nil, err
 			}
 		}
 		if p == nil {
 			p = new(period)
 		}
-		e.residentPeriodLocked(st, r.period, p)
+		e.residentPeriodLocked(st, r.Period, p)
 	}
 	// The day of the visit r may continue, when another.
-	if _, v, ok := p.Find(r.hash); ok {
-		if vent, res := st.days[v.Day]; (!res || segMissing(vent)) && v.Row != segments.NoVisit && v.Day != r.date {
+	if _, v, ok := p.Find(r.Hash); ok {
+		if vent, res := st.days[v.Day]; (!res || segMissing(vent)) && v.Row != segments.NoVisit && v.Day != r.Date {
 			if _, listed := st.dates[v.Day]; listed {
 				d, err := e.readDay(st.id, v.Day)
 				if err != nil {

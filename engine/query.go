@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,49 +8,25 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
-	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/stat"
 	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // The statistics names of SPEC §2.3, besides the dimensions of buckets.
 const (
-	StatPageviews      = "pageviews"
-	StatPageviewsHours = "pageviews_hours"
-	StatVisitors       = "visitors"
-	StatVisitorsHours  = "visitors_hours"
+	StatPageviews      = stat.Pageviews
+	StatPageviewsHours = stat.PageviewsHours
+	StatVisitors       = stat.Visitors
+	StatVisitorsHours  = stat.VisitorsHours
 )
 
 // StatNames lists the 17 statistics, in the order the API documents them.
-func StatNames() []string {
-	names := []string{StatPageviews, StatPageviewsHours, StatVisitors, StatVisitorsHours}
-	for d := range buckets.NumDims {
-		names = append(names, d.String())
-	}
-	return names
-}
-
-// canonicalStat maps a statistic name or alias to its name; ok=false for an
-// unknown one.
-func canonicalStat(name string) (string, bool) {
-	switch name {
-	case "pageviews_hour":
-		return StatPageviewsHours, true
-	case "visitors_hour":
-		return StatVisitorsHours, true
-	case StatPageviews, StatPageviewsHours, StatVisitors, StatVisitorsHours:
-		return name, true
-	}
-	if _, ok := buckets.ParseDim(name); ok {
-		return name, true
-	}
-	return "", false
-}
+func StatNames() []string { return stat.Names() }
 
 // MaxRangeDays bounds the days one query may span: a century. A query's
 // work is bounded by the days that have data, not by the range.
@@ -80,7 +55,7 @@ type StatQuery struct {
 // most MaxRangeDays.
 func (q *StatQuery) Validate() error {
 	var verr ValidationError
-	if _, ok := canonicalStat(q.Name); !ok {
+	if _, ok := stat.Canonical(q.Name); !ok {
 		verr.add("name", "The selected name is invalid.")
 	}
 	checkRange(&verr, q.From, q.To)
@@ -101,20 +76,11 @@ func checkRange(verr *ValidationError, from, to Date) {
 	}
 }
 
-// Row is one value of a statistic and its count.
-type Row struct {
-	Value string `json:"value"`
-	Count uint64 `json:"count"`
-}
-
-// Page is one page of a statistic's rows. Rows is the caller's.
-type Page struct {
-	Rows     []Row
-	Total    int // rows over all pages
-	Page     int
-	PerPage  int
-	LastPage int // at least 1
-}
+// Row and Page are a statistic's rows, and one page of them (package stat).
+type (
+	Row  = stat.Row
+	Page = stat.Page
+)
 
 // Stat answers a statistic query on one of the handle's websites.
 func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
@@ -122,7 +88,7 @@ func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
 	if err := q.Validate(); err != nil {
 		return Page{}, err
 	}
-	name, _ := canonicalStat(q.Name)
+	name, _ := stat.Canonical(q.Name)
 	s, err := o.site(q.Website)
 	if err != nil {
 		return Page{}, err
@@ -140,43 +106,11 @@ func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	if q.Search != "" {
-		needle := strings.ToLower(q.Search)
-		rows = slices.DeleteFunc(rows, func(r Row) bool { return !containsFold(r.Value, needle) })
-	}
+	rows = stat.Search(rows, q.Search)
 	per, page, last, lo, hi := pageBounds(len(rows), q.PerPage, q.Page)
-	sortRows(rows, q.SortBy == "value", !q.Asc, hi)
+	stat.Sort(rows, q.SortBy == "value", !q.Asc, hi)
 	out := Page{Rows: slices.Clone(rows[lo:hi]), Total: len(rows), Page: page, PerPage: per, LastPage: last}
 	return out, nil
-}
-
-// containsFold reports whether s holds the lower-case needle, ignoring case.
-func containsFold(s, needle string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
-			return strings.Contains(strings.ToLower(s), needle)
-		}
-	}
-	return strings.Contains(s, needle)
-}
-
-// sortRows orders rows; only the first n need to be in their final place.
-func sortRows(rows []Row, byValue, desc bool, n int) {
-	cmpRow := func(a, b Row) int {
-		if byValue {
-			c := strings.Compare(a.Value, b.Value)
-			if desc {
-				c = -c
-			}
-			return c
-		}
-		c := cmp.Compare(a.Count, b.Count)
-		if desc {
-			c = -c
-		}
-		return cmp.Or(c, strings.Compare(a.Value, b.Value))
-	}
-	segments.SortFirst(rows, n, cmpRow)
 }
 
 // rows computes every row of statistic name over [from, to].
@@ -208,7 +142,7 @@ func (e *Engine) rows(ctx context.Context, s *site, name string, from, to bucket
 		var rows []Row
 		for h, n := range hours {
 			if n > 0 {
-				rows = append(rows, Row{Value: hourNames[h], Count: n})
+				rows = append(rows, Row{Value: stat.Hour(h), Count: n})
 			}
 		}
 		return rows, err
@@ -226,13 +160,6 @@ func (e *Engine) rows(ctx context.Context, s *site, name string, from, to bucket
 	}
 	return rows, nil
 }
-
-var hourNames = func() (h [24]string) {
-	for i := range h {
-		h[i] = fmt.Sprintf("%02d", i)
-	}
-	return h
-}()
 
 // scan calls fn for every day with data in [from, to], in no particular
 // order. Days that may change (open days) are passed under the shard lock;

@@ -132,7 +132,7 @@ func (e *Engine) dropOldSalts(now time.Time) {
 	}
 	// The earliest local day anywhere is a day before UTC's.
 	cut := buckets.DateFromTime(now.UTC()) - 1 - buckets.Date(e.opts.Retention)
-	old := e.salts.Ended(saltPeriod(e.opts.SaltPeriod), cut)
+	old := e.salts.Ended(e.opts.SaltPeriod, cut)
 	// In a cluster the shared salt goes first: a salt the cluster could
 	// not drop stays here too, and is tried again at the next snapshot.
 	// All of them share one deadline, so an unreachable cluster delays a

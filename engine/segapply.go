@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/source"
 	"github.com/webstats/webstats/engine/internal/visitors"
@@ -39,9 +40,9 @@ func (e *Engine) sid(sd *segments.Day, cat segments.Cat, s string) uint32 {
 // ent is r's day, writable; external and host describe r's referrer (host:
 // its HostKey, 0 when not external). v is the visitor's state: v.Day and
 // v.Row are left at the row of the visit whose time v.SegLast keeps.
-func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
-	pageview := !r.event
-	newVisit := v.SegLast == 0 || r.ms-v.SegLast > visitGap || r.ms < v.SegLast-visitGap ||
+func (e *Engine) segHitLocked(st *siteState, r *record.Hit, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
+	pageview := !r.Event
+	newVisit := v.SegLast == 0 || r.Ms-v.SegLast > visitGap || r.Ms < v.SegLast-visitGap ||
 		(pageview && external && host != v.SegHost)
 	vent, row := ent, v.Row
 	var vd *segments.Day
@@ -50,7 +51,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 			vd = vent.seg
 		}
 	}
-	at := segTime(r.ms)
+	at := segTime(r.Ms)
 	fresh := vd == nil
 	if fresh {
 		// A new visit, or one whose row is unknown (state from before the
@@ -61,11 +62,11 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 		e.visitAttrs(vd, r, external, &attr)
 		var page, phost uint32
 		if pageview {
-			page, phost = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
+			page, phost = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
 		}
-		row = vd.AddVisit(int32(r.period), id, at, &attr, r.seg.cityID, page, phost)
-		if !newVisit || v.SegLast == 0 || r.ms >= v.SegLast {
-			v.Day, v.Row = r.date, row
+		row = vd.AddVisit(int32(r.Period), id, at, &attr, r.Seg.CityID, page, phost)
+		if !newVisit || v.SegLast == 0 || r.Ms >= v.SegLast {
+			v.Day, v.Row = r.Date, row
 			if newVisit {
 				v.SegHost = host
 			}
@@ -74,12 +75,12 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 		// rule keeps the later one's time (v.SegLast), so the next hit
 		// continues the later visit, and v keeps the later one's row.
 	}
-	v.SegLast = max(v.SegLast, r.ms)
+	v.SegLast = max(v.SegLast, r.Ms)
 	// The hit's own local day, as an offset from the day its visit's rows
 	// live in (weekly and monthly salts: a visit may pass midnight).
 	var delta buckets.Date
 	if !fresh {
-		delta = r.date - v.Day
+		delta = r.Date - v.Day
 	}
 	h := segments.Hit{Visit: row, Ms: at, Scroll: -1, Flags: segments.DayFlags(delta)}
 	if pageview {
@@ -87,8 +88,8 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 	} else {
 		e.segEventFields(vd, r, &h)
 	}
-	h.Page, h.Host = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
-	h.Props = e.propIDs(vd, r.seg.props)
+	h.Page, h.Host = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
+	h.Props = e.propIDs(vd, r.Seg.Props)
 	if row >= vd.OffV {
 		// (A sealed visit's columns are derived from its hits.)
 		vd.ExtendVisit(row-vd.OffV, &h, fresh)
@@ -99,7 +100,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record, ent *dayEntry, id uint32
 
 // visitDayLocked returns the day holding visit v of visitor id (r's),
 // writable, or nil when that day is gone (retention).
-func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visitors.Visit) *dayEntry {
+func (e *Engine) visitDayLocked(st *siteState, r *record.Hit, id uint32, v *visitors.Visit) *dayEntry {
 	vent, ok := st.days[v.Day]
 	if !ok || segMissing(vent) {
 		// Not resident (or without its segments): ingest pins the day of
@@ -117,11 +118,11 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visitors
 	// day made again. A row < offV is sealed, of a day that was today
 	// then: a day made again is past, frozen before it could be sealed.
 	if s := vent.seg; v.Row >= s.OffV {
-		if i := v.Row - s.OffV; s.VVisitor[i] != id || s.VPeriod[i] != int32(r.period) {
+		if i := v.Row - s.OffV; s.VVisitor[i] != id || s.VPeriod[i] != int32(r.Period) {
 			return nil
 		}
 	}
-	vent = e.writableDayLocked(st, v.Day, r.period, vent)
+	vent = e.writableDayLocked(st, v.Day, r.Period, vent)
 	vent.dirty = true
 	return vent
 }
@@ -132,32 +133,32 @@ func (e *Engine) visitDayLocked(st *siteState, r *record, id uint32, v *visitors
 // day when its visitor has no id (the ids of its salt period exhausted, or
 // no visitor state). ent is r's day, writable for an event (nil for an
 // engagement report).
-func (e *Engine) segEventLocked(st *siteState, r *record, ent *dayEntry, p *period) {
+func (e *Engine) segEventLocked(st *siteState, r *record.Hit, ent *dayEntry, p *period) {
 	var vd *segments.Day
 	vent := ent
 	row := segments.NoVisit
 	var delta buckets.Date
 	if p != nil {
-		if id, v, ok := p.Find(r.hash); ok {
-			if v.Row != segments.NoVisit && v.SegLast != 0 && r.ms <= v.SegLast+visitGap && r.ms >= v.SegLast-visitGap {
+		if id, v, ok := p.Find(r.Hash); ok {
+			if v.Row != segments.NoVisit && v.SegLast != 0 && r.Ms <= v.SegLast+visitGap && r.Ms >= v.SegLast-visitGap {
 				if x := e.visitDayLocked(st, r, id, v); x != nil {
-					vent, vd, row, delta = x, x.seg, v.Row, r.date-v.Day
+					vent, vd, row, delta = x, x.seg, v.Row, r.Date-v.Day
 				}
 			}
 		}
 	}
-	h := segments.Hit{Visit: row, Ms: segTime(r.ms), Scroll: -1, Flags: segments.DayFlags(delta)}
-	if r.seg.engagement {
+	h := segments.Hit{Visit: row, Ms: segTime(r.Ms), Scroll: -1, Flags: segments.DayFlags(delta)}
+	if r.Seg.Engagement {
 		if vd == nil {
 			return
 		}
-		h.Kind, h.Engaged, h.Scroll = segments.KindEngagement, uint32(r.seg.engagedMs), r.seg.scroll
+		h.Kind, h.Engaged, h.Scroll = segments.KindEngagement, uint32(r.Seg.EngagedMs), r.Seg.Scroll
 	} else {
 		vent, vd, h.Visit, h.Flags = ent, ent.seg, segments.NoVisit, segments.DayFlags(0)
 		e.segEventFields(vd, r, &h)
 	}
-	h.Page, h.Host = e.sid(vd, segments.CatPath, r.seg.path), e.sid(vd, segments.CatHost, r.seg.host)
-	h.Props = e.propIDs(vd, r.seg.props)
+	h.Page, h.Host = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
+	h.Props = e.propIDs(vd, r.Seg.Props)
 	vd.AddHit(&h)
 	e.kickLocked(vent)
 }
@@ -175,14 +176,14 @@ func (e *Engine) propIDs(sd *segments.Day, props []Prop) []uint32 {
 }
 
 // visitAttrs fills the visit attributes of a visit started by pageview r.
-func (e *Engine) visitAttrs(sd *segments.Day, r *record, external bool, attr *[segments.NumAttrs]uint32) {
+func (e *Engine) visitAttrs(sd *segments.Day, r *record.Hit, external bool, attr *[segments.NumAttrs]uint32) {
 	refHost, refURL := "", ""
 	if external {
-		refHost, refURL = r.refHost, r.seg.refURL
+		refHost, refURL = r.RefHost, r.Seg.RefURL
 	}
-	l := source.ParseLanding(r.seg.landing, refHost)
+	l := source.ParseLanding(r.Seg.Landing, refHost)
 	src, channel, medium := source.Classify(l)
-	country, _, _ := strings.Cut(r.country, ":")
+	country, _, _ := strings.Cut(r.Country, ":")
 	vals := [segments.NumAttrs]string{
 		segments.AttrSource:      src,
 		segments.AttrReferrer:    refURL,
@@ -192,17 +193,17 @@ func (e *Engine) visitAttrs(sd *segments.Day, r *record, external bool, attr *[s
 		segments.AttrUTMCampaign: l.UTMCampaign,
 		segments.AttrUTMContent:  l.UTMContent,
 		segments.AttrUTMTerm:     l.UTMTerm,
-		segments.AttrDevice:      r.device,
-		segments.AttrBrowser:     r.browser,
-		segments.AttrBrowserVer:  r.seg.browserVer,
-		segments.AttrOS:          r.os,
-		segments.AttrOSVer:       r.seg.osVer,
+		segments.AttrDevice:      r.Device,
+		segments.AttrBrowser:     r.Browser,
+		segments.AttrBrowserVer:  r.Seg.BrowserVer,
+		segments.AttrOS:          r.OS,
+		segments.AttrOSVer:       r.Seg.OSVer,
 		segments.AttrCountry:     country,
-		segments.AttrRegion:      r.seg.region,
-		segments.AttrCity:        r.seg.cityName,
-		segments.AttrRegionName:  r.seg.regionName,
-		segments.AttrLanguage:    r.language,
-		segments.AttrScreen:      r.resolution,
+		segments.AttrRegion:      r.Seg.Region,
+		segments.AttrCity:        r.Seg.CityName,
+		segments.AttrRegionName:  r.Seg.RegionName,
+		segments.AttrLanguage:    r.Language,
+		segments.AttrScreen:      r.Resolution,
 	}
 	for i, s := range vals {
 		cat := segments.CatVisit
@@ -216,25 +217,13 @@ func (e *Engine) visitAttrs(sd *segments.Day, r *record, external bool, attr *[s
 	}
 }
 
-// segEvent returns custom event r's name, value and unit for the segments:
-// the name and unit as sent (records of version 3 on), else those of
-// eventRow, where older records have them with ':' made a space.
-func (r *record) segEvent() (name, value, unit string) {
-	name, rest, _ := strings.Cut(r.eventRow, ":")
-	value, unit, _ = strings.Cut(rest, ":")
-	if r.seg.name != "" {
-		name, unit = r.seg.name, r.seg.unit
-	}
-	return name, value, unit
-}
-
 // segEventFields makes h, a hit row of day vd, custom event r: its kind,
 // name, value and unit, and whether it is interactive.
-func (e *Engine) segEventFields(vd *segments.Day, r *record, h *segments.Hit) {
+func (e *Engine) segEventFields(vd *segments.Day, r *record.Hit, h *segments.Hit) {
 	h.Kind = segments.KindEvent
-	name, value, unit := r.segEvent()
+	name, value, unit := r.CustomEvent()
 	h.Name, h.Value, h.Unit = e.sid(vd, segments.CatEvent, name), e.sid(vd, segments.CatEvent, value), e.sid(vd, segments.CatEvent, unit)
-	if !r.seg.nonInteractive {
+	if !r.Seg.NonInteractive {
 		h.Flags |= segments.HitInteractive
 	}
 }

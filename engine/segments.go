@@ -11,34 +11,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/query"
 )
 
 // Prop is one custom property of a hit (SPEC §2.4: at most MaxProps per
 // hit, keys at most MaxPropKey and values at most MaxPropValue characters;
 // Track drops the others).
-type Prop struct {
-	Key, Value string
-}
+type Prop = record.Prop
 
 // Bounds of a hit's custom properties (SPEC §2.4).
 const (
-	MaxProps     = 30
-	MaxPropKey   = 300
-	MaxPropValue = 2000
+	MaxProps     = record.MaxProps
+	MaxPropKey   = record.MaxPropKey
+	MaxPropValue = record.MaxPropValue
 )
-
-// Engagement is what a Plausible "engagement" event reports of the page it
-// was sent from: time engaged and how far the page was scrolled. A hit with
-// one counts nowhere but in the time_on_page and scroll_depth metrics: never
-// as a pageview, an event, a visit or a visitor, and it never starts or
-// extends a visit.
-type Engagement struct {
-	// EngagedMs is the time engaged with the page, in milliseconds.
-	EngagedMs int64
-	// ScrollDepth is the deepest scroll in percent (0–100), or -1 when unknown.
-	ScrollDepth int
-}
 
 // Goal, MetricWarning and Revenue are the query model's (package query):
 // a website's goal, why a metric is null, a revenue metric's value.

@@ -7,6 +7,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/norm"
 	"github.com/webstats/webstats/engine/internal/realtime"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/rollup"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/visitors"
@@ -114,7 +115,7 @@ func (ent *dayEntry) releaseMemo() {
 // visitor state it pins resident (per is nil for events).
 type pendingHit struct {
 	seq uint64
-	rec *record
+	rec *record.Hit
 	day *dayEntry
 	per *period
 	// vday is the day of the visit the hit may continue, when another
@@ -177,29 +178,29 @@ func (st *siteState) appliedLocked(seq uint64) {
 // visitor state of r's salt period (nil only for an engagement report,
 // which numbers no visitor). It cannot fail: ingest makes what it needs resident, and pins
 // it, before r is logged, so the state never falls behind the log.
-func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEntry, p *period) {
-	if r.seg.engagement {
+func (e *Engine) applyLocked(st *siteState, r *record.Hit, domain string, ent *dayEntry, p *period) {
+	if r.Seg.Engagement {
 		e.segEventLocked(st, r, nil, p)
 		return
 	}
-	ent = e.writableDayLocked(st, r.date, r.period, ent)
+	ent = e.writableDayLocked(st, r.Date, r.Period, ent)
 	ent.dirty = true
 	st.metaDirt = true
 	id, v := e.visitorLocked(st, r, p)
-	refSite := norm.SiteHost(r.refHost)
+	refSite := norm.SiteHost(r.RefHost)
 	external := refSite != "" && refSite != domain
 	var host uint64
 	if external {
 		host = visitors.HostKey(refSite)
 	}
-	if !r.event {
+	if !r.Event {
 		e.pageviewLocked(st, r, ent, id, v, external, host)
 		return
 	}
 	// An event counts only under event in the day buckets, but is a hit
 	// of a visit in the segments (SPEC §10.1).
 	ent.day.Events++
-	e.addLocked(ent.day, buckets.Event, r.eventRow)
+	e.addLocked(ent.day, buckets.Event, r.EventRow)
 	if v == nil {
 		e.segEventLocked(st, r, ent, p) // an orphan
 	} else {
@@ -210,15 +211,15 @@ func (e *Engine) applyLocked(st *siteState, r *record, domain string, ent *dayEn
 // visitorLocked numbers r's visitor in p (step 3) and returns its id and
 // current visit, which it marks changed; v is nil without p, and when the
 // period's ids are exhausted.
-func (e *Engine) visitorLocked(st *siteState, r *record, p *period) (id uint32, v *visitors.Visit) {
+func (e *Engine) visitorLocked(st *siteState, r *record.Hit, p *period) (id uint32, v *visitors.Visit) {
 	if p == nil {
 		return 0, nil
 	}
-	id, added, ok := p.Visitor(r.hash)
+	id, added, ok := p.Visitor(r.Hash)
 	if !ok {
 		// 2^32 visitors in one salt period: the hit counts, the visitor
 		// cannot.
-		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.period)
+		e.opts.Logger.Error("visitor ids exhausted", "website", st.id, "period", r.Period)
 		return 0, nil
 	}
 	if added {
@@ -232,24 +233,24 @@ func (e *Engine) visitorLocked(st *siteState, r *record, p *period) (id uint32, 
 // page, and with its visitor's visit v (nil: no visitor id) the visit it
 // starts, its row in the segments, the visitor's first hit of the day and
 // the realtime slots. host is the external referrer's HostKey (0: none).
-func (e *Engine) pageviewLocked(st *siteState, r *record, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
+func (e *Engine) pageviewLocked(st *siteState, r *record.Hit, ent *dayEntry, id uint32, v *visitors.Visit, external bool, host uint64) {
 	d := ent.day
-	hour := int(r.hour)
+	hour := int(r.Hour)
 	d.AddPageview(hour)
-	e.addLocked(d, buckets.Page, r.page)
+	e.addLocked(d, buckets.Page, r.Page)
 	if v == nil {
 		return
 	}
-	if v.Pageview(r.ms, host) {
+	if v.Pageview(r.Ms, host) {
 		d.Visits++
-		e.addLocked(d, buckets.LandingPage, r.page)
+		e.addLocked(d, buckets.LandingPage, r.Page)
 		ref := ""
 		if external {
-			ref = r.refHost
+			ref = r.RefHost
 		}
 		e.addLocked(d, buckets.Referrer, ref)
-		if r.campaign != "" {
-			e.addLocked(d, buckets.Campaign, r.campaign)
+		if r.Campaign != "" {
+			e.addLocked(d, buckets.Campaign, r.Campaign)
 		}
 	}
 	e.segHitLocked(st, r, ent, id, v, external, host)
@@ -258,14 +259,14 @@ func (e *Engine) pageviewLocked(st *siteState, r *record, ent *dayEntry, id uint
 			dim buckets.Dim
 			v   string
 		}{
-			{buckets.Browser, r.browser}, {buckets.OS, r.os}, {buckets.Device, r.device},
-			{buckets.Resolution, r.resolution}, {buckets.Language, r.language},
-			{buckets.Country, r.country}, {buckets.Continent, r.continent}, {buckets.City, r.city},
+			{buckets.Browser, r.Browser}, {buckets.OS, r.OS}, {buckets.Device, r.Device},
+			{buckets.Resolution, r.Resolution}, {buckets.Language, r.Language},
+			{buckets.Country, r.Country}, {buckets.Continent, r.Continent}, {buckets.City, r.City},
 		} {
 			e.addLocked(d, dv.dim, dv.v)
 		}
 	}
-	e.counters.realtime.Add(st.rt.Add(r.ms, realtime.Key(r.period, id)))
+	e.counters.realtime.Add(st.rt.Add(r.Ms, realtime.Key(r.Period, id)))
 }
 
 // addLocked counts one more of value in dim of day d, under the limit of

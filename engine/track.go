@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/enrich"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/idem"
-	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
-	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -60,7 +59,7 @@ func (e *Engine) prepare(ctx context.Context, now time.Time, hits []Hit) (*batch
 			return nil, err
 		}
 		if b.res.Reasons[i] == DropNone {
-			w := recs[i].website
+			w := recs[i].Website
 			if _, ok := b.idx[w]; !ok {
 				b.groups = append(b.groups, w)
 			}
@@ -151,7 +150,7 @@ func (e *Engine) tally(res *TrackResult) {
 // to the records; the site's queue holds copies) or drops them before it
 // returns.
 type trackScratch struct {
-	recs []record
+	recs []record.Hit
 	cfgs []*siteConfig
 
 	buf     []byte // the entries' encoded records
@@ -168,11 +167,11 @@ const trackScratchMax = 64
 // getTrackScratch returns a trackScratch of n zero records.
 func getTrackScratch(n int) *trackScratch {
 	if n > trackScratchMax {
-		return &trackScratch{recs: make([]record, n), cfgs: make([]*siteConfig, n)}
+		return &trackScratch{recs: make([]record.Hit, n), cfgs: make([]*siteConfig, n)}
 	}
 	sc := trackPool.Get().(*trackScratch)
 	if cap(sc.recs) < n {
-		sc.recs, sc.cfgs = make([]record, n, trackScratchMax), make([]*siteConfig, n, trackScratchMax)
+		sc.recs, sc.cfgs = make([]record.Hit, n, trackScratchMax), make([]*siteConfig, n, trackScratchMax)
 	}
 	sc.recs, sc.cfgs = sc.recs[:n], sc.cfgs[:n]
 	return sc
@@ -217,7 +216,7 @@ func encodeLarge(e *Engine, hits []pendingHit, entries []snapshot.LogEntry) []sn
 	var buf, one []byte
 	for i := range hits {
 		hits[i].seq = e.seq.Add(1)
-		one = hits[i].rec.appendBinary(one[:0])
+		one = hits[i].rec.AppendBinary(one[:0])
 		if cap(buf)-len(buf) < len(one) {
 			buf = make([]byte, 0, max(encodeChunk, len(one)))
 		}
@@ -291,7 +290,7 @@ func (e *Engine) logLocked(sc *trackScratch, hits []pendingHit, mark *idem.Mark)
 		for i := range hits {
 			hits[i].seq = e.seq.Add(1)
 			start := len(buf)
-			buf = hits[i].rec.appendBinary(buf)
+			buf = hits[i].rec.AppendBinary(buf)
 			entries = append(entries, snapshot.LogEntry{Seq: hits[i].seq, Data: buf[start:len(buf):len(buf)]})
 		}
 		sc.buf, sc.entries = buf, entries
@@ -341,7 +340,7 @@ func (e *Engine) syncFailed(sh *shard, st *siteState, first uint64, err error) e
 // pins them until the records are applied. It returns the records as
 // pending hits, in dst's array when it has room, or nil when the website
 // was deleted meanwhile.
-func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record, idx []int, dst []pendingHit) ([]pendingHit, error) {
+func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []int, dst []pendingHit) ([]pendingHit, error) {
 	var missing []pinNeed
 	// Each round reads what was missing; what it reads may be evicted
 	// again before the lock is taken back (eviction runs beside), so
@@ -402,7 +401,7 @@ type pinNeed struct {
 // missingLocked appends to missing, once each, what the records recs[idx]
 // need resident that is only in the store: their days, the visitor state
 // of their periods, and the day of the visit each may continue.
-func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) []pinNeed {
+func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNeed) []pinNeed {
 	var seen map[pinNeed]bool
 	add := func(n pinNeed) {
 		if seen == nil {
@@ -415,22 +414,22 @@ func missingLocked(st *siteState, recs []record, idx []int, missing []pinNeed) [
 	}
 	for _, i := range idx {
 		r := &recs[i]
-		if ent, ok := st.days[r.date]; !ok || segMissing(ent) {
-			if _, ok := st.dates[r.date]; ok {
-				add(pinNeed{r.date, 0, true})
+		if ent, ok := st.days[r.Date]; !ok || segMissing(ent) {
+			if _, ok := st.dates[r.Date]; ok {
+				add(pinNeed{r.Date, 0, true})
 			}
 		}
-		p, ok := st.periods[r.period]
+		p, ok := st.periods[r.Period]
 		if !ok {
-			if _, ok := st.stored[r.period]; ok {
-				add(pinNeed{0, r.period, false})
+			if _, ok := st.stored[r.Period]; ok {
+				add(pinNeed{0, r.Period, false})
 			}
 			continue
 		}
 		// The day of the visit r may continue (weekly and monthly salts:
 		// a visit's rows live in the day it started).
-		if _, v, ok := p.Find(r.hash); ok {
-			if v.Row != segments.NoVisit && v.Day != r.date {
+		if _, v, ok := p.Find(r.Hash); ok {
+			if v.Row != segments.NoVisit && v.Day != r.Date {
 				if vent, ok := st.days[v.Day]; !ok || segMissing(vent) {
 					if _, ok := st.dates[v.Day]; ok {
 						add(pinNeed{v.Day, 0, true})
@@ -464,36 +463,36 @@ func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDa
 // new), its period's visitor state (made new for a pageview or custom
 // event) and the day of the visit it may continue, and returns the records
 // as pending hits in dst's array when it has room.
-func (e *Engine) pinHitsLocked(st *siteState, recs []record, idx []int, dst []pendingHit) []pendingHit {
+func (e *Engine) pinHitsLocked(st *siteState, recs []record.Hit, idx []int, dst []pendingHit) []pendingHit {
 	hits := slices.Grow(dst[:0], len(idx))[:len(idx)]
 	tick := e.counters.tick.Add(1)
 	for k, i := range idx {
 		r := &recs[i]
-		ent, ok := st.days[r.date]
+		ent, ok := st.days[r.Date]
 		if !ok {
 			// A new day: an empty entry to pin (not in dates until a
 			// hit is applied to it).
-			ent = &dayEntry{day: buckets.NewDay(r.period), seg: segments.NewDay()}
-			st.days[r.date] = ent
+			ent = &dayEntry{day: buckets.NewDay(r.Period), seg: segments.NewDay()}
+			st.days[r.Date] = ent
 		}
 		ent.pins++
 		ent.used = tick
 		hits[k] = pendingHit{rec: r, day: ent}
-		p, ok := st.periods[r.period]
-		if !ok && !r.seg.engagement {
+		p, ok := st.periods[r.Period]
+		if !ok && !r.Seg.Engagement {
 			// A pageview or custom event numbers its visitor (an event may
 			// start a visit of the segments, SPEC §10.1); an engagement
 			// report of a period without state has no visit.
 			p = new(period)
-			e.residentPeriodLocked(st, r.period, p)
+			e.residentPeriodLocked(st, r.Period, p)
 			ok = true
 		}
 		if ok {
 			p.pins++
 			p.used = tick
 			hits[k].per = p
-			if _, v, ok := p.Find(r.hash); ok {
-				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.date {
+			if _, v, ok := p.Find(r.Hash); ok {
+				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.Date {
 					vent.pins++
 					vent.used = tick
 					hits[k].vday = vent
@@ -518,14 +517,14 @@ func (e *Engine) unpinLocked(st *siteState, hits []pendingHit) {
 	}
 	for _, h := range hits {
 		r := h.rec
-		if ent, ok := st.days[r.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
-			if _, listed := st.dates[r.date]; !listed {
-				delete(st.days, r.date)
+		if ent, ok := st.days[r.Date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+			if _, listed := st.dates[r.Date]; !listed {
+				delete(st.days, r.Date)
 			}
 		}
-		if p, ok := st.periods[r.period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
+		if p, ok := st.periods[r.Period]; ok && p == h.per && p.pins == 0 && !p.isStored && p.Len() == 0 {
 			e.counters.state.Add(-int64(p.size))
-			delete(st.periods, r.period)
+			delete(st.periods, r.Period)
 		}
 	}
 }
@@ -550,11 +549,11 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 		if h.vday != nil {
 			h.vday.pins--
 		}
-		if ent, ok := st.days[h.rec.date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
+		if ent, ok := st.days[h.rec.Date]; ok && ent == h.day && ent.pins == 0 && !ent.dirty && !ent.frozen {
 			// Pinned for an engagement report that had no visit: never
 			// written.
-			if _, listed := st.dates[h.rec.date]; !listed {
-				delete(st.days, h.rec.date)
+			if _, listed := st.dates[h.rec.Date]; !listed {
+				delete(st.days, h.rec.Date)
 			}
 		}
 		*h = pendingHit{}
@@ -568,10 +567,11 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 }
 
 // enrich runs steps 1 and 2 of the pipeline on h: the drops, then the
-// enrichment into r. It needs no lock of the statistics state. An error
-// (the salt of a new period could not be stored) fails the whole call: a
-// hit hashed without its period's salt would be another visitor.
-func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (*siteConfig, DropReason, error) {
+// enrichment into r (package enrich). It needs no lock of the statistics
+// state. An error (the salt of a new period could not be stored) fails
+// the whole call: a hit hashed without its period's salt would be another
+// visitor.
+func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hit) (*siteConfig, DropReason, error) {
 	cfg := e.lookupSite(h)
 	switch {
 	case cfg == nil:
@@ -579,73 +579,36 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record) (
 	case !cfg.ips.Empty() && cfg.ips.Contains(h.IP.Unmap()):
 		return cfg, DropExcludedIP, nil
 	}
-	ag := h.Given.agent(e.ua.Parse(h.UserAgent))
-	// An import without a user agent (a visitor id instead) is not a bot:
-	// like the header heuristics, that rule is for live requests.
-	uaBot := ag.Bot && (h.Live || h.UserAgent != "")
-	// A missing Accept-Language alone is no bot (SPEC §2.4): Plausible's
-	// server-side integrations and proxies rarely forward it.
-	if cfg.excludeBots && (uaBot || (h.Live && ua.HeadlessHint(h.SecCHUA))) {
+	ag := enrich.Agent(h, e.ua.Parse(h.UserAgent))
+	if cfg.excludeBots && enrich.Bot(h, ag) {
 		return cfg, DropBot, nil
 	}
 	if h.Prefetch {
 		return cfg, DropPrefetch, nil
 	}
-	pg, ok := norm.ParsePage(h.URL, cfg.rules)
+	pg, ok := enrich.Page(h, cfg.rules)
 	if !ok {
 		return cfg, DropInvalid, nil
-	}
-	if h.HashMode {
-		pg = pg.KeepFragment()
 	}
 	t := h.Time
 	if t.IsZero() {
 		t = now
 	}
 	lt := t.In(cfg.loc)
-	r.website = cfg.id
-	r.date = buckets.DateFromTime(lt)
-	r.hour = uint8(lt.Hour())
-	r.period = periodStart(r.date, e.opts.SaltPeriod)
-	r.ms = t.UnixMilli()
-	if h.Event != nil && h.Engagement == nil {
-		// The segments keep the name and unit as sent (':' kept); only
-		// the phpAnalytics event statistic makes ':' a space (SPEC §2.4).
-		name, ok := norm.EventNameExact(h.Event.Name)
-		if !ok {
-			return cfg, DropInvalid, nil
-		}
-		r.event = true
-		r.seg.name, r.seg.unit = name, norm.EventUnitExact(h.Event.Unit)
-		// The statistic's name is EventName's of the name as sent (cut
-		// after ':' became a space and the ends were trimmed), as before
-		// names were kept exactly; "" for a name of only colons.
-		stat, _ := norm.EventName(h.Event.Name)
-		r.eventRow = norm.EventRow(stat, norm.EventValue(h.Event.Value), norm.EventUnit(h.Event.Unit))
+	r.Website = cfg.id
+	r.Date = buckets.DateFromTime(lt)
+	r.Hour = uint8(lt.Hour())
+	r.Period = periodStart(r.Date, e.opts.SaltPeriod)
+	r.Ms = t.UnixMilli()
+	if !enrich.CustomEvent(r, h) {
+		return cfg, DropInvalid, nil
 	}
-	salt, err := e.salt(ctx, r.period)
+	salt, err := e.salt(ctx, r.Period)
 	if err != nil {
 		return cfg, DropNone, err
 	}
-	r.hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
-	if h.Engagement != nil {
-		// An engagement report counts nowhere in the day buckets, and
-		// joins a visit of the segments only.
-		enrichSeg(h, pg, r, ag, geo.Location{})
-		return cfg, DropNone, nil
-	}
-	// An event counts only under event in the day buckets (applyLocked),
-	// but may start a visit of the segments (SPEC §10.1), which takes its
-	// source, device and location from it: it is enriched as a pageview.
-	r.page = pg.Page
-	r.campaign = pg.Campaign
-	r.refHost = norm.ReferrerHost(h.Referrer)
-	r.browser, r.os, r.device = ag.Browser, ag.OS, ag.Device
-	r.resolution = norm.Resolution(h.Resolution)
-	r.language = norm.Language(h.Language)
-	loc := h.Given.location(func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
-	r.country, r.continent, r.city = loc.Country, loc.Continent, loc.City
-	enrichSeg(h, pg, r, ag, loc)
+	r.Hash = salts.Hash(salt, cfg.id, h.Visitor, h.IP, h.UserAgent)
+	enrich.Dims(r, h, pg, ag, func() geo.Location { return e.geo.Lookup(h.IP.Unmap()) })
 	return cfg, DropNone, nil
 }
 
@@ -660,51 +623,18 @@ func (e *Engine) lookupSite(h *Hit) *siteConfig {
 		}
 		return nil
 	}
-	var host string
-	if h.Domain != "" {
-		host = norm.PlausibleDomain(h.Domain)
-	} else {
-		host = norm.Host(urlHost(h.URL))
-	}
-	id, ok := e.domains[host]
+	id, ok := e.domains[enrich.SiteHost(h)]
 	if !ok {
 		return nil
 	}
 	return e.sites[id].cfg.Load()
 }
 
-// urlHost is the host[:port] of an absolute URL, or "".
-func urlHost(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return ""
-	}
-	u = u[i+3:]
-	if j := strings.IndexAny(u, "/?#"); j >= 0 {
-		u = u[:j]
-	}
-	if j := strings.LastIndexByte(u, '@'); j >= 0 {
-		u = u[j+1:]
-	}
-	return u
-}
-
-// saltPeriod is p as package salts names it.
-func saltPeriod(p SaltPeriod) salts.Period {
-	switch p {
-	case SaltWeek:
-		return salts.Week
-	case SaltMonth:
-		return salts.Month
-	}
-	return salts.Day
-}
-
 // periodStart returns the first day of the salt period holding date.
-func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).Start(date) }
+func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return p.Start(date) }
 
 // periodEnd returns the last day of the salt period starting on first.
-func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return saltPeriod(p).End(first) }
+func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return p.End(first) }
 
 // salt returns the salt of the period starting on first, creating (and
 // storing; in cluster mode, agreeing on) a random one the first time. A

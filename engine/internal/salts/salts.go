@@ -22,6 +22,30 @@ const (
 	Month
 )
 
+// ParsePeriod parses "day" (or ""), "week" or "month".
+func ParsePeriod(s string) (Period, bool) {
+	switch s {
+	case "day", "":
+		return Day, true
+	case "week":
+		return Week, true
+	case "month":
+		return Month, true
+	}
+	return 0, false
+}
+
+// String returns "day", "week" or "month".
+func (p Period) String() string {
+	switch p {
+	case Week:
+		return "week"
+	case Month:
+		return "month"
+	}
+	return "day"
+}
+
 // Start returns the first day of the period holding date.
 func (p Period) Start(date buckets.Date) buckets.Date {
 	switch p {

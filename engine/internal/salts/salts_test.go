@@ -119,3 +119,17 @@ func TestBoxEndedDrop(t *testing.T) {
 		t.Error("a dropped salt was not made again")
 	}
 }
+
+func TestParsePeriod(t *testing.T) {
+	for _, p := range []Period{Day, Week, Month} {
+		if got, ok := ParsePeriod(p.String()); !ok || got != p {
+			t.Errorf("ParsePeriod(%q) = %v, %v", p.String(), got, ok)
+		}
+	}
+	if p, ok := ParsePeriod(""); !ok || p != Day {
+		t.Errorf(`ParsePeriod("") = %v, %v; want day`, p, ok)
+	}
+	if _, ok := ParsePeriod("year"); ok {
+		t.Error(`ParsePeriod("year") is ok`)
+	}
+}

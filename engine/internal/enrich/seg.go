@@ -1,4 +1,4 @@
-package engine
+package enrich
 
 import (
 	"net/url"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/norm"
+	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/ua"
 )
 
@@ -14,43 +15,43 @@ import (
 // (paths, referrers, UTM values), in characters.
 const maxSegValue = 255
 
-// enrichSeg fills the segment fields of r (SPEC §10.1) from h. pg is h's
-// parsed page; r's day-bucket fields are filled (r.refHost is read).
-func enrichSeg(h *Hit, pg norm.Page, r *record, ag ua.Agent, loc geo.Location) {
-	f := &r.seg
-	f.scroll = -1
-	f.path = pg.Path()
-	f.host = pg.Host
-	f.props = boundProps(h.Props)
+// seg fills the segment fields of r (SPEC §10.1) from h. pg is h's
+// parsed page; r's day-bucket fields are filled (r.RefHost is read).
+func seg(h *Hit, pg norm.Page, r *record.Hit, ag ua.Agent, loc geo.Location) {
+	f := &r.Seg
+	f.Scroll = -1
+	f.Path = pg.Path()
+	f.Host = pg.Host
+	f.Props = boundProps(h.Props)
 	if h.Event != nil {
-		f.nonInteractive = h.Event.NonInteractive
+		f.NonInteractive = h.Event.NonInteractive
 	}
 	if e := h.Engagement; e != nil {
-		f.engagement = true
-		f.engagedMs = min(max(e.EngagedMs, 0), 24*3600*1000)
+		f.Engagement = true
+		f.EngagedMs = min(max(e.EngagedMs, 0), 24*3600*1000)
 		if e.ScrollDepth >= 0 {
-			f.scroll = int8(min(e.ScrollDepth, 100))
+			f.Scroll = int8(min(e.ScrollDepth, 100))
 		}
 	}
-	if f.engagement {
+	if f.Engagement {
 		return
 	}
-	f.refURL = referrerURL(h.Referrer, r.refHost)
-	f.landing = landingParams(h.URL)
-	f.browserVer, f.osVer = ag.BrowserVersion, ag.OSVersion
-	f.region, f.regionName, f.cityName, f.cityID = loc.Region, loc.RegionName, loc.CityName, loc.CityID
+	f.RefURL = referrerURL(h.Referrer, r.RefHost)
+	f.Landing = landingParams(h.URL)
+	f.BrowserVer, f.OSVer = ag.BrowserVersion, ag.OSVersion
+	f.Region, f.RegionName, f.CityName, f.CityID = loc.Region, loc.RegionName, loc.CityName, loc.CityID
 }
 
 // boundProps keeps the custom properties SPEC §2.4 allows: at most
 // MaxProps, keys of 1 to MaxPropKey and values of at most MaxPropValue
 // characters, valid UTF-8; the first of a repeated key.
-func boundProps(in []Prop) []Prop {
-	var out []Prop
+func boundProps(in []record.Prop) []record.Prop {
+	var out []record.Prop
 	for _, p := range in {
-		if len(out) == MaxProps {
+		if len(out) == record.MaxProps {
 			break
 		}
-		if p.Key == "" || utf8.RuneCountInString(p.Key) > MaxPropKey || utf8.RuneCountInString(p.Value) > MaxPropValue ||
+		if p.Key == "" || utf8.RuneCountInString(p.Key) > record.MaxPropKey || utf8.RuneCountInString(p.Value) > record.MaxPropValue ||
 			!utf8.ValidString(p.Key) || !utf8.ValidString(p.Value) {
 			continue
 		}
@@ -62,7 +63,7 @@ func boundProps(in []Prop) []Prop {
 			}
 		}
 		if !dup {
-			out = append(out, Prop{Key: strings.Clone(p.Key), Value: strings.Clone(p.Value)})
+			out = append(out, record.Prop{Key: strings.Clone(p.Key), Value: strings.Clone(p.Value)})
 		}
 	}
 	return out

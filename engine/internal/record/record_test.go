@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"testing"
@@ -11,42 +11,42 @@ import (
 // TestRecordDecodeInterned checks that decoding with an interner gives the
 // record decode gives, and shares one string per value across records.
 func TestRecordDecodeInterned(t *testing.T) {
-	r := record{website: 3, date: 20000, period: 19999, hour: 7, ms: 1_728_000_000_123, hash: 42,
-		page: "/pricing", refHost: "www.google.com", browser: "Chrome", os: "Windows", device: "desktop",
-		resolution: "1920x1080", language: "de", country: "DE:Germany", continent: "EU:Europe",
-		seg: segFields{path: "/pricing", host: "example.com", refURL: "google.com/search", browserVer: "120", landing: "utm_source=news&gclid=abc123",
-			osVer: "10", cityID: 2950159, props: []Prop{{Key: "plan", Value: "pro"}}, engagedMs: 1500, scroll: 80}}
-	enc := r.appendBinary(nil)
-	var want record
-	if err := want.decode(enc); err != nil {
+	r := Hit{Website: 3, Date: 20000, Period: 19999, Hour: 7, Ms: 1_728_000_000_123, Hash: 42,
+		Page: "/pricing", RefHost: "www.google.com", Browser: "Chrome", OS: "Windows", Device: "desktop",
+		Resolution: "1920x1080", Language: "de", Country: "DE:Germany", Continent: "EU:Europe",
+		Seg: Seg{Path: "/pricing", Host: "example.com", RefURL: "google.com/search", BrowserVer: "120", Landing: "utm_source=news&gclid=abc123",
+			OSVer: "10", CityID: 2950159, Props: []Prop{{Key: "plan", Value: "pro"}}, EngagedMs: 1500, Scroll: 80}}
+	enc := r.AppendBinary(nil)
+	var want Hit
+	if err := want.Decode(enc); err != nil {
 		t.Fatal(err)
 	}
 	var in wire.Interner
-	var a, b record
-	if err := a.decodeWith(enc, &in); err != nil {
+	var a, b Hit
+	if err := a.DecodeWith(enc, &in); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.decodeWith(enc, &in); err != nil {
+	if err := b.DecodeWith(enc, &in); err != nil {
 		t.Fatal(err)
 	}
-	opt := cmp.AllowUnexported(record{}, segFields{})
+	opt := cmp.AllowUnexported(Hit{}, Seg{})
 	if diff := cmp.Diff(want, a, opt); diff != "" {
 		t.Errorf("decodeWith differs from decode (-decode +decodeWith):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, b, opt); diff != "" {
 		t.Errorf("the second decodeWith differs from decode (-decode +decodeWith):\n%s", diff)
 	}
-	if unsafe.StringData(a.browser) != unsafe.StringData(b.browser) || unsafe.StringData(a.seg.props[0].Value) != unsafe.StringData(b.seg.props[0].Value) {
+	if unsafe.StringData(a.Browser) != unsafe.StringData(b.Browser) || unsafe.StringData(a.Seg.Props[0].Value) != unsafe.StringData(b.Seg.Props[0].Value) {
 		t.Error("the second record's strings were allocated again")
 	}
-	if in.Holds(a.seg.landing) {
+	if in.Holds(a.Seg.Landing) {
 		t.Error("the landing parameters, unique to a visit, were interned")
 	}
 	// Decoding from a buffer that is then overwritten must not change the
 	// strings handed out: they are copies.
 	buf := append([]byte(nil), enc...)
-	var c record
-	if err := c.decodeWith(buf, &wire.Interner{}); err != nil {
+	var c Hit
+	if err := c.DecodeWith(buf, &wire.Interner{}); err != nil {
 		t.Fatal(err)
 	}
 	clear(buf)

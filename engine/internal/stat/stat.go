@@ -1,0 +1,115 @@
+// Package stat is the model of the 17 statistics of SPEC §2.3: their
+// names, and the search and order of their rows. The engine computes the
+// rows of a statistic from the day buckets; what a caller sees of them
+// (a page of rows, searched and sorted) is decided here.
+package stat
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/segments"
+)
+
+// The statistics names of SPEC §2.3, besides the dimensions of buckets.
+const (
+	Pageviews      = "pageviews"
+	PageviewsHours = "pageviews_hours"
+	Visitors       = "visitors"
+	VisitorsHours  = "visitors_hours"
+)
+
+// Names lists the 17 statistics, in the order the API documents them.
+func Names() []string {
+	names := []string{Pageviews, PageviewsHours, Visitors, VisitorsHours}
+	for d := range buckets.NumDims {
+		names = append(names, d.String())
+	}
+	return names
+}
+
+// Canonical maps a statistic name or alias to its name; ok=false for an
+// unknown one.
+func Canonical(name string) (string, bool) {
+	switch name {
+	case "pageviews_hour":
+		return PageviewsHours, true
+	case "visitors_hour":
+		return VisitorsHours, true
+	case Pageviews, PageviewsHours, Visitors, VisitorsHours:
+		return name, true
+	}
+	if _, ok := buckets.ParseDim(name); ok {
+		return name, true
+	}
+	return "", false
+}
+
+// Row is one value of a statistic and its count.
+type Row struct {
+	Value string `json:"value"`
+	Count uint64 `json:"count"`
+}
+
+// Page is one page of a statistic's rows. Rows is the caller's.
+type Page struct {
+	Rows     []Row
+	Total    int // rows over all pages
+	Page     int
+	PerPage  int
+	LastPage int // at least 1
+}
+
+// Search keeps, in rows' array, the rows whose value holds search,
+// ignoring case; "" keeps them all.
+func Search(rows []Row, search string) []Row {
+	if search == "" {
+		return rows
+	}
+	needle := strings.ToLower(search)
+	return slices.DeleteFunc(rows, func(r Row) bool { return !containsFold(r.Value, needle) })
+}
+
+// containsFold reports whether s holds the lower-case needle, ignoring case.
+func containsFold(s, needle string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
+			return strings.Contains(strings.ToLower(s), needle)
+		}
+	}
+	return strings.Contains(s, needle)
+}
+
+// Sort orders rows by count, equal counts by value ascending bytewise,
+// or by value when byValue; descending when desc. Only the first n need
+// to be in their final place.
+func Sort(rows []Row, byValue, desc bool, n int) {
+	cmpRow := func(a, b Row) int {
+		if byValue {
+			c := strings.Compare(a.Value, b.Value)
+			if desc {
+				c = -c
+			}
+			return c
+		}
+		c := cmp.Compare(a.Count, b.Count)
+		if desc {
+			c = -c
+		}
+		return cmp.Or(c, strings.Compare(a.Value, b.Value))
+	}
+	segments.SortFirst(rows, n, cmpRow)
+}
+
+// Hour is the value of hour h (0 to 23) in the hours statistics: "07".
+func Hour(h int) string { return hourNames[h] }
+
+var hourNames = func() (h [24]string) {
+	for i := range h {
+		h[i] = fmt.Sprintf("%02d", i)
+	}
+	return h
+}()
