@@ -39,39 +39,80 @@ func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
 }
 
 // batch is hits of a call enriched, grouped by website, not yet logged:
-// the call's one batch, or one of its parts (trackparts.go).
+// the call's one batch, or one of its parts (trackparts.go). Its groups
+// are in its scratch.
 type batch struct {
-	sc     *trackScratch
-	res    TrackResult      // Reasons: the drops enrichment decided
-	groups []uint32         // websites in the order of their first hit
-	idx    map[uint32][]int // website → its hits
+	sc  *trackScratch
+	res TrackResult // Reasons: the drops enrichment decided
 }
+
+// group is a website's hits in a batch, in the order of the website's
+// first hit.
+type group struct {
+	website uint32
+	idx     []int // its hits
+}
+
+// groupsMapped is how many websites a batch looks for by a linear search
+// of its groups before it indexes them by a map.
+const groupsMapped = 8
 
 // prepare runs steps 1 and 2 of the pipeline (drops, enrichment) on hits.
 // The batch holds a scratch until commit or release.
-func (e *Engine) prepare(ctx context.Context, now time.Time, hits []Hit) (*batch, error) {
-	b := &batch{sc: getTrackScratch(len(hits)), res: TrackResult{Reasons: make([]DropReason, len(hits))}, idx: make(map[uint32][]int)}
+func (e *Engine) prepare(ctx context.Context, now time.Time, hits []Hit) (batch, error) {
+	b := batch{sc: getTrackScratch(len(hits)), res: TrackResult{Reasons: make([]DropReason, len(hits))}}
 	recs, cfgs := b.sc.recs, b.sc.cfgs
 	for i := range hits {
 		var err error
 		if cfgs[i], b.res.Reasons[i], err = e.enrich(ctx, &hits[i], now, &recs[i]); err != nil {
 			b.release()
-			return nil, err
+			return batch{}, err
 		}
 		if b.res.Reasons[i] == DropNone {
-			w := recs[i].Website
-			if _, ok := b.idx[w]; !ok {
-				b.groups = append(b.groups, w)
-			}
-			b.idx[w] = append(b.idx[w], i)
+			b.sc.addToGroup(recs[i].Website, i)
 		}
 	}
 	return b, nil
 }
 
+// addToGroup adds hit i to website's group, made if it is the first.
+func (sc *trackScratch) addToGroup(website uint32, i int) {
+	g := -1
+	if sc.where != nil {
+		if k, ok := sc.where[website]; ok {
+			g = k
+		}
+	} else {
+		for k := range sc.groups {
+			if sc.groups[k].website == website {
+				g = k
+				break
+			}
+		}
+	}
+	if g < 0 {
+		g = len(sc.groups)
+		if g < cap(sc.groups) {
+			sc.groups = sc.groups[:g+1]
+			sc.groups[g].website, sc.groups[g].idx = website, sc.groups[g].idx[:0]
+		} else {
+			sc.groups = append(sc.groups, group{website: website})
+		}
+		if sc.where == nil && len(sc.groups) > groupsMapped {
+			sc.where = make(map[uint32]int, 2*groupsMapped)
+			for k := range sc.groups {
+				sc.where[sc.groups[k].website] = k
+			}
+		} else if sc.where != nil {
+			sc.where[website] = g
+		}
+	}
+	sc.groups[g].idx = append(sc.groups[g].idx, i)
+}
+
 // logs reports whether committing b logs anything: some hit was not
 // dropped.
-func (b *batch) logs() bool { return len(b.groups) > 0 }
+func (b *batch) logs() bool { return len(b.sc.groups) > 0 }
 
 // release returns b's scratch.
 func (b *batch) release() {
@@ -96,25 +137,27 @@ func (e *Engine) commit(ctx context.Context, b *batch, mark *idem.Mark) (TrackRe
 		mark.Res.Add(mark.Carry)
 	}
 	var err error
-	for gi, website := range b.groups {
+	groups := b.sc.groups
+	for gi := range groups {
 		var ok bool
+		website, idx := groups[gi].website, groups[gi].idx
 		m := mark.Of(website)
 		if e.opts.Cluster != nil {
-			ok, err = e.publish(ctx, website, recs, b.idx[website], m)
+			ok, err = e.publish(ctx, website, recs, idx, m)
 		} else {
-			ok, err = e.ingest(website, cfgs[b.idx[website][0]].domain, b.sc, b.idx[website], m)
+			ok, err = e.ingest(website, cfgs[idx[0]].domain, b.sc, idx, m)
 		}
 		if err != nil {
 			// This website and the later ones are not counted.
-			for _, w := range b.groups[gi:] {
-				for _, i := range b.idx[w] {
+			for _, g := range groups[gi:] {
+				for _, i := range g.idx {
 					res.Reasons[i] = dropFailed
 				}
 			}
 			break
 		}
 		if !ok {
-			for _, i := range b.idx[website] {
+			for _, i := range idx {
 				res.Reasons[i] = DropUnknownSite
 			}
 		}
@@ -152,6 +195,10 @@ func (e *Engine) tally(res *TrackResult) {
 type trackScratch struct {
 	recs []record.Hit
 	cfgs []*siteConfig
+	// groups are the websites of the records, where indexes them past
+	// groupsMapped of them (prepare).
+	groups []group
+	where  map[uint32]int
 
 	buf     []byte // the entries' encoded records
 	entries []snapshot.LogEntry
@@ -185,6 +232,7 @@ func (sc *trackScratch) put() {
 	}
 	clear(sc.recs)
 	clear(sc.cfgs)
+	sc.groups, sc.where = sc.groups[:0], nil
 	clear(sc.hits[:cap(sc.hits)]) // a later website's batch may have been shorter
 	// The entries point into buffers, the current one or one a batch
 	// outgrew: none is kept through them.

@@ -41,12 +41,11 @@ var partHits = 1000
 // in the counts). At return, mark.Res is the counts of the parts this
 // call counted.
 func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackResult, error) {
-	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return TrackResult{Reasons: make([]DropReason, len(hits))}, err
 	}
 	if !e.enter() {
-		return res, ErrClosed
+		return TrackResult{Reasons: make([]DropReason, len(hits))}, ErrClosed
 	}
 	defer e.exit()
 	now := e.now()
@@ -54,18 +53,19 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 	if n <= 1 && (mark == nil || mark.Part == 0) {
 		b, err := e.prepare(ctx, now, hits)
 		if err != nil {
-			return res, err
+			return TrackResult{Reasons: make([]DropReason, len(hits))}, err
 		}
-		return e.commit(ctx, b, mark)
+		return e.commit(ctx, &b, mark)
 	}
+	res := TrackResult{Reasons: make([]DropReason, len(hits))}
 	p := &parts{e: e, ctx: ctx, now: now, hits: hits, n: n, res: &res}
 	if mark != nil {
 		p.next = int(mark.Part)
 	}
 	var total idem.Result
-	cur, at, carry, skipped, err := p.nextLogging()
-	for err == nil && cur != nil {
-		next, nextAt, after, skippedAfter, nerr := p.nextLogging()
+	cur, ok, at, carry, skipped, err := p.nextLogging()
+	for err == nil && ok {
+		next, nextOK, nextAt, after, skippedAfter, nerr := p.nextLogging()
 		if nerr != nil {
 			cur.release()
 			return res, nerr
@@ -74,22 +74,22 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 		if mark != nil {
 			c := *mark
 			c.Part, c.Parts, c.Carry = uint32(at), uint32(n), carry
-			if next == nil { // the last part that logs: it ends the call
+			if !nextOK { // the last part that logs: it ends the call
 				c.Parts = uint32(at + 1)
 				c.Carry.Add(after)
 			}
 			pm = &c
 		}
 		var r TrackResult
-		r, err = e.commit(ctx, cur, pm)
+		r, err = e.commit(ctx, &cur, pm)
 		p.tally(skipped) // the parts before cur, counted with it
 		p.add(at, r)
 		if pm != nil && err == nil {
 			total.Add(pm.Res)
 		}
-		cur, at, carry, skipped = next, nextAt, after, skippedAfter
+		cur, ok, at, carry, skipped = next, nextOK, nextAt, after, skippedAfter
 	}
-	if cur != nil {
+	if ok {
 		cur.release()
 	} else if err == nil {
 		p.tally(skipped) // the parts after the last that logs
@@ -118,26 +118,27 @@ type dropped struct {
 }
 
 // nextLogging prepares the parts from p.next on until one that logs, and
-// returns it with its index; nil after the last part. The parts before
-// it, which log nothing, are in skipped, with their drops summed in
-// drops; they are counted (tally) once the part after them is.
-func (p *parts) nextLogging() (b *batch, at int, drops idem.Result, skipped []dropped, err error) {
+// returns it (ok) with its index; ok is false after the last part. The
+// parts before it, which log nothing, are in skipped, with their drops
+// summed in drops; they are counted (tally) once the part after them is.
+func (p *parts) nextLogging() (b batch, ok bool, at int, drops idem.Result, skipped []dropped, err error) {
 	for ; p.next < p.n; p.next++ {
 		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(p.hits))
 		b, err := p.e.prepare(p.ctx, p.now, p.hits[lo:hi])
 		if err != nil {
-			return nil, 0, drops, nil, err
+			return batch{}, false, 0, drops, nil, err
 		}
 		if b.logs() {
 			at := p.next
 			p.next++
-			return b, at, drops, skipped, nil
+			return b, true, at, drops, skipped, nil
 		}
+		reasons := b.res.Reasons
 		b.release()
-		drops.Add(resultOfReasons(b.res.Reasons))
-		skipped = append(skipped, dropped{p.next, b.res.Reasons})
+		drops.Add(resultOfReasons(reasons))
+		skipped = append(skipped, dropped{p.next, reasons})
 	}
-	return nil, 0, drops, skipped, nil
+	return batch{}, false, 0, drops, skipped, nil
 }
 
 // tally counts parts that log nothing into the call's result and the
