@@ -58,14 +58,14 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 		return e.commit(ctx, &b, mark)
 	}
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
-	p := &parts{e: e, ctx: ctx, now: now, hits: hits, n: n, res: &res}
+	p := &parts{e: e, ctx: ctx, now: now, n: n, res: &res}
 	if mark != nil {
 		p.next = int(mark.Part)
 	}
 	var total idem.Result
-	cur, ok, at, carry, skipped, err := p.nextLogging()
+	cur, ok, at, carry, skipped, err := p.nextLogging(hits)
 	for err == nil && ok {
-		next, nextOK, nextAt, after, skippedAfter, nerr := p.nextLogging()
+		next, nextOK, nextAt, after, skippedAfter, nerr := p.nextLogging(hits)
 		if nerr != nil {
 			cur.release()
 			return res, nerr
@@ -100,12 +100,13 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 	return res, err
 }
 
-// parts walks the parts of a call.
+// parts walks the parts of a call (its hits are passed to nextLogging,
+// not kept here: a struct whose contents leak would make every caller's
+// hits escape to the heap, Track's one-hit calls included).
 type parts struct {
 	e    *Engine
 	ctx  context.Context
 	now  time.Time
-	hits []Hit
 	n    int // parts
 	next int // the part nextLogging looks at first
 	res  *TrackResult
@@ -121,10 +122,10 @@ type dropped struct {
 // returns it (ok) with its index; ok is false after the last part. The
 // parts before it, which log nothing, are in skipped, with their drops
 // summed in drops; they are counted (tally) once the part after them is.
-func (p *parts) nextLogging() (b batch, ok bool, at int, drops idem.Result, skipped []dropped, err error) {
+func (p *parts) nextLogging(hits []Hit) (b batch, ok bool, at int, drops idem.Result, skipped []dropped, err error) {
 	for ; p.next < p.n; p.next++ {
-		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(p.hits))
-		b, err := p.e.prepare(p.ctx, p.now, p.hits[lo:hi])
+		lo, hi := p.next*partHits, min((p.next+1)*partHits, len(hits))
+		b, err := p.e.prepare(p.ctx, p.now, hits[lo:hi])
 		if err != nil {
 			return batch{}, false, 0, drops, nil, err
 		}
