@@ -171,17 +171,8 @@ type siteConfig struct {
 
 func (s *site) setWebsite(w *Website) {
 	s.web = w
-	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1}
-	c.loc, _ = loadLocation(w.Timezone)
-	if c.loc == nil {
-		c.loc = time.UTC
-	}
-	if w.ExcludeParams != nil {
-		c.rules = norm.ParsePageRules(*w.ExcludeParams)
-	}
-	if w.ExcludeIPs != nil {
-		c.ips, _ = norm.ParseIPSet(*w.ExcludeIPs)
-	}
+	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1,
+		loc: w.Location(), rules: w.PageRules(), ips: w.IPs()}
 	s.cfg.Store(c)
 }
 

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+
+	"github.com/webstats/webstats/engine/internal/invalid"
+	"github.com/webstats/webstats/engine/internal/website"
 )
 
 // RemoveWebsitePassword removes the password of website id, so that the
@@ -26,7 +29,7 @@ func (o Owner) RemoveWebsitePassword(ctx context.Context, id uint32) (Website, e
 			return ErrNotFound
 		}
 		if s.web.Privacy == 2 {
-			return &ValidationError{Fields: []FieldError{{"password", "The password field is required when privacy is 2."}}}
+			return invalid.Of("password", website.PasswordRequired)
 		}
 		out = *s.web
 		if s.web.PasswordHash == "" {
