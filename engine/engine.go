@@ -10,6 +10,7 @@ import (
 	"time"
 	_ "time/tzdata" // time zones in a static binary
 
+	"github.com/webstats/webstats/engine/internal/config"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
@@ -207,7 +208,7 @@ func (e *Engine) shardOf(website uint32) *shard {
 // in-memory engine. Open reads the registry and the last snapshot and replays
 // the log written after it.
 func Open(opts *Options) (*Engine, error) {
-	o, err := opts.withDefaults()
+	o, err := config.Fill(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func TestNew(t *testing.T) {
 		},
 		{
 			name: "invalid",
-			in: website.Input{Privacy: str("2"), Email: str("x"), Timezone: str("Local"), ExcludeIPs: str("nope")},
+			in:   website.Input{Privacy: str("2"), Email: str("x"), Timezone: str("Local"), ExcludeIPs: str("nope")},
 			want: website.Record{Account: 3, Privacy: 2, ExcludeBots: 1, Timezone: "UTC", CreatedAt: now, UpdatedAt: now},
 			fields: []invalid.Field{
 				{Field: "domain", Msg: "The domain field is required."},
