@@ -185,23 +185,37 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 	if err != nil {
 		return Website{}, err
 	}
+	return o.changeWebsite(ctx, id, func(w *Website) (bool, error) {
+		var verr ValidationError
+		if w.Apply(in, &verr); len(verr.Fields) > 0 {
+			return false, &verr
+		}
+		if pwHash != "" {
+			w.PasswordHash = pwHash
+		}
+		return true, nil
+	})
+}
+
+// changeWebsite calls change with a copy of the record of website id,
+// under the registry lock, stores the copy when change says so and returns
+// it; nothing changes when change returns an error.
+func (o Owner) changeWebsite(ctx context.Context, id uint32, change func(w *Website) (store bool, err error)) (Website, error) {
+	e := o.e
 	if !e.enter() {
 		return Website{}, ErrClosed
 	}
 	defer e.exit()
 	var out Website
-	err = e.regDo(ctx, func() error {
+	err := e.regDo(ctx, func() error {
 		s, ok := e.sites[id]
 		if !ok || !o.owns(s.web) {
 			return ErrNotFound
 		}
-		w, verr := *s.web, verr
-		w.Apply(in, &verr)
-		if err := verr.Err(); err != nil {
+		w := *s.web
+		if store, err := change(&w); err != nil || !store {
+			out = w
 			return err
-		}
-		if pwHash != "" {
-			w.PasswordHash = pwHash
 		}
 		if err := e.putWebsiteLocked(s, &w); err != nil {
 			return err
