@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/config"
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/logmsg"
@@ -18,53 +19,11 @@ import (
 )
 
 // Cluster is what the engine needs from a replicated log shared by several
-// engines (cluster mode, SPEC §12). engine/jetstream implements it on NATS
-// JetStream; without it (Options.Cluster nil) the engine is one process
-// with its own log in the store, as always.
-//
-// With a Cluster, Track enriches and publishes, and answers once the log
-// has acknowledged the records; it does not apply them. Every engine
-// follows the log and applies each record in log order, so visitor
-// numbering and visits, decided at apply time, are the same on every node.
-// The log's sequence numbers replace the store's: a snapshot records the
-// last one applied, and Open resumes following just after it.
-type Cluster interface {
-	// Publish appends one message to the log and returns once it is
-	// acknowledged as durable. A message holds the records of one Track
-	// call for one website (see publish), a part of one website's import
-	// or its deletion (importcluster.go), or, with website 0, a registry
-	// transaction (regtx.go), which every node follows whatever websites
-	// it holds; messages of one website (0 included) keep their order. On
-	// an error it may or may not
-	// have been appended, and Publish must make a retry of the same call
-	// append it at most once.
-	Publish(ctx context.Context, website uint32, message []byte) error
-	// MaxMessage is the largest message Publish takes, in bytes.
-	MaxMessage() int
-	// Identity names the log; it changes when the log is recreated. A
-	// store records the identity of the log it follows, and Open refuses
-	// another: its positions would mean other messages. Follow must fail
-	// with an error wrapping ErrWrongLog once the log's identity is no
-	// longer the one Identity last returned.
-	Identity(ctx context.Context) (string, error)
-	// Follow calls fn with every message whose sequence is after after,
-	// in log order, until ctx is done or fn returns an error; it returns
-	// that error (or the context's, or its own: a log that lacks messages
-	// after after, trimmed or recreated, is an error, never a silent
-	// skip).
-	Follow(ctx context.Context, after uint64, fn func(m LogMessage) error) error
-	// Last returns the sequence of the log's last message (0: none).
-	Last(ctx context.Context) (uint64, error)
-	// Salt returns the salt of the salt period starting on day first (days
-	// since 1970-01-01), which must be the same on every node: the first
-	// proposal made anywhere wins and every later call returns it.
-	Salt(ctx context.Context, first int32, proposal [16]byte) ([16]byte, error)
-	// DropSalt forgets the salt of the period starting on day first,
-	// cluster-wide: retention dropped the period's data, and the salt must
-	// not outlive it. A later Salt for that period makes a new one.
-	// Dropping a salt that is not there is not an error.
-	DropSalt(ctx context.Context, first int32) error
-}
+// engines (cluster mode, SPEC §12; package config documents its methods).
+// engine/jetstream implements it on NATS JetStream; without it
+// (Options.Cluster nil) the engine is one process with its own log in the
+// store, as always.
+type Cluster = config.Cluster
 
 // publish is ingest in cluster mode: the records go to the shared log, and
 // the follower (follow) applies them, here as on every other node. They go
@@ -159,14 +118,7 @@ func decodeMessage(msg []byte, recs []record.Hit) ([]record.Hit, *idem.Mark, err
 }
 
 // LogMessage is a message of the shared log as Follow gives it.
-type LogMessage struct {
-	Seq  uint64
-	Data []byte
-	// Time is when the log stored it; Pending how many messages the log
-	// holds after it (as the follower last learnt).
-	Time    time.Time
-	Pending uint64
-}
+type LogMessage = config.LogMessage
 
 // ClusterMetrics describe a node's place in its cluster (Metrics.Cluster).
 type ClusterMetrics struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 	_ "time/tzdata" // time zones in a static binary
 
+	"github.com/webstats/webstats/engine/internal/config"
 	"github.com/webstats/webstats/engine/internal/geo"
 	"github.com/webstats/webstats/engine/internal/importlog"
 	"github.com/webstats/webstats/engine/internal/norm"
@@ -171,17 +172,8 @@ type siteConfig struct {
 
 func (s *site) setWebsite(w *Website) {
 	s.web = w
-	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1}
-	c.loc, _ = loadLocation(w.Timezone)
-	if c.loc == nil {
-		c.loc = time.UTC
-	}
-	if w.ExcludeParams != nil {
-		c.rules = norm.ParsePageRules(*w.ExcludeParams)
-	}
-	if w.ExcludeIPs != nil {
-		c.ips, _ = norm.ParseIPSet(*w.ExcludeIPs)
-	}
+	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1,
+		loc: w.Location(), rules: w.PageRules(), ips: w.IPs()}
 	s.cfg.Store(c)
 }
 
@@ -216,7 +208,7 @@ func (e *Engine) shardOf(website uint32) *shard {
 // in-memory engine. Open reads the registry and the last snapshot and replays
 // the log written after it.
 func Open(opts *Options) (*Engine, error) {
-	o, err := opts.withDefaults()
+	o, err := config.Fill(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"errors"
-	"strings"
 
+	"github.com/webstats/webstats/engine/internal/invalid"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -49,40 +49,9 @@ var (
 
 // FieldError is one invalid field with a message in the wording of the API's
 // 422 answers ("The domain field is required.").
-type FieldError struct {
-	Field string
-	Msg   string
-}
+type FieldError = invalid.Field
 
-// ValidationError reports invalid input field by field. Use errors.As.
-type ValidationError struct {
-	Fields []FieldError
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	b.WriteString("engine: invalid input:")
-	for i, f := range e.Fields {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(" ")
-		b.WriteString(f.Field)
-		b.WriteString(": ")
-		b.WriteString(f.Msg)
-	}
-	return b.String()
-}
-
-// add records a message for field.
-func (e *ValidationError) add(field, msg string) {
-	e.Fields = append(e.Fields, FieldError{Field: field, Msg: msg})
-}
-
-// orNil returns e when it holds a field, else nil.
-func (e *ValidationError) orNil() error {
-	if len(e.Fields) == 0 {
-		return nil
-	}
-	return e
-}
+// ValidationError reports invalid input field by field. Use errors.As. Add
+// records a message for a field; Err returns the error when it holds a
+// field, else nil.
+type ValidationError = invalid.Error

@@ -35,7 +35,7 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 	g, bad := segments.CheckGoal(g)
 	verr := &ValidationError{}
 	for _, b := range bad {
-		verr.add(b.Field, b.Msg)
+		verr.Add(b.Field, b.Msg)
 	}
 	if len(verr.Fields) > 0 {
 		return Goal{}, verr
@@ -48,7 +48,7 @@ func (o Owner) addGoal(ctx context.Context, website uint32, g Goal) (Goal, error
 		}
 		next, found, bad := s.goals.With(g, MaxGoals)
 		if bad != nil {
-			verr.add(bad.Field, bad.Msg)
+			verr.Add(bad.Field, bad.Msg)
 			return verr
 		}
 		if next == nil {

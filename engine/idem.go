@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/config"
 	"github.com/webstats/webstats/engine/internal/idem"
 )
 
@@ -22,7 +23,7 @@ import (
 const KeyTTL = idem.TTL
 
 // DefaultMaxImportKeys is the default of Options.MaxImportKeys.
-const DefaultMaxImportKeys = 10_000
+const DefaultMaxImportKeys = config.DefaultMaxImportKeys
 
 // MaxKeyLen is the longest idempotency key, in bytes.
 const MaxKeyLen = 128

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/config"
 	"github.com/webstats/webstats/engine/internal/logmsg"
 	"github.com/webstats/webstats/engine/internal/partitions"
 	"github.com/webstats/webstats/snapshot"
@@ -45,38 +45,8 @@ var ErrNoHolder = partitions.ErrNoHolder
 var errElsewhere = errors.New("engine: this node does not hold the website's partition")
 
 // Partitioner is what the engine needs, beyond Cluster, to hold some
-// partitions only. Partitions are bits of a uint64 (bit p: partition p).
-type Partitioner interface {
-	// Count is the number of partitions, 1 to MaxPartitions; every node of
-	// a cluster has the same.
-	Count() int
-	// Target returns the partitions this node should hold now.
-	Target() uint64
-	// Covered reports whether every other node that should hold partition p
-	// holds it: this node, no longer among them, may drop it.
-	Covered(p int) bool
-	// Changed receives when Target or Covered may have changed.
-	Changed() <-chan struct{}
-	// SetHeld tells the other nodes which partitions this one holds.
-	SetHeld(held uint64)
-	// Follow is Cluster.Follow for the registry's messages and those of
-	// the partitions parts only.
-	Follow(ctx context.Context, after uint64, parts uint64, fn func(LogMessage) error) error
-	// Last returns the sequence of the last of those messages (0: none).
-	Last(ctx context.Context, parts uint64) (uint64, error)
-	// First returns the sequence of the log's first message; 1 means it
-	// was never trimmed (or is empty).
-	First(ctx context.Context) (uint64, error)
-	// Fetch returns the state of partition p from a node that holds it
-	// (what that node's Serve fetch function writes); ErrNoHolder if none.
-	Fetch(ctx context.Context, p int) (io.ReadCloser, error)
-	// Ask sends req to a node that holds partition p and returns what its
-	// Serve ask function answered; ErrNoHolder if none.
-	Ask(ctx context.Context, p int, req []byte) ([]byte, error)
-	// Serve answers the other nodes' Fetch and Ask with these functions
-	// until stop is called.
-	Serve(fetch func(ctx context.Context, p int, w io.Writer) error, ask func(ctx context.Context, req []byte) ([]byte, error)) (stop func(), err error)
-}
+// partitions only (package config documents its methods).
+type Partitioner = config.Partitioner
 
 // heldID is the snapshot.KindCluster record of the partitions held
 // (partitions.Record).

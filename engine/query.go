@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/paging"
 	"github.com/webstats/webstats/engine/internal/stat"
 	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
@@ -53,28 +54,7 @@ type StatQuery struct {
 
 // Validate checks the query: a known name, From not after To, a range of at
 // most MaxRangeDays.
-func (q *StatQuery) Validate() error {
-	var verr ValidationError
-	if _, ok := stat.Canonical(q.Name); !ok {
-		verr.add("name", "The selected name is invalid.")
-	}
-	checkRange(&verr, q.From, q.To)
-	if q.SortBy != "" && q.SortBy != "count" && q.SortBy != "value" {
-		verr.add("sort_by", "The selected sort by is invalid.")
-	}
-	return verr.orNil()
-}
-
-// checkRange adds to verr what is wrong with the range [from, to]: from
-// after to, or more than MaxRangeDays days (counted in int64: the difference
-// of two Dates overflows int32).
-func checkRange(verr *ValidationError, from, to Date) {
-	if from > to {
-		verr.add("to", "The to must be a date after or equal to from.")
-	} else if int64(to)-int64(from) >= MaxRangeDays {
-		verr.add("to", fmt.Sprintf("The range must not be longer than %d days.", MaxRangeDays))
-	}
-}
+func (q *StatQuery) Validate() error { return stat.Check(q.Name, q.SortBy, q.From, q.To) }
 
 // Row and Page are a statistic's rows, and one page of them (package stat).
 type (
@@ -107,7 +87,7 @@ func (o Owner) Stat(ctx context.Context, q StatQuery) (Page, error) {
 		return Page{}, err
 	}
 	rows = stat.Search(rows, q.Search)
-	per, page, last, lo, hi := pageBounds(len(rows), q.PerPage, q.Page)
+	per, page, last, lo, hi := paging.Bounds(len(rows), q.PerPage, q.Page)
 	stat.Sort(rows, q.SortBy == "value", !q.Asc, hi)
 	out := Page{Rows: slices.Clone(rows[lo:hi]), Total: len(rows), Page: page, PerPage: per, LastPage: last}
 	return out, nil
@@ -451,9 +431,8 @@ type Totals struct {
 // Totals returns website's totals over the local days [from, to].
 func (o Owner) Totals(ctx context.Context, website uint32, from, to Date) (Totals, error) {
 	e := o.e
-	var verr ValidationError
-	if checkRange(&verr, from, to); len(verr.Fields) > 0 {
-		return Totals{}, &verr
+	if err := stat.CheckRange(from, to); err != nil {
+		return Totals{}, err
 	}
 	s, err := o.site(website)
 	if err != nil {

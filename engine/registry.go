@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,43 +11,25 @@ import (
 	"unicode/utf8"
 
 	"github.com/webstats/webstats/engine/internal/norm"
-	"github.com/webstats/webstats/engine/internal/password"
+	"github.com/webstats/webstats/engine/internal/website"
 	"github.com/webstats/webstats/snapshot"
 )
 
 // Website is a website's record (SPEC §3.2). Text fields that are not set
-// are nil.
-type Website struct {
-	ID            uint32    `json:"id"`
-	Account       uint32    `json:"account"`
-	Domain        string    `json:"domain"`
-	Privacy       int       `json:"privacy"`
-	PasswordHash  string    `json:"password_hash,omitempty"`
-	Email         int       `json:"email"`
-	ExcludeBots   int       `json:"exclude_bots"`
-	ExcludeParams *string   `json:"exclude_params"`
-	ExcludeIPs    *string   `json:"exclude_ips"`
-	Timezone      string    `json:"timezone"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
-}
-
-// HasPassword reports whether a password is set.
-func (w *Website) HasPassword() bool { return w.PasswordHash != "" }
+// are nil. Its JSON is the stored record.
+type Website = website.Record
 
 // WebsiteInput holds the fields of a website create or update request, as
 // text (form values, or JSON values written as text: numbers in decimal,
 // booleans as "1"/"0"). A nil field was not sent.
-type WebsiteInput struct {
-	Domain        *string
-	Privacy       *string
-	Password      *string
-	Email         *string
-	ExcludeBots   *string
-	ExcludeParams *string
-	ExcludeIPs    *string
-	Timezone      *string
-}
+type WebsiteInput = website.Input
+
+// WebsiteQuery selects and orders the websites of an Owner; WebsitePage is
+// one page of them.
+type (
+	WebsiteQuery = website.Query
+	WebsitePage  = website.Page
+)
 
 // counterWebsite is the id of the website counter record
 // (snapshot.KindCounter); counter 1 is the attached package's (accounts).
@@ -85,24 +65,6 @@ func (o Owner) WebsiteByDomain(ctx context.Context, domain string) (Website, err
 	return *e.sites[id].web, nil
 }
 
-// WebsiteQuery selects and orders the websites of an Owner.
-type WebsiteQuery struct {
-	Search  string // case-insensitive substring of the domain
-	SortBy  string // "id" (default) or "domain"
-	Desc    bool
-	Page    int // from 1; < 1 means 1
-	PerPage int // default 10
-}
-
-// WebsitePage is one page of websites.
-type WebsitePage struct {
-	Websites []Website
-	Total    int
-	Page     int
-	PerPage  int
-	LastPage int
-}
-
 // Websites lists the handle's websites.
 func (o Owner) Websites(ctx context.Context, q WebsiteQuery) WebsitePage {
 	e := o.e
@@ -116,34 +78,7 @@ func (o Owner) Websites(ctx context.Context, q WebsiteQuery) WebsitePage {
 		}
 	}
 	e.regMu.RUnlock()
-	slices.SortFunc(all, func(a, b Website) int {
-		c := cmp.Compare(a.ID, b.ID)
-		if q.SortBy == "domain" {
-			c = cmp.Or(strings.Compare(a.Domain, b.Domain), c)
-		}
-		if q.Desc {
-			c = -c
-		}
-		return c
-	})
-	per, page, last, lo, hi := pageBounds(len(all), q.PerPage, q.Page)
-	return WebsitePage{Websites: all[lo:hi], Total: len(all), Page: page, PerPage: per, LastPage: last}
-}
-
-// pageBounds computes the paging of total rows.
-func pageBounds(total, perPage, page int) (per, pg, last, lo, hi int) {
-	per = perPage
-	if per <= 0 {
-		per = 10
-	}
-	pg = max(page, 1)
-	last = max(1, (total+per-1)/per)
-	lo = min(total, (pg-1)*per)
-	if pg-1 > total/per+1 { // avoid overflow for huge pages
-		lo = total
-	}
-	hi = min(total, lo+per)
-	return per, pg, last, lo, hi
+	return website.List(all, q)
 }
 
 // CreateWebsite validates in and creates a website for the handle's account
@@ -156,18 +91,7 @@ func (o Owner) CreateWebsite(ctx context.Context, in WebsiteInput) (Website, err
 		return Website{}, ErrNotFound
 	}
 	now := e.now().UTC().Truncate(time.Microsecond)
-	w := Website{Account: account, Privacy: 1, Email: 0, ExcludeBots: 1, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	var verr ValidationError
-	if in.Domain == nil || strings.TrimSpace(*in.Domain) == "" {
-		verr.add("domain", "The domain field is required.")
-	} else if utf8.RuneCountInString(*in.Domain) > 255 {
-		verr.add("domain", "The domain must not be greater than 255 characters.")
-	} else if d, ok := norm.Domain(*in.Domain); !ok {
-		verr.add("domain", "The domain format is invalid.")
-	} else {
-		w.Domain = d
-	}
-	e.applyInput(&w, in, &verr)
+	w, verr := website.New(account, now, in)
 	// Check what the registry decides before hashing, so a request that
 	// fails costs no hash.
 	if err := e.checkNewWebsite(account, w.Domain, &verr); err != nil {
@@ -225,10 +149,10 @@ func (e *Engine) checkNewWebsiteLocked(account uint32, domain string, verr *Vali
 	}
 	if domain != "" {
 		if _, taken := e.domains[domain]; taken {
-			verr.Fields = slices.Insert(verr.Fields, 0, FieldError{"domain", "The domain has already been taken."})
+			verr.Fields = slices.Insert(verr.Fields, 0, FieldError{Field: "domain", Msg: "The domain has already been taken."})
 		}
 	}
-	return verr.orNil()
+	return verr.Err()
 }
 
 // newPasswordHash hashes the password of in, if one was sent; in has been
@@ -253,31 +177,45 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		return Website{}, err
 	}
 	var verr ValidationError
-	e.applyInput(&cur, in, &verr)
-	if err := verr.orNil(); err != nil {
+	cur.Apply(in, &verr)
+	if err := verr.Err(); err != nil {
 		return Website{}, err
 	}
 	pwHash, err := e.newPasswordHash(ctx, in)
 	if err != nil {
 		return Website{}, err
 	}
+	return o.changeWebsite(ctx, id, func(w *Website) (bool, error) {
+		var verr ValidationError
+		if w.Apply(in, &verr); len(verr.Fields) > 0 {
+			return false, &verr
+		}
+		if pwHash != "" {
+			w.PasswordHash = pwHash
+		}
+		return true, nil
+	})
+}
+
+// changeWebsite calls change with a copy of the record of website id,
+// under the registry lock, stores the copy when change says so and returns
+// it; nothing changes when change returns an error.
+func (o Owner) changeWebsite(ctx context.Context, id uint32, change func(w *Website) (store bool, err error)) (Website, error) {
+	e := o.e
 	if !e.enter() {
 		return Website{}, ErrClosed
 	}
 	defer e.exit()
 	var out Website
-	err = e.regDo(ctx, func() error {
+	err := e.regDo(ctx, func() error {
 		s, ok := e.sites[id]
 		if !ok || !o.owns(s.web) {
 			return ErrNotFound
 		}
-		w, verr := *s.web, verr
-		e.applyInput(&w, in, &verr)
-		if err := verr.orNil(); err != nil {
+		w := *s.web
+		if store, err := change(&w); err != nil || !store {
+			out = w
 			return err
-		}
-		if pwHash != "" {
-			w.PasswordHash = pwHash
 		}
 		if err := e.putWebsiteLocked(s, &w); err != nil {
 			return err
@@ -291,73 +229,6 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 	return out, nil
 }
 
-// applyInput validates the optional fields of in into w. It checks a
-// password but does not hash it (see newPasswordHash).
-func (e *Engine) applyInput(w *Website, in WebsiteInput, verr *ValidationError) {
-	choice := func(field string, v *string, set *int, allowed ...int) {
-		if v == nil {
-			return
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(*v))
-		if err != nil || !slices.Contains(allowed, n) {
-			verr.add(field, "The selected "+strings.ReplaceAll(field, "_", " ")+" is invalid.")
-			return
-		}
-		*set = n
-	}
-	choice("privacy", in.Privacy, &w.Privacy, 0, 1, 2)
-	choice("email", in.Email, &w.Email, 0, 1)
-	choice("exclude_bots", in.ExcludeBots, &w.ExcludeBots, 0, 1)
-	if in.Password != nil && *in.Password != "" {
-		if msg := password.CheckInput(*in.Password); msg != "" {
-			verr.add("password", msg)
-		}
-	} else if w.Privacy == 2 && w.PasswordHash == "" {
-		verr.add("password", "The password field is required when privacy is 2.")
-	}
-	if in.Timezone != nil {
-		tz := strings.TrimSpace(*in.Timezone)
-		if _, err := loadLocation(tz); err != nil {
-			verr.add("timezone", "The timezone must be a valid timezone.")
-		} else {
-			w.Timezone = tz
-		}
-	}
-	if in.ExcludeParams != nil {
-		if len(*in.ExcludeParams) > 65535 {
-			verr.add("exclude_params", "The exclude params must not be greater than 65535 characters.")
-		} else {
-			w.ExcludeParams = nullable(*in.ExcludeParams)
-		}
-	}
-	if in.ExcludeIPs != nil {
-		if len(*in.ExcludeIPs) > 65535 {
-			verr.add("exclude_ips", "The exclude ips must not be greater than 65535 characters.")
-		} else if _, err := norm.ParseIPSet(*in.ExcludeIPs); err != nil {
-			verr.add("exclude_ips", "The exclude ips must be IP addresses or CIDR ranges, one per line ("+strings.TrimPrefix(err.Error(), "norm: ")+").")
-		} else {
-			w.ExcludeIPs = nullable(*in.ExcludeIPs)
-		}
-	}
-}
-
-// nullable maps an empty text field to null, as the API shows unset fields.
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// loadLocation loads an IANA time zone; "Local" and "" are refused.
-func loadLocation(tz string) (*time.Location, error) {
-	if tz == "" || tz == "Local" || len(tz) > 64 {
-		return nil, errors.New("engine: invalid time zone")
-	}
-	return time.LoadLocation(tz)
-}
-
-// DeleteWebsite removes a website and all its statistics, in memory at once
 // DeleteWebsite removes a website and all its statistics, in memory at once
 // and on disk before it returns.
 func (o Owner) DeleteWebsite(ctx context.Context, id uint32) error {
@@ -488,7 +359,7 @@ func (e *Engine) loadRegistry() error {
 		if err := json.Unmarshal(v, w); err != nil || uint64(w.ID) != id {
 			return fmt.Errorf("engine: website %d: %w", id, snapshot.ErrCorrupt)
 		}
-		if _, err := loadLocation(w.Timezone); err != nil {
+		if _, err := website.LoadLocation(w.Timezone); err != nil {
 			return fmt.Errorf("engine: website %d: time zone %q: %w", id, w.Timezone, snapshot.ErrCorrupt)
 		}
 		e.nextWebsite = max(e.nextWebsite, w.ID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/webstats/webstats/engine/internal/regtx"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/website"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -291,7 +292,7 @@ func (e *Engine) decodeWebsite(id uint32, deleted bool, value []byte) (install, 
 		if w.ID != id {
 			return nil, fmt.Errorf("the record of website %d", w.ID)
 		}
-		if _, err := loadLocation(w.Timezone); err != nil {
+		if _, err := website.LoadLocation(w.Timezone); err != nil {
 			return nil, err
 		}
 	}

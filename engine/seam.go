@@ -250,12 +250,6 @@ func (r *Registry) CheckPassword(ctx context.Context, phc, pw string) (bool, err
 	return r.e.checkPassword(ctx, phc, pw)
 }
 
-// Add appends a field's message.
-func (e *ValidationError) Add(field, msg string) { e.add(field, msg) }
-
-// Err returns e, or nil when it holds no field.
-func (e *ValidationError) Err() error { return e.orNil() }
-
 // engineRecord reports whether a registry record is the engine's own.
 func engineRecord(kind snapshot.Kind, id uint64) bool {
 	switch kind {

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+
+	"github.com/webstats/webstats/engine/internal/invalid"
+	"github.com/webstats/webstats/engine/internal/website"
 )
 
 // RemoveWebsitePassword removes the password of website id, so that the
@@ -14,34 +17,12 @@ import (
 // (WebsiteInput cannot say "no password": an empty password means "keep
 // it", as in the API.)
 func (o Owner) RemoveWebsitePassword(ctx context.Context, id uint32) (Website, error) {
-	e := o.e
-	if !e.enter() {
-		return Website{}, ErrClosed
-	}
-	defer e.exit()
-	var out Website
-	err := e.regDo(ctx, func() error {
-		s, ok := e.sites[id]
-		if !ok || !o.owns(s.web) {
-			return ErrNotFound
+	return o.changeWebsite(ctx, id, func(w *Website) (bool, error) {
+		if w.Privacy == 2 {
+			return false, invalid.Of("password", website.PasswordRequired)
 		}
-		if s.web.Privacy == 2 {
-			return &ValidationError{Fields: []FieldError{{"password", "The password field is required when privacy is 2."}}}
-		}
-		out = *s.web
-		if s.web.PasswordHash == "" {
-			return nil
-		}
-		w := *s.web
+		store := w.PasswordHash != ""
 		w.PasswordHash = ""
-		if err := e.putWebsiteLocked(s, &w); err != nil {
-			return err
-		}
-		out = w
-		return nil
+		return store, nil
 	})
-	if err != nil {
-		return Website{}, err
-	}
-	return out, nil
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/invalid"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/query"
 )
 
 // The statistics names of SPEC §2.3, besides the dimensions of buckets.
@@ -109,3 +111,36 @@ var hourNames = func() (h [24]string) {
 	}
 	return h
 }()
+
+// Check returns what is wrong with a query of statistic name over the
+// local days [from, to] sorted by sortBy, as an *invalid.Error, or nil: a
+// known name (or alias), a range CheckRange accepts, and a sort by
+// "count" (also "") or "value".
+func Check(name, sortBy string, from, to buckets.Date) error {
+	var verr invalid.Error
+	if _, ok := Canonical(name); !ok {
+		verr.Add("name", "The selected name is invalid.")
+	}
+	checkRange(&verr, from, to)
+	if sortBy != "" && sortBy != "count" && sortBy != "value" {
+		verr.Add("sort_by", "The selected sort by is invalid.")
+	}
+	return verr.Err()
+}
+
+// CheckRange returns what is wrong with the local days [from, to], as an
+// *invalid.Error, or nil: from after to, or more than query.MaxRangeDays
+// days (counted in int64: the difference of two dates overflows int32).
+func CheckRange(from, to buckets.Date) error {
+	var verr invalid.Error
+	checkRange(&verr, from, to)
+	return verr.Err()
+}
+
+func checkRange(verr *invalid.Error, from, to buckets.Date) {
+	if from > to {
+		verr.Add("to", "The to must be a date after or equal to from.")
+	} else if int64(to)-int64(from) >= query.MaxRangeDays {
+		verr.Add("to", fmt.Sprintf("The range must not be longer than %d days.", query.MaxRangeDays))
+	}
+}
