@@ -115,6 +115,21 @@ func (e *Service) flushUsage() error {
 	if e.reg.Clustered() {
 		return e.flushUsageShared(keys, sessions)
 	}
+	if err := e.flushKeyUses(keys); err != nil {
+		return err
+	}
+	if err := e.flushSessionUses(sessions); err != nil {
+		return err
+	}
+	e.usage.forget(keys, sessions)
+	return nil
+}
+
+// flushKeyUses writes the key uses into their accounts' records under the
+// registry's read lock and installs the records under its lock; a time
+// whose account changed between the two is taken out of keys, so that it
+// stays recorded for the next flush.
+func (e *Service) flushKeyUses(keys map[keyRef]time.Time) error {
 	byAccount := make(map[uint32][]keyRef)
 	for ref := range keys {
 		byAccount[ref.account] = append(byAccount[ref.account], ref)
@@ -154,6 +169,7 @@ func (e *Service) flushUsage() error {
 		return fmt.Errorf("engine: write key uses: %w", err)
 	}
 	e.reg.Lock()
+	defer e.reg.Unlock()
 	for _, p := range accs {
 		if e.accounts[p.new.ID] == p.old {
 			e.indexAccountLocked(p.new)
@@ -167,11 +183,18 @@ func (e *Service) flushUsage() error {
 			}
 		}
 	}
-	e.reg.Unlock()
+	return nil
+}
 
-	ids, vals = nil, nil
+// flushSessionUses writes the sessions' last-seen times into their
+// records and installs them, all under e.auth.mu, so that a session ended
+// meanwhile cannot be written back.
+func (e *Service) flushSessionUses(sessions map[uint64]time.Time) error {
+	var ids []uint64
+	var vals [][]byte
 	var olds, news []*session
 	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
 	for id, t := range sessions {
 		s := e.auth.sessions[id]
 		if s == nil || !t.After(s.LastSeen) {
@@ -181,21 +204,17 @@ func (e *Service) flushUsage() error {
 		ns.LastSeen = t
 		b, err := json.Marshal(&ns)
 		if err != nil {
-			e.auth.mu.Unlock()
 			return err
 		}
 		olds, news = append(olds, s), append(news, &ns)
 		ids, vals = append(ids, id), append(vals, b)
 	}
 	if err := e.reg.PutMany(snapshot.KindSession, ids, vals); err != nil {
-		e.auth.mu.Unlock()
 		return fmt.Errorf("engine: write session uses: %w", err)
 	}
 	for i := range olds {
 		e.replaceSessionLocked(olds[i], news[i])
 	}
-	e.auth.mu.Unlock()
-	e.usage.forget(keys, sessions)
 	return nil
 }
 

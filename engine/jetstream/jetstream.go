@@ -98,13 +98,55 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 	if nc.Opts.ReconnectBufSize >= 0 {
 		return nil, ErrReconnectBuffer
 	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	l := &Log{nc: nc, js: js, opts: o,
+		stream: strings.ToUpper(o.Name) + "_HITS",
+		all:    o.Name + ".hits.>",
+		prefix: o.Name + ".hits.",
+	}
+	if err := l.openStream(ctx); err != nil {
+		return nil, err
+	}
+	if l.salts, err = l.openSalts(ctx); err != nil {
+		return nil, err
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	l.node = hex.EncodeToString(id[:])
+	if o.Node == "" {
+		l.opts.Node = "process-" + l.node
+	}
+	if !validName(l.opts.Node) {
+		return nil, fmt.Errorf("jetstream: node %q: only letters, digits, '-' and '_'", o.Node)
+	}
+	return l, nil
+}
+
+// validName reports whether name is only letters, digits, '-' and '_'.
+func validName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// fill sets o's defaults and checks it.
+func (o *Options) fill() error {
 	if o.Name == "" {
 		o.Name = DefaultName
 	}
-	for _, r := range o.Name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return nil, fmt.Errorf("jetstream: name %q: only letters, digits, '-' and '_'", o.Name)
-		}
+	if !validName(o.Name) {
+		return fmt.Errorf("jetstream: name %q: only letters, digits, '-' and '_'", o.Name)
 	}
 	if o.Replicas <= 0 {
 		o.Replicas = 3
@@ -119,28 +161,25 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 		o.PublishTimeout = 10 * time.Second
 	}
 	if o.PublishTimeout > o.Duplicates/2 {
-		return nil, fmt.Errorf("jetstream: PublishTimeout %v must be at most half of Duplicates %v", o.PublishTimeout, o.Duplicates)
+		return fmt.Errorf("jetstream: PublishTimeout %v must be at most half of Duplicates %v", o.PublishTimeout, o.Duplicates)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	l := &Log{nc: nc, js: js, opts: o,
-		stream: strings.ToUpper(o.Name) + "_HITS",
-		all:    o.Name + ".hits.>",
-		prefix: o.Name + ".hits.",
-	}
-	// The first node creates the stream; later ones use it as it is, so
-	// that a node started with other options, or an operator's change
-	// (nats stream edit), is not overwritten at each start. Its duplicate
-	// window must still cover a publish's retries.
-	st, err := js.Stream(ctx, l.stream)
+	return nil
+}
+
+// openStream finds the log's stream, or creates it. The first node creates
+// the stream; later ones use it as it is, so that a node started with
+// other options, or an operator's change (nats stream edit), is not
+// overwritten at each start. Its duplicate window must still cover a
+// publish's retries.
+func (l *Log) openStream(ctx context.Context) error {
+	o := l.opts
+	st, err := l.js.Stream(ctx, l.stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		var logID [12]byte
 		if _, err := rand.Read(logID[:]); err != nil {
-			return nil, err
+			return err
 		}
-		st, err = js.CreateStream(ctx, jetstream.StreamConfig{
+		st, err = l.js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:       l.stream,
 			Subjects:   []string{l.all},
 			Storage:    jetstream.FileStorage,
@@ -154,44 +193,36 @@ func New(ctx context.Context, nc *nats.Conn, o Options) (*Log, error) {
 			Metadata: map[string]string{logIDKey: hex.EncodeToString(logID[:])},
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			st, err = js.Stream(ctx, l.stream) // another node was first
+			st, err = l.js.Stream(ctx, l.stream) // another node was first
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: stream %s: %w", l.stream, err)
+		return fmt.Errorf("jetstream: stream %s: %w", l.stream, err)
 	}
 	if cfg := st.CachedInfo().Config; cfg.Duplicates < 2*o.PublishTimeout {
-		return nil, fmt.Errorf("jetstream: stream %s keeps duplicates %v, less than twice PublishTimeout %v: a retried publish could be counted twice", l.stream, cfg.Duplicates, o.PublishTimeout)
+		return fmt.Errorf("jetstream: stream %s keeps duplicates %v, less than twice PublishTimeout %v: a retried publish could be counted twice", l.stream, cfg.Duplicates, o.PublishTimeout)
 	}
-	bucket := o.Name + "_salts"
-	kv, err := js.KeyValue(ctx, bucket)
+	return nil
+}
+
+// openSalts finds the salts' key-value bucket, or creates it.
+func (l *Log) openSalts(ctx context.Context) (jetstream.KeyValue, error) {
+	bucket := l.opts.Name + "_salts"
+	kv, err := l.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err = l.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:   bucket,
-			Replicas: o.Replicas,
+			Replicas: l.opts.Replicas,
 			Storage:  jetstream.FileStorage,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket) // another node was first
+			kv, err = l.js.KeyValue(ctx, bucket) // another node was first
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: bucket %s: %w", bucket, err)
 	}
-	var id [8]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil, err
-	}
-	l.salts, l.node = kv, hex.EncodeToString(id[:])
-	if o.Node == "" {
-		l.opts.Node = "process-" + l.node
-	}
-	for _, r := range l.opts.Node {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return nil, fmt.Errorf("jetstream: node %q: only letters, digits, '-' and '_'", o.Node)
-		}
-	}
-	return l, nil
+	return kv, nil
 }
 
 // Node is this node's name (Options.Node, or the random one New made).
@@ -302,22 +333,8 @@ func (l *Log) Follow(ctx context.Context, after uint64, fn func(m engine.LogMess
 // message is checked at the start and whenever the consumer is made again.
 func (l *Log) follow(ctx context.Context, after uint64, subjects []string, fn func(m engine.LogMessage) error) error {
 	whole := len(subjects) == 1 && subjects[0] == l.all
-	if err := l.checkIdentity(ctx); err != nil {
+	if err := l.checkFollows(ctx, after); err != nil {
 		return err
-	}
-	st, err := l.js.Stream(ctx, l.stream)
-	if err != nil {
-		return fmt.Errorf("jetstream: stream: %w", err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("jetstream: stream: %w", err)
-	}
-	if info.State.LastSeq < after {
-		return fmt.Errorf("%w: it ends at %d, this node applied up to %d (stream recreated?)", ErrGap, info.State.LastSeq, after)
-	}
-	if info.State.FirstSeq > after+1 {
-		return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, info.State.FirstSeq, after)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: subjects, MaxResetAttempts: 5}
 	if after > 0 {
@@ -357,17 +374,8 @@ func (l *Log) follow(ctx context.Context, after uint64, subjects []string, fn fu
 			// leader change, or a stream deleted and made again): the
 			// stream must still be the one followed.
 			if consumer != "" {
-				if err := l.checkIdentity(ctx); err != nil {
+				if err := l.checkRecreated(ctx, whole, after); err != nil {
 					return err
-				}
-				if !whole {
-					first, err := l.First(ctx)
-					if err != nil {
-						return fmt.Errorf("jetstream: stream: %w", err)
-					}
-					if first > after+1 {
-						return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, first, after)
-					}
 				}
 			}
 			consumer = md.Consumer
@@ -384,6 +392,50 @@ func (l *Log) follow(ctx context.Context, after uint64, subjects []string, fn fu
 		}
 		after = seq
 	}
+}
+
+// checkFollows checks that the stream is the one this node followed and
+// still holds the message after after, the first it needs.
+func (l *Log) checkFollows(ctx context.Context, after uint64) error {
+	if err := l.checkIdentity(ctx); err != nil {
+		return err
+	}
+	st, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream: %w", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream: %w", err)
+	}
+	if info.State.LastSeq < after {
+		return fmt.Errorf("%w: it ends at %d, this node applied up to %d (stream recreated?)", ErrGap, info.State.LastSeq, after)
+	}
+	if info.State.FirstSeq > after+1 {
+		return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, info.State.FirstSeq, after)
+	}
+	return nil
+}
+
+// checkRecreated checks, once the ordered consumer was made again, that
+// the stream is still the one followed and, for a filtered follow (which
+// cannot tell a gap from the sequence numbers), that it still holds the
+// message after after.
+func (l *Log) checkRecreated(ctx context.Context, whole bool, after uint64) error {
+	if err := l.checkIdentity(ctx); err != nil {
+		return err
+	}
+	if whole {
+		return nil
+	}
+	first, err := l.First(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream: %w", err)
+	}
+	if first > after+1 {
+		return fmt.Errorf("%w: it starts at %d, this node applied up to %d", ErrGap, first, after)
+	}
+	return nil
 }
 
 // Salt implements engine.Cluster: the first node to create the key wins.

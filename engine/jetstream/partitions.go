@@ -676,49 +676,9 @@ var (
 // Serve implements engine.Partitioner.
 func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer) error, ask func(ctx context.Context, req []byte) ([]byte, error)) (func(), error) {
 	ctx, cancel := context.WithCancel(pt.ctx)
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex // guards stopped and wg.Add
-		stopped bool
-	)
+	sv := &server{maxPayload: pt.l.nc.MaxPayload}
 	fetches, asks := make(chan struct{}, maxFetches), make(chan struct{}, maxAsks)
-	reply := func(m *nats.Msg, out []byte, err error) {
-		if err != nil {
-			out = append([]byte{replyErr}, err.Error()...)
-		}
-		if len(out) > int(pt.l.nc.MaxPayload()) {
-			out = append([]byte{replyErr}, fmt.Sprintf("jetstream: an answer of %d bytes, more than a message takes", len(out))...)
-		}
-		_ = m.Respond(out)
-	}
-	serve := func(sem chan struct{}, fn func(m *nats.Msg) ([]byte, error)) nats.MsgHandler {
-		return func(m *nats.Msg) {
-			select {
-			case sem <- struct{}{}:
-			default:
-				reply(m, nil, errBusy)
-				return
-			}
-			mu.Lock()
-			if stopped {
-				mu.Unlock()
-				<-sem
-				reply(m, nil, errBusy) // the asker tries another
-				return
-			}
-			wg.Add(1)
-			mu.Unlock()
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				out, err := fn(m)
-				if !errors.Is(err, errReplied) {
-					reply(m, out, err)
-				}
-			}()
-		}
-	}
-	fs, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "fetch"), serve(fetches, func(m *nats.Msg) ([]byte, error) {
+	fs, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "fetch"), sv.handler(fetches, func(m *nats.Msg) ([]byte, error) {
 		if len(m.Data) != 1 || int(m.Data[0]) >= pt.o.Count {
 			return nil, errors.New("jetstream: fetch: no such partition")
 		}
@@ -728,18 +688,8 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 		cancel()
 		return nil, fmt.Errorf("jetstream: serve: %w", err)
 	}
-	as, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "ask"), serve(asks, func(m *nats.Msg) ([]byte, error) {
-		req, err := zstdDec.DecodeAll(m.Data, nil)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: ask: %w", err)
-		}
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		out, err := ask(actx, req)
-		if err != nil {
-			return nil, err
-		}
-		return append([]byte{replyOK}, zstdEnc.EncodeAll(out, nil)...), nil
+	as, err := pt.l.nc.Subscribe(pt.nodeSubject(pt.l.opts.Node, "ask"), sv.handler(asks, func(m *nats.Msg) ([]byte, error) {
+		return answerAsk(ctx, m, ask)
 	}))
 	if err != nil {
 		_ = fs.Unsubscribe()
@@ -752,12 +702,82 @@ func (pt *Partitioner) Serve(fetch func(ctx context.Context, p int, w io.Writer)
 			_ = fs.Unsubscribe()
 			_ = as.Unsubscribe()
 			cancel()
-			mu.Lock()
-			stopped = true
-			mu.Unlock()
-			wg.Wait()
+			sv.stop()
 		})
 	}, nil
+}
+
+// answerAsk decodes a question of m, asks it, and encodes the answer.
+func answerAsk(ctx context.Context, m *nats.Msg, ask func(ctx context.Context, req []byte) ([]byte, error)) ([]byte, error) {
+	req, err := zstdDec.DecodeAll(m.Data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: ask: %w", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := ask(actx, req)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{replyOK}, zstdEnc.EncodeAll(out, nil)...), nil
+}
+
+// server runs the handlers of Serve's requests, each on a goroutine of its
+// own, at most a semaphore's capacity of each kind at once, until stop.
+type server struct {
+	maxPayload func() int64 // the connection's, as the server it is on says
+	wg         sync.WaitGroup
+	mu         sync.Mutex // guards stopped and wg.Add
+	stopped    bool
+}
+
+// reply answers m with out, or with err.
+func (sv *server) reply(m *nats.Msg, out []byte, err error) {
+	if err != nil {
+		out = append([]byte{replyErr}, err.Error()...)
+	}
+	if int64(len(out)) > sv.maxPayload() {
+		out = append([]byte{replyErr}, fmt.Sprintf("jetstream: an answer of %d bytes, more than a message takes", len(out))...)
+	}
+	_ = m.Respond(out)
+}
+
+// handler runs fn for a message when sem has room (busy otherwise) and
+// the server runs, and replies with what it returns (unless it replied).
+func (sv *server) handler(sem chan struct{}, fn func(m *nats.Msg) ([]byte, error)) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		select {
+		case sem <- struct{}{}:
+		default:
+			sv.reply(m, nil, errBusy)
+			return
+		}
+		sv.mu.Lock()
+		if sv.stopped {
+			sv.mu.Unlock()
+			<-sem
+			sv.reply(m, nil, errBusy) // the asker tries another
+			return
+		}
+		sv.wg.Add(1)
+		sv.mu.Unlock()
+		go func() {
+			defer sv.wg.Done()
+			defer func() { <-sem }()
+			out, err := fn(m)
+			if !errors.Is(err, errReplied) {
+				sv.reply(m, out, err)
+			}
+		}()
+	}
+}
+
+// stop refuses new requests and waits for those under way.
+func (sv *server) stop() {
+	sv.mu.Lock()
+	sv.stopped = true
+	sv.mu.Unlock()
+	sv.wg.Wait()
 }
 
 // send answers m with the name of the object it then writes partition
