@@ -111,8 +111,8 @@ type Engine struct {
 	// streamSlot is held while a chunk of a streamed day is built and
 	// scanned (streamChunk): one at a time, engine-wide.
 	streamSlot chan struct{}
-	// results caches the answers of queries (resultCache).
-	results *resultCache
+	// results caches the answers of queries (segments.Answers).
+	results *segments.Answers
 
 	// logFailed holds the error of a failed log sync: every later write
 	// is refused (ErrLogFailed) until the engine is opened again.
@@ -235,7 +235,7 @@ func Open(opts *Options) (*Engine, error) {
 		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
 	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
-	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
+	e.results = segments.NewAnswers(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -111,6 +111,10 @@ func (o Owner) queryContext(website uint32) (*queryCtx, error) {
 	return qc, nil
 }
 
+// tag is what the answers cached for qc are used with only: its
+// configuration and goals objects.
+func (qc *queryCtx) tag() segments.Tag { return segments.Tag{Config: qc.cfg, Goals: qc.goalsKey} }
+
 // preparedQuery is a query resolved: answered already (res; plan nil:
 // from the day buckets or the answer cache), or a plan to scan.
 type preparedQuery struct {
@@ -141,7 +145,7 @@ func (qc *queryCtx) prepare(ctx context.Context, o Owner, q Query) (*preparedQue
 		return pq, err
 	}
 	pq.key = qc.version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
-	if res, ok := o.e.results.get(pq.key, qc.cfg, qc.goalsKey); ok {
+	if res, ok := o.e.results.Get(pq.key, qc.tag()); ok {
 		res.Query = r.Echo()
 		pq.res = res
 		return pq, nil
@@ -156,7 +160,7 @@ func (qc *queryCtx) finish(ctx context.Context, e *Engine, pq *preparedQuery) (Q
 	if err != nil {
 		return QueryResult{}, err
 	}
-	e.results.put(pq.key, qc.cfg.id, qc.cfg, qc.goalsKey, res)
+	e.results.Put(pq.key, qc.cfg.id, qc.tag(), res)
 	return res, nil
 }
 
