@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"runtime"
 
 	"github.com/webstats/webstats/buckets"
@@ -94,70 +93,20 @@ func (e *Engine) planDays(p *segments.Plan) (lo, hi buckets.Date) {
 }
 
 // scanPlans scans the days of the plans' ranges into them, each day read
-// once for all of them (scanSegs over the days any of them reads) and
-// passed to each plan whose range holds it.
+// once for all of them (scanSegs over the days any of them reads:
+// segments.Batch).
 func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*segments.Plan) error {
-	spansOf := make([][2]buckets.Date, len(ps))
-	lo, hi := buckets.Date(1<<31-1), buckets.Date(-1<<31)
+	spans := make([][2]buckets.Date, len(ps))
 	for i, p := range ps {
 		p.Intern, p.GidBits = e.interns(), segments.GidPageBits
 		p.DimBytes = &e.counters.dimMemos
 		p.Daily = e.opts.SaltPeriod == SaltDay
-		l, h := e.planDays(p)
-		spansOf[i] = [2]buckets.Date{l, h}
-		lo, hi = min(lo, l), max(hi, h)
+		spans[i][0], spans[i][1] = e.planDays(p)
 	}
-	// Days passed locked (open days, chunks) are scanned at once; the
-	// others, which never change, on every core (segments.ScanParallel).
-	var later []*segments.Day
-	var dates []buckets.Date // later's days
-	var spans [][2]int32     // the salt periods of the days scanned at once
-	var failed error
-	var others map[int32]bool // the periods of the days before the chunks
-	err := e.scanSegs(ctx, s, lo, hi, func(date buckets.Date, sd *segments.Day, locked bool) {
-		switch {
-		case sd.Hits() == 0 || failed != nil:
-		case locked:
-			plo, phi := segments.PeriodSpan(sd)
-			// A chunk of the only day read in chunks, all of whose visits
-			// are of a salt period no other day holds, is counted as a
-			// day of its own period: the chunks' visitors are disjoint
-			// (segstream.go), and every other day was passed before.
-			var solo map[*segments.Day]bool
-			if sd.Lone && e.opts.SaltPeriod == SaltDay && plo == phi {
-				if others == nil {
-					others = segments.PeriodsOf(later, spans)
-				}
-				if !others[plo] && !others[math.MinInt32] {
-					solo = map[*segments.Day]bool{sd: true}
-				}
-			}
-			spans = append(spans, [2]int32{plo, phi})
-			for i, p := range ps {
-				if date >= spansOf[i][0] && date <= spansOf[i][1] {
-					p.SoloDays = solo
-					p.ScanDay(sd, date, false)
-					p.SoloDays = nil // a chunk is garbage once scanned
-					if p.Err != nil {
-						failed = p.Err
-						return
-					}
-				}
-			}
-		default:
-			later = append(later, sd)
-			dates = append(dates, date)
-		}
-	})
-	if err != nil {
+	b := segments.NewBatch(ps, spans)
+	lo, hi := b.Range()
+	if err := e.scanSegs(ctx, s, lo, hi, b.Day); err != nil {
 		return err
 	}
-	if failed != nil {
-		return failed
-	}
-	solo := segments.SoloDays(later, spans)
-	for _, p := range ps {
-		p.SoloDays = solo
-	}
-	return segments.ScanParallel(ctx, ps, spansOf, later, dates, runtime.GOMAXPROCS(0))
+	return b.Finish(ctx, runtime.GOMAXPROCS(0))
 }
