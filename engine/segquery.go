@@ -135,7 +135,7 @@ func (qc *queryCtx) prepare(ctx context.Context, o Owner, q Query) (*preparedQue
 		r.Pagination = Pagination{Limit: math.MaxInt} // its own cache key (the echo)
 	}
 	pq.r = r
-	if bucketsCanAnswer(&pq.r, o.e.opts.SaltPeriod) {
+	if o.e.opts.SaltPeriod == SaltDay && pq.r.CountsOnly() {
 		pq.res, err = o.totalsQuery(ctx, qc.cfg.id, &pq.r)
 		return pq, err
 	}
@@ -163,28 +163,8 @@ func (qc *queryCtx) finish(ctx context.Context, e *Engine, pq *preparedQuery) (Q
 	return res, nil
 }
 
-// bucketsCanAnswer reports whether the day buckets answer r exactly as
-// the segments would (SPEC §10.2: "one truth"): an aggregate of pageviews
-// and events over whole local days (a hit's stored day, as in the
-// buckets), unfiltered. Visitors and visits are not: the buckets count
-// them by §2.2's rule (pageviews only), the segments by Plausible's
-// (§10.1: custom events start and extend visits too).
-func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
-	if salt != SaltDay || len(r.Dimensions) > 0 || len(r.Filters) > 0 || r.Include.TimeLabels ||
-		!r.DateRange.From.IsZero() || r.DateRange.Period == "day" || r.DateRange.Period == "24h" {
-		return false
-	}
-	for _, m := range r.Metrics {
-		switch m {
-		case "pageviews", "events":
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// totalsQuery answers a query bucketsCanAnswer accepts from Totals.
+// totalsQuery answers a query the day buckets can (CountsOnly, daily
+// salts) from Totals.
 func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery) (QueryResult, error) {
 	t, err := o.Totals(ctx, website, r.FirstDay, r.LastDay)
 	if err != nil {
@@ -192,29 +172,13 @@ func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery
 	}
 	row := QueryRow{Dimensions: []any{}}
 	for _, m := range r.Metrics {
-		var v uint64
-		switch m {
-		case "visitors":
-			v = t.Visitors
-		case "visits":
-			v = t.Visits
-		case "pageviews":
-			v = t.Pageviews
-		case "events":
-			v = t.Pageviews + t.Events
+		v := t.Pageviews // "pageviews"
+		if m == "events" {
+			v += t.Events
 		}
 		row.Metrics = append(row.Metrics, int64(v))
 	}
-	res := QueryResult{Query: r.Echo(), Results: []QueryRow{row}}
-	if r.Include.TotalRows {
-		n := 1
-		res.Meta.TotalRows = &n
-	}
-	if r.Include.Imports {
-		f := false
-		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
-	}
-	return res, nil
+	return r.Answer([]QueryRow{row}, 1), nil
 }
 
 // answer returns the answer of scanned plan p, scanning the related

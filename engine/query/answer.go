@@ -125,3 +125,42 @@ func (r Result) Clone() Result {
 	c.Query = QueryEcho{} // the caller sets its own echo
 	return c
 }
+
+// Answer returns the answer to r of rows (the page asked for, not nil),
+// total rows before paging, with the meta r asks for: the answer of the
+// segments or the day buckets, which hold no imported data.
+func (r *ResolvedQuery) Answer(rows []Row, total int) Result {
+	res := Result{Query: r.Echo(), Results: rows}
+	if r.Include.TotalRows {
+		res.Meta.TotalRows = &total
+	}
+	if r.Include.TimeLabels {
+		res.Meta.TimeLabels = r.TimeLabels()
+	}
+	if r.Include.Imports {
+		f := false
+		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
+	}
+	return res
+}
+
+// CountsOnly reports whether r asks only the totals of pageviews and
+// events over whole local days, unfiltered: what the day buckets count
+// exactly as the segments do (SPEC §10.2: "one truth") when visitor ids
+// are salted daily. Visitors and visits are not: the buckets count them by
+// §2.2's rule (pageviews only), the segments by Plausible's (§10.1: custom
+// events start and extend visits too).
+func (r *ResolvedQuery) CountsOnly() bool {
+	if len(r.Dimensions) > 0 || len(r.Filters) > 0 || r.Include.TimeLabels ||
+		!r.DateRange.From.IsZero() || r.DateRange.Period == "day" || r.DateRange.Period == "24h" {
+		return false
+	}
+	for _, m := range r.Metrics {
+		switch m {
+		case "pageviews", "events":
+		default:
+			return false
+		}
+	}
+	return true
+}

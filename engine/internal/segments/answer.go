@@ -55,21 +55,11 @@ func (p *Plan) Answer(scan func(*Plan) error) (query.Result, error) {
 		off, end = 0, len(rows) // an aggregate is one row, whatever the page
 	}
 	p.SortRows(rows, end)
-	res := query.Result{Query: r.Echo(), Results: []query.Row{}}
-	if r.Include.TotalRows {
-		n := len(rows)
-		if len(r.Dimensions) == 0 {
-			n = 1 // an aggregate is always one row
-		}
-		res.Meta.TotalRows = &n
+	total := len(rows)
+	if len(r.Dimensions) == 0 {
+		total = 1 // an aggregate is always one row
 	}
-	if r.Include.TimeLabels {
-		res.Meta.TimeLabels = r.TimeLabels()
-	}
-	if r.Include.Imports {
-		f := false
-		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
-	}
+	res := r.Answer(make([]query.Row, 0, end-off), total)
 	if len(p.Warnings) > 0 {
 		res.Meta.MetricWarnings = p.Warnings
 	}
