@@ -69,29 +69,6 @@ func (o Owner) QueryBatch(ctx context.Context, website uint32, qs []Query) ([]Qu
 	return out, nil
 }
 
-// planDays returns the days p's scan reads.
-func (e *Engine) planDays(p *segments.Plan) (lo, hi buckets.Date) {
-	lo, hi = p.Query.FirstDay, p.Query.LastDay
-	if !p.ByDay {
-		// A sub-day range compares times: a hit in it may have been
-		// counted under a day of another time zone (SPEC §2.3: changing
-		// the zone does not move old hits), up to 26 hours away.
-		lo, hi = lo-2, hi+2
-	}
-	if e.opts.SaltPeriod != SaltDay {
-		// A visit's rows live in the day it started, which may be any day
-		// of its salt period before the range. An earlier hit imported
-		// after its visit began joins it only within 30 minutes of its
-		// last hit: on the day before the rows' at most (a negative
-		// segments.DayFlags), which a range ending that day must scan too.
-		lo = periodStart(lo, e.opts.SaltPeriod)
-		if p.ByDay {
-			hi++
-		}
-	}
-	return lo, hi
-}
-
 // scanPlans scans the days of the plans' ranges into them, each day read
 // once for all of them (scanSegs over the days any of them reads:
 // segments.Batch).
@@ -101,7 +78,7 @@ func (e *Engine) scanPlans(ctx context.Context, s *site, ps []*segments.Plan) er
 		p.Intern, p.GidBits = e.interns(), segments.GidPageBits
 		p.DimBytes = &e.counters.dimMemos
 		p.Daily = e.opts.SaltPeriod == SaltDay
-		spans[i][0], spans[i][1] = e.planDays(p)
+		spans[i][0], spans[i][1] = p.Days(e.opts.SaltPeriod.Start)
 	}
 	b := segments.NewBatch(ps, spans)
 	lo, hi := b.Range()

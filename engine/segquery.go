@@ -211,7 +211,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	var cached []cachedDay
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
-		switch n := chunks(e.wholeEstimate(d.seg), e.wholeLimit); {
+		switch n := segments.Chunks(d.seg, e.wholeLimit); {
 		case d.seg.Parts == 0 || d.seg.Tail != nil:
 			fn(date, d.seg, d.open)
 		case n > 1 && d.open:

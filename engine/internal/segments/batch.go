@@ -87,3 +87,27 @@ func (b *Batch) Finish(ctx context.Context, workers int) error {
 	}
 	return ScanParallel(ctx, b.ps, b.spans, b.later, b.dates, workers)
 }
+
+// Days returns the first and last days a scan of p reads; start returns
+// the first day of a date's salt period (not called when p.Daily).
+func (p *Plan) Days(start func(buckets.Date) buckets.Date) (lo, hi buckets.Date) {
+	lo, hi = p.Query.FirstDay, p.Query.LastDay
+	if !p.ByDay {
+		// A sub-day range compares times: a hit in it may have been
+		// counted under a day of another time zone (SPEC §2.3: changing
+		// the zone does not move old hits), up to 26 hours away.
+		lo, hi = lo-2, hi+2
+	}
+	if !p.Daily {
+		// A visit's rows live in the day it started, which may be any day
+		// of its salt period before the range. An earlier hit imported
+		// after its visit began joins it only within 30 minutes of its
+		// last hit: on the day before the rows' at most (a negative
+		// DayFlags), which a range ending that day must scan too.
+		lo = start(lo)
+		if p.ByDay {
+			hi++
+		}
+	}
+	return lo, hi
+}
