@@ -422,6 +422,18 @@ func (d *Day) Clone() *Day {
 	return &c
 }
 
+// Pageviews calls fn with the time, salt period and visitor id of every
+// pageview of d in a visit row whose time is in [since, until).
+func (d *Day) Pageviews(since, until int64, fn func(ms int64, period int32, visitor uint32)) {
+	for i, ms := range d.HMs {
+		v := d.HVisit[i]
+		if ms < since || ms >= until || d.HKind[i] != KindPageview || v == NoVisit || int(v) >= len(d.VVisitor) {
+			continue
+		}
+		fn(ms, d.VPeriod[v], d.VVisitor[v])
+	}
+}
+
 // PeriodSpan returns the first and last salt periods of sd's visits
 // (MaxInt32, MinInt32 for a day without visits: a period of none).
 func PeriodSpan(sd *Day) (lo, hi int32) {
