@@ -105,7 +105,7 @@ type Engine struct {
 	// wholeLimit bounds the rows of a day with sealed parts a segment
 	// query makes whole (a quarter of MemoryBudget, at least 4 MiB; 0,
 	// none, without a budget): a day beyond it is read in chunks of at
-	// most about that size (segstream.go), counted in streamed.
+	// most about that size (segments.Chunks), counted in streamed.
 	wholeLimit int64
 	streamed   atomic.Int64
 	// streamSlot is held while a chunk of a streamed day is built and

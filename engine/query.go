@@ -370,7 +370,7 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 		if err == nil && withSeg && segments.Chunks(d.seg, e.wholeLimit) == 1 {
 			// A day read for queries is made whole: its sealed parts
 			// with it; one too large for that stays as stored, and
-			// scanSegs reads it in chunks (segstream.go).
+			// scanSegs reads it in chunks (segments.Chunks).
 			d.seg, err = d.seg.Whole(parts, e.parts)
 		}
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 // every card through Query). The overview asks a dozen queries of the
 // same range: the totals, the chart's series and a breakdown per card.
 // Asked one by one, each read the range's days again: a day too large to
-// stay resident was read (or streamed, segstream.go) once per card.
+// stay resident was read (or streamed: segments.Chunks) once per card.
 // QueryBatch reads each day once and passes it to every query's plan in
 // turn, while it is in the processor's caches; each plan still counts the
 // day as its own query would, so the answers are Query's.

@@ -199,7 +199,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *segments.Plan) error 
 // are copied under the lock first); a closed one made whole stays resident
 // so, until evicted. A day whose rows made whole would be more than
 // wholeLimit (a quarter of the memory budget) is read in chunks instead
-// (segstream.go), each passed to fn as a day of its own, with locked set.
+// (segments.Chunks), each passed to fn as a day of its own, with locked set.
 // locked: fn must read sd at once and not keep it: an open day without
 // parts (fn is called under the shard lock), or a chunk.
 func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segments.Day, locked bool)) error {
