@@ -105,14 +105,14 @@ type Engine struct {
 	// wholeLimit bounds the rows of a day with sealed parts a segment
 	// query makes whole (a quarter of MemoryBudget, at least 4 MiB; 0,
 	// none, without a budget): a day beyond it is read in chunks of at
-	// most about that size (segstream.go), counted in streamed.
+	// most about that size (segments.Chunks), counted in streamed.
 	wholeLimit int64
 	streamed   atomic.Int64
 	// streamSlot is held while a chunk of a streamed day is built and
 	// scanned (streamChunk): one at a time, engine-wide.
 	streamSlot chan struct{}
-	// results caches the answers of queries (resultCache).
-	results *resultCache
+	// results caches the answers of queries (segments.Answers).
+	results *segments.Answers
 
 	// logFailed holds the error of a failed log sync: every later write
 	// is refused (ErrLogFailed) until the engine is opened again.
@@ -235,7 +235,7 @@ func Open(opts *Options) (*Engine, error) {
 		e.wholeLimit = max(o.MemoryBudget/4, 4<<20)
 	}
 	e.wholes = segments.NewWholeCache(max(e.sealBytes, 1<<20))
-	e.results = newResultCache(o.QueryCache, max(e.sealBytes, 1<<20))
+	e.results = segments.NewAnswers(o.QueryCache, max(e.sealBytes, 1<<20))
 	e.ua = ua.New(o.UACacheSize)
 	if e.geo, err = geo.Open(o.GeoIP); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

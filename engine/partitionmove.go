@@ -167,7 +167,7 @@ func (e *Engine) replaceSite(s *site, next func() ([]byte, []byte, bool, error))
 	}
 	sh.mu.Unlock()
 	e.wholes.Drop(id)
-	e.results.drop(id)
+	e.results.Drop(id)
 	e.forgetValues() // its values go with its days
 	if deleted {
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/paging"
+	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/stat"
 	"github.com/webstats/webstats/engine/query"
 	"github.com/webstats/webstats/snapshot"
@@ -366,10 +367,10 @@ func (e *Engine) readDaysInto(loaded map[buckets.Date]storedDay, website uint32,
 			return errReadStopped
 		}
 		d, err := decodeDay(data, withSeg)
-		if err == nil && withSeg && chunks(e.wholeEstimate(d.seg), e.wholeLimit) == 1 {
+		if err == nil && withSeg && segments.Chunks(d.seg, e.wholeLimit) == 1 {
 			// A day read for queries is made whole: its sealed parts
 			// with it; one too large for that stays as stored, and
-			// scanSegs reads it in chunks (segstream.go).
+			// scanSegs reads it in chunks (segments.Chunks).
 			d.seg, err = d.seg.Whole(parts, e.parts)
 		}
 		if err != nil {

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/webstats/webstats/buckets"
@@ -39,13 +37,9 @@ func (e *Engine) rebuildRealtime() error {
 // state from the store (replaceSite), before it applies the log after it.
 func (e *Engine) rebuildSiteRealtime(s *site) error {
 	now := e.now()
-	type pv struct {
-		ms  int64
-		key uint64
-	}
-	var pvs []pv
+	var pvs []realtime.Pageview
 	err := e.realtimeRows(context.Background(), s, now.Add(-30*time.Minute).UnixMilli(), math.MaxInt64, func(ms int64, key uint64) {
-		pvs = append(pvs, pv{ms, key})
+		pvs = append(pvs, realtime.Pageview{Ms: ms, Key: key})
 	})
 	if errors.Is(err, ErrNotFound) {
 		return nil // deleted meanwhile
@@ -61,7 +55,6 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(pvs, func(a, b pv) int { return cmp.Compare(a.ms, b.ms) })
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -70,10 +63,7 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 		// (releaseLocked), and bytes added now would never be.
 		return nil
 	}
-	e.counters.realtime.Add(-s.state.rt.Reset())
-	for _, p := range pvs {
-		e.counters.realtime.Add(s.state.rt.Add(p.ms, p.key))
-	}
+	e.counters.realtime.Add(s.state.rt.Rebuild(pvs))
 	return nil
 }
 
@@ -94,13 +84,9 @@ func (e *Engine) realtimeRows(ctx context.Context, s *site, since, until int64, 
 		from = min(from, to-1)
 	}
 	return e.scanSegs(ctx, s, from, to, func(_ buckets.Date, sd *segments.Day, _ bool) {
-		for i, ms := range sd.HMs {
-			v := sd.HVisit[i]
-			if ms < since || ms >= until || sd.HKind[i] != segments.KindPageview || v == segments.NoVisit || int(v) >= len(sd.VVisitor) {
-				continue
-			}
-			fn(ms, realtime.Key(buckets.Date(sd.VPeriod[v]), sd.VVisitor[v]))
-		}
+		sd.Pageviews(since, until, func(ms int64, period int32, visitor uint32) {
+			fn(ms, realtime.Key(buckets.Date(period), visitor))
+		})
 	})
 }
 

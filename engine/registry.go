@@ -279,7 +279,7 @@ func (e *Engine) dropSiteData(s *site) error {
 	// (A query in flight may still cache a day of it: ids are never
 	// reused, and the cache's bound evicts it.)
 	e.wholes.Drop(id)
-	e.results.drop(id)
+	e.results.Drop(id)
 	e.forgetValues()
 	// No import of the website may be stored after its keys are deleted:
 	// ImportPlausible checks the website again under imported.write.

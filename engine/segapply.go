@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"strings"
-
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/segments"
-	"github.com/webstats/webstats/engine/internal/source"
 	"github.com/webstats/webstats/engine/internal/visitors"
 )
 
@@ -15,21 +12,16 @@ import (
 // the record is durable, and cannot fail: ingest pinned every day it
 // writes.
 
-// segTime is a hit's time as the segments keep it: Unix milliseconds
-// truncated to the second, as Plausible keeps them (a range is tested and a
-// duration counted in whole seconds), so that the milliseconds column of
-// the encoding is all zeros.
-func segTime(ms int64) int64 { return segments.FloorDiv(ms, 1000) * 1000 }
-
-// sid interns s in sd as a value of kind cat: at most MaxValues new
-// values a kind and day, more count as "(other)" (SPEC §13), counted in
-// Metrics.Overflow.
-func (e *Engine) sid(sd *segments.Day, cat segments.Cat, s string) uint32 {
-	id, other := sd.ID(s, cat, e.opts.MaxValues)
-	if other {
-		e.counters.overflow.Add(1)
+// ids interns strings in sd: at most MaxValues new values a kind and
+// day, more count as "(other)" (SPEC §13), counted in Metrics.Overflow.
+func (e *Engine) ids(sd *segments.Day) segments.IDs {
+	return func(cat segments.Cat, s string) uint32 {
+		id, other := sd.ID(s, cat, e.opts.MaxValues)
+		if other {
+			e.counters.overflow.Add(1)
+		}
+		return id
 	}
-	return id
 }
 
 // segHitLocked records pageview or custom event r of visitor id in the
@@ -51,20 +43,19 @@ func (e *Engine) segHitLocked(st *siteState, r *record.Hit, ent *dayEntry, id ui
 			vd = vent.seg
 		}
 	}
-	at := segTime(r.Ms)
 	fresh := vd == nil
 	if fresh {
 		// A new visit, or one whose row is unknown (state from before the
 		// segments store, or a day retention dropped): a row here. A visit
 		// an event starts has blank entry and exit pages.
 		vent, vd = ent, ent.seg
-		var attr [segments.NumAttrs]uint32
-		e.visitAttrs(vd, r, external, &attr)
+		ids := e.ids(vd)
+		attr := segments.VisitAttrs(r, external, ids)
 		var page, phost uint32
 		if pageview {
-			page, phost = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
+			page, phost = ids(segments.CatPath, r.Seg.Path), ids(segments.CatHost, r.Seg.Host)
 		}
-		row = vd.AddVisit(int32(r.Period), id, at, &attr, r.Seg.CityID, page, phost)
+		row = vd.AddVisit(int32(r.Period), id, segments.Time(r.Ms), &attr, r.Seg.CityID, page, phost)
 		if !newVisit || v.SegLast == 0 || r.Ms >= v.SegLast {
 			v.Day, v.Row = r.Date, row
 			if newVisit {
@@ -82,14 +73,7 @@ func (e *Engine) segHitLocked(st *siteState, r *record.Hit, ent *dayEntry, id ui
 	if !fresh {
 		delta = r.Date - v.Day
 	}
-	h := segments.Hit{Visit: row, Ms: at, Scroll: -1, Flags: segments.DayFlags(delta)}
-	if pageview {
-		h.Kind = segments.KindPageview
-	} else {
-		e.segEventFields(vd, r, &h)
-	}
-	h.Page, h.Host = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
-	h.Props = e.propIDs(vd, r.Seg.Props)
+	h := segments.HitOf(r, row, delta, e.ids(vd))
 	if row >= vd.OffV {
 		// (A sealed visit's columns are derived from its hits.)
 		vd.ExtendVisit(row-vd.OffV, &h, fresh)
@@ -147,83 +131,13 @@ func (e *Engine) segEventLocked(st *siteState, r *record.Hit, ent *dayEntry, p *
 			}
 		}
 	}
-	h := segments.Hit{Visit: row, Ms: segTime(r.Ms), Scroll: -1, Flags: segments.DayFlags(delta)}
-	if r.Seg.Engagement {
-		if vd == nil {
-			return
-		}
-		h.Kind, h.Engaged, h.Scroll = segments.KindEngagement, uint32(r.Seg.EngagedMs), r.Seg.Scroll
-	} else {
-		vent, vd, h.Visit, h.Flags = ent, ent.seg, segments.NoVisit, segments.DayFlags(0)
-		e.segEventFields(vd, r, &h)
+	if r.Seg.Engagement && vd == nil {
+		return
 	}
-	h.Page, h.Host = e.sid(vd, segments.CatPath, r.Seg.Path), e.sid(vd, segments.CatHost, r.Seg.Host)
-	h.Props = e.propIDs(vd, r.Seg.Props)
+	if !r.Seg.Engagement {
+		vent, vd, row, delta = ent, ent.seg, segments.NoVisit, 0
+	}
+	h := segments.HitOf(r, row, delta, e.ids(vd))
 	vd.AddHit(&h)
 	e.kickLocked(vent)
-}
-
-// propIDs interns a hit's props as key, value id pairs.
-func (e *Engine) propIDs(sd *segments.Day, props []Prop) []uint32 {
-	if len(props) == 0 {
-		return nil
-	}
-	out := make([]uint32, 0, 2*len(props))
-	for _, p := range props {
-		out = append(out, e.sid(sd, segments.CatPropKey, p.Key), e.sid(sd, segments.CatPropVal, p.Value))
-	}
-	return out
-}
-
-// visitAttrs fills the visit attributes of a visit started by pageview r.
-func (e *Engine) visitAttrs(sd *segments.Day, r *record.Hit, external bool, attr *[segments.NumAttrs]uint32) {
-	refHost, refURL := "", ""
-	if external {
-		refHost, refURL = r.RefHost, r.Seg.RefURL
-	}
-	l := source.ParseLanding(r.Seg.Landing, refHost)
-	src, channel, medium := source.Classify(l)
-	country, _, _ := strings.Cut(r.Country, ":")
-	vals := [segments.NumAttrs]string{
-		segments.AttrSource:      src,
-		segments.AttrReferrer:    refURL,
-		segments.AttrChannel:     channel,
-		segments.AttrUTMMedium:   medium,
-		segments.AttrUTMSource:   l.UTMSource,
-		segments.AttrUTMCampaign: l.UTMCampaign,
-		segments.AttrUTMContent:  l.UTMContent,
-		segments.AttrUTMTerm:     l.UTMTerm,
-		segments.AttrDevice:      r.Device,
-		segments.AttrBrowser:     r.Browser,
-		segments.AttrBrowserVer:  r.Seg.BrowserVer,
-		segments.AttrOS:          r.OS,
-		segments.AttrOSVer:       r.Seg.OSVer,
-		segments.AttrCountry:     country,
-		segments.AttrRegion:      r.Seg.Region,
-		segments.AttrCity:        r.Seg.CityName,
-		segments.AttrRegionName:  r.Seg.RegionName,
-		segments.AttrLanguage:    r.Language,
-		segments.AttrScreen:      r.Resolution,
-	}
-	for i, s := range vals {
-		cat := segments.CatVisit
-		switch i {
-		case segments.AttrSource, segments.AttrReferrer:
-			cat = segments.CatReferrer
-		case segments.AttrUTMMedium, segments.AttrUTMSource, segments.AttrUTMCampaign, segments.AttrUTMContent, segments.AttrUTMTerm:
-			cat = segments.CatUTM
-		}
-		attr[i] = e.sid(sd, cat, s)
-	}
-}
-
-// segEventFields makes h, a hit row of day vd, custom event r: its kind,
-// name, value and unit, and whether it is interactive.
-func (e *Engine) segEventFields(vd *segments.Day, r *record.Hit, h *segments.Hit) {
-	h.Kind = segments.KindEvent
-	name, value, unit := r.CustomEvent()
-	h.Name, h.Value, h.Unit = e.sid(vd, segments.CatEvent, name), e.sid(vd, segments.CatEvent, value), e.sid(vd, segments.CatEvent, unit)
-	if !r.Seg.NonInteractive {
-		h.Flags |= segments.HitInteractive
-	}
 }

@@ -42,9 +42,7 @@ func TestResultCache(t *testing.T) {
 		return res
 	}
 	hits := func() uint64 {
-		e.results.mu.Lock()
-		defer e.results.mu.Unlock()
-		return e.results.lru.Hits()
+		return e.results.Hits()
 	}
 	q.DateRange = DateRange{FromDay: DateOf(2026, 11, 15), ToDay: DateOf(2026, 11, 21)}
 	first := ask()
@@ -250,7 +248,7 @@ func TestWholeLimit(t *testing.T) {
 	}
 	e.wholeLimit = 2 * int64(e.sealBytes)
 	e.wholes.Drop(site)
-	e.results.drop(site) // else the answer above is served again
+	e.results.Drop(site) // else the answer above is served again
 	got, err := e.Unscoped().Query(ctx, site, q)
 	if err != nil {
 		t.Fatalf("over the limit: %v", err)

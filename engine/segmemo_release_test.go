@@ -54,7 +54,7 @@ func TestDimMemoReleasedOnWrite(t *testing.T) {
 }
 
 // TestChunksSplitOrphans: a day's chunks are each about 1/n of it
-// (segstream.go: "what is resident is one chunk"), orphan events too.
+// (segments.Chunks: "what is resident is one chunk"), orphan events too.
 // Orphans are the custom events of visitors without an id (their salt
 // period's ids exhausted: a flood, the very day that is read in chunks)
 // and of old data; chunkOf put every one of them in chunk 0, which for a

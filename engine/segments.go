@@ -4,12 +4,7 @@ package engine
 // store keeps, and the one query call answering Plausible's v2 query model.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/query"
@@ -38,68 +33,13 @@ type (
 // MaxGoals bounds the goals of one website.
 const MaxGoals = 1000
 
-// QueryResult is the answer to a Query: Plausible's response body.
-type QueryResult struct {
-	Results []QueryRow `json:"results"`
-	Meta    QueryMeta  `json:"meta"`
-	Query   QueryEcho  `json:"query"`
-}
-
-// QueryRow is one row: dimension values in the order of the query's
-// dimensions (strings; visit:city is an int64 GeoNames id), metric values
-// in the order of its metrics (int64, float64, nil or *Revenue).
-type QueryRow struct {
-	Dimensions []any `json:"dimensions"`
-	Metrics    []any `json:"metrics"`
-}
-
-// QueryMeta is a response's meta: empty unless the query asked for extras.
-type QueryMeta struct {
-	ImportsIncluded   *bool                    `json:"imports_included,omitempty"`
-	ImportsSkipReason string                   `json:"imports_skip_reason,omitempty"`
-	ImportsWarning    string                   `json:"imports_warning,omitempty"`
-	MetricWarnings    map[string]MetricWarning `json:"metric_warnings,omitempty"`
-	TimeLabels        []string                 `json:"time_labels,omitempty"`
-	TotalRows         *int                     `json:"total_rows,omitempty"`
-}
-
-var _ json.Marshaler = QueryResult{}
-
-// MarshalJSON writes Plausible's body: results, meta, query in that order,
-// whole float metrics with their decimal point (50.0, as Plausible writes
-// percentages and rates), and <, > and & unescaped.
-func (r QueryResult) MarshalJSON() ([]byte, error) {
-	type plain QueryResult
-	p := plain(r)
-	p.Results = make([]QueryRow, len(r.Results))
-	for i, row := range r.Results {
-		ms := make([]any, len(row.Metrics))
-		for j, m := range row.Metrics {
-			if f, ok := m.(float64); ok && !math.IsInf(f, 0) && !math.IsNaN(f) {
-				m = json.Number(floatJSON(f))
-			}
-			ms[j] = m
-		}
-		p.Results[i] = QueryRow{Dimensions: row.Dimensions, Metrics: ms}
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// floatJSON formats f as Plausible's JSON does: shortest form, with ".0"
-// when whole.
-func floatJSON(f float64) string {
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
+// QueryResult, QueryRow and QueryMeta are the query model's answer
+// (package query): Plausible's response body, one row, its meta.
+type (
+	QueryResult = query.Result
+	QueryRow    = query.Row
+	QueryMeta   = query.Meta
+)
 
 // Query answers q for one website of the handle (SPEC §10.2): q is
 // validated and resolved against the website (its domain, time zone, goals

@@ -16,7 +16,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
@@ -111,6 +110,10 @@ func (o Owner) queryContext(website uint32) (*queryCtx, error) {
 	return qc, nil
 }
 
+// tag is what the answers cached for qc are used with only: its
+// configuration and goals objects.
+func (qc *queryCtx) tag() segments.Tag { return segments.Tag{Config: qc.cfg, Goals: qc.goalsKey} }
+
 // preparedQuery is a query resolved: answered already (res; plan nil:
 // from the day buckets or the answer cache), or a plan to scan.
 type preparedQuery struct {
@@ -132,7 +135,7 @@ func (qc *queryCtx) prepare(ctx context.Context, o Owner, q Query) (*preparedQue
 		r.Pagination = Pagination{Limit: math.MaxInt} // its own cache key (the echo)
 	}
 	pq.r = r
-	if bucketsCanAnswer(&pq.r, o.e.opts.SaltPeriod) {
+	if o.e.opts.SaltPeriod == SaltDay && pq.r.CountsOnly() {
 		pq.res, err = o.totalsQuery(ctx, qc.cfg.id, &pq.r)
 		return pq, err
 	}
@@ -141,7 +144,7 @@ func (qc *queryCtx) prepare(ctx context.Context, o Owner, q Query) (*preparedQue
 		return pq, err
 	}
 	pq.key = qc.version + strconv.FormatInt(r.From.Unix(), 10) + "|" + strconv.FormatInt(r.To.Unix(), 10) + "|" + string(echo)
-	if res, ok := o.e.results.get(pq.key, qc.cfg, qc.goalsKey); ok {
+	if res, ok := o.e.results.Get(pq.key, qc.tag()); ok {
 		res.Query = r.Echo()
 		pq.res = res
 		return pq, nil
@@ -156,32 +159,12 @@ func (qc *queryCtx) finish(ctx context.Context, e *Engine, pq *preparedQuery) (Q
 	if err != nil {
 		return QueryResult{}, err
 	}
-	e.results.put(pq.key, qc.cfg.id, qc.cfg, qc.goalsKey, res)
+	e.results.Put(pq.key, qc.cfg.id, qc.tag(), res)
 	return res, nil
 }
 
-// bucketsCanAnswer reports whether the day buckets answer r exactly as
-// the segments would (SPEC §10.2: "one truth"): an aggregate of pageviews
-// and events over whole local days (a hit's stored day, as in the
-// buckets), unfiltered. Visitors and visits are not: the buckets count
-// them by §2.2's rule (pageviews only), the segments by Plausible's
-// (§10.1: custom events start and extend visits too).
-func bucketsCanAnswer(r *ResolvedQuery, salt SaltPeriod) bool {
-	if salt != SaltDay || len(r.Dimensions) > 0 || len(r.Filters) > 0 || r.Include.TimeLabels ||
-		!r.DateRange.From.IsZero() || r.DateRange.Period == "day" || r.DateRange.Period == "24h" {
-		return false
-	}
-	for _, m := range r.Metrics {
-		switch m {
-		case "pageviews", "events":
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// totalsQuery answers a query bucketsCanAnswer accepts from Totals.
+// totalsQuery answers a query the day buckets can (CountsOnly, daily
+// salts) from Totals.
 func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery) (QueryResult, error) {
 	t, err := o.Totals(ctx, website, r.FirstDay, r.LastDay)
 	if err != nil {
@@ -189,100 +172,20 @@ func (o Owner) totalsQuery(ctx context.Context, website uint32, r *ResolvedQuery
 	}
 	row := QueryRow{Dimensions: []any{}}
 	for _, m := range r.Metrics {
-		var v uint64
-		switch m {
-		case "visitors":
-			v = t.Visitors
-		case "visits":
-			v = t.Visits
-		case "pageviews":
-			v = t.Pageviews
-		case "events":
-			v = t.Pageviews + t.Events
+		v := t.Pageviews // "pageviews"
+		if m == "events" {
+			v += t.Events
 		}
 		row.Metrics = append(row.Metrics, int64(v))
 	}
-	res := QueryResult{Query: r.Echo(), Results: []QueryRow{row}}
-	if r.Include.TotalRows {
-		n := 1
-		res.Meta.TotalRows = &n
-	}
-	if r.Include.Imports {
-		f := false
-		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
-	}
-	return res, nil
+	return r.Answer([]QueryRow{row}, 1), nil
 }
 
-// answer returns the answer of scanned plan p, running the related
+// answer returns the answer of scanned plan p, scanning the related
 // queries its metrics need.
 func (e *Engine) answer(ctx context.Context, s *site, p *segments.Plan) (QueryResult, error) {
 	queryRuns.Add(1)
-	r, goals := p.Query, p.Goals
-	rows := p.Rows()
-	if len(r.Dimensions) == 0 && len(rows) == 0 {
-		rows = append(rows, p.Row(&segments.Group{Dims: []any{}})) // an aggregate is always one row
-	}
-	// Metrics that need the answer of a related query.
-	if slices.Contains(r.Metrics, "percentage") {
-		total, err := e.relatedVisitors(ctx, s, r, goals, false, nil)
-		if err != nil {
-			return QueryResult{}, err
-		}
-		i := slices.Index(r.Metrics, "percentage")
-		for _, row := range rows {
-			row.Metrics[i] = segments.Percent(row.Visitors, total[""], 1, true)
-		}
-	}
-	for _, m := range []string{"conversion_rate", "group_conversion_rate"} {
-		i := slices.Index(r.Metrics, m)
-		if i < 0 {
-			continue
-		}
-		var keep []int
-		if m == "group_conversion_rate" {
-			for j, d := range r.Dimensions {
-				if d != "event:goal" {
-					keep = append(keep, j)
-				}
-			}
-		}
-		denom, err := e.relatedVisitors(ctx, s, r, goals, true, keep)
-		if err != nil {
-			return QueryResult{}, err
-		}
-		for _, row := range rows {
-			row.Metrics[i] = segments.Percent(row.Visitors, denom[row.KeyOf(keep)], 2, false)
-		}
-	}
-	off := min(r.Pagination.Offset, len(rows))
-	end := min(off+r.Pagination.Limit, len(rows))
-	if len(r.Dimensions) == 0 {
-		off, end = 0, len(rows) // an aggregate is one row, whatever the page
-	}
-	p.SortRows(rows, end)
-	res := QueryResult{Query: r.Echo(), Results: []QueryRow{}}
-	if r.Include.TotalRows {
-		n := len(rows)
-		if len(r.Dimensions) == 0 {
-			n = 1 // an aggregate is always one row
-		}
-		res.Meta.TotalRows = &n
-	}
-	if r.Include.TimeLabels {
-		res.Meta.TimeLabels = r.TimeLabels()
-	}
-	if r.Include.Imports {
-		f := false
-		res.Meta.ImportsIncluded, res.Meta.ImportsSkipReason = &f, "no_imported_data"
-	}
-	if len(p.Warnings) > 0 {
-		res.Meta.MetricWarnings = p.Warnings
-	}
-	for _, row := range rows[off:end] {
-		res.Results = append(res.Results, QueryRow{Dimensions: row.Dims, Metrics: row.Metrics})
-	}
-	return res, nil
+	return p.Answer(func(rp *segments.Plan) error { return e.scanPlan(ctx, s, rp) })
 }
 
 // scanPlan scans the days of p's range into p.
@@ -296,7 +199,7 @@ func (e *Engine) scanPlan(ctx context.Context, s *site, p *segments.Plan) error 
 // are copied under the lock first); a closed one made whole stays resident
 // so, until evicted. A day whose rows made whole would be more than
 // wholeLimit (a quarter of the memory budget) is read in chunks instead
-// (segstream.go), each passed to fn as a day of its own, with locked set.
+// (segments.Chunks), each passed to fn as a day of its own, with locked set.
 // locked: fn must read sd at once and not keep it: an open day without
 // parts (fn is called under the shard lock), or a chunk.
 func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, fn func(date buckets.Date, sd *segments.Day, locked bool)) error {
@@ -308,7 +211,7 @@ func (e *Engine) scanSegs(ctx context.Context, s *site, from, to buckets.Date, f
 	var cached []cachedDay
 	id := s.cfg.Load().id
 	err := e.scanDays(ctx, s, from, to, true, nil, func(date buckets.Date, d storedDay) {
-		switch n := chunks(e.wholeEstimate(d.seg), e.wholeLimit); {
+		switch n := segments.Chunks(d.seg, e.wholeLimit); {
 		case d.seg.Parts == 0 || d.seg.Tail != nil:
 			fn(date, d.seg, d.open)
 		case n > 1 && d.open:
@@ -465,52 +368,6 @@ func (e *Engine) installWhole(s *site, date buckets.Date, tail, w *segments.Day)
 	size := ent.day.SizeBytes() + w.Size
 	e.counters.resident.Add(int64(size - ent.size))
 	ent.size = size
-}
-
-// relatedVisitors answers the visitors of r with its dimensions reduced to
-// keep (none when nil) and, when noGoals, without its top-level event:goal
-// and event:props filters: the denominators of percentage and conversion
-// rates, by the row key of the kept dimensions. The filters are r's
-// effective ones (EffectiveFilters), those its dimensions imply included:
-// the denominator counts the visitors the rows could have (an event-only
-// visit has no entry hostname, SPEC §10.1).
-func (e *Engine) relatedVisitors(ctx context.Context, s *site, r *ResolvedQuery, goals *segments.GoalSet, noGoals bool, keep []int) (map[string]int64, error) {
-	rq := *r
-	rq.Filters = r.EffectiveFilters()
-	rq.Metrics = []string{"visitors"}
-	rq.Dimensions = nil
-	for _, j := range keep {
-		rq.Dimensions = append(rq.Dimensions, r.Dimensions[j])
-	}
-	rq.OrderBy = nil
-	rq.Include = Include{}
-	rq.Pagination = Pagination{Limit: math.MaxInt}
-	if noGoals {
-		all := rq.Filters
-		rq.Filters = nil
-		for _, f := range all {
-			if f.Dimension == "event:goal" || strings.HasPrefix(f.Dimension, "event:props:") {
-				continue
-			}
-			rq.Filters = append(rq.Filters, f)
-		}
-	}
-	p, err := segments.NewPlan(&rq, goals)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.scanPlan(ctx, s, p); err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64)
-	all := make([]int, len(keep))
-	for i := range all {
-		all[i] = i
-	}
-	for _, row := range p.Rows() {
-		out[row.KeyOf(all)] = row.Visitors
-	}
-	return out, nil
 }
 
 // Bounds of a query's regular expressions (matches and matches_not

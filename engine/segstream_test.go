@@ -18,7 +18,7 @@ import (
 // (wholeLimit) answers, and answers what an engine that never seals
 // answers, for open and closed days, daily and weekly salts (visits
 // across midnight), across restarts. The days are read in chunks of
-// their visitors (segstream.go); before, the query was refused.
+// their visitors (segments.Chunks); before, the query was refused.
 func TestStreamedDays(t *testing.T) {
 	for _, salt := range []SaltPeriod{SaltDay, SaltWeek} {
 		for _, seed := range []uint64{1, 2} {

@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/webstats/webstats/buckets"
@@ -87,6 +88,24 @@ func (w *Window) Reset() int64 {
 		n += int64(cap(w.vis[i].keys)) * 8
 	}
 	*w = Window{}
+	return n
+}
+
+// Pageview is a pageview the window counts: its time (Unix
+// milliseconds) and its visitor's Key.
+type Pageview struct {
+	Ms  int64
+	Key uint64
+}
+
+// Rebuild empties w and counts pvs, in order of time (it sorts them). It
+// returns the bytes the slots grew by (negative when they shrank).
+func (w *Window) Rebuild(pvs []Pageview) int64 {
+	slices.SortStableFunc(pvs, func(a, b Pageview) int { return cmp.Compare(a.Ms, b.Ms) })
+	n := -w.Reset()
+	for _, p := range pvs {
+		n += w.Add(p.Ms, p.Key)
+	}
 	return n
 }
 

@@ -84,3 +84,25 @@ func TestKey(t *testing.T) {
 		t.Errorf("Key(-1, 7) = %#x", Key(-1, 7))
 	}
 }
+
+// TestRebuild: a window rebuilt from pageviews in any order reads as one
+// fed them in order, and the bytes it reports add up.
+func TestRebuild(t *testing.T) {
+	now := int64(1_000_000)
+	pvs := []Pageview{{now*60000 + 5, Key(1, 2)}, {(now-1)*60000 + 7, Key(1, 3)}, {now * 60000, Key(1, 2)}}
+	var fed Window
+	fed.Add(pvs[1].Ms, pvs[1].Key)
+	fed.Add(pvs[2].Ms, pvs[2].Key)
+	fed.Add(pvs[0].Ms, pvs[0].Key)
+	var w Window
+	before := w.Add((now-2)*60000, Key(1, 9))
+	delta := w.Rebuild(pvs)
+	pv, vis, _ := w.Read(now)
+	fpv, fvis, _ := fed.Read(now)
+	if pv != fpv || vis != fvis || vis != 2 {
+		t.Errorf("rebuilt %v %d, fed %v %d", pv, vis, fpv, fvis)
+	}
+	if held := w.Reset(); before+delta != held {
+		t.Errorf("held %d bytes, then grew by %d, but holds %d", before, delta, held)
+	}
+}

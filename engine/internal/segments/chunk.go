@@ -6,6 +6,48 @@ import (
 	"github.com/webstats/webstats/engine/internal/wire"
 )
 
+// Streaming a day too large to be made whole (SPEC §13: "a query over any
+// range streams its days within the budget"; issue #38 row 8).
+//
+// A day with sealed parts is read made whole (Day.Whole): every row of
+// the day in memory at once, hits ordered by visit, a sealed visit's
+// columns derived from its hits. A day whose rows are more than
+// the engine's limit (a quarter of its memory budget) is instead read in chunks, each a day of its own made
+// of the visits whose visitor id is k modulo the number of chunks, with
+// their hits (orphan events by their row modulo the number of chunks): the parts are read one at a time
+// for each chunk, so what is resident is one chunk, one decoded part and
+// a row map of 4 bytes a visit. A visitor (an id within a salt period)
+// is in one chunk only, so the chunks' distinct visitors add up; a visit
+// and its hits are in one chunk, so its columns are derived from its hits
+// as whole derives them. Queries count a chunk's visitors in roaring
+// bitmaps by salt period (never as a day of its own salt period), so the
+// memory of a query over such a day is bounded by those bitmaps: a bit a
+// visitor at worst, as the README says.
+
+// Chunks returns how many chunks day d is read in under limit bytes of
+// rows each (1: made whole; limit 0: no limit).
+func Chunks(d *Day, limit int64) int {
+	est := wholeBytes(d)
+	if limit <= 0 || est <= limit {
+		return 1
+	}
+	return int((est + limit - 1) / limit)
+}
+
+// wholeBytes is the bytes of rows of d made whole: every visit and hit
+// row of the day (d holds the rows after its sealed parts, whose counts
+// it knows), and their props at the rate of d's own rows. (Counting a
+// part as the engine's seal size was wrong both ways: a part holds what
+// the day had at its snapshot, which may be many times that.)
+func wholeBytes(d *Day) int64 {
+	nv, nh := int64(d.OffV)+int64(d.Visits()), int64(d.OffH)+int64(d.Hits())
+	props := int64(4 * len(d.Props))
+	if d.Hits() > 0 {
+		props = props * nh / int64(d.Hits())
+	}
+	return nv*(VisitBytes+4) + nh*HitBytes + props
+}
+
 // ChunkOf returns chunk k of n of the day d (with sealed parts, not made
 // whole) and its parts: the visits whose visitor id is k modulo n and
 // their hits, the orphan events whose day row is k modulo n, ordered and derived as whole

@@ -75,7 +75,7 @@ type Day struct {
 	Parts      uint32
 	OffV, OffH uint32
 	Tail       *Day
-	// lone: a chunk (ChunkOf; the engine's segstream.go) of the only day of its scan read in
+	// lone: a chunk (ChunkOf; Chunks) of the only day of its scan read in
 	// chunks, which scanSegs passes after every other day of the scan.
 	Lone bool
 
@@ -420,6 +420,18 @@ func (d *Day) Clone() *Day {
 	c.hPropEnd, c.Props = slices.Clone(d.hPropEnd), slices.Clone(d.Props)
 	c.HitEnd = slices.Clone(d.HitEnd)
 	return &c
+}
+
+// Pageviews calls fn with the time, salt period and visitor id of every
+// pageview of d in a visit row whose time is in [since, until).
+func (d *Day) Pageviews(since, until int64, fn func(ms int64, period int32, visitor uint32)) {
+	for i, ms := range d.HMs {
+		v := d.HVisit[i]
+		if ms < since || ms >= until || d.HKind[i] != KindPageview || v == NoVisit || int(v) >= len(d.VVisitor) {
+			continue
+		}
+		fn(ms, d.VPeriod[v], d.VVisitor[v])
+	}
 }
 
 // PeriodSpan returns the first and last salt periods of sd's visits
