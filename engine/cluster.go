@@ -37,18 +37,8 @@ func (e *Engine) publish(ctx context.Context, website uint32, recs []record.Hit,
 	if s == nil {
 		return false, nil
 	}
-	var body logmsg.Records
-	var rec []byte
-	for _, i := range idx {
-		rec = recs[i].AppendBinary(rec[:0])
-		body.Add(rec)
-	}
-	var key []byte
-	if mark != nil {
-		key = mark.AppendBinary(nil)
-	}
-	msg := body.Message(key)
-	if body.Len() > logmsg.MaxRecords || len(msg) > e.opts.Cluster.MaxMessage() {
+	msg, n := logmsg.EncodeHits(recs, idx, mark)
+	if n > logmsg.MaxRecords || len(msg) > e.opts.Cluster.MaxMessage() {
 		return false, fmt.Errorf("%w: %d hits of one website make a message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(idx), len(msg), e.opts.Cluster.MaxMessage())
 	}
 	if err := e.publishCounted(ctx, website, msg); err != nil {
@@ -84,37 +74,6 @@ func (e *Engine) publishCounted(ctx context.Context, website uint32, msg []byte)
 	e.cluster.publishNs.Add(int64(time.Since(t0)))
 	e.cluster.publishes.Add(1)
 	return nil
-}
-
-// decodeMessage splits a message of publish into records and its
-// idempotency key (nil: none).
-func decodeMessage(msg []byte, recs []record.Hit) ([]record.Hit, *idem.Mark, error) {
-	recs = recs[:0]
-	key, body, err := logmsg.Split(msg)
-	var mark *idem.Mark
-	if key != nil {
-		mark = new(idem.Mark)
-		if err := mark.Decode(key); err != nil {
-			return recs, nil, err
-		}
-	}
-	if err != nil {
-		return recs, nil, err
-	}
-	for len(body) > 0 {
-		var rec []byte
-		if rec, body, err = logmsg.Next(body); err != nil {
-			return recs, nil, err
-		}
-		recs = append(recs, record.Hit{})
-		if err := recs[len(recs)-1].Decode(rec); err != nil {
-			return recs, nil, err
-		}
-	}
-	if mark != nil && mark.Website != recs[0].Website {
-		return recs, nil, fmt.Errorf("engine: cluster message key of another website: %w", wire.ErrRecord)
-	}
-	return recs, mark, nil
 }
 
 // LogMessage is a message of the shared log as Follow gives it.
@@ -316,7 +275,7 @@ func (e *Engine) applyMessage(ctx context.Context, m LogMessage, recs *[]record.
 	}
 	var err error
 	var mark *idem.Mark
-	if *recs, mark, err = decodeMessage(m.Data, *recs); err != nil {
+	if *recs, mark, err = logmsg.DecodeHits(m.Data, *recs); err != nil {
 		// Skipping it would make this node differ from those that can
 		// read it (a newer version's record during an upgrade): the
 		// follower stops here and retries, and the lag shows.

@@ -227,7 +227,7 @@ func Open(opts *Options) (*Engine, error) {
 		// one would).
 		lastCompact: o.Now(),
 	}
-	e.sealBytes = sealBytesFor(o.MemoryBudget)
+	e.sealBytes = config.SealBytes(o.MemoryBudget)
 	// The caches are outside MemoryBudget: each is a sixteenth of it at
 	// most (sealBytes), at least 1 MiB.
 	e.parts = segments.NewPartCache(max(e.sealBytes, 1<<20))
@@ -309,17 +309,6 @@ func (e *Engine) loop(every time.Duration) {
 
 // kickGap is the shortest time between two early snapshots.
 const kickGap = time.Second
-
-// Bounds of Engine.sealBytes: a sixteenth of Options.MemoryBudget, at most
-// maxSealBytes (the default without a budget).
-const maxSealBytes = 8 << 20
-
-func sealBytesFor(budget int64) int {
-	if budget <= 0 {
-		return maxSealBytes
-	}
-	return int(min(max(budget/16, 1), maxSealBytes))
-}
 
 // kickLocked asks the background loop for an early snapshot when ent, just
 // written, is a day a snapshot seals (not a past one) and holds sealBytes of

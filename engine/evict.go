@@ -98,8 +98,8 @@ func (e *Engine) siteList() []*site {
 func (e *Engine) evictIdleLocked(s *site, now time.Time, over func() bool, cands []evictCand) []evictCand {
 	st := s.state
 	today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
-	cur := periodStart(today, e.opts.SaltPeriod)
-	prev := periodStart(cur-1, e.opts.SaltPeriod)
+	cur := e.opts.SaltPeriod.Start(today)
+	prev := e.opts.SaltPeriod.Start(cur - 1)
 	for first, p := range st.periods {
 		if first == cur || p.Dirty() > 0 || p.pins > 0 || !p.isStored {
 			continue

@@ -167,7 +167,7 @@ func TestVisitorStateIncremental(t *testing.T) {
 	if err := e.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first := periodStart(buckets.DateFromTime(at), SaltMonth)
+	first := SaltMonth.Start(buckets.DateFromTime(at))
 	dirty := func() (chunks, visitors int) {
 		sh := e.shardOf(site)
 		sh.mu.Lock()

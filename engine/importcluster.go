@@ -29,7 +29,7 @@ const importWait = time.Minute
 // importRefusals are what the publisher of a refused import message is
 // told.
 var importRefusals = importlog.Refusals{
-	Bounds:   checkImportBounds,
+	Bounds:   imported.CheckBounds,
 	NotFound: ErrNotFound,
 	GivenUp:  fmt.Errorf("%w: the import was given up before its last part", ErrClusterUnavailable),
 }
@@ -47,7 +47,7 @@ func (o Owner) publishImport(ctx context.Context, website uint32, d *imported.Da
 	if err != nil {
 		return Import{}, err
 	}
-	if err := checkImportRoom(list, d); err != nil {
+	if err := imported.CheckRoom(list, d); err != nil {
 		return Import{}, err
 	}
 	r, err := e.publishChange(ctx, website, func(token [16]byte) ([]importlog.Message, error) {

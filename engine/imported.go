@@ -9,7 +9,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -103,7 +102,7 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 		return Import{}, err
 	}
 	d := imported.New(x, file, e.now())
-	if err := checkImportRoom(list, d); err != nil {
+	if err := imported.CheckRoom(list, d); err != nil {
 		return Import{}, err
 	}
 	d.ID = last + 1 // never a deleted import's
@@ -122,24 +121,6 @@ func (o Owner) ImportPlausible(ctx context.Context, website uint32, x *plausible
 	}
 	l.mu.Unlock()
 	return d.Import, nil
-}
-
-// checkImportRoom refuses import d if the website's imports, list, have
-// no room for it.
-func checkImportRoom(list []*imported.Data, d *imported.Data) error {
-	return checkImportBounds(len(list), imported.Rows(list)+d.Rows)
-}
-
-// checkImportBounds refuses an import that would give a website more than
-// MaxImports imports or MaxImportRows rows.
-func checkImportBounds(imports, rows int) error {
-	if imports >= MaxImports {
-		return &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website has %d imports, the most it may have; delete one first.", MaxImports)}}}
-	}
-	if rows > MaxImportRows {
-		return &ValidationError{Fields: []FieldError{{Field: "file", Msg: fmt.Sprintf("The website's imports would hold %d rows, more than %d; delete an import first.", rows, MaxImportRows)}}}
-	}
-	return nil
 }
 
 // Imports lists the imports of website, oldest first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/webstats/webstats/engine/internal/stored"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -95,7 +96,7 @@ func (e *Engine) StoreUsage(ctx context.Context) (StoreUsage, error) {
 	}
 	defer e.exit()
 	return e.store.Usage(ctx, func(day []byte) int {
-		_, seg, _, err := splitDay(day)
+		_, seg, _, err := stored.SplitDay(day)
 		if err != nil {
 			return 0
 		}

@@ -1,16 +1,15 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/idem"
 	"github.com/webstats/webstats/engine/internal/record"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/stored"
 	"github.com/webstats/webstats/engine/internal/wire"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -323,79 +322,16 @@ func (e *Engine) resolve(st *siteState, r *record.Hit) (*dayEntry, *period, erro
 	return ent, p, nil
 }
 
-// Site meta record: version, last sequence, then the dates with data as
-// delta-coded varints; version 2 adds the idempotency keys (idem.Table),
-// which are applied with the same records as lastSeq, and version 3 the
-// parts of each key (a call counted in parts not all applied). A website
-// is written with the lowest version that holds its keys, which older
-// versions read.
-const metaVersion = 3
-
-func (st *siteState) appendMeta(b []byte) []byte {
-	keyed, parts := st.keys.Len() > 0, st.keys.Partial()
-	switch {
-	case parts:
-		b = append(b, 3)
-	case keyed:
-		b = append(b, 2)
-	default:
-		b = append(b, 1)
-	}
-	b = binary.AppendUvarint(b, st.lastSeq)
-	dates := make([]buckets.Date, 0, len(st.dates))
-	for d := range st.dates {
-		dates = append(dates, d)
-	}
-	slices.Sort(dates)
-	b = binary.AppendUvarint(b, uint64(len(dates)))
-	prev := int64(0)
-	for _, d := range dates {
-		b = binary.AppendVarint(b, int64(d)-prev)
-		prev = int64(d)
-	}
-	if !keyed {
-		return b
-	}
-	return st.keys.AppendBinary(b, parts)
-}
-
-// decodeMetaLocked is st.decodeMeta, with the keys' bytes counted.
+// decodeMetaLocked reads st's meta record (stored.DecodeMeta), with the
+// keys' bytes counted.
 func (e *Engine) decodeMetaLocked(st *siteState, b []byte) error {
 	before := st.keys.Bytes()
-	err := st.decodeMeta(b)
+	seq, err := stored.DecodeMeta(b, st.dates, &st.keys)
+	if err == nil {
+		st.lastSeq = seq
+	}
 	e.counters.keys.Add(st.keys.Bytes() - before)
 	return err
-}
-
-func (st *siteState) decodeMeta(b []byte) error {
-	d := wire.Decoder{B: b}
-	v := d.Byte()
-	if v < 1 || v > metaVersion {
-		return fmt.Errorf("unknown version %d: %w", v, snapshot.ErrCorrupt)
-	}
-	st.lastSeq = d.Uvarint()
-	n := d.Uvarint()
-	if d.Bad || n > uint64(len(d.B)) {
-		return fmt.Errorf("bad header: %w", snapshot.ErrCorrupt)
-	}
-	prev := int64(0)
-	for range n {
-		prev += d.Varint()
-		if d.Bad || prev < -1<<31 || prev > 1<<31-1 {
-			return fmt.Errorf("bad dates: %w", snapshot.ErrCorrupt)
-		}
-		st.dates[buckets.Date(prev)] = struct{}{}
-	}
-	st.keys = idem.Table{}
-	if v >= 2 {
-		if err := st.keys.Decode(&d, v >= 3); err != nil {
-			return fmt.Errorf("%w: %w", err, snapshot.ErrCorrupt)
-		}
-	}
-	if len(d.B) != 0 {
-		return fmt.Errorf("trailing bytes: %w", snapshot.ErrCorrupt)
-	}
-	return nil
 }
 
 // storedDay is a day as the store holds it: its buckets and its segments.
@@ -407,62 +343,11 @@ type storedDay struct {
 	open bool
 }
 
-// dayEnvelope is the first byte of a day value holding buckets and
-// segments: [dayEnvelope][uvarint length][buckets day][segments]. A value
-// starting with another byte is a buckets day alone (stores written before
-// the segments store; buckets days start with their version, 1 or 2), read
-// with empty segments.
-const dayEnvelope = 0xd5
-
-// encodeDay encodes a day for the store.
-func encodeDay(d *buckets.Day, seg *segments.Day) ([]byte, error) {
-	bd, err := d.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(bd)+16+seg.Hits()*4)
-	b = append(b, dayEnvelope)
-	b = binary.AppendUvarint(b, uint64(len(bd)))
-	b = append(b, bd...)
-	return seg.AppendBinary(b), nil
-}
-
-// splitDay splits a day value of the store into its buckets day and its
-// segments; a value without the envelope is a buckets day alone.
-func splitDay(data []byte) (bd, segs []byte, enveloped bool, err error) {
-	if len(data) > 0 && data[0] != dayEnvelope {
-		return data, nil, false, nil
-	}
-	n, k := binary.Uvarint(data[min(1, len(data)):])
-	if k <= 0 || n > uint64(len(data)-1-k) {
-		return nil, nil, false, fmt.Errorf("day envelope: %w", snapshot.ErrCorrupt)
-	}
-	body := data[1+k:]
-	return body[:n], body[n:], true, nil
-}
-
 // decodeDay decodes a day value of the store; its segments too when
 // withSeg (else seg is nil).
 func decodeDay(data []byte, withSeg bool) (storedDay, error) {
-	d := buckets.NewDay(0)
-	bd, segs, enveloped, err := splitDay(data)
-	if err != nil {
-		return storedDay{}, err
-	}
-	if err := d.UnmarshalBinary(bd); err != nil {
-		return storedDay{}, err
-	}
-	switch {
-	case !withSeg:
-		return storedDay{day: d}, nil
-	case !enveloped:
-		return storedDay{day: d, seg: segments.NewDay()}, nil
-	}
-	seg, err := segments.DecodeDay(segs)
-	if err != nil {
-		return storedDay{}, fmt.Errorf("%w: %w", snapshot.ErrCorrupt, err)
-	}
-	return storedDay{day: d, seg: seg}, nil
+	d, seg, err := stored.DecodeDay(data, withSeg)
+	return storedDay{day: d, seg: seg}, err
 }
 
 // readDay reads one day from the store.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/buckets"
+	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -98,13 +99,13 @@ func (e *Engine) dropDaysLocked(st *siteState, cut buckets.Date) (dropped bool) 
 // sn.
 func (e *Engine) dropPeriodsLocked(st *siteState, cut buckets.Date, sn *snapshot.Snapshot) {
 	for first := range st.stored {
-		if periodEnd(first, e.opts.SaltPeriod) < cut {
+		if e.opts.SaltPeriod.End(first) < cut {
 			delete(st.stored, first)
 			sn.DropPeriods = append(sn.DropPeriods, snapshot.PeriodRef{Website: st.id, Period: int32(first)})
 		}
 	}
 	for first, p := range st.periods {
-		if periodEnd(first, e.opts.SaltPeriod) < cut {
+		if e.opts.SaltPeriod.End(first) < cut {
 			// Pinned ones too (their hits are of dropped days): a
 			// waiting hit still applies to p, which counts no more.
 			e.counters.state.Add(-int64(p.size))
@@ -158,7 +159,7 @@ func (e *Engine) dropOldSalts(now time.Time) {
 		// Both under the lock: a new salt for the period can only be
 		// made, and stored, once it is gone from the map.
 		e.salts.Drop(first, func() {
-			if err := e.store.Delete(snapshot.KindSalt, saltID(first)); err != nil {
+			if err := e.store.Delete(snapshot.KindSalt, salts.ID(first)); err != nil {
 				e.opts.Logger.Error("drop salt", "err", err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/stored"
 	"github.com/webstats/webstats/engine/internal/visitors"
 	"github.com/webstats/webstats/snapshot"
 )
@@ -199,7 +200,7 @@ func (e *Engine) collectSite(s *site, now time.Time, b *snapBatch) {
 	}
 	if st.metaDirt {
 		st.metaDirt = false
-		b.sn.Sites = append(b.sn.Sites, snapshot.SiteRecord{Website: st.id, Data: st.appendMeta(nil)})
+		b.sn.Sites = append(b.sn.Sites, snapshot.SiteRecord{Website: st.id, Data: stored.AppendMeta(nil, st.lastSeq, st.dates, &st.keys)})
 	}
 }
 
@@ -209,7 +210,7 @@ func (b *snapBatch) encode() error {
 	for i := range b.pend {
 		p := &b.pend[i]
 		if p.day != nil {
-			data, err := encodeDay(p.day, p.seg)
+			data, err := stored.EncodeDay(p.day, p.seg)
 			if err != nil {
 				return fmt.Errorf("engine: encode day: %w", err)
 			}

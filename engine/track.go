@@ -646,7 +646,7 @@ func (e *Engine) enrich(ctx context.Context, h *Hit, now time.Time, r *record.Hi
 	r.Website = cfg.id
 	r.Date = buckets.DateFromTime(lt)
 	r.Hour = uint8(lt.Hour())
-	r.Period = periodStart(r.Date, e.opts.SaltPeriod)
+	r.Period = e.opts.SaltPeriod.Start(r.Date)
 	r.Ms = t.UnixMilli()
 	if !enrich.CustomEvent(r, h) {
 		return cfg, DropInvalid, nil
@@ -678,12 +678,6 @@ func (e *Engine) lookupSite(h *Hit) *siteConfig {
 	return e.sites[id].cfg.Load()
 }
 
-// periodStart returns the first day of the salt period holding date.
-func periodStart(date buckets.Date, p SaltPeriod) buckets.Date { return p.Start(date) }
-
-// periodEnd returns the last day of the salt period starting on first.
-func periodEnd(first buckets.Date, p SaltPeriod) buckets.Date { return p.End(first) }
-
 // salt returns the salt of the period starting on first, creating (and
 // storing; in cluster mode, agreeing on) a random one the first time. A
 // caller waiting for another's making of it gives up when ctx ends.
@@ -708,10 +702,8 @@ func (e *Engine) makeSalt(first buckets.Date) ([16]byte, error) {
 			return s, fmt.Errorf("%w: shared salt: %w", ErrClusterUnavailable, err)
 		}
 	}
-	if err := e.store.Put(snapshot.KindSalt, saltID(first), s[:]); err != nil {
+	if err := e.store.Put(snapshot.KindSalt, salts.ID(first), s[:]); err != nil {
 		return s, fmt.Errorf("engine: store salt: %w", err)
 	}
 	return s, nil
 }
-
-func saltID(first buckets.Date) uint64 { return uint64(uint32(first)) }

@@ -73,6 +73,10 @@ func (p Period) End(first buckets.Date) buckets.Date {
 // Salt is the secret of a period's visitor hashes.
 type Salt = [16]byte
 
+// ID is the id a salt is stored under (snapshot.KindSalt): its period's
+// first day.
+func ID(first buckets.Date) uint64 { return uint64(uint32(first)) }
+
 // Hash is the salted SipHash-2-4 of website ‖ IP ‖ user agent, or of
 // website ‖ the explicit visitor string when it is not "".
 func Hash(salt Salt, website uint32, visitor string, ip netip.Addr, userAgent string) uint64 {
