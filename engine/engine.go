@@ -20,6 +20,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/salts"
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
+	"github.com/webstats/webstats/engine/internal/waiters"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -55,7 +56,7 @@ type Engine struct {
 	regSeq    uint64
 	regRunner *regtx.Runner
 	// importWaiting are the imports this node published (cluster mode).
-	importWaiting importlog.Waiters
+	importWaiting waiters.Set[importlog.Result]
 
 	gate password.Hasher // password hashes running at once
 

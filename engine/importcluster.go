@@ -87,8 +87,8 @@ func (e *Engine) publishChange(ctx context.Context, website uint32, messages fun
 	if err != nil {
 		return importlog.Result{}, err
 	}
-	done := e.importWaiting.Add(token)
-	defer e.importWaiting.Remove(token)
+	done, stop := e.importWaiting.Add(token)
+	defer stop()
 	ctx = context.WithoutCancel(ctx)
 	r, err := e.publishParts(ctx, website, parts, done)
 	if err != nil {
@@ -142,14 +142,14 @@ func (e *Engine) publishParts(ctx context.Context, website uint32, parts []impor
 		if i == 0 && p.Op == importlog.Part && len(m) > e.opts.Cluster.MaxMessage() {
 			return nil, fmt.Errorf("%w: an import's message of %d bytes; the cluster's log takes %d", ErrTooLarge, len(m), e.opts.Cluster.MaxMessage())
 		}
-		if err := e.publishImportMessage(ctx, website, m); err != nil {
+		if err := e.publishCounted(ctx, website, m); err != nil {
 			if p.Op == importlog.Part {
 				// Its first message may have been appended (a failed
 				// publish may have been). Best effort: a pending import
 				// left behind is given up after importlog.PendingTTL
 				// anyway.
 				abort := importlog.Message{Op: importlog.Abort, Website: website, Token: p.Token}
-				_ = e.publishImportMessage(ctx, website, abort.Encode())
+				_ = e.publishCounted(ctx, website, abort.Encode())
 			}
 			return nil, err
 		}
@@ -163,17 +163,6 @@ func (e *Engine) importToken() ([16]byte, error) {
 		return token, fmt.Errorf("engine: import token: %w", err)
 	}
 	return token, nil
-}
-
-func (e *Engine) publishImportMessage(ctx context.Context, website uint32, msg []byte) error {
-	t0 := time.Now()
-	if err := e.opts.Cluster.Publish(ctx, website, msg); err != nil {
-		e.cluster.publishErrs.Add(1)
-		return fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
-	}
-	e.cluster.publishNs.Add(int64(time.Since(t0)))
-	e.cluster.publishes.Add(1)
-	return nil
 }
 
 // waitImport waits until this node's follower decided a published import

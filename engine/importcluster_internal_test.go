@@ -82,12 +82,12 @@ func TestApplyImportMessages(t *testing.T) {
 		t.Fatalf("imports %v after B, want [2]", got)
 	}
 	// A's last message finds nothing to complete.
-	done := e.importWaiting.Add(tok(1))
+	done, stop := e.importWaiting.Add(tok(1))
 	apply(3, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(1), Flags: importlog.Last, First: 2, Chunks: [][]byte{[]byte("a2")}})
 	if r := <-done; !errors.Is(r.Err, ErrClusterUnavailable) {
 		t.Fatalf("A's last message: %+v", r)
 	}
-	e.importWaiting.Remove(tok(1))
+	stop()
 	if got := ids(); !slices.Equal(got, []uint32{2}) {
 		t.Fatalf("imports %v after A's last message, want [2]", got)
 	}
@@ -103,13 +103,13 @@ func TestApplyImportMessages(t *testing.T) {
 	if got, st := ids(), state(); len(got) != 0 || len(st.Pending) != 0 {
 		t.Fatalf("after C's abort: imports %v, state %+v", got, st)
 	}
-	done = e.importWaiting.Add(tok(5))
+	done, _ = e.importWaiting.Add(tok(5))
 	apply(7, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(5), Flags: importlog.First | importlog.Last, First: 1, Record: record(1), Chunks: [][]byte{[]byte("d1")}})
 	if r := <-done; r.Err != nil || r.Import.ID != 4 {
 		t.Fatalf("D: %+v, want id 4", r)
 	}
 	// Too many rows: refused at its first message, on every node alike.
-	done = e.importWaiting.Add(tok(6))
+	done, _ = e.importWaiting.Add(tok(6))
 	apply(8, t0.Add(2*time.Hour), importlog.Message{Op: importlog.Part, Token: tok(6), Flags: importlog.First, First: 1, Record: record(MaxImportRows), Chunks: [][]byte{[]byte("e1")}})
 	var ve *ValidationError
 	if r := <-done; !errors.As(r.Err, &ve) {
@@ -165,7 +165,7 @@ func importRecord(rows int) []byte {
 func TestApplyImportDeleteZero(t *testing.T) {
 	e, apply, state := importApplier(t)
 	tok := [16]byte{9}
-	done := e.importWaiting.Add(tok)
+	done, _ := e.importWaiting.Add(tok)
 	apply(1, time.Now(), importlog.Message{Op: importlog.Delete, Token: tok, ID: 0})
 	if r := <-done; !errors.Is(r.Err, ErrNotFound) {
 		t.Fatalf("delete of id 0: %+v, want ErrNotFound", r)
@@ -205,7 +205,7 @@ func TestApplyImportBoundsCountPending(t *testing.T) {
 	seq++
 	apply(seq, t0, importlog.Message{Op: importlog.Part, Token: [16]byte{2}, Flags: importlog.First, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("p")}})
 	tok := [16]byte{3}
-	done := e.importWaiting.Add(tok)
+	done, _ := e.importWaiting.Add(tok)
 	seq++
 	apply(seq, t0, importlog.Message{Op: importlog.Part, Token: tok, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("y")}})
 	var ve *ValidationError
@@ -257,7 +257,7 @@ func TestApplyImportNotHeld(t *testing.T) {
 		{Op: importlog.Part, Token: [16]byte{1}, Flags: importlog.First | importlog.Last, First: 1, Record: importRecord(1), Chunks: [][]byte{[]byte("a")}},
 		{Op: importlog.Delete, Token: [16]byte{2}, ID: 1},
 	} {
-		done := e.importWaiting.Add(m.Token)
+		done, _ := e.importWaiting.Add(m.Token)
 		apply(uint64(i+1), time.Now(), m)
 		select {
 		case r := <-done:

@@ -13,18 +13,19 @@ import (
 	"github.com/webstats/webstats/buckets"
 )
 
+// syncFailFS fails a sync of the log when fail says so.
 type syncFailFS struct {
 	vfs.FS
-	fail *atomic.Bool
+	fail func() bool
 }
 
 type syncFailFile struct {
 	vfs.File
-	fail *atomic.Bool
+	fail func() bool
 }
 
 func (f syncFailFile) Sync() error {
-	if f.fail.Load() {
+	if f.fail() {
 		return errors.New("injected fsync error")
 	}
 	return f.File.Sync()
@@ -57,7 +58,7 @@ func (s syncFailFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...
 // unknown, as after a crash).
 func TestLogSyncFailure(t *testing.T) {
 	fail := &atomic.Bool{}
-	fs := syncFailFS{vfs.NewMem(), fail}
+	fs := syncFailFS{vfs.NewMem(), fail.Load}
 	e, site := hardEngine(t, fs, Options{})
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)

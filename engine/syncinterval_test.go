@@ -94,7 +94,7 @@ func TestSyncIntervalTrack(t *testing.T) {
 // was acknowledged.
 func TestSyncIntervalLogFailure(t *testing.T) {
 	fail := &atomic.Bool{}
-	fs := syncFailFS{vfs.NewMem(), fail}
+	fs := syncFailFS{vfs.NewMem(), fail.Load}
 	e, site := hardEngine(t, fs, Options{SyncInterval: time.Millisecond})
 	ctx := context.Background()
 	var acked uint64

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,45 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/webstats/webstats/buckets"
 )
-
-// syncsLeftFS fails every sync of the log once left syncs are spent (left
-// negative: never).
-type syncsLeftFS struct {
-	vfs.FS
-	left *atomic.Int64
-}
-
-type syncsLeftFile struct {
-	vfs.File
-	left *atomic.Int64
-}
-
-func (f syncsLeftFile) Sync() error {
-	if f.left.Load() >= 0 && f.left.Add(-1) < 0 {
-		return errors.New("injected fsync error")
-	}
-	return f.File.Sync()
-}
-func (f syncsLeftFile) SyncData() error { return f.Sync() }
-
-func (s syncsLeftFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return syncsLeftFile{f, s.left}, nil
-}
-func (s syncsLeftFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := s.FS.Create(name, c)
-	return s.wrap(name, f, err)
-}
-func (s syncsLeftFS) ReuseForWrite(o, n string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := s.FS.ReuseForWrite(o, n, c)
-	return s.wrap(n, f, err)
-}
-func (s syncsLeftFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := s.FS.OpenReadWrite(name, c, opts...)
-	return s.wrap(name, f, err)
-}
 
 // TestTrackOnceResumesParts (SPEC §3.4 "Retries", §13): a keyed call of
 // more hits than a part holds is logged part by part; cut short by a
@@ -65,7 +25,10 @@ func TestTrackOnceResumesParts(t *testing.T) {
 	left := &atomic.Int64{}
 	left.Store(-1)
 	crash := vfs.NewCrashableMem()
-	e, site := hardEngine(t, syncsLeftFS{crash, left}, Options{})
+	// Every sync of the log fails once left syncs are spent (negative:
+	// never).
+	fail := func() bool { return left.Load() >= 0 && left.Add(-1) < 0 }
+	e, site := hardEngine(t, syncFailFS{crash, fail}, Options{})
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	// Parts: 3 humans | 3 bots | 3 humans | 1 human.

@@ -159,31 +159,6 @@ func TestTx(t *testing.T) {
 	}
 }
 
-// TestWaiters: the node waiting for a transaction learns its outcome once;
-// an id nobody waits for, or no longer, is ignored.
-func TestWaiters(t *testing.T) {
-	var w waiters
-	w.Decided([16]byte{1}, true) // nobody waits
-	c, done := w.Add([16]byte{2})
-	w.Decided([16]byte{2}, false)
-	w.Decided([16]byte{2}, true) // (the log holds it twice)
-	if got := <-c; got {
-		t.Error("the first outcome did not stand")
-	}
-	select {
-	case got := <-c:
-		t.Errorf("a second outcome came: %v", got)
-	default:
-	}
-	done()
-	w.Decided([16]byte{2}, true)
-	select {
-	case got := <-c:
-		t.Errorf("an outcome came after done: %v", got)
-	default:
-	}
-}
-
 // TestVersion: the version record reads back.
 func TestVersion(t *testing.T) {
 	op := VersionOp(1<<40 + 3)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/webstats/webstats/engine/internal/waiters"
 )
 
 // Wait bounds a change twice: the wait for its turn on the node, then its
@@ -36,7 +38,7 @@ type Config struct {
 type Runner struct {
 	Config
 	turn      chan struct{}
-	waiters   waiters
+	waiters   waiters.Set[bool]
 	conflicts atomic.Int64
 }
 
@@ -125,7 +127,7 @@ func (r *Runner) commit(ctx context.Context, tx *Tx) (bool, error) {
 
 // Decided tells the change waiting for transaction id, if any, whether it
 // applied (the follower calls it for every transaction).
-func (r *Runner) Decided(id [16]byte, applied bool) { r.waiters.Decided(id, applied) }
+func (r *Runner) Decided(id [16]byte, applied bool) { r.waiters.Notify(id, applied) }
 
 // Conflicts counts the changes run again because another transaction came
 // first.
