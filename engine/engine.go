@@ -21,6 +21,7 @@ import (
 	"github.com/webstats/webstats/engine/internal/segments"
 	"github.com/webstats/webstats/engine/internal/ua"
 	"github.com/webstats/webstats/engine/internal/waiters"
+	"github.com/webstats/webstats/engine/internal/website"
 	"github.com/webstats/webstats/snapshot"
 )
 
@@ -174,7 +175,7 @@ type siteConfig struct {
 func (s *site) setWebsite(w *Website) {
 	s.web = w
 	c := &siteConfig{id: w.ID, domain: w.Domain, excludeBots: w.ExcludeBots == 1,
-		loc: w.Location(), rules: w.PageRules(), ips: w.IPs()}
+		loc: website.Location(w), rules: website.PageRules(w), ips: website.IPs(w)}
 	s.cfg.Store(c)
 }
 

@@ -55,6 +55,7 @@ func (e *Engine) rebuildSiteRealtime(s *site) error {
 	if err != nil {
 		return err
 	}
+	realtime.SortPageviews(pvs) // not under the lock: a busy website's 30 minutes
 	sh := e.shardOf(s.state.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -177,7 +177,7 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 		return Website{}, err
 	}
 	var verr ValidationError
-	cur.Apply(in, &verr)
+	website.Apply(&cur, in, &verr)
 	if err := verr.Err(); err != nil {
 		return Website{}, err
 	}
@@ -187,7 +187,7 @@ func (o Owner) UpdateWebsite(ctx context.Context, id uint32, in WebsiteInput) (W
 	}
 	return o.changeWebsite(ctx, id, func(w *Website) (bool, error) {
 		var verr ValidationError
-		if w.Apply(in, &verr); len(verr.Fields) > 0 {
+		if website.Apply(w, in, &verr); len(verr.Fields) > 0 {
 			return false, &verr
 		}
 		if pwHash != "" {

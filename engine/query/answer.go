@@ -3,9 +3,7 @@ package query
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -71,59 +69,6 @@ func floatJSON(f float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-// Estimate returns about how many bytes r holds: its rows' values and the
-// meta's time labels.
-func (r Result) Estimate() int {
-	n := 64
-	for _, row := range r.Results {
-		n += 48 + 16*(len(row.Dimensions)+len(row.Metrics))
-		for _, d := range row.Dimensions {
-			if s, ok := d.(string); ok {
-				n += len(s)
-			}
-		}
-		for _, m := range row.Metrics {
-			if rv, ok := m.(*Revenue); ok && rv != nil {
-				n += 64 + len(rv.Currency) + len(rv.Short) + len(rv.Long)
-			}
-		}
-	}
-	for _, l := range r.Meta.TimeLabels {
-		n += 16 + len(l)
-	}
-	return n
-}
-
-// Clone copies r's rows and meta deeply enough that neither copy's
-// changes reach the other (rows, their value slices, *Revenue values, the
-// meta's slices and maps), without the echoed query.
-func (r Result) Clone() Result {
-	c := r
-	c.Results = make([]Row, len(r.Results))
-	for i, row := range r.Results {
-		ms := slices.Clone(row.Metrics)
-		for j, m := range ms {
-			if rv, ok := m.(*Revenue); ok && rv != nil {
-				x := *rv
-				ms[j] = &x
-			}
-		}
-		c.Results[i] = Row{Dimensions: slices.Clone(row.Dimensions), Metrics: ms}
-	}
-	if r.Meta.ImportsIncluded != nil {
-		b := *r.Meta.ImportsIncluded
-		c.Meta.ImportsIncluded = &b
-	}
-	if r.Meta.TotalRows != nil {
-		n := *r.Meta.TotalRows
-		c.Meta.TotalRows = &n
-	}
-	c.Meta.TimeLabels = slices.Clone(r.Meta.TimeLabels)
-	c.Meta.MetricWarnings = maps.Clone(r.Meta.MetricWarnings)
-	c.Query = QueryEcho{} // the caller sets its own echo
-	return c
 }
 
 // Answer returns the answer to r of rows (the page asked for, not nil),

@@ -19,31 +19,6 @@ func TestResultJSON(t *testing.T) {
 	}
 }
 
-// TestResultClone: a clone shares no rows, values or meta with its
-// original, and has no echo.
-func TestResultClone(t *testing.T) {
-	n, f := 1, false
-	r := Result{Results: []Row{{Dimensions: []any{"x"}, Metrics: []any{&Revenue{Value: 1}}}},
-		Meta:  Meta{TotalRows: &n, ImportsIncluded: &f, TimeLabels: []string{"a"}, MetricWarnings: map[string]MetricWarning{"m": {}}},
-		Query: QueryEcho{SiteID: "s"}}
-	c := r.Clone()
-	c.Results[0].Dimensions[0] = "y"
-	c.Results[0].Metrics[0].(*Revenue).Value = 2
-	*c.Meta.TotalRows, *c.Meta.ImportsIncluded = 2, true
-	c.Meta.TimeLabels[0] = "b"
-	c.Meta.MetricWarnings["n"] = MetricWarning{}
-	if r.Results[0].Dimensions[0] != "x" || r.Results[0].Metrics[0].(*Revenue).Value != 1 || n != 1 || f ||
-		r.Meta.TimeLabels[0] != "a" || len(r.Meta.MetricWarnings) != 1 {
-		t.Errorf("the original changed through its clone: %+v", r)
-	}
-	if c.Query.SiteID != "" {
-		t.Errorf("clone kept the echo %+v", c.Query)
-	}
-	if r.Estimate() <= 64 {
-		t.Errorf("Estimate %d", r.Estimate())
-	}
-}
-
 // TestCountsOnly: the day buckets answer only unfiltered, ungrouped
 // totals of pageviews and events over whole days.
 func TestCountsOnly(t *testing.T) {

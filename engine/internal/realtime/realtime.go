@@ -98,10 +98,16 @@ type Pageview struct {
 	Key uint64
 }
 
-// Rebuild empties w and counts pvs, in order of time (it sorts them). It
-// returns the bytes the slots grew by (negative when they shrank).
-func (w *Window) Rebuild(pvs []Pageview) int64 {
+// SortPageviews sorts pvs by time, as Rebuild needs them (stably: a
+// website's rows in their order). A caller sorts before it takes the lock
+// that guards the window.
+func SortPageviews(pvs []Pageview) {
 	slices.SortStableFunc(pvs, func(a, b Pageview) int { return cmp.Compare(a.Ms, b.Ms) })
+}
+
+// Rebuild empties w and counts pvs, which SortPageviews sorted. It returns
+// the bytes the slots grew by (negative when they shrank).
+func (w *Window) Rebuild(pvs []Pageview) int64 {
 	n := -w.Reset()
 	for _, p := range pvs {
 		n += w.Add(p.Ms, p.Key)

@@ -85,22 +85,32 @@ func TestKey(t *testing.T) {
 	}
 }
 
-// TestRebuild: a window rebuilt from pageviews in any order reads as one
-// fed them in order, and the bytes it reports add up.
+// TestRebuild: a window rebuilt from pageviews in any order, sorted by
+// SortPageviews, reads as one fed them in order, and the bytes it reports
+// add up. Unsorted, a pageview 5 minutes before one given first would
+// find its visitors' slot moved past it: dropped, and the window over.
 func TestRebuild(t *testing.T) {
 	now := int64(1_000_000)
-	pvs := []Pageview{{now*60000 + 5, Key(1, 2)}, {(now-1)*60000 + 7, Key(1, 3)}, {now * 60000, Key(1, 2)}}
+	pvs := []Pageview{{now*60000 + 5, Key(1, 2)}, {(now-5)*60000 + 7, Key(1, 4)}, {(now-1)*60000 + 7, Key(1, 3)}, {now * 60000, Key(1, 2)}}
+	SortPageviews(pvs)
 	var fed Window
-	fed.Add(pvs[1].Ms, pvs[1].Key)
-	fed.Add(pvs[2].Ms, pvs[2].Key)
-	fed.Add(pvs[0].Ms, pvs[0].Key)
+	for _, p := range pvs {
+		fed.Add(p.Ms, p.Key)
+	}
 	var w Window
 	before := w.Add((now-2)*60000, Key(1, 9))
 	delta := w.Rebuild(pvs)
-	pv, vis, _ := w.Read(now)
+	pv, vis, over := w.Read(now)
 	fpv, fvis, _ := fed.Read(now)
-	if pv != fpv || vis != fvis || vis != 2 {
-		t.Errorf("rebuilt %v %d, fed %v %d", pv, vis, fpv, fvis)
+	if pv != fpv || vis != fvis || vis != 2 || over || pv[24] != 1 {
+		t.Errorf("rebuilt %v %d (over %v), fed %v %d; want 4 pageviews, 2 visitors, not over", pv, vis, over, fpv, fvis)
+	}
+	ahead := []Pageview{{(now + 5) * 60000, Key(1, 5)}, {now * 60000, Key(1, 6)}}
+	SortPageviews(ahead)
+	var w2 Window
+	w2.Rebuild(ahead)
+	if _, _, over := w2.Read(now); over {
+		t.Error("a window rebuilt from pageviews given later minute first is over: they were not sorted")
 	}
 	if held := w.Reset(); before+delta != held {
 		t.Errorf("held %d bytes, then grew by %d, but holds %d", before, delta, held)

@@ -1,6 +1,8 @@
 package segments
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/webstats/webstats/engine/query"
@@ -65,7 +67,7 @@ func (c *Answers) Get(key string, tag Tag) (query.Result, bool) {
 	if !ok {
 		return query.Result{}, false
 	}
-	return e.res.Clone(), true
+	return clone(e.res), true
 }
 
 // Put keeps a copy of res, the answer of website site with tag, under
@@ -74,11 +76,11 @@ func (c *Answers) Put(key string, site uint32, tag Tag, res query.Result) {
 	if c == nil {
 		return
 	}
-	size := len(key) + res.Estimate()
+	size := len(key) + estimate(res)
 	if size > c.maxBytes/8 {
 		return
 	}
-	res = res.Clone()
+	res = clone(res)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Put(key, answer{site: site, tag: tag, res: res}, size)
@@ -99,4 +101,57 @@ func (c *Answers) Hits() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Hits()
+}
+
+// estimate returns about how many bytes r holds: its rows' values and the
+// meta's time labels.
+func estimate(r query.Result) int {
+	n := 64
+	for _, row := range r.Results {
+		n += 48 + 16*(len(row.Dimensions)+len(row.Metrics))
+		for _, d := range row.Dimensions {
+			if s, ok := d.(string); ok {
+				n += len(s)
+			}
+		}
+		for _, m := range row.Metrics {
+			if rv, ok := m.(*query.Revenue); ok && rv != nil {
+				n += 64 + len(rv.Currency) + len(rv.Short) + len(rv.Long)
+			}
+		}
+	}
+	for _, l := range r.Meta.TimeLabels {
+		n += 16 + len(l)
+	}
+	return n
+}
+
+// clone copies r's rows and meta deeply enough that neither copy's
+// changes reach the other (rows, their value slices, *Revenue values, the
+// meta's slices and maps), without the echoed query.
+func clone(r query.Result) query.Result {
+	c := r
+	c.Results = make([]query.Row, len(r.Results))
+	for i, row := range r.Results {
+		ms := slices.Clone(row.Metrics)
+		for j, m := range ms {
+			if rv, ok := m.(*query.Revenue); ok && rv != nil {
+				x := *rv
+				ms[j] = &x
+			}
+		}
+		c.Results[i] = query.Row{Dimensions: slices.Clone(row.Dimensions), Metrics: ms}
+	}
+	if r.Meta.ImportsIncluded != nil {
+		b := *r.Meta.ImportsIncluded
+		c.Meta.ImportsIncluded = &b
+	}
+	if r.Meta.TotalRows != nil {
+		n := *r.Meta.TotalRows
+		c.Meta.TotalRows = &n
+	}
+	c.Meta.TimeLabels = slices.Clone(r.Meta.TimeLabels)
+	c.Meta.MetricWarnings = maps.Clone(r.Meta.MetricWarnings)
+	c.Query = query.QueryEcho{} // the caller sets its own echo
+	return c
 }

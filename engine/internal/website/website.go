@@ -64,14 +64,15 @@ func New(account uint32, now time.Time, in Input) (Record, invalid.Error) {
 	} else {
 		w.Domain = d
 	}
-	w.Apply(in, &verr)
+	Apply(&w, in, &verr)
 	return w, verr
 }
 
 // Apply validates the fields of in other than the domain (which cannot
 // change) into w, adding what is invalid to verr. It checks a password
-// but does not hash it.
-func (w *Record) Apply(in Input, verr *invalid.Error) {
+// but does not hash it. (A function, not a method: Record is the
+// engine's Website, whose methods embedders see.)
+func Apply(w *Record, in Input, verr *invalid.Error) {
 	choice := func(field string, v *string, set *int, allowed ...int) {
 		if v == nil {
 			return
@@ -144,9 +145,9 @@ func LoadLocation(tz string) (*time.Location, error) {
 	return time.LoadLocation(tz)
 }
 
-// Location is the website's time zone; UTC when the record's cannot be
-// loaded (records are checked when stored and when read).
-func (w *Record) Location() *time.Location {
+// Location is w's time zone; UTC when the record's cannot be loaded
+// (records are checked when stored and when read).
+func Location(w *Record) *time.Location {
 	loc, _ := LoadLocation(w.Timezone)
 	if loc == nil {
 		return time.UTC
@@ -154,16 +155,16 @@ func (w *Record) Location() *time.Location {
 	return loc
 }
 
-// PageRules are the query parameters the website's paths drop.
-func (w *Record) PageRules() norm.PageRules {
+// PageRules are the query parameters w's paths drop.
+func PageRules(w *Record) norm.PageRules {
 	if w.ExcludeParams == nil {
 		return norm.PageRules{}
 	}
 	return norm.ParsePageRules(*w.ExcludeParams)
 }
 
-// IPs are the IP ranges whose hits the website ignores.
-func (w *Record) IPs() norm.IPSet {
+// IPs are the IP ranges whose hits w ignores.
+func IPs(w *Record) norm.IPSet {
 	if w.ExcludeIPs == nil {
 		return norm.IPSet{}
 	}

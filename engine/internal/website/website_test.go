@@ -64,11 +64,11 @@ func TestNew(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	w := website.Record{Timezone: "Asia/Tokyo"}
-	if got := w.Location().String(); got != "Asia/Tokyo" {
+	if got := website.Location(&w).String(); got != "Asia/Tokyo" {
 		t.Errorf("Location() = %s", got)
 	}
-	if w.Timezone = "Local"; w.Location() != time.UTC {
-		t.Errorf("Location() of Local = %s, want UTC", w.Location())
+	if w.Timezone = "Local"; website.Location(&w) != time.UTC {
+		t.Errorf("Location() of Local = %s, want UTC", website.Location(&w))
 	}
 	if _, err := website.LoadLocation(""); err == nil {
 		t.Error(`LoadLocation("") = nil error`)
