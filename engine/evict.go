@@ -14,6 +14,7 @@ const (
 	candDay = iota
 	candState
 	candRollup
+	candChunk
 )
 
 // budgetBytes is what Options.MemoryBudget bounds: the resident closed
@@ -22,6 +23,12 @@ const (
 // room by the others' eviction).
 func (e *Engine) budgetBytes() int64 {
 	return e.counters.resident.Load() + e.counters.dimMemos.Load() + e.counters.state.Load() + e.counters.realtime.Load() + e.counters.keys.Load()
+}
+
+// overBudget reports whether the memory budget is exceeded.
+func (e *Engine) overBudget() bool {
+	b := e.opts.MemoryBudget
+	return b > 0 && e.budgetBytes() > b
 }
 
 // maybeEvict evicts unless a snapshot is running (which evicts when done).
@@ -73,11 +80,12 @@ func (e *Engine) evictLocked(now time.Time) {
 // evictCand is what eviction may drop: a day, a period's visitor state or
 // a rollup of a website, last used at used (the LRU clock).
 type evictCand struct {
-	s    *site
-	date buckets.Date
-	kind int // candDay, candState (period date) or candRollup (roll)
-	roll rollup.Key
-	used int64
+	s     *site
+	date  buckets.Date
+	kind  int // candDay, candState (period date), candRollup (roll) or candChunk (period date, chunk)
+	roll  rollup.Key
+	chunk uint32
+	used  int64
 }
 
 // siteList returns the websites, read under regMu.
@@ -94,7 +102,9 @@ func (e *Engine) siteList() []*site {
 // evictIdleLocked drops the stored, clean and unpinned visitor state of
 // website s's periods before the previous one that two snapshots found
 // idle, and appends the others but the current period's to cands while
-// over reports the budget exceeded. The shard lock is held.
+// over reports the budget exceeded; of the current period, and of periods
+// in use, it appends the chunks that may leave memory. The shard lock is
+// held.
 func (e *Engine) evictIdleLocked(s *site, now time.Time, over func() bool, cands []evictCand) []evictCand {
 	st := s.state
 	today := buckets.DateFromTime(now.In(s.cfg.Load().loc))
@@ -102,6 +112,10 @@ func (e *Engine) evictIdleLocked(s *site, now time.Time, over func() bool, cands
 	prev := e.opts.SaltPeriod.Start(cur - 1)
 	for first, p := range st.periods {
 		if first == cur || p.Dirty() > 0 || p.pins > 0 || !p.isStored {
+			// Not evicted whole: paged (pagein.go).
+			if over() {
+				cands = chunkCandsLocked(s, first, p, cands)
+			}
 			continue
 		}
 		if first < prev && p.idle >= 2 {
@@ -138,6 +152,12 @@ func (e *Engine) evictCandLocked(c evictCand) {
 	switch c.kind {
 	case candRollup:
 		e.counters.resident.Add(-st.rollups.Evict(c.roll))
+	case candChunk:
+		if p, ok := st.periods[c.date]; ok && p.EvictChunk(c.chunk) {
+			st.evictGen++
+			e.setSizeLocked(p)
+			e.counters.evicted.Add(1)
+		}
 	case candState:
 		if p, ok := st.periods[c.date]; ok && p.Dirty() == 0 && p.pins == 0 && p.isStored {
 			delete(st.periods, c.date)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webstats/webstats/engine/internal/segments"
+	"github.com/webstats/webstats/engine/internal/visitors"
 )
 
 // SetDayMemo turns the queries' memo of frozen days (segments.Memo) on or off,
@@ -149,4 +150,17 @@ func SetPartHits(n int) int {
 	old := partHits
 	partHits = n
 	return old
+}
+
+// SetPaging makes periods page from minBytes, in chunks of chunkVisitors
+// visitors (pagein.go), and returns a function that restores the old
+// values: for tests that page a few visitors.
+func SetPaging(minBytes, chunkVisitors int) (restore func()) {
+	oldMin := pageMinBytes
+	pageMinBytes = minBytes
+	oldChunk := visitors.SetChunkVisitors(chunkVisitors)
+	return func() {
+		pageMinBytes = oldMin
+		visitors.SetChunkVisitors(oldChunk)
+	}
 }

@@ -303,23 +303,56 @@ func (e *Engine) resolve(st *siteState, r *record.Hit) (*dayEntry, *period, erro
 		}
 		e.residentPeriodLocked(st, r.Period, p)
 	}
-	// The day of the visit r may continue, when another.
-	if _, v, ok := p.Find(r.Hash); ok {
-		if vent, res := st.days[v.Day]; (!res || segMissing(vent)) && v.Row != segments.NoVisit && v.Day != r.Date {
-			if _, listed := st.dates[v.Day]; listed {
-				d, err := e.readDay(st.id, v.Day)
-				if err != nil {
-					return nil, nil, err
-				}
-				if res {
-					e.fillSegLocked(vent, d.seg)
-				} else {
-					e.residentLocked(st, v.Day, d)
-				}
-			}
-		}
+	if err := e.pageInLocked(st, r.Period, p, r.Hash); err != nil {
+		return nil, nil, err
+	}
+	if err := e.visitDayInLocked(st, r, p); err != nil {
+		return nil, nil, err
 	}
 	return ent, p, nil
+}
+
+// visitDayInLocked reads from the store, with the shard lock held, the
+// day of the visit r may continue, when another than r's and not resident
+// with its segments.
+func (e *Engine) visitDayInLocked(st *siteState, r *record.Hit, p *period) error {
+	_, v, ok := p.Find(r.Hash)
+	if !ok {
+		return nil
+	}
+	vent, res := st.days[v.Day]
+	if (res && !segMissing(vent)) || v.Row == segments.NoVisit || v.Day == r.Date {
+		return nil
+	}
+	if _, listed := st.dates[v.Day]; !listed {
+		return nil
+	}
+	d, err := e.readDay(st.id, v.Day)
+	if err != nil {
+		return err
+	}
+	if res {
+		e.fillSegLocked(vent, d.seg)
+	} else {
+		e.residentLocked(st, v.Day, d)
+	}
+	return nil
+}
+
+// repinLocked makes resident again, with the shard lock held, the
+// visitor of pending hit h and the day of the visit it may continue, when
+// a chunk of its period left memory since h was pinned (pagein.go). A
+// store that fails to read is logged: h then counts as a new visitor's.
+func (e *Engine) repinLocked(st *siteState, h *pendingHit) {
+	r := h.rec
+	err := e.pageInLocked(st, r.Period, h.per, r.Hash)
+	if err == nil {
+		err = e.visitDayInLocked(st, r, h.per)
+	}
+	if err != nil {
+		e.opts.Logger.Error("read a paged visitor back", "website", st.id, "err", err)
+	}
+	h.pgen = h.per.Evictions()
 }
 
 // decodeMetaLocked reads st's meta record (stored.DecodeMeta), with the

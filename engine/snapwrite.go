@@ -67,11 +67,12 @@ func (e *Engine) snapshot() error {
 // and visitor-state chunks to encode into it after the locks, the websites
 // whose retention cut it writes, and the log position it trims to.
 type snapBatch struct {
-	sn     *snapshot.Snapshot
-	pend   []pendingDay
-	chunks []pendingChunks
-	cuts   []*siteState // retention's deletions: see siteState.cut
-	trim   uint64
+	sn      *snapshot.Snapshot
+	pend    []pendingDay
+	chunks  []pendingChunks
+	indexed []pendingIndex // the periods whose index the batch extends
+	cuts    []*siteState   // retention's deletions: see siteState.cut
+	trim    uint64
 }
 
 // writeSnapshot writes a snapshot. Eviction runs only under snapMu, so
@@ -197,6 +198,7 @@ func (e *Engine) collectSite(s *site, now time.Time, b *snapBatch) {
 		if c := p.TakeDirty(); len(c) > 0 {
 			b.chunks = append(b.chunks, pendingChunks{st, first, p, c})
 		}
+		b.indexLocked(st, first, p, e.overBudget())
 	}
 	if st.metaDirt {
 		st.metaDirt = false
@@ -253,6 +255,12 @@ func (e *Engine) snapshotWritten(b *snapBatch) {
 		if !pc.st.deleted {
 			pc.st.stored[pc.first] = struct{}{}
 		}
+		sh.mu.Unlock()
+	}
+	for _, pi := range b.indexed {
+		sh := e.shardOf(pi.st.id)
+		sh.mu.Lock()
+		pi.p.SetIndexed(pi.n)
 		sh.mu.Unlock()
 	}
 }

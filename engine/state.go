@@ -118,6 +118,9 @@ type pendingHit struct {
 	rec *record.Hit
 	day *dayEntry
 	per *period
+	// pgen is per's count of evicted chunks when the hit was pinned: moved
+	// when it is applied, the hit's visitor may have left memory.
+	pgen uint32
 	// vday is the day of the visit the hit may continue, when another
 	// than its own (weekly and monthly salts).
 	vday *dayEntry
@@ -225,6 +228,7 @@ func (e *Engine) visitorLocked(st *siteState, r *record.Hit, p *period) (id uint
 	if added {
 		e.setSizeLocked(p)
 	}
+	p.Touch(id, p.used)
 	p.MarkDirty(id)
 	return id, p.Visit(id)
 }

@@ -390,6 +390,9 @@ func (e *Engine) syncFailed(sh *shard, st *siteState, first uint64, err error) e
 // was deleted meanwhile.
 func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []int, dst []pendingHit) ([]pendingHit, error) {
 	var missing []pinNeed
+	// The visitors of paged periods the store did not have: new ones, as
+	// long as no chunk is evicted (st.evictGen).
+	var absent map[pinNeed]bool
 	// Each round reads what was missing; what it reads may be evicted
 	// again before the lock is taken back (eviction runs beside), so
 	// rounds repeat, a bounded number of times.
@@ -397,7 +400,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []in
 		if st.deleted {
 			return nil, nil
 		}
-		missing = missingLocked(st, recs, idx, missing[:0])
+		missing = missingLocked(st, recs, idx, absent, missing[:0])
 		if len(missing) == 0 {
 			break
 		}
@@ -409,7 +412,7 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []in
 		if !locked {
 			sh.mu.Unlock()
 		}
-		days, pers, err := e.readMissing(st.id, missing)
+		days, pers, vis, err := e.readMissing(st.id, missing)
 		if !locked {
 			sh.mu.Lock()
 		}
@@ -422,34 +425,62 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []in
 		if st.evictGen != gen {
 			// Something left memory meanwhile: it was written first, so
 			// what was read may be older than it. Read again.
+			clear(absent)
 			continue
 		}
 		for j, m := range missing {
-			if m.day {
+			switch m.kind {
+			case needDay:
 				if ent, ok := st.days[m.date]; !ok {
 					e.residentLocked(st, m.date, days[j])
 				} else {
 					e.fillSegLocked(ent, days[j].seg)
 				}
-			} else if _, ok := st.periods[m.first]; !ok && pers[j] != nil {
-				e.residentPeriodLocked(st, m.first, pers[j])
+			case needPeriod:
+				if _, ok := st.periods[m.first]; !ok && pers[j] != nil {
+					e.residentPeriodLocked(st, m.first, pers[j])
+				}
+			case needVisitor:
+				p, ok := st.periods[m.first]
+				if !ok || p.First() != m.idFirst {
+					continue // the next round decides again
+				}
+				if !vis[j].found {
+					if absent == nil {
+						absent = make(map[pinNeed]bool)
+					}
+					absent[m] = true
+				} else if err := e.loadChunkLocked(st, p, vis[j]); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return e.pinHitsLocked(st, recs, idx, dst), nil
 }
 
-// pinNeed is a day (or its segments), or the visitor state of the period
-// starting on first, that a record needs resident and the store has.
+// pinNeed is a day (or its segments), the visitor state of the period
+// starting on first, or a visitor of a paged period (pagein.go), that a
+// record needs resident and the store may have.
 type pinNeed struct {
+	kind        int // needDay, needPeriod or needVisitor
 	date, first buckets.Date
-	day         bool // else the visitor state of period first
+	hash        uint64 // the visitor (needVisitor)
+	idFirst     uint32 // the first id of its period, when looked for
 }
+
+// The kinds of pinNeed.
+const (
+	needDay = iota
+	needPeriod
+	needVisitor
+)
 
 // missingLocked appends to missing, once each, what the records recs[idx]
 // need resident that is only in the store: their days, the visitor state
-// of their periods, and the day of the visit each may continue.
-func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNeed) []pinNeed {
+// of their periods, their visitors of paged periods (but those absent
+// lists: the store had none), and the day of the visit each may continue.
+func missingLocked(st *siteState, recs []record.Hit, idx []int, absent map[pinNeed]bool, missing []pinNeed) []pinNeed {
 	var seen map[pinNeed]bool
 	add := func(n pinNeed) {
 		if seen == nil {
@@ -464,15 +495,23 @@ func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNee
 		r := &recs[i]
 		if ent, ok := st.days[r.Date]; !ok || segMissing(ent) {
 			if _, ok := st.dates[r.Date]; ok {
-				add(pinNeed{r.Date, 0, true})
+				add(pinNeed{kind: needDay, date: r.Date})
 			}
 		}
 		p, ok := st.periods[r.Period]
 		if !ok {
 			if _, ok := st.stored[r.Period]; ok {
-				add(pinNeed{0, r.Period, false})
+				add(pinNeed{kind: needPeriod, first: r.Period})
 			}
 			continue
+		}
+		if p.Paged() {
+			if _, _, ok := p.Find(r.Hash); !ok {
+				if n := (pinNeed{kind: needVisitor, first: r.Period, hash: r.Hash, idFirst: p.First()}); !absent[n] {
+					add(n)
+				}
+				continue
+			}
 		}
 		// The day of the visit r may continue (weekly and monthly salts:
 		// a visit's rows live in the day it started).
@@ -480,7 +519,7 @@ func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNee
 			if v.Row != segments.NoVisit && v.Day != r.Date {
 				if vent, ok := st.days[v.Day]; !ok || segMissing(vent) {
 					if _, ok := st.dates[v.Day]; ok {
-						add(pinNeed{v.Day, 0, true})
+						add(pinNeed{kind: needDay, date: v.Day})
 					}
 				}
 			}
@@ -490,21 +529,26 @@ func missingLocked(st *siteState, recs []record.Hit, idx []int, missing []pinNee
 }
 
 // readMissing reads from the store what missing lists, in its order: a
-// day at days[j] or a period's visitor state at pers[j].
-func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDay, pers []*period, err error) {
+// day at days[j], a period's visitor state at pers[j] or a visitor's
+// chunk at vis[j].
+func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDay, pers []*period, vis []visitorRead, err error) {
 	days = make([]storedDay, len(missing))
 	pers = make([]*period, len(missing))
+	vis = make([]visitorRead, len(missing))
 	for j, m := range missing {
-		if m.day {
+		switch m.kind {
+		case needDay:
 			days[j], err = e.readDay(website, m.date)
-		} else {
+		case needPeriod:
 			pers[j], err = e.loadPeriod(website, m.first)
+		case needVisitor:
+			vis[j], err = e.readVisitor(website, m.first, m.idFirst, m.hash)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return days, pers, nil
+	return days, pers, vis, nil
 }
 
 // pinHitsLocked pins, for each record recs[idx], its day (made empty when
@@ -538,7 +582,7 @@ func (e *Engine) pinHitsLocked(st *siteState, recs []record.Hit, idx []int, dst 
 		if ok {
 			p.pins++
 			p.used = tick
-			hits[k].per = p
+			hits[k].per, hits[k].pgen = p, p.Evictions()
 			if _, v, ok := p.Find(r.Hash); ok {
 				if vent, ok := st.days[v.Day]; ok && v.Row != segments.NoVisit && v.Day != r.Date {
 					vent.pins++
@@ -584,6 +628,9 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 	for n < len(st.pending) && st.pending[n].seq <= upTo {
 		h := &st.pending[n]
 		if !st.deleted {
+			if h.per != nil && h.per.Evictions() != h.pgen {
+				e.repinLocked(st, h)
+			}
 			e.applyLocked(st, h.rec, domain, h.day, h.per)
 			st.appliedLocked(h.seq)
 			if h.mark != nil {

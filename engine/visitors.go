@@ -28,6 +28,9 @@ type period struct {
 	size     int   // bytes counted in Engine.counters.state
 	isStored bool  // has chunks in the store
 	gone     bool  // dropped by retention: its size counts no more
+	// paging: the snapshots index the period's visitors by hash in the
+	// store, so that its chunks may leave memory (pagein.go).
+	paging bool
 }
 
 // setSizeLocked recomputes p's memory estimate and moves the difference
@@ -41,10 +44,14 @@ func (e *Engine) setSizeLocked(p *period) {
 }
 
 // loadPeriod reads the visitor state of the salt period starting on first
-// from the store: nil, nil when it has none there.
+// from the store: nil, nil when it has none there. A period the store
+// indexes whole is read paged: its last chunk only (pagein.go).
 func (e *Engine) loadPeriod(website uint32, first buckets.Date) (*period, error) {
-	var p *period
-	err := e.store.ScanStateChunks(website, int32(first), func(c uint32, data []byte) error {
+	p, indexed, err := e.loadPaged(website, first)
+	if p != nil || err != nil {
+		return p, err
+	}
+	err = e.store.ScanStateChunks(website, int32(first), func(c uint32, data []byte) error {
 		if p == nil {
 			p = new(period)
 		}
@@ -55,6 +62,8 @@ func (e *Engine) loadPeriod(website uint32, first buckets.Date) (*period, error)
 	}
 	if p != nil {
 		p.isStored = true
+		p.SetIndexed(indexed)
+		p.paging = indexed > 0
 	}
 	return p, nil
 }

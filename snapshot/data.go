@@ -24,8 +24,12 @@ type Snapshot struct {
 	Chunks  []StateChunk   // upsert
 	Sites   []SiteRecord   // upsert
 	Parts   []DayPart      // upsert
-	// DropPeriods deletes, for each period, every chunk of its state and
-	// its old-form StateRecord.
+	// Index and Indexed are entries of the index of visitors by hash
+	// (upsert) and the count of visitors it holds for their periods.
+	Index   []VisitorIndex
+	Indexed []PeriodIndexed
+	// DropPeriods deletes, for each period, every chunk of its state, its
+	// index and its old-form StateRecord.
 	DropPeriods []PeriodRef
 	// DropDays deletes, for each entry, the website's days (and their
 	// parts) dated before Date: retention, in the same batch as the site
@@ -126,8 +130,10 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	var err error
 	for _, r := range sn.DropPeriods {
 		p := chunkPeriodPrefix(r.Website, r.Period)
+		ip := indexPeriodPrefix(r.Website, r.Period)
 		err = errors.Join(err,
 			b.DeleteRange(p, prefixEnd(p), nil),
+			b.DeleteRange(ip, prefixEnd(ip), nil),
 			b.Delete(stateKey(r.Website, r.Period), nil))
 	}
 	for _, r := range sn.DropDays {
@@ -147,6 +153,7 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 	for _, r := range sn.Chunks {
 		err = errors.Join(err, setOrDelete(b, chunkKey(r.Website, r.Period, r.Chunk), r.Data))
 	}
+	err = errors.Join(err, writeIndex(b, sn))
 	for _, r := range sn.Sites {
 		err = errors.Join(err, setOrDelete(b, siteKey(r.Website), r.Data))
 	}

@@ -24,6 +24,9 @@ package snapshot
 //	                                   period-state chunk  value: opaque
 //	0x04 website(4) 0x05 import(4) chunk(4)
 //	                                   imported layer chunk value: opaque (imports.go)
+//	0x04 website(4) 0x06 period(4^)    visitors indexed    value: uvarint
+//	0x04 website(4) 0x06 period(4^) hash(8)
+//	                                   visitor's id        value: uvarint (visitorindex.go)
 //	0x05 website(4)                    site record         value: opaque
 //
 // (4^ is a big-endian int32 with its sign bit flipped.)
@@ -35,6 +38,11 @@ package snapshot
 // older, one-value-per-period form, still read for the engine's migration.
 // The chunk sub-family was added without a format version change: older
 // stores simply have no such keys.
+//
+// The visitor index (0x06) is written only for the periods the engine
+// pages: a chunk of their state may leave memory, and its visitors are
+// found again by hash. DropPeriods deletes it with the chunks. Added
+// without a format version change: older stores have no such keys.
 //
 // A day's sealed parts hold rows the engine moved out of an open day's value
 // (SPEC §13: today's memory is bounded); their keys extend the day's key, so
@@ -78,6 +86,7 @@ const (
 	subStrings byte = 0x02
 	subState   byte = 0x03
 	subChunk   byte = 0x04 // period-state chunks
+	subIndex   byte = 0x06 // index of a period's visitors by hash (0x05: imports.go)
 )
 
 const (
@@ -262,6 +271,8 @@ func subName(sub byte) string {
 		return "state"
 	case subChunk:
 		return "chunk"
+	case subIndex:
+		return "visitor index"
 	}
 	return "website"
 }
@@ -363,7 +374,7 @@ func familyOf(key []byte) family {
 		return familyDay
 	case subStrings:
 		return familyStrings
-	case subState, subChunk:
+	case subState, subChunk, subIndex:
 		return familyState
 	}
 	return familyMeta

@@ -48,21 +48,68 @@ func (c *Chunk) AppendBinary(b []byte) []byte {
 // AddChunk decodes chunk number c into p. Chunks must come in order, each
 // full but the last, starting with chunk 0 into an empty p.
 func (p *Period) AddChunk(c uint32, b []byte) error {
+	if p.paged > 0 || uint64(p.n) != uint64(c)*uint64(chunkVisitors) {
+		return fmt.Errorf("visitor chunk %d: out of order", c)
+	}
+	hdr, err := ChunkHeader(b)
+	if err != nil {
+		return fmt.Errorf("visitor chunk %d: %w", c, err)
+	}
+	if p.n == 0 {
+		p.first = hdr.First
+	}
+	if hdr.First != p.first || uint64(p.first)+uint64(c)*uint64(chunkVisitors)+uint64(hdr.N) > 1<<32 {
+		return fmt.Errorf("visitor chunk %d: out of order", c)
+	}
+	ch, err := decodeChunk(c, b)
+	if err != nil {
+		return err
+	}
+	for _, h := range ch.hashes {
+		if _, dup := p.index[h]; dup {
+			return fmt.Errorf("visitor chunk %d: visitor repeated", c)
+		}
+		p.add(h, p.first+uint32(p.n))
+		p.n++
+	}
+	p.chunks = append(p.chunks, ch)
+	p.resident += len(ch.hashes)
+	return nil
+}
+
+// Header is what the start of a saved chunk says: its period's first id
+// and its count of visitors.
+type Header struct {
+	First uint32
+	N     int
+}
+
+// ChunkHeader decodes the header of a saved chunk.
+func ChunkHeader(b []byte) (Header, error) {
 	d := wire.Decoder{B: b}
 	v := d.Byte()
 	if v < 2 || v > chunkVersion {
-		return fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
+		return Header{}, fmt.Errorf("unknown version %d", v)
 	}
 	first, n := d.Uvarint(), d.Uvarint()
-	if d.Bad || first > 1<<32-1 || n == 0 || n > chunkVisitors {
-		return fmt.Errorf("visitor chunk %d: bad header", c)
+	if d.Bad || first > 1<<32-1 || n == 0 || n > uint64(chunkVisitors) {
+		return Header{}, fmt.Errorf("bad header")
 	}
-	if len(p.hashes) == 0 {
-		p.first = uint32(first)
+	return Header{First: uint32(first), N: int(n)}, nil
+}
+
+// decodeChunk decodes saved chunk number c.
+func decodeChunk(c uint32, b []byte) (*chunk, error) {
+	d := wire.Decoder{B: b}
+	v := d.Byte()
+	if v < 2 || v > chunkVersion {
+		return nil, fmt.Errorf("visitor chunk %d: unknown version %d", c, v)
 	}
-	if uint32(first) != p.first || uint64(len(p.hashes)) != uint64(c)*chunkVisitors || first+uint64(c)*chunkVisitors+n > 1<<32 {
-		return fmt.Errorf("visitor chunk %d: out of order", c)
+	first, n := d.Uvarint(), d.Uvarint()
+	if d.Bad || first > 1<<32-1 || n == 0 || n > uint64(chunkVisitors) {
+		return nil, fmt.Errorf("visitor chunk %d: bad header", c)
 	}
+	ch := &chunk{hashes: make([]uint64, 0, chunkVisitors), visits: make([]Visit, 0, chunkVisitors)}
 	for range n {
 		h := d.Uint64()
 		last := d.Varint()
@@ -77,17 +124,15 @@ func (p *Period) AddChunk(c uint32, b []byte) error {
 			sLast, sHost = d.Varint(), d.Uint64()
 		}
 		if d.Bad || day < -1<<31 || day > 1<<31-1 || row > 1<<32-1 {
-			return fmt.Errorf("visitor chunk %d: truncated", c)
+			return nil, fmt.Errorf("visitor chunk %d: truncated", c)
 		}
-		if _, dup := p.index[h]; dup {
-			return fmt.Errorf("visitor chunk %d: visitor repeated", c)
-		}
-		p.number(h, Visit{Last: last, Host: host, SegLast: sLast, SegHost: sHost, Day: buckets.Date(day), Row: uint32(row) - 1})
+		ch.hashes = append(ch.hashes, h)
+		ch.visits = append(ch.visits, Visit{Last: last, Host: host, SegLast: sLast, SegHost: sHost, Day: buckets.Date(day), Row: uint32(row) - 1})
 	}
 	if len(d.B) != 0 {
-		return fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.B))
+		return nil, fmt.Errorf("visitor chunk %d: %d trailing bytes", c, len(d.B))
 	}
-	return nil
+	return ch, nil
 }
 
 // DecodeLegacy decodes a whole period in the format of version 1, whose
@@ -102,7 +147,7 @@ func DecodeLegacy(b []byte, host func(id uint32) string) (*Period, error) {
 	if d.Bad || first > 1<<32-1 || n > uint64(len(d.B))/10+1 || first+n > 1<<32 {
 		return nil, fmt.Errorf("engine: visitor state: bad header")
 	}
-	p := &Period{first: uint32(first), index: make(map[uint64]uint32)}
+	p := &Period{first: uint32(first)}
 	for i := range n {
 		h := d.Uint64()
 		last := d.Varint()

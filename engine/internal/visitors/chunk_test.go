@@ -26,8 +26,8 @@ func TestVisitorChunkVersion3(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Visit{Last: 1_700_000_000_000, Host: 77, SegLast: 1_700_000_000_000, SegHost: 77, Day: 19000, Row: 5}
-	if p.visits[0] != want || p.index[0xabc] != 10 {
-		t.Fatalf("version 3: %+v (id %d), want %+v (id 10)", p.visits[0], p.index[0xabc], want)
+	if *p.Visit(10) != want || p.index[0xabc] != 10 {
+		t.Fatalf("version 3: %+v (id %d), want %+v (id 10)", *p.Visit(10), p.index[0xabc], want)
 	}
 
 	v := Visit{Last: 1_700_000_000_000, Host: 77, SegLast: 1_700_000_900_000, SegHost: 0, Day: 19000, Row: segments.NoVisit}
@@ -36,7 +36,7 @@ func TestVisitorChunkVersion3(t *testing.T) {
 	if err := q.AddChunk(0, c.AppendBinary(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if q.visits[0] != v {
-		t.Fatalf("version 4 round trip: %+v, want %+v", q.visits[0], v)
+	if *q.Visit(10) != v {
+		t.Fatalf("version 4 round trip: %+v, want %+v", *q.Visit(10), v)
 	}
 }
