@@ -65,7 +65,7 @@ func TestHostileVisitorFlood(t *testing.T) {
 	bin := buildBinary(t)
 	t.Logf("built in %v", time.Since(t1).Round(time.Millisecond))
 	data := filepath.Join(t.TempDir(), "data")
-	srv := startServer(t, bin, data, "-memory-budget", "8MiB", "-snapshot-every", "1s")
+	srv := startServer(t, bin, data, "-memory-budget", "8MiB", "-snapshot-every", "1s", "-rate-limit", "0")
 	key := srv.adminKey(t)
 	base := srv.base()
 	const domain = "visitors.example"
@@ -189,7 +189,7 @@ func TestHostileVisitorFlood(t *testing.T) {
 	// After a restart the state is read back from the store: old
 	// visitors (none of the returns before: n/returns/2 plus multiples of
 	// n/again, n/again a multiple of n/returns) are no new visitors.
-	srv = startServer(t, bin, data, "-memory-budget", "8MiB", "-snapshot-every", "1s")
+	srv = startServer(t, bin, data, "-memory-budget", "8MiB", "-snapshot-every", "1s", "-rate-limit", "0")
 	base = srv.base()
 	t.Logf("stopped and started again in %v", time.Since(t1).Round(time.Millisecond))
 	settled(base, "after the restart")
