@@ -119,6 +119,10 @@ type Engine struct {
 	// logFailed holds the error of a failed log sync: every later write
 	// is refused (ErrLogFailed) until the engine is opened again.
 	logFailed atomic.Pointer[error]
+	// stateFailed holds the error of a store read a logged hit needed
+	// and did not get (repinLocked): memory then lacks a logged hit, so
+	// nothing more is logged or snapshotted until a restart replays it.
+	stateFailed atomic.Pointer[error]
 
 	// life guards closed: every operation that touches the store holds it
 	// for reading (enter/exit), and Close takes it for writing, so the store

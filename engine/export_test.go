@@ -153,14 +153,15 @@ func SetPartHits(n int) int {
 }
 
 // SetPaging makes periods page from minBytes, in chunks of chunkVisitors
-// visitors (pagein.go), and returns a function that restores the old
+// visitors, indexing at most perSnapshot of their older visitors a
+// snapshot (pagein.go), and returns a function that restores the old
 // values: for tests that page a few visitors.
-func SetPaging(minBytes, chunkVisitors int) (restore func()) {
-	oldMin := pageMinBytes
-	pageMinBytes = minBytes
+func SetPaging(minBytes, chunkVisitors, perSnapshot int) (restore func()) {
+	oldMin, oldPer := pageMinBytes, indexPerSnapshot
+	pageMinBytes, indexPerSnapshot = minBytes, perSnapshot
 	oldChunk := visitors.SetChunkVisitors(chunkVisitors)
 	return func() {
-		pageMinBytes = oldMin
+		pageMinBytes, indexPerSnapshot = oldMin, oldPer
 		visitors.SetChunkVisitors(oldChunk)
 	}
 }

@@ -16,8 +16,9 @@ import (
 //
 // A period that is at least pageMinBytes while the budget is exceeded
 // starts paging: from then on each snapshot also writes, with the
-// period's changed chunks, the store's index of its visitors by hash (up
-// to indexPerSnapshot new ones a snapshot), and a chunk whose visitors
+// period's changed chunks, the store's index of its visitors by hash
+// (those numbered since the last snapshot, and up to indexPerSnapshot
+// older ones), and a chunk whose visitors
 // are all indexed and which is saved may be evicted like a day, least
 // recently used first. The last chunk stays: new visitors are numbered
 // into it. A hit whose visitor the period does not find while it is
@@ -26,41 +27,56 @@ import (
 // visitor is new. What was found so stays true until a chunk of the
 // period is evicted (visitors.Period.Evictions): a pending hit that sees
 // the count moved when it is applied looks again, with the lock held
-// (pageInLocked). A period the store indexes whole is read back paged at
-// start or after eviction: its last chunk only.
+// (repinLocked). A period the store indexes is read back paged at start
+// or after eviction: its last chunk, and the chunks of the visitors not
+// indexed yet.
 //
 // Periods that never exceed the budget are never indexed: the index costs
 // a key a visitor on disk.
-const indexPerSnapshot = 1 << 16
-
-// pageMinBytes is the size from which a period pages (a variable for
-// tests: SetPaging).
-var pageMinBytes = 64 << 10
+//
+// pageMinBytes and indexPerSnapshot are variables for tests (SetPaging).
+var (
+	pageMinBytes     = 64 << 10
+	indexPerSnapshot = 1 << 16
+)
 
 // loadPaged reads the period starting on first of website paged, when
-// the store indexes every visitor of it: its last chunk only. It returns
-// nil and how many visitors the store indexes otherwise.
-func (e *Engine) loadPaged(website uint32, first buckets.Date) (*period, int, error) {
+// the store indexes its visitors: the chunks of those it does not index
+// yet (at most the index's lag, indexPerSnapshot and a snapshot
+// interval's new visitors) and the last chunk. It returns nil when the
+// store indexes none of them.
+func (e *Engine) loadPaged(website uint32, first buckets.Date) (*period, error) {
 	indexed, err := e.store.PeriodIndexed(website, int32(first))
 	if err != nil || indexed == 0 {
-		return nil, 0, err
+		return nil, err
 	}
 	c, data, ok, err := e.store.LastStateChunk(website, int32(first))
 	if err != nil || !ok {
-		return nil, indexed, err
+		return nil, err
 	}
+	fail := func(err error) error { return fmt.Errorf("engine: website %d period %v: %w", website, first, err) }
 	hdr, err := visitors.ChunkHeader(data)
 	if err != nil {
-		return nil, 0, fmt.Errorf("engine: website %d period %v: visitor chunk %d: %w", website, first, c, err)
+		return nil, fail(fmt.Errorf("visitor chunk %d: %w", c, err))
 	}
-	if hdr.End(c) != indexed {
-		return nil, indexed, nil // read whole; the next snapshots index the rest
+	n := hdr.End(c)
+	if indexed > n {
+		return nil, fail(fmt.Errorf("%d visitors indexed of %d", indexed, n))
 	}
-	p := &period{Period: visitors.NewPaged(hdr.First, indexed), isStored: true, paging: true}
+	p := &period{Period: visitors.NewPaged(hdr.First, n, indexed), isStored: true, paging: true, snapLen: n}
+	for k := visitors.ChunkOfID(hdr.First, hdr.First+uint32(indexed)); k < c; k++ {
+		b, err := e.store.StateChunk(website, int32(first), k)
+		if err == nil {
+			err = p.LoadChunk(k, b, math.MinInt32, 0)
+		}
+		if err != nil {
+			return nil, fail(err)
+		}
+	}
 	if err := p.LoadChunk(c, data, math.MinInt32, 0); err != nil {
-		return nil, 0, fmt.Errorf("engine: website %d period %v: %w", website, first, err)
+		return nil, fail(err)
 	}
-	return p, indexed, nil
+	return p, nil
 }
 
 // visitorRead is a visitor of a paged period looked up in the store: the
@@ -73,8 +89,9 @@ type visitorRead struct {
 
 // readVisitor looks hash up in the store's index of website's period
 // starting on first, whose first visitor id is idFirst, and reads the
-// chunk that holds it.
-func (e *Engine) readVisitor(website uint32, first buckets.Date, idFirst uint32, hash uint64) (visitorRead, error) {
+// chunk that holds it, or takes it from read (the chunks read for the
+// same call, by period and number; nil: none kept).
+func (e *Engine) readVisitor(website uint32, first buckets.Date, idFirst uint32, hash uint64, read map[chunkRef][]byte) (visitorRead, error) {
 	id, ok, err := e.store.VisitorID(website, int32(first), hash)
 	if err != nil || !ok {
 		return visitorRead{}, err
@@ -83,11 +100,25 @@ func (e *Engine) readVisitor(website uint32, first buckets.Date, idFirst uint32,
 		return visitorRead{}, fmt.Errorf("engine: website %d period %v: visitor index names id %d before the period's first %d", website, first, id, idFirst)
 	}
 	c := visitors.ChunkOfID(idFirst, id)
+	ref := chunkRef{first, c}
+	if data, ok := read[ref]; ok {
+		return visitorRead{found: true, chunk: c, data: data}, nil
+	}
 	data, err := e.store.StateChunk(website, int32(first), c)
 	if errors.Is(err, snapshot.ErrNotFound) {
 		return visitorRead{}, fmt.Errorf("engine: website %d period %v: visitor chunk %d indexed but not stored", website, first, c)
 	}
+	if err == nil && read != nil {
+		read[ref] = data
+	}
 	return visitorRead{found: true, chunk: c, data: data}, err
+}
+
+// chunkRef names a chunk of a website's visitor state: its period and
+// number.
+type chunkRef struct {
+	first buckets.Date
+	chunk uint32
 }
 
 // loadChunkLocked makes the chunk rd read resident in p, unless it is.
@@ -114,7 +145,7 @@ func (e *Engine) pageInLocked(st *siteState, first buckets.Date, p *period, hash
 	if _, _, ok := p.Find(hash); ok {
 		return nil
 	}
-	rd, err := e.readVisitor(st.id, first, p.First(), hash)
+	rd, err := e.readVisitor(st.id, first, p.First(), hash, nil)
 	if err != nil {
 		return err
 	}
@@ -126,13 +157,17 @@ func (e *Engine) pageInLocked(st *siteState, first buckets.Date, p *period, hash
 // starts paging when the budget is exceeded (over). The shard lock is
 // held.
 func (b *snapBatch) indexLocked(st *siteState, first buckets.Date, p *period, over bool) {
+	since := max(p.Len()-p.snapLen, 0)
+	p.snapLen = p.Len()
 	if over && p.Bytes() >= pageMinBytes {
 		p.paging = true
 	}
 	if !p.paging || p.Indexed() >= p.Len() {
 		return
 	}
-	ents := p.Unindexed(indexPerSnapshot)
+	// Every visitor numbered since the last snapshot, and as many as
+	// indexPerSnapshot of the older ones: the index's lag shrinks.
+	ents := p.Unindexed(indexPerSnapshot + since)
 	for _, en := range ents {
 		b.sn.Index = append(b.sn.Index, snapshot.VisitorIndex{Website: st.id, Period: int32(first), Hash: en.Hash, ID: en.ID})
 	}

@@ -106,8 +106,9 @@ func TestPagedVisitors(t *testing.T) {
 	check("after the returns")
 	snapshot("after the returns")
 
-	// Returning visitors from four callers while snapshots evict beside
-	// them: each must find its visitor, not number it again.
+	// The same returning and new visitors from four callers while
+	// snapshots evict beside them: each must find its visitor, or number
+	// a new one once.
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Go(func() {
@@ -125,14 +126,15 @@ func TestPagedVisitors(t *testing.T) {
 	})
 	var callers sync.WaitGroup
 	at := now.Add(-33 * time.Minute)
-	for g := range 4 {
-		callers.Go(func() { track(at, span(1+g, n, 8)) })
+	same := append(span(1, n, 16), span(n+500, n+700, 1)...)
+	for range 4 {
+		callers.Go(func() { track(at, same) })
 	}
 	callers.Wait()
 	close(stop)
 	wg.Wait()
-	for g := range 4 {
-		model(hitsOf(at, span(1+g, n, 8)), span(1+g, n, 8))
+	for range 4 {
+		model(hitsOf(at, same), same)
 	}
 	check("after the concurrent returns")
 	snapshot("after the concurrent returns")
@@ -148,7 +150,13 @@ func TestPagedVisitors(t *testing.T) {
 	}
 	defer e.Close()
 	check("after the restart")
-	phase(now.Add(-10*time.Minute), span(5, n, 20))
+	// Read back paged: one returning visitor reads its chunk and the
+	// period's last, not the whole period.
+	phase(now.Add(-10*time.Minute), []int{5})
+	if m := e.Metrics(); m.StateBytes > budget/8 {
+		t.Errorf("after the restart and one returning visitor: visitor state %d bytes, want the period read back paged (at most %d)", m.StateBytes, budget/8)
+	}
+	phase(now.Add(-10*time.Minute), span(25, n, 20))
 	check("after the returns after the restart")
 	snapshot("after the restart")
 	t.Logf("visitor state of %d visitors paged to %d bytes (budget %d)", n, paged, budget)

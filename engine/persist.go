@@ -341,18 +341,33 @@ func (e *Engine) visitDayInLocked(st *siteState, r *record.Hit, p *period) error
 
 // repinLocked makes resident again, with the shard lock held, the
 // visitor of pending hit h and the day of the visit it may continue, when
-// a chunk of its period left memory since h was pinned (pagein.go). A
-// store that fails to read is logged: h then counts as a new visitor's.
-func (e *Engine) repinLocked(st *siteState, h *pendingHit) {
+// a chunk of its period left memory since h was pinned (pagein.go), and
+// reports whether h may be applied. A store that fails to read (twice)
+// leaves h unapplied: numbered without its chunk, its visitor would be
+// numbered twice. The engine then stops (stateFailed): no write and no
+// snapshot, so a restart replays h from the log.
+func (e *Engine) repinLocked(st *siteState, h *pendingHit) bool {
+	if e.stateFailed.Load() != nil {
+		return false
+	}
+	if h.per == nil || h.per.Evictions() == h.pgen {
+		return true
+	}
 	r := h.rec
-	err := e.pageInLocked(st, r.Period, h.per, r.Hash)
-	if err == nil {
-		err = e.visitDayInLocked(st, r, h.per)
+	var err error
+	for range 2 {
+		if err = e.pageInLocked(st, r.Period, h.per, r.Hash); err == nil {
+			err = e.visitDayInLocked(st, r, h.per)
+		}
+		if err == nil {
+			h.pgen = h.per.Evictions()
+			return true
+		}
 	}
-	if err != nil {
-		e.opts.Logger.Error("read a paged visitor back", "website", st.id, "err", err)
-	}
-	h.pgen = h.per.Evictions()
+	err = fmt.Errorf("engine: website %d: a logged hit's visitor could not be read back; restart: %w", st.id, err)
+	e.stateFailed.CompareAndSwap(nil, &err)
+	e.opts.Logger.Error("engine stopped: restart to replay the log", "err", err)
+	return false
 }
 
 // decodeMetaLocked reads st's meta record (stored.DecodeMeta), with the

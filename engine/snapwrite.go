@@ -79,6 +79,9 @@ type snapBatch struct {
 // nothing collected here (marked clean before it is written) can leave
 // memory before the write is done.
 func (e *Engine) writeSnapshot() error {
+	if p := e.stateFailed.Load(); p != nil {
+		return fmt.Errorf("engine: snapshot refused: %w", *p)
+	}
 	// In cluster mode the flush waits for the follower, which takes
 	// snapMu to delete a website's data: it runs before the lock.
 	shared := e.opts.Cluster != nil

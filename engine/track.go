@@ -358,6 +358,9 @@ func (e *Engine) logLocked(sc *trackScratch, hits []pendingHit, mark *idem.Mark)
 	if p := e.logFailed.Load(); p != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrLogFailed, *p)
 	}
+	if p := e.stateFailed.Load(); p != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrLogFailed, *p)
+	}
 	pend, err := e.store.AppendAsync(entries...)
 	return pend, last, err
 }
@@ -452,6 +455,9 @@ func (e *Engine) pinLocked(sh *shard, st *siteState, recs []record.Hit, idx []in
 					absent[m] = true
 				} else if err := e.loadChunkLocked(st, p, vis[j]); err != nil {
 					return nil, err
+				} else if _, _, ok := p.Find(m.hash); !ok {
+					// Asked again, it would be read again, for ever.
+					return nil, fmt.Errorf("engine: website %d period %v: the visitor index names chunk %d, which lacks the visitor", st.id, m.first, vis[j].chunk)
 				}
 			}
 		}
@@ -535,6 +541,7 @@ func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDa
 	days = make([]storedDay, len(missing))
 	pers = make([]*period, len(missing))
 	vis = make([]visitorRead, len(missing))
+	read := map[chunkRef][]byte{} // a chunk of several visitors is read once
 	for j, m := range missing {
 		switch m.kind {
 		case needDay:
@@ -542,7 +549,7 @@ func (e *Engine) readMissing(website uint32, missing []pinNeed) (days []storedDa
 		case needPeriod:
 			pers[j], err = e.loadPeriod(website, m.first)
 		case needVisitor:
-			vis[j], err = e.readVisitor(website, m.first, m.idFirst, m.hash)
+			vis[j], err = e.readVisitor(website, m.first, m.idFirst, m.hash, read)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -627,10 +634,7 @@ func (e *Engine) drainLocked(st *siteState, upTo uint64, domain string) {
 	n := 0
 	for n < len(st.pending) && st.pending[n].seq <= upTo {
 		h := &st.pending[n]
-		if !st.deleted {
-			if h.per != nil && h.per.Evictions() != h.pgen {
-				e.repinLocked(st, h)
-			}
+		if !st.deleted && e.repinLocked(st, h) {
 			e.applyLocked(st, h.rec, domain, h.day, h.per)
 			st.appliedLocked(h.seq)
 			if h.mark != nil {

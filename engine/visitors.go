@@ -30,7 +30,8 @@ type period struct {
 	gone     bool  // dropped by retention: its size counts no more
 	// paging: the snapshots index the period's visitors by hash in the
 	// store, so that its chunks may leave memory (pagein.go).
-	paging bool
+	paging  bool
+	snapLen int // visitors numbered at the last snapshot that indexed it
 }
 
 // setSizeLocked recomputes p's memory estimate and moves the difference
@@ -47,7 +48,7 @@ func (e *Engine) setSizeLocked(p *period) {
 // from the store: nil, nil when it has none there. A period the store
 // indexes whole is read paged: its last chunk only (pagein.go).
 func (e *Engine) loadPeriod(website uint32, first buckets.Date) (*period, error) {
-	p, indexed, err := e.loadPaged(website, first)
+	p, err := e.loadPaged(website, first)
 	if p != nil || err != nil {
 		return p, err
 	}
@@ -62,8 +63,7 @@ func (e *Engine) loadPeriod(website uint32, first buckets.Date) (*period, error)
 	}
 	if p != nil {
 		p.isStored = true
-		p.SetIndexed(indexed)
-		p.paging = indexed > 0
+		p.snapLen = p.Len() // stored: none of them is new since the last snapshot
 	}
 	return p, nil
 }

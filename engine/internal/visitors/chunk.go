@@ -109,7 +109,7 @@ func decodeChunk(c uint32, b []byte) (*chunk, error) {
 	if d.Bad || first > 1<<32-1 || n == 0 || n > uint64(chunkVisitors) {
 		return nil, fmt.Errorf("visitor chunk %d: bad header", c)
 	}
-	ch := &chunk{hashes: make([]uint64, 0, chunkVisitors), visits: make([]Visit, 0, chunkVisitors)}
+	ch := &chunk{hashes: make([]uint64, 0, n), visits: make([]Visit, 0, n)}
 	for range n {
 		h := d.Uint64()
 		last := d.Varint()

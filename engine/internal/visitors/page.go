@@ -7,12 +7,14 @@ import (
 )
 
 // NewPaged returns a period of n visitors from id first, saved in the
-// store and indexed there by hash, none of them resident: its chunks are
-// read when their visitors come (LoadChunk). The caller loads its last
-// chunk before it numbers a visitor (Visitor appends to it).
-func NewPaged(first uint32, n int) Period {
+// store, whose first indexed the store indexes by hash, none of them
+// resident: its chunks are read when their visitors come (LoadChunk). The
+// caller loads, before it looks a visitor up, the chunks of the visitors
+// not indexed (ChunkOfID(first, first+indexed) on), and the last one
+// before it numbers a visitor (Visitor appends to it).
+func NewPaged(first uint32, n, indexed int) Period {
 	nc := (n + chunkVisitors - 1) / chunkVisitors
-	return Period{first: first, n: n, chunks: make([]*chunk, nc), paged: nc, indexed: n}
+	return Period{first: first, n: n, chunks: make([]*chunk, nc), paged: nc, indexed: min(indexed, n)}
 }
 
 // Paged reports whether some chunk of p is only in the store: a hash p
@@ -42,7 +44,7 @@ type Entry struct {
 
 // Unindexed returns the hashes and ids of at most limit visitors from the
 // first one the store does not index yet, in id order. They are resident:
-// a chunk is evicted only once indexed.
+// a chunk is evicted only once indexed, and read back paged with them.
 func (p *Period) Unindexed(limit int) []Entry {
 	hi := min(p.n, p.indexed+limit)
 	out := make([]Entry, 0, max(hi-p.indexed, 0))

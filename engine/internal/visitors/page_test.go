@@ -68,7 +68,7 @@ func TestPaging(t *testing.T) {
 	}
 
 	// Read back paged: the last chunk only; new visitors follow it.
-	q := NewPaged(0, n)
+	q := NewPaged(0, n, n)
 	if err := q.LoadChunk(3, saved[3], 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -80,5 +80,27 @@ func TestPaging(t *testing.T) {
 	}
 	if id, _, ok := q.Find(5000 + n - 1); !ok || id != n-1 {
 		t.Errorf("Find of the last chunk's visitor: %d, %v", id, ok)
+	}
+}
+
+// TestSmallPeriodBytes: a period of one visitor takes (and counts) a few
+// hundred bytes, not a chunk's room for 256 visitors; the room the last
+// chunk keeps to grow is counted.
+func TestSmallPeriodBytes(t *testing.T) {
+	var p Period
+	p.Visitor(1)
+	if b := p.Bytes(); b > 512 {
+		t.Errorf("one visitor: Bytes %d, want at most 512", b)
+	}
+	for i := range 129 {
+		p.Visitor(uint64(10 + i))
+	}
+	c := p.chunks[0]
+	slack := (cap(c.hashes)-len(c.hashes))*8 + (cap(c.visits)-len(c.visits))*40
+	if slack == 0 {
+		t.Fatalf("130 visitors: no room to grow (caps %d, %d)", cap(c.hashes), cap(c.visits))
+	}
+	if b, least := p.Bytes(), 130*visitorBytes+slack; b < least {
+		t.Errorf("130 visitors: Bytes %d, want at least %d (their room to grow counted)", b, least)
 	}
 }

@@ -114,9 +114,15 @@ const (
 	chunkBytes   = 8 + 72
 )
 
-// Bytes estimates the memory p takes.
+// Bytes estimates the memory p takes. Every chunk but the last holds
+// exactly its visitors; the last one's room to grow counts too.
 func (p *Period) Bytes() int {
-	return p.resident*visitorBytes + p.peak*entryBytes + (len(p.chunks)-p.paged)*chunkBytes + len(p.chunks)*8 + len(p.dirty)*8 + 96
+	n := p.resident*visitorBytes + p.peak*entryBytes + (len(p.chunks)-p.paged)*chunkBytes + len(p.chunks)*8 + len(p.dirty)*8 + 96
+	if k := len(p.chunks); k > 0 && p.chunks[k-1] != nil {
+		c := p.chunks[k-1]
+		n += (cap(c.hashes)-len(c.hashes))*8 + (cap(c.visits)-len(c.visits))*40
+	}
+	return n
 }
 
 // Len is how many visitors p numbered.
@@ -153,7 +159,7 @@ func (p *Period) Visitor(hash uint64) (id uint32, added, ok bool) {
 // is resident: it is never evicted).
 func (p *Period) number(hash uint64, v Visit) {
 	if p.n%chunkVisitors == 0 {
-		p.chunks = append(p.chunks, &chunk{hashes: make([]uint64, 0, chunkVisitors), visits: make([]Visit, 0, chunkVisitors)})
+		p.chunks = append(p.chunks, &chunk{}) // grown by append: most periods hold a few visitors
 	}
 	c := p.chunks[len(p.chunks)-1]
 	p.add(hash, p.first+uint32(p.n))
