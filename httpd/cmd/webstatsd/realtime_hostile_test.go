@@ -18,9 +18,8 @@ import (
 // a website's slots held up to 15.7 MB outside the budget, and a minute
 // of more than 65,536 visitors was undercounted.)
 //
-// The server's RSS is logged, not bounded: the current salt period's
-// visitor state (about 88 bytes a visitor) is counted in the budget but
-// not yet paged out (README, "Limits").
+// The server's RSS is logged, not bounded (the current salt period's
+// visitor state is paged: TestHostileVisitorFlood).
 //
 // Reproduce: go test ./httpd/cmd/webstatsd -run TestHostileRealtimeFlood
 // -v [-hostile.long]
