@@ -26,7 +26,6 @@ func TestConcurrentImportsEviction(t *testing.T) {
 			ctx := context.Background()
 			var acc atomic.Int64
 			var wg sync.WaitGroup
-			stop := make(chan struct{})
 			const writers, per = 6, 60
 			for w := range writers {
 				wg.Add(1)
@@ -47,37 +46,14 @@ func TestConcurrentImportsEviction(t *testing.T) {
 					}
 				}()
 			}
-			var bg sync.WaitGroup
-			bg.Add(2)
-			go func() {
-				defer bg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := e.Snapshot(ctx); err != nil {
-						t.Error(err)
-					}
-				}
-			}()
-			go func() {
-				defer bg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if _, err := e.Unscoped().Totals(ctx, site, buckets.DateFromTime(now)-45, buckets.DateFromTime(now)); err != nil {
-						t.Error(err)
-					}
-				}
-			}()
+			stopSnapshots := besides(t, func() error { return e.Snapshot(ctx) })
+			stopQueries := besides(t, func() error {
+				_, err := e.Unscoped().Totals(ctx, site, buckets.DateFromTime(now)-45, buckets.DateFromTime(now))
+				return err
+			})
 			wg.Wait()
-			close(stop)
-			bg.Wait()
+			stopSnapshots()
+			stopQueries()
 			from, to := buckets.DateFromTime(now)-45, buckets.DateFromTime(now)
 			t1, err := e.Unscoped().Totals(ctx, site, from, to)
 			if err != nil {

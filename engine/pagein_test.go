@@ -109,21 +109,7 @@ func TestPagedVisitors(t *testing.T) {
 	// The same returning and new visitors from four callers while
 	// snapshots evict beside them: each must find its visitor, or number
 	// a new one once.
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := e.Snapshot(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
+	stop := besides(t, func() error { return e.Snapshot(ctx) })
 	var callers sync.WaitGroup
 	at := now.Add(-33 * time.Minute)
 	same := append(span(1, n, 16), span(n+500, n+700, 1)...)
@@ -131,8 +117,7 @@ func TestPagedVisitors(t *testing.T) {
 		callers.Go(func() { track(at, same) })
 	}
 	callers.Wait()
-	close(stop)
-	wg.Wait()
+	stop()
 	for range 4 {
 		model(hitsOf(at, same), same)
 	}
@@ -160,4 +145,28 @@ func TestPagedVisitors(t *testing.T) {
 	check("after the returns after the restart")
 	snapshot("after the restart")
 	t.Logf("visitor state of %d visitors paged to %d bytes (budget %d)", n, paged, budget)
+}
+
+// besides calls f over and over in a goroutine, until stop is called
+// (which waits for the call under way) or f fails (a test error).
+func besides(t *testing.T, f func() error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := f(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }

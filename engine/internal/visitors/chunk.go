@@ -3,6 +3,7 @@ package visitors
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/segments"
@@ -61,19 +62,16 @@ func (p *Period) AddChunk(c uint32, b []byte) error {
 	if hdr.First != p.first || uint64(p.first)+uint64(c)*uint64(chunkVisitors)+uint64(hdr.N) > 1<<32 {
 		return fmt.Errorf("visitor chunk %d: out of order", c)
 	}
-	ch, err := decodeChunk(c, b)
-	if err != nil {
+	// A chunk in the store only, read back.
+	p.n += hdr.N
+	p.chunks = append(p.chunks, nil)
+	p.paged++
+	if err := p.LoadChunk(c, b, math.MinInt32, 0); err != nil {
+		p.n -= hdr.N
+		p.chunks = p.chunks[:len(p.chunks)-1]
+		p.paged--
 		return err
 	}
-	for _, h := range ch.hashes {
-		if _, dup := p.index[h]; dup {
-			return fmt.Errorf("visitor chunk %d: visitor repeated", c)
-		}
-		p.add(h, p.first+uint32(p.n))
-		p.n++
-	}
-	p.chunks = append(p.chunks, ch)
-	p.resident += len(ch.hashes)
 	return nil
 }
 
