@@ -65,10 +65,13 @@ func TestChunksSplitOrphans(t *testing.T) {
 	for i := range hits {
 		d.AddHit(&segments.Hit{Visit: segments.NoVisit, Ms: int64(1_700_000_000_000 + i), Kind: segments.KindEvent, Scroll: -1})
 	}
-	remap := make([]uint32, int(d.OffV)+d.Visits())
+	split, err := d.Split(nil, segments.NewPartCache(1<<20), n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	total := 0
 	for k := range n {
-		c, err := d.ChunkOf(nil, segments.NewPartCache(1<<20), k, n, remap)
+		c, err := split.Chunk(k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -311,12 +311,19 @@ func (e *Engine) readSealed(ctx context.Context, s *site, id uint32, sd sealedDa
 }
 
 // streamDay passes the n chunks of day d (with sealed parts, read from
-// parts) to fn, one at a time, locked: read at once, never kept.
+// parts) to fn, one at a time, locked: read at once, never kept. The
+// parts are read once, split into the chunks (segments.Day.Split).
 func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segments.Day, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segments.Day, bool)) error {
-	remap := make([]uint32, int(d.OffV)+d.Visits())
+	var split *segments.Chunked
+	if err := e.streamChunk(ctx, func() (err error) {
+		split, err = d.Split(parts, e.parts, n)
+		return err
+	}); err != nil {
+		return err
+	}
 	for k := range n {
 		if err := e.streamChunk(ctx, func() error {
-			c, err := d.ChunkOf(parts, e.parts, k, n, remap)
+			c, err := split.Chunk(k)
 			if err != nil {
 				return err
 			}

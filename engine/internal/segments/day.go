@@ -75,7 +75,7 @@ type Day struct {
 	Parts      uint32
 	OffV, OffH uint32
 	Tail       *Day
-	// lone: a chunk (ChunkOf; Chunks) of the only day of its scan read in
+	// lone: a chunk (Chunked.Chunk; Chunks) of the only day of its scan read in
 	// chunks, which scanSegs passes after every other day of the scan.
 	Lone bool
 

@@ -346,7 +346,7 @@ func (g *Group) addTotals(t *Totals) {
 }
 
 // leaveDay drops what the plan held of the day scanDay scanned: a chunk
-// of a streamed day (ChunkOf) must be garbage once scanned, not
+// of a streamed day (Chunked.Chunk) must be garbage once scanned, not
 // held by every plan of a batch while the next chunk is built (which
 // had two chunks resident at once: 70 MB for a 500,000-visit day).
 func (p *Plan) leaveDay() {
