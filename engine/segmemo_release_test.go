@@ -65,7 +65,7 @@ func TestChunksSplitOrphans(t *testing.T) {
 	for i := range hits {
 		d.AddHit(&segments.Hit{Visit: segments.NoVisit, Ms: int64(1_700_000_000_000 + i), Kind: segments.KindEvent, Scroll: -1})
 	}
-	split, err := d.Split(nil, segments.NewPartCache(1<<20), n)
+	split, err := d.Split(context.Background(), nil, segments.NewPartCache(1<<20), n)
 	if err != nil {
 		t.Fatal(err)
 	}

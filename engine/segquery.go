@@ -316,7 +316,7 @@ func (e *Engine) readSealed(ctx context.Context, s *site, id uint32, sd sealedDa
 func (e *Engine) streamDay(ctx context.Context, date buckets.Date, d *segments.Day, parts [][]byte, n int, lone bool, fn func(buckets.Date, *segments.Day, bool)) error {
 	var split *segments.Chunked
 	if err := e.streamChunk(ctx, func() (err error) {
-		split, err = d.Split(parts, e.parts, n)
+		split, err = d.Split(ctx, parts, e.parts, n)
 		return err
 	}); err != nil {
 		return err

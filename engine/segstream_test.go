@@ -124,7 +124,7 @@ func TestChunksOfADay(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		split, err := d.Split(parts, e.parts, n)
+		split, err := d.Split(context.Background(), parts, e.parts, n)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package segments
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/webstats/webstats/engine/internal/wire"
@@ -73,9 +74,11 @@ type Chunked struct {
 // and the orphan events whose day row is k modulo n. Split releases the
 // entries of parts (sets them to nil) as it reads them, so that the day
 // is held encoded once, not twice. The rows split from the parts are
-// encoded (Day.AppendPart) whenever they reach about a chunk's size, so
-// that what Split holds beyond one decoded part is about one chunk.
-func (d *Day) Split(parts [][]byte, cache *PartCache, n int) (*Chunked, error) {
+// encoded (Day.AppendPart) whenever they reach about a chunk's size
+// (checked after each part), so that what Split holds beyond one decoded
+// part is about one chunk, the day encoded once, and a map of 8 bytes a
+// visit of the day. It stops with ctx's error between parts.
+func (d *Day) Split(ctx context.Context, parts [][]byte, cache *PartCache, n int) (*Chunked, error) {
 	if len(parts) < int(d.Parts) {
 		return nil, fmt.Errorf("segments: %d of %d sealed parts: %w", len(parts), d.Parts, wire.ErrRecord)
 	}
@@ -101,6 +104,9 @@ func (d *Day) Split(parts [][]byte, cache *PartCache, n int) (*Chunked, error) {
 		pending = 0
 	}
 	for i := 0; i <= int(d.Parts); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		src := d
 		if i < int(d.Parts) {
 			p, err := cache.Decode(parts[i], len(d.Strs))
