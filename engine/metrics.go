@@ -63,21 +63,8 @@ func (e *Engine) Metrics() Metrics {
 	}
 	e.regMu.RLock()
 	m.Websites = len(e.sites)
-	sites := make([]*site, 0, len(e.sites))
-	for _, s := range e.sites {
-		sites = append(sites, s)
-	}
 	e.regMu.RUnlock()
-	for _, s := range sites {
-		sh := e.shardOf(s.cfg.Load().id)
-		sh.mu.Lock()
-		for _, ent := range s.state.days {
-			if !ent.frozen {
-				m.OpenSegmentBytes += int64(ent.seg.Size)
-			}
-		}
-		sh.mu.Unlock()
-	}
+	m.OpenSegmentBytes = e.openBytes()
 	return m
 }
 

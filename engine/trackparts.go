@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/webstats/webstats/engine/internal/idem"
@@ -50,6 +51,9 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 	defer e.exit()
 	now := e.now()
 	n := (len(hits) + partHits - 1) / partHits
+	if n > 1 {
+		e.makeRoom()
+	}
 	if n <= 1 && (mark == nil || mark.Part == 0) {
 		b, err := e.prepare(ctx, now, hits)
 		if err != nil {
@@ -159,4 +163,54 @@ func (p *parts) add(at int, r TrackResult) {
 	for i, k := range r.Dropped {
 		p.res.Dropped[i] += k
 	}
+}
+
+// MakeRoom takes a snapshot when the open days (outside Options.MemoryBudget
+// until a snapshot freezes or seals them) and what the budget counts
+// exceed the budget (SPEC §13: imports in a row grow memory by a bounded
+// amount). A call of several parts (an import) does so first; an importer
+// calls it before it reads and decodes a large body, so that the snapshot
+// of the days the previous import wrote does not overlap the next one's
+// decoding. Without a budget, or in cluster mode (whose snapshots wait for
+// the follower), it does nothing.
+func (e *Engine) MakeRoom() {
+	if !e.enter() {
+		return
+	}
+	defer e.exit()
+	e.makeRoom()
+}
+
+// makeRoom is MakeRoom inside a call. An import writes past days, which
+// only a snapshot freezes and eviction then pages out; without it,
+// imports in a row each left a day of new values open, and the snapshot
+// that finally wrote them encoded them all at once beside the next
+// import. The call waits for the snapshot: under a small budget imports
+// go at the pace of the store.
+func (e *Engine) makeRoom() {
+	b := e.opts.MemoryBudget
+	if b <= 0 || e.opts.Cluster != nil || e.budgetBytes()+e.openBytes() <= b {
+		return
+	}
+	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
+		// The call goes on: its own log write fails if the store does.
+		e.opts.Logger.Error("snapshot before an import", "err", err)
+	}
+}
+
+// openBytes is the estimated memory of every website's open (unfrozen)
+// days' segments.
+func (e *Engine) openBytes() int64 {
+	var n int64
+	for _, s := range e.siteList() {
+		sh := e.shardOf(s.state.id)
+		sh.mu.Lock()
+		for _, ent := range s.state.days {
+			if !ent.frozen {
+				n += int64(ent.seg.Size)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }

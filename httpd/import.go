@@ -68,8 +68,11 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	defer release()
+	// The days the previous imports wrote leave memory before this body
+	// is read, under a memory budget (SPEC §13).
+	s.e.MakeRoom()
 	if b, ok := r.Body.(*requestBody); ok {
-		b.restartDeadline() // the wait for the slot is not the client's time
+		b.restartDeadline() // the wait for the slot and the room is not the client's time
 	}
 	body, err := readImportBody(r, maxImportBody)
 	if err != nil {
