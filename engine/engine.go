@@ -87,6 +87,9 @@ type Engine struct {
 	trimmedSince uint64    // log entries trimmed since the log was last compacted
 	lastSnapTick int64     // LRU clock at the start of the last snapshot
 	lastCompact  time.Time // when the trimmed log was last compacted
+	// openAfterSnap is openBytes after the last snapshot (under a memory
+	// budget): what a snapshot did not take out of memory (MakeRoom).
+	openAfterSnap atomic.Int64
 
 	counters counters
 	cluster  clusterCounters // cluster mode's (Options.Cluster)

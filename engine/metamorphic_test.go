@@ -586,6 +586,9 @@ type metaRunner struct {
 	// keys holds, by website id and key, the keyed imports that counted:
 	// when and with what answer.
 	keys map[uint32]map[string]keyedImport
+	// snapped: the engine took a snapshot of its own within the op (an
+	// import under the memory budget: MakeRoom), which the shadow mirrors.
+	snapped bool
 }
 
 // keyedImport is the model of an idempotency key (SPEC §3.4 "Retries").
@@ -599,6 +602,14 @@ type keyedImport struct {
 // at a full check compares segment queries of every website on both.
 func (r *metaRunner) mirror(op fmt.Stringer, now time.Time) error {
 	sh := r.shadow
+	if r.snapped {
+		// The engine took a snapshot before the op's hits (MakeRoom):
+		// retention, where the engine under test applied it.
+		r.snapped = false
+		if err := sh.snapshot(); err != nil {
+			return err
+		}
+	}
 	switch o := op.(type) {
 	case opCreate:
 		id, ok := r.ids[o.slot]
@@ -794,10 +805,12 @@ func wantNotFound(what string, err error) error {
 
 // track tracks hits and checks each hit's drop reason.
 func (r *metaRunner) track(hits []engine.Hit, now time.Time) error {
+	snaps := r.s.e.Metrics().Snapshots
 	got, err := r.s.track(hits)
 	if err != nil {
 		return fmt.Errorf("track: %w", err)
 	}
+	r.snappedBefore(snaps, now)
 	want := r.m.track(now, hits)
 	if diff := diffIfNot(want, got); diff != "" {
 		return fmt.Errorf("drop reasons mismatch (-want +got):\n%s", diff)
@@ -811,10 +824,12 @@ func (r *metaRunner) track(hits []engine.Hit, now time.Time) error {
 // marked repeated, and nothing is counted. An import that counted
 // nothing (every hit dropped) keeps no key.
 func (r *metaRunner) trackOnce(hits []engine.Hit, key string, now time.Time) error {
+	snaps := r.s.e.Metrics().Snapshots
 	got, err := r.s.trackOnce(hits, key)
 	if err != nil {
 		return fmt.Errorf("track once: %w", err)
 	}
+	r.snappedBefore(snaps, now)
 	id := hits[0].Website
 	if k, ok := r.keys[id][key]; ok && r.m.live(id) && now.Sub(k.at) < 7*24*time.Hour {
 		if !got.Repeated || got.Accepted != k.accepted || !maps.Equal(dropCounts(got.Dropped[:]), k.dropped) {
@@ -842,6 +857,17 @@ func (r *metaRunner) trackOnce(hits []engine.Hit, key string, now time.Time) err
 		r.keys[id][key] = k
 	}
 	return nil
+}
+
+// snappedBefore applies retention to the model when the engine took a
+// snapshot in a call (its count moved from snaps): a call of several parts
+// under the memory budget takes one before its hits (MakeRoom), and no
+// background snapshot runs here.
+func (r *metaRunner) snappedBefore(snaps uint64, now time.Time) {
+	if r.s.e.Metrics().Snapshots != snaps {
+		r.m.applyRetention(now)
+		r.snapped = true
+	}
 }
 
 // dropCounts is a TrackResult's Dropped without its zeros.

@@ -136,6 +136,9 @@ func (e *Engine) writeSnapshot() error {
 	e.compactLogAfter(b.trim, now)
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
 	e.evictLocked(now)
+	if e.opts.MemoryBudget > 0 {
+		e.openAfterSnap.Store(e.openBytes())
+	}
 	return nil
 }
 

@@ -166,19 +166,20 @@ func (p *parts) add(at int, r TrackResult) {
 }
 
 // MakeRoom takes a snapshot when the open days (outside Options.MemoryBudget
-// until a snapshot freezes or seals them) and what the budget counts
-// exceed the budget (SPEC §13: imports in a row grow memory by a bounded
-// amount). A call of several parts (an import) does so first; an importer
-// calls it before it reads and decodes a large body, so that the snapshot
-// of the days the previous import wrote does not overlap the next one's
-// decoding. Without a budget, or in cluster mode (whose snapshots wait for
-// the follower), it does nothing.
-func (e *Engine) MakeRoom() {
+// until a snapshot freezes or seals them) grew by more than half the
+// budget since the last snapshot (SPEC §13: imports in a row grow memory
+// by a bounded amount). A call of several parts (an import) does so first;
+// an importer calls it before it reads and decodes a large body, so that
+// the snapshot of the days the previous import wrote does not overlap the
+// next one's decoding. Without a budget, or in cluster mode (whose
+// snapshots wait for the follower), it does nothing. It reports whether it
+// took a snapshot.
+func (e *Engine) MakeRoom() bool {
 	if !e.enter() {
-		return
+		return false
 	}
 	defer e.exit()
-	e.makeRoom()
+	return e.makeRoom()
 }
 
 // makeRoom is MakeRoom inside a call. An import writes past days, which
@@ -186,16 +187,19 @@ func (e *Engine) MakeRoom() {
 // imports in a row each left a day of new values open, and the snapshot
 // that finally wrote them encoded them all at once beside the next
 // import. The call waits for the snapshot: under a small budget imports
-// go at the pace of the store.
-func (e *Engine) makeRoom() {
+// go at the pace of the store. The growth since the last snapshot, not
+// the open bytes themselves, decides: what a snapshot leaves open (today,
+// unsealed) must not make every import wait for one.
+func (e *Engine) makeRoom() bool {
 	b := e.opts.MemoryBudget
-	if b <= 0 || e.opts.Cluster != nil || e.budgetBytes()+e.openBytes() <= b {
-		return
+	if b <= 0 || e.opts.Cluster != nil || e.openBytes()-e.openAfterSnap.Load() <= b/2 {
+		return false
 	}
 	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 		// The call goes on: its own log write fails if the store does.
 		e.opts.Logger.Error("snapshot before an import", "err", err)
 	}
+	return true
 }
 
 // openBytes is the estimated memory of every website's open (unfrozen)
