@@ -141,8 +141,9 @@ func (s *Store) WriteSnapshot(sn *Snapshot) error {
 			err = errors.Join(err, b.DeleteRange(websiteSubPrefix(r.Website, subDay), dayKey(r.Website, r.Date), nil))
 		}
 	}
+	pieced := map[string]bool{}
 	for _, r := range sn.Days {
-		err = errors.Join(err, setOrDelete(b, dayKey(r.Website, r.Date), r.Data))
+		err = errors.Join(err, s.setDay(b, pieced, dayKey(r.Website, r.Date), r.Data))
 	}
 	for _, r := range sn.Strings {
 		err = errors.Join(err, setOrDelete(b, stringsKey(r.Website, r.From), r.Data))
@@ -195,7 +196,7 @@ func (s *Store) Day(website uint32, date int32) ([]byte, error) {
 		return nil, err
 	}
 	defer s.exit()
-	return s.getCopy(fmt.Sprintf("day %d of website %d", date, website), dayKey(website, date))
+	return s.getDay(fmt.Sprintf("day %d of website %d", date, website), dayKey(website, date))
 }
 
 // Days calls fn for every stored day of website from from to to, both
@@ -230,19 +231,33 @@ func (s *Store) days(website uint32, from, to int32, withParts bool, want func(i
 	}
 	op := fmt.Sprintf("days %d to %d of website %d", from, to, website)
 	var (
-		cur   int32
-		data  []byte
-		parts [][]byte
-		have  bool
+		cur    int32
+		data   []byte
+		parts  [][]byte
+		have   bool
+		pieced bool // data is put together from the day's pieces (asm)
+		asm    assembly
 	)
 	flush := func() error {
 		if !have {
 			return nil
 		}
 		have = false
+		if pieced {
+			var err error
+			if data, err = asm.value(); err != nil {
+				return err
+			}
+		}
 		return fn(cur, data, parts)
 	}
 	err := s.scan(op, dayKey(website, from), prefixEnd(dayKey(website, to)), func(key, val []byte) error {
+		if isPieceKey(key) {
+			if have && pieced {
+				asm.add(key, val)
+			}
+			return nil
+		}
 		if len(key) == partKeyLen {
 			w, date, part, err := parsePartKey(key)
 			if err == nil && w != website {
@@ -269,10 +284,19 @@ func (s *Store) days(website uint32, from, to int32, withParts bool, want func(i
 		if want != nil && !want(date) {
 			return nil
 		}
-		if !withParts {
+		total, n, isStub, err := parseStub(val)
+		if err != nil {
+			return err
+		}
+		if !withParts && !isStub {
 			return fn(date, val, nil)
 		}
-		cur, data, parts, have = date, bytes.Clone(val), nil, true
+		cur, data, parts, have, pieced = date, nil, nil, true, isStub
+		if isStub {
+			asm.start(total, n)
+		} else {
+			data = bytes.Clone(val)
+		}
 		return nil
 	})
 	if err != nil {
@@ -546,12 +570,44 @@ func (s *Store) Usage(ctx context.Context, split func(day []byte) int) (Usage, e
 	}
 	defer s.exit()
 	n := 0
+	// A day stored in pieces is split once put together: its stub's and
+	// pieces' bytes (size) are counted when the key after them comes.
+	var (
+		asm     assembly
+		pieced  bool
+		daySize int64
+	)
+	endDay := func() {
+		if !pieced {
+			return
+		}
+		pieced = false
+		seg := int64(0)
+		if v, err := asm.value(); err == nil {
+			seg = int64(min(len(v), max(0, split(v))))
+		}
+		u.Days += daySize - seg
+		u.DaySegments += seg
+	}
 	err := s.scan("usage", []byte{0x00}, []byte{0xff}, func(key, val []byte) error {
 		if n++; n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if isPieceKey(key) {
+			if pieced {
+				asm.add(key, val)
+				daySize += int64(len(key) + len(val))
+			} else {
+				u.Days += int64(len(key) + len(val)) // left by a longer value
+			}
+			return nil
+		}
+		fam := familyOf(key)
+		if fam != familyPart { // a pieced day's parts come before its pieces
+			endDay()
+		}
 		size := int64(len(key) + len(val))
-		switch familyOf(key) {
+		switch fam {
 		case familyRegistry:
 			u.Registry += size
 		case familyLog:
@@ -561,6 +617,11 @@ func (s *Store) Usage(ctx context.Context, split func(day []byte) int) (Usage, e
 		case familyPart:
 			u.Parts += size
 		case familyDay:
+			if total, n, isStub, err := parseStub(val); err == nil && isStub {
+				asm.start(total, n)
+				pieced, daySize = true, size
+				return nil
+			}
 			seg := int64(min(len(val), max(0, split(val))))
 			u.Days += size - seg
 			u.DaySegments += seg
@@ -573,5 +634,6 @@ func (s *Store) Usage(ctx context.Context, split func(day []byte) int) (Usage, e
 		}
 		return nil
 	})
+	endDay()
 	return u, err
 }

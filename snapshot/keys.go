@@ -18,6 +18,8 @@ package snapshot
 //	0x04 website(4) 0x01 date(4^)      day bucket          value: opaque
 //	0x04 website(4) 0x01 date(4^) part(4)
 //	                                   sealed part of a day value: opaque
+//	0x04 website(4) 0x01 date(4^) 0xff piece(4)
+//	                                   piece of a day value: bytes (pieces.go)
 //	0x04 website(4) 0x02 from(4)       strings chunk       value: opaque
 //	0x04 website(4) 0x03 period(4^)    visitor state       value: opaque
 //	0x04 website(4) 0x04 period(4^) chunk(4)
@@ -49,6 +51,11 @@ package snapshot
 // they sort right after it, a scan of a date range reads each day with its
 // parts, and DeleteDaysBefore drops them with their days. Added without a
 // format version change: older stores have no such keys.
+//
+// A day value of more than 128 KiB is stored in pieces (format version
+// 2, pieces.go): a stub under the day's key and the value's pieces under
+// keys that extend it with 0xff, after its parts, so that Pebble never
+// writes a block of megabytes; a reader puts them together.
 //
 // Days, strings and states of one website share the prefix 0x04 website, so
 // DeleteWebsite is one DeleteRange over that prefix plus one point delete of

@@ -16,7 +16,7 @@ import (
 // FormatVersion is the version of the key layout and meta values this
 // package writes (see keys.go). Open refuses a store with a higher version
 // (ErrVersion) and migrates one with a lower version.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Store is a webstats data directory: a Pebble database with typed
 // accessors. Its methods are safe for concurrent use. Write methods return
@@ -54,11 +54,16 @@ type migration struct {
 
 // migrations upgrade older stores, in order: migrations[i].from == i+1.
 //
-// Format version 1 is the first, so the table is empty. A store without a
-// version key is either new (no keys at all: Open writes the version) or not
-// a webstats store (ErrCorrupt): no release ever wrote data without a version.
-// The mechanism is tested with a synthetic version 2 in store_test.go.
-var migrations []migration
+// Version 2 stores large day values in pieces (pieces.go): a version 1
+// store has none and reads as it is, so its migration only writes the new
+// version, which makes an older program refuse the store instead of
+// misreading a stub as a day. A store without a version key is either new
+// (no keys at all: Open writes the version) or not a webstats store
+// (ErrCorrupt): no release ever wrote data without a version. The
+// mechanism is tested with a synthetic version in store_test.go.
+var migrations = []migration{
+	{from: 1, what: "day values in pieces", run: func(*pebble.DB, *pebble.Batch) error { return nil }},
+}
 
 // Open opens the store in opts.Dir, creating it if missing. On the operating
 // system's file system (Options.FS nil) the directory is made owner-only:

@@ -427,7 +427,7 @@ func TestOpenErrors(t *testing.T) {
 			name:    "newer version",
 			set:     map[string][]byte{string(versionKey): encodeUint64(FormatVersion + 1)},
 			wantErr: ErrVersion,
-			wantMsg: `snapshot: data directory "db" has format version 2, this program reads up to 1`,
+			wantMsg: fmt.Sprintf(`snapshot: data directory "db" has format version %d, this program reads up to %d`, FormatVersion+1, FormatVersion),
 		},
 		{
 			name:    "garbled version",
@@ -596,8 +596,8 @@ func TestMigration(t *testing.T) {
 	if ran != 1 {
 		t.Errorf("migration ran %d times, want 1", ran)
 	}
-	// This program (version 1) refuses the migrated store.
-	if _, err := Open(&Options{Dir: "db", FS: fs}); !errors.Is(err, ErrVersion) {
+	// A version 1 program refuses the migrated store.
+	if _, err := open(&Options{Dir: "db", FS: fs}, 1, nil); !errors.Is(err, ErrVersion) {
 		t.Errorf("Open of a version 2 store: %v, want ErrVersion", err)
 	}
 	// A missing step is an error, not a silent skip.
