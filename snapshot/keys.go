@@ -4,7 +4,7 @@ package snapshot
 // parsed. Everything else passes typed arguments (a Kind and an id, a website
 // and a date, ...) to the Store.
 //
-// # Key layout (format version 1)
+// # Key layout (format version 2)
 //
 // Every key starts with a one-byte prefix naming its family. Integers are
 // fixed-width big-endian, so that byte order is numeric order; signed
