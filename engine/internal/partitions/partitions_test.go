@@ -223,7 +223,7 @@ func TestStream(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	head := []byte{'w', 's', 'p', '1', 0xac, 0x02, 2, 1, 'a', 1, '1', 2, 'b', 'b', 0xac, 0x02}
+	head := []byte{'w', 's', 'p', '2', 0xac, 0x02, 2, 1, 'a', 1, '1', 2, 'b', 'b', 0xac, 0x02}
 	if !bytes.HasPrefix(b.Bytes(), head) {
 		t.Errorf("the stream starts % x, want % x", b.Bytes()[:len(head)], head)
 	}
@@ -270,8 +270,12 @@ func TestStream(t *testing.T) {
 // TestStreamRefused: what is not a partition's state, or not this
 // partition's, or with keys out of bounds, is refused.
 func TestStreamRefused(t *testing.T) {
-	if _, _, err := newReader(strings.NewReader("wsp2\x00"), 0, 1); !errors.Is(err, wire.ErrRecord) {
-		t.Errorf("another magic: %v", err)
+	// The state of a node of format version 1 (its days whole), or of a
+	// later one.
+	for _, m := range []string{"wsp1", "wsp3"} {
+		if _, _, err := newReader(strings.NewReader(m+"\x00"), 0, 1); !errors.Is(err, wire.ErrRecord) {
+			t.Errorf("another magic %q: %v", m, err)
+		}
 	}
 	if _, _, err := newReader(strings.NewReader("ws"), 0, 1); !errors.Is(err, wire.ErrRecord) {
 		t.Errorf("cut short: %v", err)
@@ -282,7 +286,7 @@ func TestStreamRefused(t *testing.T) {
 		{"another partition's website", "\x03"},
 		{"an id over 32 bits", "\x80\x80\x80\x80\x10"},
 	} {
-		r, _, err := newReader(strings.NewReader("wsp1\x00"+c.body), 2, 4)
+		r, _, err := newReader(strings.NewReader("wsp2\x00"+c.body), 2, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +300,7 @@ func TestStreamRefused(t *testing.T) {
 		{"a key too long", fmt.Sprintf("%c", maxKey+1)},
 		{"a value too long", "\x01k\x81\x80\x80\x80\x08"},
 	} {
-		r, _, _ := newReader(strings.NewReader("wsp1\x00\x02"+c.body), 2, 4)
+		r, _, _ := newReader(strings.NewReader("wsp2\x00\x02"+c.body), 2, 4)
 		if id, err := r.Website(); id != 2 || err != nil {
 			t.Fatal(id, err)
 		}

@@ -17,8 +17,11 @@ import (
 // each website its id (uvarint, never 0) and its keys, each as key length,
 // key, value length, value (uvarint lengths), ended by a key length 0; a
 // website id 0 ends it. All of a website's records up to T are in its
-// keys.
-var magic = []byte("wsp1")
+// keys. The keys travel as the store holds them: the magic names the
+// store's key layout, so that a node of another one refuses the state
+// instead of storing keys it cannot read ("wsp2": snapshot format version
+// 2, a day's value in pieces).
+var magic = []byte("wsp2")
 
 // Bounds of what a reader reads: a key is a few dozen bytes; a value is a
 // day, a strings chunk or a period-state chunk.
