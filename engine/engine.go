@@ -90,6 +90,9 @@ type Engine struct {
 	// openAfterSnap is openBytes after the last snapshot (under a memory
 	// budget): what a snapshot did not take out of memory (MakeRoom).
 	openAfterSnap atomic.Int64
+	// sinceRoom counts the hits of calls of several hits since MakeRoom
+	// last looked (under a memory budget).
+	sinceRoom atomic.Int64
 
 	counters counters
 	cluster  clusterCounters // cluster mode's (Options.Cluster)

@@ -51,7 +51,8 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 	defer e.exit()
 	now := e.now()
 	n := (len(hits) + partHits - 1) / partHits
-	if n > 1 {
+	if e.opts.MemoryBudget > 0 && len(hits) > 1 && e.sinceRoom.Add(int64(len(hits))) >= int64(partHits) {
+		e.sinceRoom.Store(0)
 		e.makeRoom()
 	}
 	if n <= 1 && (mark == nil || mark.Part == 0) {
@@ -168,10 +169,12 @@ func (p *parts) add(at int, r TrackResult) {
 // MakeRoom takes a snapshot when the open days (outside Options.MemoryBudget
 // until a snapshot freezes or seals them) grew by more than half the
 // budget since the last snapshot (SPEC §13: imports in a row grow memory
-// by a bounded amount). A call of several parts (an import) does so first;
-// an importer calls it before it reads and decodes a large body, so that
-// the snapshot of the days the previous import wrote does not overlap the
-// next one's decoding. Without a budget, or in cluster mode (whose
+// by a bounded amount). Calls of more than one hit (imports, batches) do so
+// first once partHits hits came in such calls since the last look, whatever
+// their size; an importer calls it before it reads and decodes a large
+// body, so that the snapshot of the days the previous import wrote does
+// not overlap the next one's decoding. Calls of one hit (live tracking)
+// never wait for a snapshot. Without a budget, or in cluster mode (whose
 // snapshots wait for the follower), it does nothing. It reports whether it
 // took a snapshot.
 func (e *Engine) MakeRoom() bool {
@@ -192,11 +195,23 @@ func (e *Engine) MakeRoom() bool {
 // unsealed) must not make every import wait for one.
 func (e *Engine) makeRoom() bool {
 	b := e.opts.MemoryBudget
-	if b <= 0 || e.opts.Cluster != nil || e.openBytes()-e.openAfterSnap.Load() <= b/2 {
+	if b <= 0 || e.opts.Cluster != nil {
+		return false
+	}
+	open, base := e.openBytes(), e.openAfterSnap.Load()
+	if open < base {
+		// Open days left memory since (a website deleted, days frozen
+		// and evicted): the growth counts from here.
+		e.openAfterSnap.Store(open)
+		base = open
+	}
+	if open-base <= b/2 {
 		return false
 	}
 	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 		// The call goes on: its own log write fails if the store does.
+		// Not tried again before the open days grow by as much again.
+		e.openAfterSnap.Store(open)
 		e.opts.Logger.Error("snapshot before an import", "err", err)
 	}
 	return true

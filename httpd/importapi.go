@@ -50,6 +50,9 @@ func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, 
 	if _, err := e.Unscoped().Website(ctx, website); err != nil {
 		return ImportResult{}, err
 	}
+	// Under a memory budget, the days the previous chunks wrote leave
+	// memory before this one is decoded (SPEC §13).
+	e.MakeRoom()
 	hits, err := parseImport(body, website, now)
 	if err != nil {
 		return ImportResult{}, importErr(err)
