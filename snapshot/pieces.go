@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,11 +32,17 @@ func SetPieceBytes(n int) int {
 	return old
 }
 
+// maxPieced bounds the length a stub may claim (a day value is at most
+// megabytes; the stream of a partition's state refuses values over 1 GiB).
+const maxPieced = 1 << 30
+
 const (
 	pieceMark byte = 0xff // after a day's key: its pieces
-	// stubMark begins the value of a day stored in pieces; no day value
-	// begins with it (a day's envelope begins with 0xd5, a buckets day
-	// with its version, 1 or 2).
+	// stubMark begins the value of a day stored in pieces. The engine's
+	// day values never begin with it (a day's envelope begins with 0xd5,
+	// a buckets day with its version, 1 or 2), and setDay stores any
+	// value that does in pieces, whatever its length, so that no value
+	// reads as a stub.
 	stubMark byte = 0xfe
 )
 
@@ -75,7 +82,7 @@ func parseStub(v []byte) (total, n int, pieced bool, err error) {
 	}
 	t, k := binary.Uvarint(v[1:])
 	c, k2 := binary.Uvarint(v[1+max(k, 0):])
-	if k <= 0 || k2 <= 0 || 1+k+k2 != len(v) || c == 0 || t > uint64(c)*uint64(pieceBytes)*2 || c > 1<<24 {
+	if k <= 0 || k2 <= 0 || 1+k+k2 != len(v) || c == 0 || c > max(t, 1) || t > maxPieced {
 		return 0, 0, true, &corruptError{fmt.Sprintf("malformed day stub %x", clip(v))}
 	}
 	return int(t), int(c), true, nil
@@ -85,9 +92,10 @@ func parseStub(v []byte) (total, n int, pieced bool, err error) {
 // delete it), in pieces when it is longer than pieceBytes. The pieces of
 // the value it replaces are deleted first, in the same batch (the writes
 // after the deletion in a batch are newer than it): those in the store
-// (writes of days are serialised by WriteSnapshot's snapMu, so the store
-// read here is the one the batch applies to) or written earlier in the
-// batch (pieced lists their keys).
+// or written earlier in the batch (pieced lists their keys). Snapshots
+// are serialised by WriteSnapshot's snapMu; a website deleted or
+// replaced (a partition moved) meanwhile can at worst leave pieces beyond
+// a stub's count, which readers never read.
 func (s *Store) setDay(b *pebble.Batch, pieced map[string]bool, key, val []byte) error {
 	had := pieced[string(key)]
 	if !had {
@@ -102,7 +110,7 @@ func (s *Store) setDay(b *pebble.Batch, pieced map[string]bool, key, val []byte)
 			return err
 		}
 	}
-	if len(val) <= pieceBytes {
+	if len(val) <= pieceBytes && (len(val) == 0 || val[0] != stubMark) {
 		return setOrDelete(b, key, val)
 	}
 	n := (len(val) + pieceBytes - 1) / pieceBytes
@@ -118,21 +126,31 @@ func (s *Store) setDay(b *pebble.Batch, pieced map[string]bool, key, val []byte)
 	return nil
 }
 
-// hasPieces reports whether the store holds pieces under the day key key.
+// hasPieces reports whether the store holds pieces under the day key key:
+// whether it holds the first (a point read: an iterator a day cost a
+// snapshot of 20,000 small days five times the time; every value in
+// pieces has a first piece).
 func (s *Store) hasPieces(key []byte) (bool, error) {
-	p := piecesPrefix(key)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	_, closer, err := s.db.Get(pieceKey(key, 0))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	found := it.First()
-	return found, it.Close()
+	return true, closer.Close()
 }
 
 // getDay returns a copy of the day value under key, put together from its
 // pieces when it has them, read from one view of the store; ErrNotFound
 // when there is none.
 func (s *Store) getDay(op string, key []byte) ([]byte, error) {
+	// Most values are whole: one point read. A stub is read again with
+	// its pieces through one iterator (one view of the store).
+	val, err := s.getCopy(op, key)
+	if err != nil || len(val) == 0 || val[0] != stubMark {
+		return val, err
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: key, UpperBound: prefixEnd(key)})
 	if err != nil {
 		return nil, wrap(op, err)
@@ -188,7 +206,7 @@ type assembly struct {
 }
 
 func (a *assembly) start(total, n int) {
-	*a = assembly{total: total, n: n, data: make([]byte, 0, total)}
+	*a = assembly{total: total, n: n, data: make([]byte, 0, min(total, 64<<20))}
 }
 
 func (a *assembly) done() bool { return a.got == a.n }

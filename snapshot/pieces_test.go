@@ -39,7 +39,10 @@ func piecesModel(t *testing.T, seed uint64) {
 	value := func() []byte {
 		v := make([]byte, sizes[rng.IntN(len(sizes))])
 		for i := range v {
-			v[i] = byte(rng.IntN(200)) // never stubMark first: a day value never begins with it
+			v[i] = byte(rng.IntN(256))
+		}
+		if len(v) > 0 && rng.IntN(4) == 0 {
+			v[0] = stubMark // stored in pieces whatever its length
 		}
 		return v
 	}
@@ -121,7 +124,7 @@ func checkPieces(t *testing.T, at string, s *Store, days map[dayID][]byte, parts
 				t.Fatalf("%s: Day(%d, %d) = %d bytes, %v; want the %d written", at, w, d, len(b), err, len(v))
 			case ok:
 				want = append(want, day{d, v, parts[id]})
-				if len(v) > pieceBytes {
+				if len(v) > pieceBytes || v[0] == stubMark {
 					wantPieces += (len(v) + pieceBytes - 1) / pieceBytes
 				}
 			}
@@ -187,18 +190,27 @@ func checkPieces(t *testing.T, at string, s *Store, days map[dayID][]byte, parts
 
 // TestDayPiecesMissing: a stub whose pieces are not all there (which the
 // one batch of a snapshot never leaves) is reported corrupt, not read
-// short.
+// short or made of another value's piece: here piece 1 of 3 is gone and a
+// piece 3 is left over (as a website replaced during a snapshot can leave
+// one), so that three pieces of the right total length are there.
 func TestDayPiecesMissing(t *testing.T) {
 	defer SetPieceBytes(SetPieceBytes(64))
 	s, _ := memStore(t)
 	v := bytes.Repeat([]byte{7}, 64*3)
 	must(t, s.WriteSnapshot(&Snapshot{Days: []DayRecord{{Website: 1, Date: 3, Data: v}}}))
-	must(t, s.db.Delete(pieceKey(dayKey(1, 3), 1), nil))
-	if _, err := s.Day(1, 3); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Day with a piece missing: %v, want ErrCorrupt", err)
+	key := dayKey(1, 3)
+	must(t, s.db.Delete(pieceKey(key, 1), nil))
+	must(t, s.db.Set(pieceKey(key, 3), bytes.Repeat([]byte{9}, 64), nil))
+	if got, err := s.Day(1, 3); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Day with piece 1 missing: %d bytes, %v; want ErrCorrupt", len(got), err)
 	}
 	err := s.Days(1, 0, 5, func(int32, []byte) error { return nil })
 	if !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Days with a piece missing: %v, want ErrCorrupt", err)
+		t.Errorf("Days with piece 1 missing: %v, want ErrCorrupt", err)
+	}
+	// A stub claiming more than a day can be is corrupt, not allocated.
+	must(t, s.db.Set(key, stub(1<<40, 3), nil))
+	if _, err := s.Day(1, 3); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Day of a stub of 1 TiB: %v, want ErrCorrupt", err)
 	}
 }
