@@ -91,8 +91,10 @@ type Engine struct {
 	// budget): what a snapshot did not take out of memory (MakeRoom).
 	openAfterSnap atomic.Int64
 	// sinceRoom counts the hits of calls of several hits since MakeRoom
-	// last looked (under a memory budget).
+	// last looked (under a memory budget); roomMu lets one caller at a
+	// time decide to snapshot, so that callers deciding together take one.
 	sinceRoom atomic.Int64
+	roomMu    sync.Mutex
 
 	counters counters
 	cluster  clusterCounters // cluster mode's (Options.Cluster)

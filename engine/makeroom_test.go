@@ -75,3 +75,71 @@ func importsInARow(t *testing.T, calls, events int) {
 		t.Errorf("%d pageviews counted, want %d", tot.Pageviews, want)
 	}
 }
+
+// TestMakeRoomAfterDelete: calls of one hit (live tracking) never wait for
+// a snapshot, however much they write; and when a website's open days
+// leave memory with it, the growth that makes imports wait counts from
+// what is left, not from the open bytes of the last snapshot (else the
+// next imports could grow the open days by the deleted website's as well
+// as by half the budget).
+func TestMakeRoomAfterDelete(t *testing.T) {
+	const budget = 1 << 20
+	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+	e, a := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: budget})
+	defer e.Close()
+	ctx := context.Background()
+	w, err := e.Unscoped().Website(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := "other.example"
+	b, err := e.Owner(w.Account).CreateWebsite(ctx, WebsiteInput{Domain: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 200)
+	one := func(site uint32, at time.Time, i int) {
+		h := hardHit(site, at, fmt.Sprint("v", i%300), fmt.Sprintf("/live/%d/%s", i, pad))
+		if res, err := e.Track(ctx, h); err != nil || res.Accepted != 1 {
+			t.Fatalf("one hit: %+v, %v", res, err)
+		}
+	}
+	for i := range 3_000 {
+		one(a, now.AddDate(0, 0, -3), i)
+	}
+	if m := e.Metrics(); m.Snapshots != 0 || m.OpenSegmentBytes <= budget/2 {
+		t.Fatalf("3,000 calls of one hit into a past day: %d snapshots (want 0: live tracking never waits), %d bytes of open days", m.Snapshots, m.OpenSegmentBytes)
+	}
+	for i := range 3_000 {
+		one(a, now, i)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.Metrics(); m.OpenSegmentBytes < budget/2 {
+		t.Fatalf("today's open day of the website to delete: %d bytes, want at least half the budget (else the test shows nothing)", m.OpenSegmentBytes)
+	}
+	if err := e.Unscoped().DeleteWebsite(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	var first int64
+	for c := range 6 {
+		hits := make([]Hit, 600)
+		for i := range hits {
+			u := fmt.Sprintf("c%d-%d", c, i)
+			hits[i] = hardHit(b.ID, now.AddDate(0, 0, -2-c), fmt.Sprint("v", i%300), "/imp/"+u+"/"+pad)
+		}
+		if res, err := e.Track(ctx, hits...); err != nil || res.Accepted != len(hits) {
+			t.Fatalf("call %d: %+v, %v", c, res, err)
+		}
+		open := e.Metrics().OpenSegmentBytes
+		t.Logf("after call %d: open days' segments %d bytes", c, open)
+		if c == 0 {
+			first = open
+			continue
+		}
+		if bound := budget/2 + 2*first; open > bound {
+			t.Errorf("after call %d: %d bytes of open days, want at most %d (half the budget and two calls' days of %d)", c, open, bound, first)
+		}
+	}
+}

@@ -865,8 +865,8 @@ func (r *metaRunner) trackOnce(hits []engine.Hit, key string, now time.Time) err
 }
 
 // snappedBefore applies retention to the model when the engine took a
-// snapshot in a call (its count moved from snaps): a call of several parts
-// under the memory budget takes one before its hits (MakeRoom), and no
+// snapshot in a call (its count moved from snaps): a call of several hits
+// under the memory budget may take one before its hits (MakeRoom), and no
 // background snapshot runs here.
 func (r *metaRunner) snappedBefore(snaps uint64, now time.Time) {
 	if r.s.e.Metrics().Snapshots != snaps {

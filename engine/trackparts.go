@@ -198,20 +198,26 @@ func (e *Engine) makeRoom() bool {
 	if b <= 0 || e.opts.Cluster != nil {
 		return false
 	}
+	snaps := e.counters.snapshots.Load()
 	open, base := e.openBytes(), e.openAfterSnap.Load()
 	if open < base {
-		// Open days left memory since (a website deleted, days frozen
-		// and evicted): the growth counts from here.
-		e.openAfterSnap.Store(open)
+		// Open days left memory since (a website deleted): the growth
+		// counts from here, unless a snapshot stored a baseline since.
+		e.openAfterSnap.CompareAndSwap(base, open)
 		base = open
 	}
 	if open-base <= b/2 {
 		return false
 	}
+	e.roomMu.Lock()
+	defer e.roomMu.Unlock()
+	if e.counters.snapshots.Load() != snaps {
+		return true // another caller's snapshot, or the background one, made room
+	}
 	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 		// The call goes on: its own log write fails if the store does.
 		// Not tried again before the open days grow by as much again.
-		e.openAfterSnap.Store(open)
+		e.openAfterSnap.CompareAndSwap(base, open)
 		e.opts.Logger.Error("snapshot before an import", "err", err)
 	}
 	return true

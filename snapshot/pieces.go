@@ -113,6 +113,9 @@ func (s *Store) setDay(b *pebble.Batch, pieced map[string]bool, key, val []byte)
 	if len(val) <= pieceBytes && (len(val) == 0 || val[0] != stubMark) {
 		return setOrDelete(b, key, val)
 	}
+	if len(val) > maxPieced {
+		return fmt.Errorf("a day value of %d bytes, over %d", len(val), maxPieced)
+	}
 	n := (len(val) + pieceBytes - 1) / pieceBytes
 	pieced[string(key)] = true
 	if err := b.Set(key, stub(len(val), n), nil); err != nil {
