@@ -34,35 +34,10 @@ func TestImportsInARowMakeRoom(t *testing.T) {
 }
 
 func importsInARow(t *testing.T, calls, events int) {
-	const budget = 1 << 20
 	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
-	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: budget})
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: roomBudget})
 	defer e.Close()
-	pad := strings.Repeat("x", 200)
-	var first int64
-	for c := range calls {
-		day := now.AddDate(0, 0, -2-c)
-		hits := make([]Hit, events)
-		for i := range hits {
-			u := fmt.Sprintf("c%d-%d", c, i)
-			h := hardHit(site, day, fmt.Sprint("v", i%300), "/imp/"+u+"/"+pad)
-			h.Referrer = "https://" + u + ".example/" + pad
-			hits[i] = h
-		}
-		res, err := e.Track(context.Background(), hits...)
-		if err != nil || res.Accepted != events {
-			t.Fatalf("call %d: %+v, %v", c, res, err)
-		}
-		m := e.Metrics()
-		t.Logf("after call %d: open days' segments %d bytes, snapshots %d", c, m.OpenSegmentBytes, m.Snapshots)
-		if c == 0 {
-			first = m.OpenSegmentBytes
-			continue
-		}
-		if bound := budget/2 + 2*first; m.OpenSegmentBytes > bound {
-			t.Errorf("after call %d: %d bytes of open days, want at most %d (half the budget and two calls' days of %d)", c, m.OpenSegmentBytes, bound, first)
-		}
-	}
+	importCalls(t, e, site, now, calls, events, true)
 	if err := e.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +51,44 @@ func importsInARow(t *testing.T, calls, events int) {
 	}
 }
 
+// roomBudget is the memory budget of the MakeRoom tests.
+const roomBudget = 1 << 20
+
+// importCalls makes calls calls of events new values each to site (new
+// pages, and new referrers too when referrers), call c into the day 2+c
+// days before now, and checks after each that the open days hold at most
+// half the budget and two calls' days.
+func importCalls(t *testing.T, e *Engine, site uint32, now time.Time, calls, events int, referrers bool) {
+	t.Helper()
+	pad := strings.Repeat("x", 200)
+	var first int64
+	for c := range calls {
+		day := now.AddDate(0, 0, -2-c)
+		hits := make([]Hit, events)
+		for i := range hits {
+			u := fmt.Sprintf("c%d-%d", c, i)
+			h := hardHit(site, day, fmt.Sprint("v", i%300), "/imp/"+u+"/"+pad)
+			if referrers {
+				h.Referrer = "https://" + u + ".example/" + pad
+			}
+			hits[i] = h
+		}
+		res, err := e.Track(context.Background(), hits...)
+		if err != nil || res.Accepted != events {
+			t.Fatalf("call %d: %+v, %v", c, res, err)
+		}
+		m := e.Metrics()
+		t.Logf("after call %d: open days' segments %d bytes, snapshots %d", c, m.OpenSegmentBytes, m.Snapshots)
+		if c == 0 {
+			first = m.OpenSegmentBytes
+			continue
+		}
+		if bound := roomBudget/2 + 2*first; m.OpenSegmentBytes > bound {
+			t.Errorf("after call %d: %d bytes of open days, want at most %d (half the budget and two calls' days of %d)", c, m.OpenSegmentBytes, bound, first)
+		}
+	}
+}
+
 // TestMakeRoomAfterDelete: calls of one hit (live tracking) never wait for
 // a snapshot, however much they write; and when a website's open days
 // leave memory with it, the growth that makes imports wait counts from
@@ -83,7 +96,7 @@ func importsInARow(t *testing.T, calls, events int) {
 // next imports could grow the open days by the deleted website's as well
 // as by half the budget).
 func TestMakeRoomAfterDelete(t *testing.T) {
-	const budget = 1 << 20
+	const budget = roomBudget
 	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
 	e, a := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: budget})
 	defer e.Close()
@@ -122,24 +135,5 @@ func TestMakeRoomAfterDelete(t *testing.T) {
 	if err := e.Unscoped().DeleteWebsite(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	var first int64
-	for c := range 6 {
-		hits := make([]Hit, 600)
-		for i := range hits {
-			u := fmt.Sprintf("c%d-%d", c, i)
-			hits[i] = hardHit(b.ID, now.AddDate(0, 0, -2-c), fmt.Sprint("v", i%300), "/imp/"+u+"/"+pad)
-		}
-		if res, err := e.Track(ctx, hits...); err != nil || res.Accepted != len(hits) {
-			t.Fatalf("call %d: %+v, %v", c, res, err)
-		}
-		open := e.Metrics().OpenSegmentBytes
-		t.Logf("after call %d: open days' segments %d bytes", c, open)
-		if c == 0 {
-			first = open
-			continue
-		}
-		if bound := budget/2 + 2*first; open > bound {
-			t.Errorf("after call %d: %d bytes of open days, want at most %d (half the budget and two calls' days of %d)", c, open, bound, first)
-		}
-	}
+	importCalls(t, e, b.ID, now, 6, 600, false)
 }
