@@ -87,9 +87,10 @@ type Engine struct {
 	trimmedSince uint64    // log entries trimmed since the log was last compacted
 	lastSnapTick int64     // LRU clock at the start of the last snapshot
 	lastCompact  time.Time // when the trimmed log was last compacted
-	// openAfterSnap is openBytes after the last snapshot (under a memory
-	// budget): what a snapshot did not take out of memory (MakeRoom).
-	openAfterSnap atomic.Int64
+	// roomFailed is the past open days' bytes when MakeRoom's snapshot
+	// last failed (0 after a snapshot): it tries again only once they
+	// grew by half the budget more.
+	roomFailed atomic.Int64
 	// sinceRoom counts the hits of calls of several hits since MakeRoom
 	// last looked (under a memory budget); roomMu lets one caller at a
 	// time decide to snapshot, so that callers deciding together take one.

@@ -122,6 +122,11 @@ func (e *Engine) applyMarkLocked(st *siteState, m *idem.Mark) {
 // repeat of one cut short after some parts (a crash, ErrLogFailed)
 // counts the rest, provided it carries the same hits.
 func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackResult, error) {
+	return e.trackOnce(ctx, key, hits, false)
+}
+
+// trackOnce is TrackOnce; with own (Import), hits are the call's.
+func (e *Engine) trackOnce(ctx context.Context, key string, hits []Hit, own bool) (TrackResult, error) {
 	if !ValidKey(key) {
 		return TrackResult{}, ErrInvalidKey
 	}
@@ -147,7 +152,7 @@ func (e *Engine) TrackOnce(ctx context.Context, key string, hits ...Hit) (TrackR
 	}
 	defer e.releaseKey(s.state, m.Key, f)
 	resumed := m.Part > 0
-	res, err = e.track(ctx, m, hits)
+	res, err = e.track(ctx, m, hits, own)
 	if resumed {
 		// The parts counted before count in the answer. A resumption
 		// decided the rest itself: not a repeat, even one that counted

@@ -25,6 +25,10 @@ type Metrics struct {
 	// exact filtered statistics keep a row per hit and per visit (SPEC
 	// §10.1), so this grows with the day's hits, not with MemoryBudget.
 	OpenSegmentBytes int64
+	// OpenBytes estimates the memory of open days whole (their buckets
+	// and segments), outside MemoryBudget until a snapshot freezes them:
+	// what MakeRoom watches.
+	OpenBytes int64
 	// LogSeq is the sequence of the last log record applied (or skipped:
 	// its website was gone). In cluster mode it is the shared log's, and
 	// every node that has caught up reports the same.
@@ -64,7 +68,7 @@ func (e *Engine) Metrics() Metrics {
 	e.regMu.RLock()
 	m.Websites = len(e.sites)
 	e.regMu.RUnlock()
-	m.OpenSegmentBytes = e.openBytes()
+	m.OpenSegmentBytes, m.OpenBytes, _ = e.openBytes()
 	return m
 }
 

@@ -136,9 +136,7 @@ func (e *Engine) writeSnapshot() error {
 	e.compactLogAfter(b.trim, now)
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
 	e.evictLocked(now)
-	if e.opts.MemoryBudget > 0 {
-		e.openAfterSnap.Store(e.openBytes())
-	}
+	e.roomFailed.Store(0)
 	return nil
 }
 

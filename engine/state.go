@@ -142,18 +142,12 @@ func newSiteState(id uint32) *siteState {
 // releaseLocked drops the state's memory (the website was deleted), and
 // takes what it held out of the engine's resident counts.
 func (e *Engine) releaseLocked(st *siteState) {
-	var open int64
 	for _, ent := range st.days {
 		if ent.frozen {
 			e.counters.resident.Add(-int64(ent.size))
 			ent.releaseMemo()
-		} else {
-			open += int64(ent.seg.Size)
 		}
 	}
-	// The open days leave memory: MakeRoom counts growth from what is
-	// left (a snapshot stores the exact figure again).
-	e.openAfterSnap.Add(-open)
 	for _, p := range st.periods {
 		e.counters.state.Add(-int64(p.size))
 	}

@@ -35,7 +35,7 @@ import (
 // of websites before it are (Track is atomic per website; imports are for
 // one website).
 func (e *Engine) Track(ctx context.Context, hits ...Hit) (TrackResult, error) {
-	return e.track(ctx, nil, hits)
+	return e.track(ctx, nil, hits, false)
 }
 
 // batch is hits of a call enriched, grouped by website, not yet logged:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/webstats/webstats/buckets"
 	"github.com/webstats/webstats/engine/internal/idem"
 )
 
@@ -36,12 +37,27 @@ import (
 // partHits is the most hits a call logs and applies as one batch.
 var partHits = 1000
 
+// Import counts hits handed over by an importer: TrackOnce with key, or
+// Track when key is "". It owns hits: each part's hits are cleared once
+// enriched (what is kept of them is in the part's records by then), so
+// that what an import holds shrinks as it counts instead of holding all
+// its hits beside the days they grow (SPEC §13: an import of 10,000 events
+// grows memory by a bounded amount). The caller must not read hits after
+// the call; the result's Reasons still follow their order.
+func (e *Engine) Import(ctx context.Context, key string, hits []Hit) (TrackResult, error) {
+	if key == "" {
+		return e.track(ctx, nil, hits, true)
+	}
+	return e.trackOnce(ctx, key, hits, true)
+}
+
 // track is Track (TrackOnce with a mark), in parts of partHits hits; a
 // mark whose part is not 0 resumes a keyed call from that part, the hits
 // before it not looked at (their Reasons stay DropNone, and they are not
 // in the counts). At return, mark.Res is the counts of the parts this
-// call counted.
-func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackResult, error) {
+// call counted. With own (Import), each part's hits are cleared once
+// prepared.
+func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit, own bool) (TrackResult, error) {
 	if err := ctx.Err(); err != nil {
 		return TrackResult{Reasons: make([]DropReason, len(hits))}, err
 	}
@@ -63,7 +79,7 @@ func (e *Engine) track(ctx context.Context, mark *idem.Mark, hits []Hit) (TrackR
 		return e.commit(ctx, &b, mark)
 	}
 	res := TrackResult{Reasons: make([]DropReason, len(hits))}
-	p := &parts{e: e, ctx: ctx, now: now, n: n, res: &res}
+	p := &parts{e: e, ctx: ctx, now: now, n: n, res: &res, own: own}
 	if mark != nil {
 		p.next = int(mark.Part)
 	}
@@ -115,6 +131,7 @@ type parts struct {
 	n    int // parts
 	next int // the part nextLogging looks at first
 	res  *TrackResult
+	own  bool // the hits are the call's: cleared once prepared (Import)
 }
 
 // dropped is a part none of whose hits logs: its index and its drops.
@@ -133,6 +150,9 @@ func (p *parts) nextLogging(hits []Hit) (b batch, ok bool, at int, drops idem.Re
 		b, err := p.e.prepare(p.ctx, p.now, hits[lo:hi])
 		if err != nil {
 			return batch{}, false, 0, drops, nil, err
+		}
+		if p.own {
+			clear(hits[lo:hi]) // their records hold what is kept of them
 		}
 		if b.logs() {
 			at := p.next
@@ -166,17 +186,18 @@ func (p *parts) add(at int, r TrackResult) {
 	}
 }
 
-// MakeRoom takes a snapshot when the open days (outside Options.MemoryBudget
-// until a snapshot freezes or seals them) grew by more than half the
-// budget since the last snapshot (SPEC §13: imports in a row grow memory
-// by a bounded amount). Calls of more than one hit (imports, batches) do so
-// first once partHits hits came in such calls since the last look, whatever
-// their size; an importer calls it before it reads and decodes a large
-// body, so that the snapshot of the days the previous import wrote does
-// not overlap the next one's decoding. Calls of one hit (live tracking)
-// never wait for a snapshot. Without a budget, or in cluster mode (whose
-// snapshots wait for the follower), it does nothing. It reports whether it
-// took a snapshot.
+// MakeRoom takes a snapshot when the open days before today (outside
+// Options.MemoryBudget until a snapshot freezes them: an import's past
+// days) hold more than half the budget, counted whole, buckets and
+// segments (SPEC §13: imports in a row grow memory by a bounded amount).
+// Calls of more than one hit (imports, batches) do so first once partHits
+// hits came in such calls since the last look, whatever their size; an
+// importer calls it before it reads and decodes a large body, so that the
+// snapshot of the days the previous import wrote does not overlap the
+// next one's decoding. Calls of one hit (live tracking) never wait for a
+// snapshot. Without a budget, or in cluster mode (whose snapshots wait
+// for the follower), it does nothing. It reports whether it took a
+// snapshot.
 func (e *Engine) MakeRoom() bool {
 	if !e.enter() {
 		return false
@@ -190,23 +211,17 @@ func (e *Engine) MakeRoom() bool {
 // imports in a row each left a day of new values open, and the snapshot
 // that finally wrote them encoded them all at once beside the next
 // import. The call waits for the snapshot: under a small budget imports
-// go at the pace of the store. The growth since the last snapshot, not
-// the open bytes themselves, decides: what a snapshot leaves open (today,
-// unsealed) must not make every import wait for one.
+// go at the pace of the store. Only the open days before today count:
+// what a snapshot freezes (today's rows are sealed by their own rule,
+// and a snapshot would not take them out of memory).
 func (e *Engine) makeRoom() bool {
 	b := e.opts.MemoryBudget
 	if b <= 0 || e.opts.Cluster != nil {
 		return false
 	}
 	snaps := e.counters.snapshots.Load()
-	open, base := e.openBytes(), e.openAfterSnap.Load()
-	if open < base {
-		// Open days left memory since (a website deleted): the growth
-		// counts from here, unless a snapshot stored a baseline since.
-		e.openAfterSnap.CompareAndSwap(base, open)
-		base = open
-	}
-	if open-base <= b/2 {
+	_, _, past := e.openBytes()
+	if past <= b/2 || past <= e.roomFailed.Load()+b/2 {
 		return false
 	}
 	e.roomMu.Lock()
@@ -216,26 +231,56 @@ func (e *Engine) makeRoom() bool {
 	}
 	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 		// The call goes on: its own log write fails if the store does.
-		// Not tried again before the open days grow by as much again.
-		e.openAfterSnap.CompareAndSwap(base, open)
+		// Not tried again before the past open days grow by as much
+		// again, or a snapshot succeeds.
+		e.roomFailed.Store(past)
 		e.opts.Logger.Error("snapshot before an import", "err", err)
 	}
 	return true
 }
 
-// openBytes is the estimated memory of every website's open (unfrozen)
-// days' segments.
-func (e *Engine) openBytes() int64 {
-	var n int64
+// openBytes estimates the memory of every website's open (unfrozen)
+// days: their segments, all of them (openSize), and those of the days
+// before the website's today (openSize): what a snapshot freezes.
+func (e *Engine) openBytes() (segs, all, past int64) {
+	now := e.now()
 	for _, s := range e.siteList() {
-		sh := e.shardOf(s.state.id)
+		cfg := s.cfg.Load()
+		today := buckets.DateFromTime(now.In(cfg.loc))
+		sh := e.shardOf(cfg.id)
 		sh.mu.Lock()
-		for _, ent := range s.state.days {
-			if !ent.frozen {
-				n += int64(ent.seg.Size)
+		for date, ent := range s.state.days {
+			if ent.frozen {
+				continue
+			}
+			n := ent.openSize()
+			segs += ent.segSize()
+			all += n
+			if date < today {
+				past += n
 			}
 		}
 		sh.mu.Unlock()
+	}
+	return segs, all, past
+}
+
+// segSize is the estimated memory of the day's segments.
+func (ent *dayEntry) segSize() int64 {
+	if ent.seg == nil {
+		return 0
+	}
+	return int64(ent.seg.Size)
+}
+
+// openSize is the estimated memory of an open day, its buckets and
+// segments, as a frozen day counts in the budget (retention.go): an
+// import's day of new values is about as much in its buckets (their own
+// dictionary, columns and bitmaps) as in its segments.
+func (ent *dayEntry) openSize() int64 {
+	n := ent.segSize()
+	if ent.day != nil {
+		n += int64(ent.day.SizeBytes())
 	}
 	return n
 }

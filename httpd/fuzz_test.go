@@ -112,7 +112,7 @@ func FuzzImportBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		hits, perr := parseImport(body, 1, epoch)
+		hits, perr := parseImport(bytes.NewReader(body), 1, epoch)
 		w := fx.do(request{method: "POST", path: "/api/v1/websites/1/events", key: fx.alice, ctype: "application/x-ndjson", body: string(body)})
 		switch w.Code {
 		case 200:

@@ -51,12 +51,12 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if _, err := s.e.Owner(c.account.ID).Website(r.Context(), id); err != nil {
 		return err
 	}
-	key, keyed, err := idempotencyKey(r)
+	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}
 	if res, ok := s.e.KeyResult(r.Context(), id, key); ok {
-		// A repeat (keyed): the first import's answer, whatever this
+		// A repeat: the first import's answer, whatever this
 		// body holds. One sent while the first is being counted waits
 		// here, before its body (up to 10 MiB) is read.
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -74,21 +74,11 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	if b, ok := r.Body.(*requestBody); ok {
 		b.restartDeadline() // the wait for the slot and the room is not the client's time
 	}
-	body, err := readImportBody(r, maxImportBody)
+	hits, err := parseSorted(r.Body, id, s.now())
 	if err != nil {
 		return err
 	}
-	hits, err := parseImport(body, id, s.now())
-	if err != nil {
-		return err
-	}
-	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
-	var res engine.TrackResult
-	if keyed {
-		res, err = s.e.TrackOnce(r.Context(), key, hits...)
-	} else {
-		res, err = s.e.Track(r.Context(), hits...)
-	}
+	res, err := s.e.Import(r.Context(), key, hits)
 	if kf := (*engine.KeysFullError)(nil); errors.As(err, &kf) {
 		tooMany(w, r, kf.RetryAt.Sub(s.now()))
 		return nil
@@ -104,18 +94,18 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 // idempotencyKey returns the request's Idempotency-Key (SPEC §3.4
-// "Retries"): keyed is false without the header; one that is empty, sent
-// twice, longer than 128 or not printable ASCII is a 422 under its name.
-func idempotencyKey(r *http.Request) (key string, keyed bool, err error) {
+// "Retries"): "" without the header; one that is empty, sent twice,
+// longer than 128 or not printable ASCII is a 422 under its name.
+func idempotencyKey(r *http.Request) (key string, err error) {
 	vals, ok := r.Header["Idempotency-Key"]
 	if !ok {
-		return "", false, nil
+		return "", nil
 	}
 	if len(vals) != 1 || !engine.ValidKey(vals[0]) {
-		return "", false, fieldErrors{{Field: "Idempotency-Key",
+		return "", fieldErrors{{Field: "Idempotency-Key",
 			Msg: "The Idempotency-Key header must be 1 to " + strconv.Itoa(engine.MaxKeyLen) + " printable ASCII characters."}}
 	}
-	return vals[0], true, nil
+	return vals[0], nil
 }
 
 // importBody is the answer of an import.
@@ -174,54 +164,34 @@ func importResult(res engine.TrackResult) importBody {
 	return out
 }
 
-// parseImport splits an import body into events (a JSON array, or NDJSON:
-// one object per non-blank line) and checks each. It returns the hits of
-// website, or a 413 (too many events) or 422 (every invalid field, named
-// events.N.field with N the 0-based index of the event).
-func parseImport(body []byte, website uint32, now time.Time) ([]engine.Hit, error) {
-	raws, err := splitEvents(body)
+// parseImport reads an import body (a JSON array, or NDJSON: one object
+// per non-blank line) an event at a time (importread.go) and checks each.
+// It returns the hits of website, or a 413 (too many events), a 422
+// (every invalid field, named events.N.field with N the 0-based index of
+// the event), or the body's read error.
+func parseImport(body io.Reader, website uint32, now time.Time) ([]engine.Hit, error) {
+	evs, err := newEventReader(body)
 	if err != nil {
 		return nil, err
 	}
-	var fe fieldErrors
-	if len(raws) == 0 {
+	var (
+		hits  []engine.Hit
+		fe    fieldErrors
+		chunk []json.RawMessage
+	)
+	for {
+		if chunk, err = evs.next(chunk[:0], importChunk); err != nil {
+			return nil, err
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		from := len(hits)
+		hits = slices.Grow(hits, len(chunk))[:from+len(chunk)]
+		checkEvents(chunk, hits[from:], from, website, now, &fe)
+	}
+	if evs.n == 0 {
 		fe.add("events", "The events field is required.")
-		return nil, fe
-	}
-	hits := make([]engine.Hit, len(raws))
-	check := func(from, to int, fe *fieldErrors) {
-		for i := from; i < to; i++ {
-			checkEvent(raws[i], "events."+strconv.Itoa(i), now, &hits[i], fe)
-			hits[i].Website = website
-		}
-	}
-	// Decoding is most of an import's time: a large one is decoded in
-	// parts at once, one per processor, and their messages joined in
-	// event order.
-	parts := min(runtime.GOMAXPROCS(0), len(raws)/importPart)
-	if parts <= 1 {
-		check(0, len(raws), &fe)
-	} else {
-		errs := make([]fieldErrors, parts)
-		panics := make([]any, parts)
-		var wg sync.WaitGroup
-		for p := range parts {
-			wg.Go(func() {
-				// A panic is the request's, which the server turns into
-				// a 500, as on the request's own goroutine.
-				defer func() { panics[p] = recover() }()
-				check(p*len(raws)/parts, (p+1)*len(raws)/parts, &errs[p])
-			})
-		}
-		wg.Wait()
-		for _, v := range panics {
-			if v != nil {
-				panic(v)
-			}
-		}
-		for _, e := range errs {
-			fe = append(fe, e...)
-		}
 	}
 	if len(fe) > 0 {
 		return nil, fe
@@ -229,56 +199,57 @@ func parseImport(body []byte, website uint32, now time.Time) ([]engine.Hit, erro
 	return hits, nil
 }
 
+// checkEvents checks raws, the events from the first-th on, into hits
+// (as many) and adds the messages of their invalid fields to fe.
+// Decoding is most of an import's time: many events are decoded in parts
+// at once, one per processor, and their messages joined in event order.
+func checkEvents(raws []json.RawMessage, hits []engine.Hit, first int, website uint32, now time.Time, fe *fieldErrors) {
+	check := func(from, to int, fe *fieldErrors) {
+		for i := from; i < to; i++ {
+			checkEvent(raws[i], "events."+strconv.Itoa(first+i), now, &hits[i], fe)
+			hits[i].Website = website
+		}
+	}
+	parts := min(runtime.GOMAXPROCS(0), len(raws)/importPart)
+	if parts <= 1 {
+		check(0, len(raws), fe)
+		return
+	}
+	errs := make([]fieldErrors, parts)
+	panics := make([]any, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			// A panic is the request's, which the server turns into a
+			// 500, as on the request's own goroutine.
+			defer func() { panics[p] = recover() }()
+			check(p*len(raws)/parts, (p+1)*len(raws)/parts, &errs[p])
+		})
+	}
+	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
+	}
+	for _, e := range errs {
+		*fe = append(*fe, e...)
+	}
+}
+
+// parseSorted is parseImport with the hits sorted by time (stably): the
+// order an import counts them in.
+func parseSorted(body io.Reader, website uint32, now time.Time) ([]engine.Hit, error) {
+	hits, err := parseImport(body, website, now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
+	return hits, nil
+}
+
 // importPart is the fewest events an import decodes in a part of its own.
 const importPart = 500
-
-// splitEvents returns the raw events of body. A JSON syntax error is a 422
-// naming the event where it happened.
-func splitEvents(body []byte) ([]json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return nil, nil
-	}
-	var raws []json.RawMessage
-	if trimmed[0] == '[' {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if _, err := dec.Token(); err != nil {
-			return nil, fieldErrors{{Field: "events", Msg: "The events must be a JSON array or NDJSON."}}
-		}
-		for dec.More() {
-			if len(raws) == maxImportEvents {
-				return nil, errTooManyEvents
-			}
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				field := "events." + strconv.Itoa(len(raws))
-				return nil, fieldErrors{{Field: field, Msg: "The " + field + " must be valid JSON."}}
-			}
-			raws = append(raws, raw)
-		}
-		if _, err := dec.Token(); err != nil { // the closing ']'
-			field := "events." + strconv.Itoa(len(raws))
-			return nil, fieldErrors{{Field: field, Msg: "The " + field + " must be valid JSON."}}
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, fieldErrors{{Field: "events", Msg: "The events must be a JSON array or NDJSON."}}
-		}
-		return raws, nil
-	}
-	for rest := trimmed; len(rest) > 0; {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if len(raws) == maxImportEvents {
-			return nil, errTooManyEvents
-		}
-		raws = append(raws, line)
-	}
-	return raws, nil
-}
 
 // checkEvent checks one raw event, named at in messages, into h, and adds
 // the messages of its invalid fields to fe.

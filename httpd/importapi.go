@@ -1,9 +1,9 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +28,7 @@ func (e *ImportError) Error() string { return (&engine.ValidationError{Fields: e
 // counts nothing: the command line checks a whole file with it before
 // sending or counting any of it. An invalid body is an *ImportError.
 func CheckImport(body []byte, now time.Time) error {
-	_, err := parseImport(body, 1, now)
+	_, err := parseImport(bytes.NewReader(body), 1, now)
 	return importErr(err)
 }
 
@@ -53,17 +53,11 @@ func Import(ctx context.Context, e *engine.Engine, website uint32, body []byte, 
 	// Under a memory budget, the days the previous chunks wrote leave
 	// memory before this one is decoded (SPEC §13).
 	e.MakeRoom()
-	hits, err := parseImport(body, website, now)
+	hits, err := parseSorted(bytes.NewReader(body), website, now)
 	if err != nil {
 		return ImportResult{}, importErr(err)
 	}
-	slices.SortStableFunc(hits, func(a, b engine.Hit) int { return a.Time.Compare(b.Time) })
-	var res engine.TrackResult
-	if key != "" {
-		res, err = e.TrackOnce(ctx, key, hits...)
-	} else {
-		res, err = e.Track(ctx, hits...)
-	}
+	res, err := e.Import(ctx, key, hits)
 	if err != nil {
 		return ImportResult{}, err
 	}

@@ -333,7 +333,7 @@ func TestImportLarge(t *testing.T) {
 		t.Errorf("messages mismatch (-want +got):\n%s", diff)
 	}
 	// The fields come in event order, whichever part found them.
-	_, err := parseImport([]byte(bad.String()), 1, epoch)
+	_, err := parseImport(strings.NewReader(bad.String()), 1, epoch)
 	var fe fieldErrors
 	if !errors.As(err, &fe) {
 		t.Fatalf("parseImport: %v, want field errors", err)
