@@ -48,6 +48,31 @@ type HTTPPoint struct {
 	Latency Latency
 	// Errors counts requests that failed or answered other than 202.
 	Errors int
+	// CPUPerReq is the median of CPURuns: the server's CPU time per
+	// answered request, the CPU the process spent outside the load
+	// generator's goroutines (the server's, Pebble's, the collector's,
+	// the scheduler's: runner.cpuProfile) over the requests answered; 0
+	// when not measured (the profiler was busy, or a report from before).
+	CPUPerReq time.Duration   `json:",omitempty"`
+	CPURuns   []time.Duration `json:",omitempty"`
+}
+
+// addRun adds a repetition's result to p, with the server's CPU time
+// over it (negative: not measured).
+func (p *HTTPPoint) addRun(lr loadResult, serverCPU time.Duration) {
+	p.Runs = append(p.Runs, lr.perSec)
+	p.Errors += lr.errors
+	if serverCPU >= 0 && lr.answered > 0 {
+		p.CPURuns = append(p.CPURuns, serverCPU/time.Duration(lr.answered))
+	}
+}
+
+// finish sets p's medians from its repetitions.
+func (p *HTTPPoint) finish(lats []Latency) {
+	p.PerSec, p.Latency = median(p.Runs), medianLatency(lats)
+	if len(p.CPURuns) > 0 {
+		p.CPUPerReq = medianDur(p.CPURuns)
+	}
 }
 
 // Point returns the measurement of mode and clients, if any.
@@ -132,9 +157,10 @@ func newClient(n int) *http.Client {
 // loadResult is the outcome of one load: requests answered as wanted per
 // second, their latencies, and the failures.
 type loadResult struct {
-	perSec  float64
-	latency Latency
-	errors  int
+	perSec   float64
+	answered int // requests answered with the status wanted
+	latency  Latency
+	errors   int
 }
 
 // load runs clients goroutines that send requests made by mk (given a
@@ -189,7 +215,7 @@ func load(ctx context.Context, clients int, d time.Duration, want int, mk func(c
 	for _, l := range lats {
 		all = append(all, l...)
 	}
-	return loadResult{perSec: float64(len(all)) / el.Seconds(), latency: latencyOf(all), errors: int(errs.Load())}, nil
+	return loadResult{perSec: float64(len(all)) / el.Seconds(), answered: len(all), latency: latencyOf(all), errors: int(errs.Load())}, nil
 }
 
 // server is an in-process webstatsd on a loopback port.
@@ -347,7 +373,7 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 					Targets: []string{fmt.Sprintf("POST /api/event, %d clients, %s", n, map[string]string{"durable": "durable", "interval": "interval", "nosync": "NoSync"}[mode])}}
 				on := i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency) && (mode == "durable" || mode == "interval" || mode == "nosync")
 				var lr loadResult
-				err := r.cpuProfile(on, true, prof, func() (err error) {
+				cpu, err := r.cpuProfile(on, mode != "external", prof, func() (err error) {
 					lr, err = load(ctx, n, c.HTTPDuration, http.StatusAccepted, func(ctx context.Context, i int) (*http.Request, error) {
 						return reqs[i%len(reqs)].newRequest(ctx, base)
 					})
@@ -357,12 +383,10 @@ func (r *runner) httpTracking(ctx context.Context, rep *Report) error {
 					stop()
 					return err
 				}
-				p.Runs = append(p.Runs, lr.perSec)
+				p.addRun(lr, cpu)
 				lats = append(lats, lr.latency)
-				p.Errors += lr.errors
 			}
-			p.PerSec = median(p.Runs)
-			p.Latency = medianLatency(lats)
+			p.finish(lats)
 			res.Points = append(res.Points, p)
 		}
 		stop()

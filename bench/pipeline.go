@@ -149,7 +149,7 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 			}
 			var n int
 			var el time.Duration
-			err = r.cpuProfile(last && batch == 1, false, Profile{Name: "pipeline-track", What: "Track, one hit per call, one goroutine, NoSync",
+			_, err = r.cpuProfile(last && batch == 1, false, Profile{Name: "pipeline-track", What: "Track, one hit per call, one goroutine, NoSync",
 				Targets: []string{"full pipeline on one core"}}, func() (err error) {
 				start := time.Now()
 				if batch == 1 {
@@ -177,8 +177,9 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 		}
 		r.prog.step("pipeline: apply (log replay in Open), durable Track from %d goroutines (%d/%d)", res.DurableWriters, i+1, c.Repeats)
 		rate, replayed, fixed, err := applyRun(ctx, hits, func(replay func() error) error {
-			return r.cpuProfile(last, false, Profile{Name: "pipeline-apply", What: "apply: the log replay of engine.Open",
+			_, err := r.cpuProfile(last, false, Profile{Name: "pipeline-apply", What: "apply: the log replay of engine.Open",
 				Targets: []string{"engine apply on one core", "restart after kill -9"}}, replay)
+			return err
 		})
 		if err != nil {
 			return err
@@ -196,7 +197,7 @@ func (r *runner) pipeline(ctx context.Context, rep *Report) error {
 			return err
 		}
 		var lat Latency
-		err = r.cpuProfile(last, false, Profile{Name: "pipeline-durable", What: fmt.Sprintf("durable Track from %d goroutines", res.DurableWriters),
+		_, err = r.cpuProfile(last, false, Profile{Name: "pipeline-durable", What: fmt.Sprintf("durable Track from %d goroutines", res.DurableWriters),
 			Targets: []string{"durable Track from"}}, func() (err error) {
 			rate, lat, err = trackConcurrent(ctx, e, hits, res.DurableWriters, c.HTTPDuration)
 			return err

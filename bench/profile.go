@@ -67,19 +67,23 @@ const (
 	serverLabel   = "webstats-bench-server"
 )
 
-// cpuProfile runs fn under the CPU profiler when on, and adds its profile
-// to the report; clients says fn runs HTTP clients in this process, against
-// a server whose connections are not fn's (Server). The profiler samples at
-// the runtime's default 100 Hz, which costs the measurement little; the
-// profiled repetition counts among the repetitions like the others. When
-// another CPU profile is running (go test -cpuprofile), fn runs without.
-func (r *runner) cpuProfile(on, clients bool, p Profile, fn func() error) error {
-	if !on {
-		return fn()
+// cpuProfile runs fn under the CPU profiler when keep, and adds its
+// profile to the report; clients says fn runs HTTP clients in this process,
+// against a server whose connections are not fn's (Server): then fn always
+// runs under the profiler, keep or not, and serverCPU is the CPU time
+// sampled outside fn's goroutines (the server's, Pebble's, the collector's
+// and the scheduler's), the load's cost to the server (-1 when the
+// profiler was not available). The profiler samples at the runtime's
+// default 100 Hz, which costs the measurement little; the profiled
+// repetition counts among the repetitions like the others. When another
+// CPU profile is running (go test -cpuprofile), fn runs without.
+func (r *runner) cpuProfile(keep, clients bool, p Profile, fn func() error) (serverCPU time.Duration, err error) {
+	if !keep && !clients {
+		return -1, fn()
 	}
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
-		return fn()
+		return -1, fn()
 	}
 	stopped := false
 	defer func() {
@@ -88,20 +92,22 @@ func (r *runner) cpuProfile(on, clients bool, p Profile, fn func() error) error 
 		}
 	}()
 	start := time.Now()
-	var err error
 	pprof.Do(context.Background(), pprof.Labels(measuredLabel, p.Name), func(context.Context) { err = fn() })
 	p.Wall = time.Since(start)
 	pprof.StopCPUProfile()
 	stopped = true
 	if err != nil {
-		return err
+		return -1, err
 	}
 	p.Kind, p.Cores, p.Data = "cpu", runtime.GOMAXPROCS(0), buf.Bytes()
 	if err := p.summarise(true, clients); err != nil {
-		return err
+		return -1, err
 	}
-	r.rep.Profiles = append(r.rep.Profiles, &p)
-	return nil
+	serverCPU = time.Duration(float64(p.CPU) * (1 - p.Measured))
+	if keep {
+		r.rep.Profiles = append(r.rep.Profiles, &p)
+	}
+	return serverCPU, nil
 }
 
 // heapProfile adds a profile of the live heap to the report.

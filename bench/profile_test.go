@@ -55,10 +55,10 @@ func TestCPUProfile(t *testing.T) {
 	rep := &Report{}
 	r := &runner{rep: rep}
 	p := Profile{Name: "spin", What: "a spinning loop", Targets: []string{"engine apply"}}
-	if err := r.cpuProfile(false, false, p, func() error { spin(time.Millisecond); return nil }); err != nil || len(rep.Profiles) != 0 {
+	if _, err := r.cpuProfile(false, false, p, func() error { spin(time.Millisecond); return nil }); err != nil || len(rep.Profiles) != 0 {
 		t.Fatalf("off: %v, %d profiles", err, len(rep.Profiles))
 	}
-	err := r.cpuProfile(true, false, p, func() error {
+	_, err := r.cpuProfile(true, false, p, func() error {
 		done := make(chan int)
 		go func() { done <- spin(500 * time.Millisecond) }()
 		<-done
@@ -90,5 +90,43 @@ func TestCPUProfile(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// TestServerCPU: with clients in the process, every repetition runs under
+// the profiler, kept or not, and the server's CPU is what was sampled
+// outside the measurement's goroutines: here a "server" spinning for 300
+// ms of work, started outside them, while the "clients" spin for 600 ms of
+// work: about a third of the CPU sampled, whatever the machine's speed.
+func TestServerCPU(t *testing.T) {
+	run := func(keep bool) (cpu time.Duration, rep *Report) {
+		rep = &Report{}
+		r := &runner{rep: rep}
+		start := make(chan struct{})
+		served := make(chan int)
+		go func() { <-start; served <- spin(300 * time.Millisecond) }()
+		cpu, err := r.cpuProfile(keep, true, Profile{Name: "load"}, func() error {
+			close(start)
+			spin(600 * time.Millisecond)
+			<-served
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu < 0 {
+			t.Skip("another CPU profile is running (go test -cpuprofile)")
+		}
+		return cpu, rep
+	}
+	if cpu, rep := run(false); len(rep.Profiles) != 0 || cpu <= 0 {
+		t.Errorf("not kept: server CPU %v, %d profiles in the report, want some CPU and no profile", cpu, len(rep.Profiles))
+	}
+	cpu, rep := run(true)
+	if len(rep.Profiles) != 1 {
+		t.Fatalf("kept: %d profiles in the report, want 1", len(rep.Profiles))
+	}
+	if share := float64(cpu) / float64(rep.Profiles[0].CPU); share < 0.15 || share > 0.5 {
+		t.Errorf("server CPU %v of %v sampled (%.2f), want about a third", cpu, rep.Profiles[0].CPU, share)
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 // publishedReport is a report as a full run makes it, with made-up
 // figures: durable tracking at 7,500 of a no-op handler's 10,000 req/s
-// (75%, met), NoSync at 8,000 (80%, not met); the binary restarted after
+// (75%, met) for 41 µs of the server's CPU a request against the no-op's
+// 20 (2.05 times, shown 2.1: not met), NoSync at 8,000 (80%, not met);
+// the binary restarted after
 // kill -9 in 1.5 s (met), idle at 30 MiB (not met).
 func publishedReport() *Report {
 	return &Report{
@@ -21,8 +23,9 @@ func publishedReport() *Report {
 		Started:  time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC),
 		Duration: 11 * time.Minute,
 		HTTP: &HTTPResult{Target: "in-process", Points: []HTTPPoint{
-			{Mode: "baseline", Clients: 64, PerSec: 10_000, Runs: []float64{10_000}},
-			{Mode: "durable", Clients: 64, PerSec: 7_500, Runs: []float64{7_500}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}},
+			{Mode: "baseline", Clients: 64, PerSec: 10_000, Runs: []float64{10_000}, CPUPerReq: 20 * time.Microsecond, CPURuns: []time.Duration{20 * time.Microsecond}},
+			{Mode: "durable", Clients: 64, PerSec: 7_500, Runs: []float64{7_500}, Latency: Latency{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond},
+				CPUPerReq: 41 * time.Microsecond, CPURuns: []time.Duration{41 * time.Microsecond}},
 			{Mode: "nosync", Clients: 64, PerSec: 8_000, Runs: []float64{8_000}},
 		}},
 		Query: &QueryResult{APIDays: 30, API: []HTTPPoint{
@@ -67,6 +70,7 @@ func TestPublish(t *testing.T) {
 		"[bench/RESULTS.md](bench/RESULTS.md)",
 		"| http | POST /api/event, 64 clients, durable, share of the no-op handler | ≥ 75% | 75.0% | met |",
 		"| http | POST /api/event, 64 clients, NoSync, share of the no-op handler | ≥ 85% | 80.0% | **not met** |",
+		"| http | server CPU per request, POST /api/event, 64 clients, durable, times the no-op handler's | ≤ 2.0× | 2.1× | **not met** | 41.0 µs against 20.0 µs a request |",
 		// 5,999 of 10,000 is 59.99%: shown rounded down, and not met.
 		"| query | GET /api/v1/stats `page` over 30 days, 64 clients, share of the no-op handler | ≥ 60% | 59.9% | **not met** | 5,999 of 10,000 req/s, the no-op handler as measured by the http run |",
 		"| server | import, 10,000-event NDJSON requests, one client, durable | ≥ 250,000 hits/s | 100,000 hits/s | **not met** |",
@@ -86,6 +90,12 @@ func TestPublish(t *testing.T) {
 	results, err := os.ReadFile(filepath.Join(root, "bench", "RESULTS.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, want := range []string{"| mode | clients | median hits/s | server CPU/request |", "| durable | 64 | 7,500 | 41.0 µs |", "| nosync | 64 | 8,000 | — |",
+		"durable tracking runs at 75% of it and costs the server 2.1 times its CPU a request."} {
+		if !strings.Contains(string(results), want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
 	}
 	if !strings.Contains(string(results), "# webstats capacity report") || !strings.Contains(string(results), "at commit 0123456789ab") {
 		t.Errorf("RESULTS.md is not the report:\n%s", results)

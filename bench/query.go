@@ -130,7 +130,7 @@ func (r *runner) query(ctx context.Context, rep *Report) error {
 				var l Latency
 				prof := Profile{Name: fmt.Sprintf("query-%s-%s-%d", size, name, days), What: fmt.Sprintf("engine.Stat `%s` over %d days of the %s site", name, days, size),
 					Targets: []string{"`page` over 365 days, 5,000 pages a day"}}
-				err = r.cpuProfile(size == "large" && days == 365 && name == "page", false, prof, func() (err error) {
+				_, err = r.cpuProfile(size == "large" && days == 365 && name == "page", false, prof, func() (err error) {
 					l, err = measureQuery(ctx, f.e, q, c.QueryTime)
 					return err
 				})
@@ -178,18 +178,17 @@ func (r *runner) queryHTTP(ctx context.Context, f *fixture, res *QueryResult) er
 				prof := Profile{Name: fmt.Sprintf("query-api-%d", n), What: fmt.Sprintf("GET /api/v1/stats `page` over %d days, %d clients", res.APIDays, n),
 					Targets: []string{"GET /api/v1/stats `page` over 30 days"}}
 				var lr loadResult
-				err := r.cpuProfile(i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency), true, prof, func() (err error) {
+				cpu, err := r.cpuProfile(i == c.Repeats-1 && n == slices.Max(c.HTTPConcurrency), true, prof, func() (err error) {
 					lr, err = load(ctx, n, c.HTTPDuration, http.StatusOK, mk)
 					return err
 				})
 				if err != nil {
 					return err
 				}
-				p.Runs = append(p.Runs, lr.perSec)
+				p.addRun(lr, cpu)
 				lats = append(lats, lr.latency)
-				p.Errors += lr.errors
 			}
-			p.PerSec, p.Latency = median(p.Runs), medianLatency(lats)
+			p.finish(lats)
 			res.API = append(res.API, p)
 		}
 	}
@@ -210,7 +209,7 @@ func (r *runner) queryHTTP(ctx context.Context, f *fixture, res *QueryResult) er
 	var ds []time.Duration
 	prof := Profile{Name: "query-page", What: fmt.Sprintf("GET /stats/{domain} over %d days, one client", f.days),
 		Targets: []string{"statistics page GET /stats/{domain}"}}
-	err = r.cpuProfile(true, true, prof, func() error {
+	_, err = r.cpuProfile(true, true, prof, func() error {
 		start := time.Now()
 		for len(ds) < 5 || (time.Since(start) < 5*c.QueryTime && len(ds) < 500) {
 			req, _ := mk(ctx, 0)

@@ -106,6 +106,30 @@ func shareAtLeast(section, what string, want, got, base float64, ok bool, note s
 	return t
 }
 
+// cpuAtMost is a target on the server's CPU time per request got as a
+// multiple of base's (the no-op handler's, measured the same way in the
+// same run).
+func cpuAtMost(section, what string, want float64, got, base time.Duration, ok bool, note string) Target {
+	t := Target{Section: section, What: what, Want: fmt.Sprintf("≤ %.1f×", want), Note: note}
+	switch {
+	case ok && got > 0 && base > 0:
+		shown := cpuTimes(got, base)
+		t.Got, t.Met = fmt.Sprintf("%.1f×", shown), shown <= want+1e-9
+		if t.Note == "" {
+			t.Note = formatCPU(got) + " against " + formatCPU(base) + " a request"
+		}
+	case ok && t.Note == "":
+		t.Note = "the server's CPU was not measured (the profiler was busy)"
+	}
+	return t
+}
+
+// cpuTimes is got as a multiple of base, rounded up to a tenth: as the
+// report shows it and judges it.
+func cpuTimes(got, base time.Duration) float64 {
+	return math.Ceil(float64(got)/float64(base)*10-1e-9) / 10
+}
+
 // Targets lists the targets of the sections that ran.
 func (r *Report) Targets() []Target {
 	var ts []Target
@@ -147,6 +171,9 @@ func (r *Report) Targets() []Target {
 		ts = append(ts,
 			shareAtLeast(RunHTTP, "POST /api/event, 64 clients, durable, share of the no-op handler", 0.75, d.PerSec, base.PerSec, okd && okb, bwhy),
 			shareAtLeast(RunHTTP, "POST /api/event, 64 clients, NoSync, share of the no-op handler", 0.85, n.PerSec, base.PerSec, okn && okb, cmp.Or(nwhy, bwhy)),
+			// Issue #41: what a hit costs the server beside what the HTTP
+			// exchange carrying it costs.
+			cpuAtMost(RunHTTP, "server CPU per request, POST /api/event, 64 clients, durable, times the no-op handler's", 2, d.CPUPerReq, base.CPUPerReq, okd && okb, bwhy),
 		)
 	}
 	if q := r.Query; q != nil {
@@ -587,6 +614,14 @@ func formatDur(d time.Duration) string {
 		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
 	}
 	return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+}
+
+// formatCPU formats a CPU time per request in µs ("—": not measured).
+func formatCPU(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
 }
 
 // formatBytes formats a number of bytes in B, KiB, MiB, GiB or TiB.

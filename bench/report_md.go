@@ -88,14 +88,19 @@ func (r *Report) httpMD(b *strings.Builder, prefix string) {
 	if len(h.Points) > 0 {
 		var rows [][]string
 		for _, p := range h.Points {
-			rows = append(rows, []string{p.Mode, strconv.Itoa(p.Clients), formatCount(p.PerSec), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
+			rows = append(rows, []string{p.Mode, strconv.Itoa(p.Clients), formatCount(p.PerSec), formatCPU(p.CPUPerReq), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
 		}
-		table(b, []string{"mode", "clients", "median hits/s", "p50", "p99", "p99.9", "errors"}, rows)
+		table(b, []string{"mode", "clients", "median hits/s", "server CPU/request", "p50", "p99", "p99.9", "errors"}, rows)
+		b.WriteString(cpuColumnNote)
 		if bl, ok := h.Point("baseline", 64); ok && bl.PerSec > 0 {
 			b.WriteString("`baseline` is a handler that only reads the body and answers 202, measured the same way: the ceiling of this machine's loopback HTTP stack with these clients.")
 			for _, mode := range []string{"durable", "interval", "nosync"} {
 				if p, ok := h.Point(mode, 64); ok {
-					fmt.Fprintf(b, " With 64 clients, %s tracking runs at %.0f%% of it.", mode, 100*p.PerSec/bl.PerSec)
+					fmt.Fprintf(b, " With 64 clients, %s tracking runs at %.0f%% of it", mode, 100*p.PerSec/bl.PerSec)
+					if p.CPUPerReq > 0 && bl.CPUPerReq > 0 {
+						fmt.Fprintf(b, " and costs the server %.1f times its CPU a request", cpuTimes(p.CPUPerReq, bl.CPUPerReq))
+					}
+					b.WriteString(".")
 				}
 			}
 			b.WriteString("\n\n")
@@ -104,6 +109,9 @@ func (r *Report) httpMD(b *strings.Builder, prefix string) {
 	}
 	r.targetTable(b, RunHTTP)
 }
+
+// cpuColumnNote says what the server CPU/request column measures.
+const cpuColumnNote = "*Server CPU/request*: the CPU time the process spent outside the load generator's goroutines (the server's goroutines, Pebble's, the garbage collector's background work and the scheduler), sampled by the CPU profiler at 100 Hz over each repetition, divided by the requests answered; the median of the repetitions. The clients' own CPU (and the collector's work they were made to assist with) is left out. \"—\": not measured (an external server, or the profiler was busy).\n\n"
 
 func (r *Report) queryMD(b *strings.Builder, prefix string) {
 	b.WriteString("## 3. Query latency\n\n")
@@ -155,9 +163,13 @@ func (r *Report) queryMD(b *strings.Builder, prefix string) {
 	} else {
 		rows = nil
 		for _, p := range q.API {
-			rows = append(rows, []string{strconv.Itoa(p.Clients), formatCount(p.PerSec), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
+			rows = append(rows, []string{strconv.Itoa(p.Clients), formatCount(p.PerSec), formatCPU(p.CPUPerReq), formatDur(p.Latency.P50), formatDur(p.Latency.P99), formatDur(p.Latency.P999), strconv.Itoa(p.Errors)})
 		}
-		table(b, []string{"clients", "median req/s", "p50", "p99", "p99.9", "errors"}, rows)
+		table(b, []string{"clients", "median req/s", "server CPU/request", "p50", "p99", "p99.9", "errors"}, rows)
+		b.WriteString(cpuColumnNote)
+		if bl, ok := r.HTTP.Point("baseline", 64); ok && bl.CPUPerReq > 0 {
+			fmt.Fprintf(b, "The no-op handler of section 2 took %s of the server's CPU a request with 64 clients.\n\n", formatCPU(bl.CPUPerReq))
+		}
 	}
 	fmt.Fprintf(b, "The statistics page `GET /stats/{domain}?from=…&to=…` over %d days (medium site, public), one client: ", q.PagesDays)
 	if q.PagesUnavailable != "" {
