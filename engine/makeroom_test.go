@@ -39,6 +39,12 @@ func importsInARow(t *testing.T, calls, events int) {
 	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: roomBudget})
 	defer e.Close()
 	importCalls(t, e, site, now, calls, events, true)
+	// Each call's day is more than half the budget: every look after the
+	// first call (a look every partHits hits) took a snapshot. Counted
+	// apart from the estimate the bound above reads.
+	if looks := (calls - 1) / ((partHits + events - 1) / events); e.Metrics().Snapshots < uint64(looks) {
+		t.Errorf("%d snapshots over %d calls, want at least %d (a look every %d hits, each over half the budget)", e.Metrics().Snapshots, calls, looks, partHits)
+	}
 	if err := e.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +85,8 @@ func importCalls(t *testing.T, e *Engine, site uint32, now time.Time, calls, eve
 		if err != nil || res.Accepted != events {
 			t.Fatalf("call %d: %+v, %v", c, res, err)
 		}
-		_, all, past := e.openBytes()
+		_, all := e.openBytes()
+		past := e.pastOpenBytes()
 		t.Logf("after call %d: open days %d bytes, before today %d, snapshots %d", c, all, past, e.Metrics().Snapshots)
 		if c == 0 {
 			first = past
@@ -141,4 +148,41 @@ func TestMakeRoomToday(t *testing.T) {
 		t.Fatal(err)
 	}
 	importCalls(t, e, b.ID, now.AddDate(0, 0, -10), 6, 600, false)
+}
+
+// TestMakeRoomThawed: small imports into a large past day a snapshot froze
+// do not each wait for a snapshot of it: the day was resident, in the
+// budget, before they thawed it; only what they bring in counts.
+func TestMakeRoomThawed(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: roomBudget})
+	defer e.Close()
+	ctx := context.Background()
+	day := now.AddDate(0, 0, -5)
+	pad := strings.Repeat("x", 200)
+	big := make([]Hit, 1_500)
+	for i := range big {
+		big[i] = hardHit(site, day, fmt.Sprint("v", i%300), fmt.Sprintf("/big/%d/%s", i, pad))
+	}
+	if _, err := e.Track(ctx, big...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := e.Metrics()
+	for c := range 5 {
+		small := []Hit{hardHit(site, day, "s", fmt.Sprintf("/small/%d/a", c)), hardHit(site, day, "s", fmt.Sprintf("/small/%d/b", c))}
+		if _, err := e.Track(ctx, small...); err != nil {
+			t.Fatal(err)
+		}
+		e.MakeRoom()
+	}
+	after := e.Metrics()
+	if after.OpenBytes < roomBudget/2 {
+		t.Fatalf("the thawed day holds %d bytes, want more than half the budget (else the test shows nothing)", after.OpenBytes)
+	}
+	if after.Snapshots != before.Snapshots {
+		t.Errorf("5 imports of 2 hits into a frozen past day of %d bytes took %d snapshots, want none", after.OpenBytes, after.Snapshots-before.Snapshots)
+	}
 }

@@ -26,8 +26,8 @@ type Metrics struct {
 	// §10.1), so this grows with the day's hits, not with MemoryBudget.
 	OpenSegmentBytes int64
 	// OpenBytes estimates the memory of open days whole (their buckets
-	// and segments), outside MemoryBudget until a snapshot freezes them:
-	// what MakeRoom watches.
+	// and segments), outside MemoryBudget until a snapshot freezes them
+	// (MakeRoom watches those before today).
 	OpenBytes int64
 	// LogSeq is the sequence of the last log record applied (or skipped:
 	// its website was gone). In cluster mode it is the shared log's, and
@@ -68,7 +68,7 @@ func (e *Engine) Metrics() Metrics {
 	e.regMu.RLock()
 	m.Websites = len(e.sites)
 	e.regMu.RUnlock()
-	m.OpenSegmentBytes, m.OpenBytes, _ = e.openBytes()
+	m.OpenSegmentBytes, m.OpenBytes = e.openBytes()
 	return m
 }
 

@@ -38,8 +38,9 @@ import (
 var partHits = 1000
 
 // Import counts hits handed over by an importer: TrackOnce with key, or
-// Track when key is "". It owns hits: each part's hits are cleared once
-// enriched (what is kept of them is in the part's records by then), so
+// Track when key is "". It owns hits: in a call of more than one part,
+// each part's hits are cleared once enriched (what is kept of them is in
+// the part's records by then), so
 // that what an import holds shrinks as it counts instead of holding all
 // its hits beside the days they grow (SPEC §13: an import of 10,000 events
 // grows memory by a bounded amount). The caller must not read hits after
@@ -196,8 +197,8 @@ func (p *parts) add(at int, r TrackResult) {
 // snapshot of the days the previous import wrote does not overlap the
 // next one's decoding. Calls of one hit (live tracking) never wait for a
 // snapshot. Without a budget, or in cluster mode (whose snapshots wait
-// for the follower), it does nothing. It reports whether it took a
-// snapshot.
+// for the follower), it does nothing. It reports whether a snapshot made
+// room (its own, or one that ran meanwhile).
 func (e *Engine) MakeRoom() bool {
 	if !e.enter() {
 		return false
@@ -220,8 +221,7 @@ func (e *Engine) makeRoom() bool {
 		return false
 	}
 	snaps := e.counters.snapshots.Load()
-	_, _, past := e.openBytes()
-	if past <= b/2 || past <= e.roomFailed.Load()+b/2 {
+	if e.pastOpenBytes() <= max(b/2, e.roomFailed.Load()+b/2) {
 		return false
 	}
 	e.roomMu.Lock()
@@ -232,37 +232,54 @@ func (e *Engine) makeRoom() bool {
 	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
 		// The call goes on: its own log write fails if the store does.
 		// Not tried again before the past open days grow by as much
-		// again, or a snapshot succeeds.
-		e.roomFailed.Store(past)
+		// again from what the failed snapshot left, or a snapshot
+		// succeeds.
+		e.roomFailed.Store(e.pastOpenBytes())
 		e.opts.Logger.Error("snapshot before an import", "err", err)
+		return false
 	}
 	return true
 }
 
-// openBytes estimates the memory of every website's open (unfrozen)
-// days: their segments, all of them (openSize), and those of the days
-// before the website's today (openSize): what a snapshot freezes.
-func (e *Engine) openBytes() (segs, all, past int64) {
+// pastOpenBytes estimates the memory brought in since they were last
+// frozen by every website's open days before its today: what a snapshot
+// freezes. A past day is counted whole (buckets and segments, openSize),
+// less what it held when a write thawed it (resident before, in the
+// budget: a small import into a large past day does not make the next
+// one wait for a snapshot of it).
+func (e *Engine) pastOpenBytes() int64 {
 	now := e.now()
+	var n int64
 	for _, s := range e.siteList() {
 		cfg := s.cfg.Load()
 		today := buckets.DateFromTime(now.In(cfg.loc))
 		sh := e.shardOf(cfg.id)
 		sh.mu.Lock()
 		for date, ent := range s.state.days {
-			if ent.frozen {
-				continue
-			}
-			n := ent.openSize()
-			segs += ent.segSize()
-			all += n
-			if date < today {
-				past += n
+			if !ent.frozen && date < today {
+				n += max(0, ent.openSize()-ent.thawed)
 			}
 		}
 		sh.mu.Unlock()
 	}
-	return segs, all, past
+	return n
+}
+
+// openBytes estimates the memory of every website's open (unfrozen) days:
+// their segments alone, and whole (openSize).
+func (e *Engine) openBytes() (segs, all int64) {
+	for _, s := range e.siteList() {
+		sh := e.shardOf(s.state.id)
+		sh.mu.Lock()
+		for _, ent := range s.state.days {
+			if !ent.frozen {
+				segs += ent.segSize()
+				all += ent.openSize()
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return segs, all
 }
 
 // segSize is the estimated memory of the day's segments.

@@ -76,6 +76,13 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 	}
 	hits, err := parseSorted(r.Body, id, s.now())
 	if err != nil {
+		// Refused before the body's end (a 422 or 413 found as it was
+		// read): the rest is read first, as the whole body was before it
+		// was read an event at a time, so that a client still sending
+		// gets the answer rather than a reset connection. Bounded by the
+		// route's size limit and the body's deadline; a body that failed
+		// to read fails again at once.
+		_, _ = io.Copy(io.Discard, r.Body)
 		return err
 	}
 	res, err := s.e.Import(r.Context(), key, hits)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"unicode"
 )
 
 // Reading an import body (SPEC §3.4: a JSON array of events, or NDJSON,
@@ -45,47 +46,53 @@ func (b *bodyErr) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// newEventReader starts reading body: its first byte that is not white
-// space decides its form ('[': a JSON array).
+// newEventReader starts reading body: its first rune that is not white
+// space (unicode.IsSpace, as bytes.TrimSpace of the whole body was)
+// decides its form ('[': a JSON array).
 func newEventReader(body io.Reader) (*eventReader, error) {
 	src := &bodyErr{r: body}
 	ev := &eventReader{src: src, br: bufio.NewReaderSize(src, 64<<10)}
-	for {
-		c, err := ev.br.ReadByte()
-		if err == io.EOF {
-			ev.end = true
-			return ev, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if isSpace(c) {
-			continue
-		}
-		_ = ev.br.UnreadByte() // cannot fail after a ReadByte
-		if c != '[' {
-			return ev, nil
-		}
-		ev.dec = json.NewDecoder(ev.br)
-		if _, err := ev.dec.Token(); err != nil { // the '['
-			return nil, ev.syntax("events", "The events must be a JSON array or NDJSON.")
-		}
+	c, err := skipSpaces(ev.br)
+	switch {
+	case err == io.EOF:
+		ev.end = true
 		return ev, nil
+	case err != nil:
+		return nil, err
+	case c != '[':
+		return ev, nil
+	}
+	ev.dec = json.NewDecoder(ev.br)
+	if _, err := ev.dec.Token(); err != nil { // the '['
+		return nil, ev.syntax("events", "The events must be a JSON array or NDJSON.")
+	}
+	return ev, nil
+}
+
+// skipSpaces reads r up to its first rune that is not white space, left
+// unread, and returns it.
+func skipSpaces(r *bufio.Reader) (rune, error) {
+	for {
+		c, _, err := r.ReadRune()
+		if err != nil {
+			return 0, err
+		}
+		if !unicode.IsSpace(c) {
+			return c, r.UnreadRune() // cannot fail after a ReadRune
+		}
 	}
 }
 
 // next appends to raws the next events, up to limit, and returns them; none
 // at the end of the body. Each event is its own copy. More than
-// maxImportEvents events is a 413; a JSON syntax error a 422 naming the
+// maxImportEvents events is a 413 (found before the one too many is
+// decoded); a JSON syntax error a 422 naming the
 // event where it happened; a read error of the body is returned as is.
 func (ev *eventReader) next(raws []json.RawMessage, limit int) ([]json.RawMessage, error) {
 	for range limit {
 		raw, err := ev.read()
 		if err != nil || raw == nil {
 			return raws, err
-		}
-		if ev.n == maxImportEvents {
-			return raws, errTooManyEvents
 		}
 		ev.n++
 		raws = append(raws, raw)
@@ -108,6 +115,9 @@ func (ev *eventReader) read() (json.RawMessage, error) {
 func (ev *eventReader) element() (json.RawMessage, error) {
 	at := "events." + strconv.Itoa(ev.n)
 	if ev.dec.More() {
+		if ev.n == maxImportEvents {
+			return nil, errTooManyEvents
+		}
 		var raw json.RawMessage
 		if err := ev.dec.Decode(&raw); err != nil {
 			return nil, ev.syntax(at, "The "+at+" must be valid JSON.")
@@ -118,10 +128,11 @@ func (ev *eventReader) element() (json.RawMessage, error) {
 	if _, err := ev.dec.Token(); err != nil { // the closing ']'
 		return nil, ev.syntax(at, "The "+at+" must be valid JSON.")
 	}
-	if _, err := ev.dec.Token(); !errors.Is(err, io.EOF) {
+	// Nothing but white space after it.
+	if _, err := skipSpaces(bufio.NewReader(io.MultiReader(ev.dec.Buffered(), ev.br))); err != io.EOF {
 		return nil, ev.syntax("events", "The events must be a JSON array or NDJSON.")
 	}
-	return nil, ev.src.err
+	return nil, nil
 }
 
 // line reads the next non-blank line of NDJSON.
@@ -138,13 +149,19 @@ func (ev *eventReader) line() (json.RawMessage, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		line := frag
-		if long != nil {
-			line = append(long, frag...)
+		line, own := frag, long != nil
+		if own {
+			line = append(long, frag...) // a copy already
 		}
 		long = nil
 		if line = bytes.TrimSpace(line); len(line) > 0 {
-			return bytes.Clone(line), nil
+			if ev.n == maxImportEvents {
+				return nil, errTooManyEvents
+			}
+			if !own {
+				line = bytes.Clone(line) // frag is the reader's buffer
+			}
+			return line, nil
 		}
 		if ev.end {
 			return nil, nil

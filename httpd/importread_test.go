@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // refEvents is SPEC §3.4's reading of an import body, whole: a JSON array
@@ -41,21 +44,28 @@ func refEvents(body []byte) (events [][]byte, ok bool) {
 // and blank lines anywhere it may be, and when broken a byte changed or
 // the body cut or followed by more.
 func randomBody(rng *rand.Rand, n int, array, broken bool) []byte {
-	ws := func() string { return []string{"", "", " ", "\n", "\r\n", "\t \n\n"}[rng.IntN(6)] }
+	// White space as JSON has it (inside an array), and at the body's
+	// ends and around NDJSON lines also as bytes.TrimSpace knows it (form
+	// feed, vertical tab, NEL, no-break space): the whole body was
+	// trimmed so.
+	jws := func() string { return []string{"", "", " ", "\n", "\r\n", "\t \n\n"}[rng.IntN(6)] }
+	ws := func() string {
+		return []string{"", " ", "\n", "\t \n\n", "\f", "\v\n", "\u0085", "\u00a0 "}[rng.IntN(8)]
+	}
 	var b bytes.Buffer
 	b.WriteString(ws())
 	if array {
-		b.WriteString("[" + ws())
+		b.WriteString("[" + jws())
 	}
 	for i := range n {
 		page := "/p" + fmt.Sprint(i)
 		if rng.IntN(20) == 0 {
 			page += "/" + strings.Repeat("y", 70_000+rng.IntN(10_000))
 		}
-		ev := fmt.Sprintf(`{"time":"2026-11-20T10:00:00Z",%s"page":%q,"visitor":"v%d","props":{"k":"%d"}}`, ws(), page, i, i)
+		ev := fmt.Sprintf(`{"time":"2026-11-20T10:00:00Z",%s"page":%q,"visitor":"v%d","props":{"k":"%d"}}`, jws(), page, i, i)
 		if array {
 			if i > 0 {
-				b.WriteString(ws() + "," + ws())
+				b.WriteString(jws() + "," + jws())
 			}
 			b.WriteString(ev)
 		} else {
@@ -63,7 +73,7 @@ func randomBody(rng *rand.Rand, n int, array, broken bool) []byte {
 		}
 	}
 	if array {
-		b.WriteString(ws() + "]" + ws())
+		b.WriteString(jws() + "]" + ws())
 	}
 	body := b.Bytes()
 	if broken && len(body) > 0 {
@@ -169,5 +179,40 @@ func TestEventReaderBodyError(t *testing.T) {
 		if _, err := parseImport(r, 1, epoch); !errors.Is(err, cut) {
 			t.Fatalf("seed %d: body cut at %d of %d bytes: %v, want the read error", seed, k, len(body), err)
 		}
+	}
+}
+
+// TestImportEarlyRefusalAnswered: an import refused as its body is read
+// (its first event not JSON, 8 MiB more to come) is answered 422 naming
+// the event, to a client still sending the rest. (The server reads the
+// rest before it answers, as it did when it read the body whole first;
+// Go's client gets the answer without that too, so this checks the
+// answer, not the draining.)
+func TestImportEarlyRefusalAnswered(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := httptest.NewServer(f.s)
+	defer srv.Close()
+	line := []byte(`{"time":"2026-11-20T10:00:00Z","page":"/` + strings.Repeat("a", 900) + `","visitor":"v"}` + "\n")
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("not json\n"))
+		for range 8 << 20 / len(line) {
+			if _, err := pw.Write(line); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/websites/1/events", pr)
+	req.Header.Set("Authorization", "Bearer "+f.alice)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("no answer to an import refused early: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(b), "events.0") {
+		t.Fatalf("%d %s, want 422 naming events.0", resp.StatusCode, b)
 	}
 }
