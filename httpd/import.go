@@ -79,10 +79,14 @@ func (s *Server) importEvents(w http.ResponseWriter, r *http.Request, c *call) e
 		// Refused before the body's end (a 422 or 413 found as it was
 		// read): the rest is read first, as the whole body was before it
 		// was read an event at a time, so that a client still sending
-		// gets the answer rather than a reset connection. Bounded by the
-		// route's size limit and the body's deadline; a body that failed
-		// to read fails again at once.
-		_, _ = io.Copy(io.Discard, r.Body)
+		// gets the answer rather than a reset connection, and a body that
+		// fails to read (over the size limit, past its deadline) is
+		// answered so, as before. Bounded by the route's size limit and
+		// the body's deadline; a body that failed to read fails again at
+		// once.
+		if _, rerr := io.Copy(io.Discard, r.Body); rerr != nil {
+			return rerr
+		}
 		return err
 	}
 	res, err := s.e.Import(r.Context(), key, hits)

@@ -216,3 +216,24 @@ func TestImportEarlyRefusalAnswered(t *testing.T) {
 		t.Fatalf("%d %s, want 422 naming events.0", resp.StatusCode, b)
 	}
 }
+
+// TestImportOverLimitRefused: a body over the 10 MiB limit is a 413
+// whatever it holds, as when the body was read whole before it was
+// checked: an array whose first element is broken, too.
+func TestImportOverLimitRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := httptest.NewServer(f.s)
+	defer srv.Close()
+	body := "[{\"page\": x}, " + strings.Repeat(" ", 11<<20) + "]"
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/websites/1/events", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+f.alice)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%d %s, want 413", resp.StatusCode, b)
+	}
+}
