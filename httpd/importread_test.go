@@ -219,13 +219,16 @@ func TestImportEarlyRefusalAnswered(t *testing.T) {
 
 // TestImportOverLimitRefused: a body over the 10 MiB limit is a 413
 // whatever it holds, as when the body was read whole before it was
-// checked: an array whose first element is broken, too.
+// checked: an array whose first element is broken, too, sent without a
+// declared length.
 func TestImportOverLimitRefused(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := httptest.NewServer(f.s)
 	defer srv.Close()
 	body := "[{\"page\": x}, " + strings.Repeat(" ", 11<<20) + "]"
-	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/websites/1/events", strings.NewReader(body))
+	// Sent without a length (chunked): a declared length over the limit
+	// is refused before the handler reads anything.
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/websites/1/events", io.MultiReader(strings.NewReader(body)))
 	req.Header.Set("Authorization", "Bearer "+f.alice)
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
