@@ -46,7 +46,7 @@ func (e *Engine) freezeLocked(st *siteState, today buckets.Date) {
 			ent.day.Compact()
 			ent.seg.Compact()
 			ent.seg.Size = ent.seg.Estimate()
-			ent.frozen, ent.closed, ent.size, ent.thawed = true, true, ent.day.SizeBytes()+ent.seg.Size, 0
+			ent.frozen, ent.closed, ent.size = true, true, ent.day.SizeBytes()+ent.seg.Size
 			ent.used = e.counters.tick.Add(1)
 			e.counters.resident.Add(int64(ent.size))
 		}

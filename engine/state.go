@@ -98,11 +98,7 @@ type dayEntry struct {
 	// shared marks an open day a snapshot encodes without the lock: it is
 	// not modified in place; the next write replaces it with a clone.
 	shared bool
-	size   int // SizeBytes when frozen
-	// thawed is size when a write last made the frozen day open again:
-	// memory that was resident before the write, not brought in by it
-	// (MakeRoom counts the growth of a past day from there).
-	thawed int64
+	size   int   // SizeBytes when frozen
 	used   int64 // LRU clock of the last use
 	pins   int   // logged hits waiting to be applied to this day
 }
@@ -311,7 +307,7 @@ func (e *Engine) writableDayLocked(st *siteState, date, first buckets.Date, ent 
 		ent.releaseMemo() // the copy is the day now: the old memo's breakdowns leave the budget with it
 		ent.day = ent.day.Clone()
 		ent.seg = ent.seg.Clone()
-		ent.frozen, ent.thawed, ent.size = false, int64(ent.size), 0
+		ent.frozen, ent.size = false, 0
 	} else if ent.shared {
 		ent.day = ent.day.Clone() // a snapshot may be encoding it
 		ent.seg = ent.seg.Clone()

@@ -241,12 +241,14 @@ func (e *Engine) makeRoom() bool {
 	return true
 }
 
-// pastOpenBytes estimates the memory brought in since they were last
-// frozen by every website's open days before its today: what a snapshot
-// freezes. A past day is counted whole (buckets and segments, openSize),
-// less what it held when a write thawed it (resident before, in the
-// budget: a small import into a large past day does not make the next
-// one wait for a snapshot of it).
+// pastOpenBytes estimates the memory of every website's open days before
+// its today, whole (buckets and segments, openSize): what a snapshot
+// freezes. A past day a write thawed counts whole too: its frozen copy
+// left the budget's resident days when it did. So a small import into a
+// large past day under a small budget waits for a snapshot of that day
+// (a cost MakeRoom accepts for the bound: counting only what the write
+// brought in let a snapshot that froze an import's day midway hide the
+// rest of it, and two such days were open at once).
 func (e *Engine) pastOpenBytes() int64 {
 	now := e.now()
 	var n int64
@@ -257,7 +259,7 @@ func (e *Engine) pastOpenBytes() int64 {
 		sh.mu.Lock()
 		for date, ent := range s.state.days {
 			if !ent.frozen && date < today {
-				n += max(0, ent.openSize()-ent.thawed)
+				n += ent.openSize()
 			}
 		}
 		sh.mu.Unlock()
