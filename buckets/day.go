@@ -142,14 +142,29 @@ func addSat(a, b uint64) uint64 {
 // adding to a value already present updates it in place; a new value turns
 // the column back into a map.
 func (d *Day) Add(dim Dim, value string, n uint64, limit int) (other bool) {
-	return d.add(dim, value, n, limit, true)
+	_, other = d.add(dim, value, n, limit, true)
+	return other
 }
 
-// add is Add; clone false keeps value as it is, for callers that own it or
-// that seal the dictionary (which copies every new value) before returning.
-func (d *Day) add(dim Dim, value string, n uint64, limit int, clone bool) (other bool) {
+// AddKept is Add, and returns the day's own copy of value (Other when it
+// counted value under Other): a caller that keeps the value elsewhere for
+// as long as the day can keep this one instead of its own, so that one
+// copy is in memory, not two. (A copy in a compacted day is a slice of the
+// day's one allocation of values.)
+func (d *Day) AddKept(dim Dim, value string, n uint64, limit int) (kept string, other bool) {
+	id, other := d.add(dim, value, n, limit, true)
+	if id < 0 {
+		return value, other
+	}
+	return d.dict.values[id], other
+}
+
+// add is Add, and returns value's id (-1 for nothing added); clone false
+// keeps value as it is, for callers that own it or that seal the
+// dictionary (which copies every new value) before returning.
+func (d *Day) add(dim Dim, value string, n uint64, limit int, clone bool) (vid int64, other bool) {
 	if dim >= NumDims || n == 0 {
-		return false
+		return -1, false
 	}
 	c := &d.cols[dim]
 	id, ok := d.dict.lookup(value)
@@ -157,10 +172,10 @@ func (d *Day) add(dim Dim, value string, n uint64, limit int, clone bool) (other
 		if low, present := c.m[id]; present {
 			if d.high == nil && uint64(low)+n <= math.MaxUint32 {
 				c.m[id] = low + uint32(n) // the fast path
-				return false
+				return int64(id), false
 			}
 			d.addID(dim, id, n)
-			return false
+			return int64(id), false
 		}
 	}
 	if !(ok && c.has(id)) { // new to dim
@@ -176,7 +191,7 @@ func (d *Day) add(dim Dim, value string, n uint64, limit int, clone bool) (other
 		}
 	}
 	d.addID(dim, id, n)
-	return other
+	return int64(id), other
 }
 
 // distinct returns the number of values of dim, not counting Other.

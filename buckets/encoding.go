@@ -369,7 +369,7 @@ func (r *dayDecoder) decode(d *Day, value func(uint32) (string, bool)) error {
 				if !ok {
 					return r.err("unknown string id %d in dim %s", id, dim)
 				}
-				d.add(dim, v, n, 0, false) // Compact copies the strings
+				_, _ = d.add(dim, v, n, 0, false) // Compact copies the strings
 			}
 		}
 		d.Compact()

@@ -295,7 +295,7 @@ func Rollup(days ...*Day) *Day {
 		s.Reset()
 		s.Add(dim, days...)
 		for _, row := range s.Rows() {
-			r.add(dim, row.Value, row.Count, 0, false) // Compact copies the strings
+			_, _ = r.add(dim, row.Value, row.Count, 0, false) // Compact copies the strings
 		}
 	}
 	for _, d := range days {

@@ -241,7 +241,17 @@ func (e *Engine) pageviewLocked(st *siteState, r *record.Hit, ent *dayEntry, id 
 	d := ent.day
 	hour := int(r.Hour)
 	d.AddPageview(hour)
-	e.addLocked(d, buckets.Page, r.Page)
+	// The segments keep the page's path too (segHitLocked, below): a
+	// slice of the day's copy, not of the hit's URL, so that an import's
+	// new pages are in memory once (SPEC §13).
+	if page, other := d.AddKept(buckets.Page, r.Page, 1, e.opts.MaxValues); other {
+		e.counters.overflow.Add(1)
+	} else {
+		r.Page = page
+		if p := r.Seg.Path; len(p) <= len(page) && page[:len(p)] == p {
+			r.Seg.Path = page[:len(p)]
+		}
+	}
 	if v == nil {
 		return
 	}
