@@ -87,10 +87,6 @@ type Engine struct {
 	trimmedSince uint64    // log entries trimmed since the log was last compacted
 	lastSnapTick int64     // LRU clock at the start of the last snapshot
 	lastCompact  time.Time // when the trimmed log was last compacted
-	// roomFailed is the past open days' bytes when MakeRoom's snapshot
-	// last failed (0 after a snapshot): it tries again only once they
-	// grew by half the budget more.
-	roomFailed atomic.Int64
 	// sinceRoom counts the hits of calls of several hits since MakeRoom
 	// last looked (under a memory budget); roomMu lets one caller at a
 	// time decide to snapshot, so that callers deciding together take one.

@@ -190,3 +190,21 @@ func TestMakeRoomMidwaySnapshot(t *testing.T) {
 		t.Errorf("the next import's look took no snapshot of an open past day of %d bytes (budget %d)", before.OpenBytes, roomBudget)
 	}
 }
+
+// TestMakeRoomCountsWhole: a past day counts whole, its buckets with its
+// segments, as a frozen day counts in the budget: an import's day whose
+// segments alone are under half the budget, but not with its buckets,
+// makes the next import's look take a snapshot.
+func TestMakeRoomCountsWhole(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 30, 0, time.UTC)
+	e, site := hardEngine(t, vfs.NewMem(), Options{Now: func() time.Time { return now }, MemoryBudget: roomBudget})
+	defer e.Close()
+	importCalls(t, e, site, now, 1, 600, true)
+	m := e.Metrics()
+	if m.OpenSegmentBytes > roomBudget/2 || m.OpenBytes <= roomBudget/2 {
+		t.Fatalf("the day: %d bytes of segments, %d whole, want the segments under half the budget (%d) and the whole over it (else the test shows nothing)", m.OpenSegmentBytes, m.OpenBytes, roomBudget/2)
+	}
+	if !e.MakeRoom() {
+		t.Errorf("no snapshot for a past day of %d bytes, over half the budget", m.OpenBytes)
+	}
+}

@@ -136,7 +136,6 @@ func (e *Engine) writeSnapshot() error {
 	e.compactLogAfter(b.trim, now)
 	e.counters.lastSnapNs.Store(int64(time.Since(start)))
 	e.evictLocked(now)
-	e.roomFailed.Store(0)
 	return nil
 }
 

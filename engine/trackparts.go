@@ -221,7 +221,7 @@ func (e *Engine) makeRoom() bool {
 		return false
 	}
 	snaps := e.counters.snapshots.Load()
-	if e.pastOpenBytes() <= max(b/2, e.roomFailed.Load()+b/2) {
+	if e.pastOpenBytes() <= b/2 {
 		return false
 	}
 	e.roomMu.Lock()
@@ -229,13 +229,13 @@ func (e *Engine) makeRoom() bool {
 	if e.counters.snapshots.Load() != snaps {
 		return true // another caller's snapshot, or the background one, made room
 	}
-	if err := e.snapshot(); err != nil && !errors.Is(err, ErrClosed) {
-		// The call goes on: its own log write fails if the store does.
-		// Not tried again before the past open days grow by as much
-		// again from what the failed snapshot left, or a snapshot
-		// succeeds.
-		e.roomFailed.Store(e.pastOpenBytes())
-		e.opts.Logger.Error("snapshot before an import", "err", err)
+	if err := e.snapshot(); err != nil {
+		// The call goes on: its own log write fails if the store does
+		// (a snapshot fails when the store does: its log is the
+		// store's), and the next call tries again.
+		if !errors.Is(err, ErrClosed) {
+			e.opts.Logger.Error("snapshot before an import", "err", err)
+		}
 		return false
 	}
 	return true

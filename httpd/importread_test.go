@@ -240,3 +240,24 @@ func TestImportOverLimitRefused(t *testing.T) {
 		t.Fatalf("%d %s, want 413", resp.StatusCode, b)
 	}
 }
+
+// TestImportArrayTooMany: a JSON array of more than 10,000 events is a
+// 413 found before the one too many is decoded, as when the body was
+// split whole first: 10,001 events, and 10,000 followed by anything.
+func TestImportArrayTooMany(t *testing.T) {
+	ev := `{"time":"2026-11-20T10:00:00Z","page":"/a","visitor":"v"}`
+	many := "[" + strings.Repeat(ev+",", maxImportEvents-1) + ev
+	for name, body := range map[string]string{
+		"10,000":             many + "]",
+		"10,001":             many + "," + ev + "]",
+		"10,000 then broken": many + ", junk",
+	} {
+		_, err := parseImport(strings.NewReader(body), 1, epoch)
+		switch {
+		case name == "10,000" && err != nil:
+			t.Errorf("%s events: %v, want them read", name, err)
+		case name != "10,000" && !errors.Is(err, errTooManyEvents):
+			t.Errorf("%s events: %v, want the 413", name, err)
+		}
+	}
+}
