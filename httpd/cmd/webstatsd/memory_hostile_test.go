@@ -61,8 +61,9 @@ func importLines(tag string, n int, at time.Time) []string {
 // and large days are stored in pieces (snapshot/pieces.go): heap +67 to
 // +84 MiB, RSS +77 to +95 MiB. Since the body is read an event at a time,
 // the engine lets go of each part's events (engine.Import) and MakeRoom
-// counts the open days before today whole: heap +51 to +54 MiB (+59.7 in
-// the long run), RSS +63.2 to +66.4 MiB (+79.9 long; README, "Limits"),
+// counts the open days before today whole: heap +51 to +58 MiB (+59.7 and
+// +61.6 in the long run), RSS +63.2 to +67.8 MiB (+79.9 and +86.0 long;
+// README, "Limits"),
 // still over the SPEC's 64; bounded at 80 MiB of heap, a regression bound
 // the heap's swings leave room for (engine.TestImportsInARowMakeRoom
 // checks MakeRoom deterministically).
