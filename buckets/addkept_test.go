@@ -30,9 +30,17 @@ func TestAddKept(t *testing.T) {
 	if got := d.Count(Page, "/a/page"); got != 2 {
 		t.Errorf("count of /a/page = %d, want 2", got)
 	}
+	// Compacted, the day's values are one allocation: a slice of it would
+	// keep all of them alive, so the caller keeps its own.
 	d.Compact()
-	kept, _ = d.AddKept(Page, "/a/page", 1, 2)
-	if kept != "/a/page" || d.Count(Page, "/a/page") != 3 {
-		t.Errorf("after Compact: %q, count %d", kept, d.Count(Page, "/a/page"))
+	mine := strings.Clone("/a/page")
+	kept, _ = d.AddKept(Page, mine, 1, 2)
+	if unsafe.StringData(kept) != unsafe.StringData(mine) || d.Count(Page, "/a/page") != 3 {
+		t.Errorf("after Compact: %q (the caller's: %v), count %d, want the caller's own string and 3", kept, unsafe.StringData(kept) == unsafe.StringData(mine), d.Count(Page, "/a/page"))
+	}
+	// A value new since is an allocation of its own again.
+	kept, _ = d.AddKept(Page, buf[:2], 1, 0)
+	if kept != "/a" || unsafe.StringData(kept) == unsafe.StringData(buf) {
+		t.Errorf("a value new since Compact: %q, want the day's own copy", kept)
 	}
 }

@@ -147,13 +147,15 @@ func (d *Day) Add(dim Dim, value string, n uint64, limit int) (other bool) {
 }
 
 // AddKept is Add, and returns the day's own copy of value (Other when it
-// counted value under Other): a caller that keeps the value elsewhere for
-// as long as the day can keep this one instead of its own, so that one
-// copy is in memory, not two. (A copy in a compacted day is a slice of the
-// day's one allocation of values.)
+// counted value under Other) when that copy is an allocation of its own,
+// added since the day was last compacted: a caller that keeps the value
+// elsewhere can keep this one instead of its own, so that one copy is in
+// memory, not two. Otherwise (a value of the compacted part, a slice of
+// the day's one allocation of values, which would keep all of them alive;
+// nothing added) it returns value itself.
 func (d *Day) AddKept(dim Dim, value string, n uint64, limit int) (kept string, other bool) {
 	id, other := d.add(dim, value, n, limit, true)
-	if id < 0 {
+	if id < int64(d.dict.packed) {
 		return value, other
 	}
 	return d.dict.values[id], other

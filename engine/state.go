@@ -242,8 +242,14 @@ func (e *Engine) pageviewLocked(st *siteState, r *record.Hit, ent *dayEntry, id 
 	hour := int(r.Hour)
 	d.AddPageview(hour)
 	// The segments keep the page's path too (segHitLocked, below): a
-	// slice of the day's copy, not of the hit's URL, so that an import's
-	// new pages are in memory once (SPEC §13).
+	// slice of the day's copy of a new page, not of the hit's URL, so that
+	// an open day's new pages (an import's, before the snapshot that
+	// freezes the day) are in memory once (SPEC §13). Only a copy of its
+	// own (AddKept): never a slice of a compacted day's one allocation,
+	// which another day's segments (a visit across midnight) would keep
+	// alive whole. Once the day is compacted, its values are copied into
+	// one allocation and the page is in memory twice again; the budget
+	// counts it twice throughout (an over-count).
 	if page, other := d.AddKept(buckets.Page, r.Page, 1, e.opts.MaxValues); other {
 		e.counters.overflow.Add(1)
 	} else {
