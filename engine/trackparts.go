@@ -40,11 +40,11 @@ var partHits = 1000
 // Import counts hits handed over by an importer: TrackOnce with key, or
 // Track when key is "". It owns hits: in a call of more than one part,
 // each part's hits are cleared once enriched (what is kept of them is in
-// the part's records by then), so
-// that what an import holds shrinks as it counts instead of holding all
-// its hits beside the days they grow (SPEC §13: an import of 10,000 events
-// grows memory by a bounded amount). The caller must not read hits after
-// the call; the result's Reasons still follow their order.
+// the part's records by then), so that what an import holds shrinks as
+// it counts instead of holding all its hits beside the days they grow
+// (SPEC §13: an import of 10,000 events grows memory by a bounded
+// amount). The caller must not read hits after the call; the result's
+// Reasons still follow their order.
 func (e *Engine) Import(ctx context.Context, key string, hits []Hit) (TrackResult, error) {
 	if key == "" {
 		return e.track(ctx, nil, hits, true)
